@@ -1,0 +1,46 @@
+// argoproj.io/v1alpha1 AppProject: the fields impersync reads (spec §1, §9), Argo CD's names.
+import { z } from 'zod';
+import { ObjectMetaSchema, parseObject } from './meta.ts';
+
+export const DestinationServiceAccountSchema = z.looseObject({
+  server: z.string(),
+  namespace: z.string().optional(),
+  defaultServiceAccount: z.string(),
+});
+export type DestinationServiceAccount = z.infer<typeof DestinationServiceAccountSchema>;
+
+export const ProjectDestinationSchema = z.looseObject({
+  server: z.string().optional(),
+  name: z.string().optional(),
+  namespace: z.string().optional(),
+});
+export type ProjectDestination = z.infer<typeof ProjectDestinationSchema>;
+
+export const GroupKindSchema = z.looseObject({
+  group: z.string().optional(),
+  kind: z.string(),
+});
+export type GroupKind = z.infer<typeof GroupKindSchema>;
+
+export const AppProjectSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.literal('AppProject').optional(),
+  metadata: ObjectMetaSchema,
+  spec: z.looseObject({
+    description: z.string().optional(),
+    sourceRepos: z.array(z.string()).optional(),
+    sourceNamespaces: z.array(z.string()).optional(),
+    destinations: z.array(ProjectDestinationSchema).optional(),
+    destinationServiceAccounts: z.array(DestinationServiceAccountSchema).optional(),
+    clusterResourceWhitelist: z.array(GroupKindSchema).optional(),
+    clusterResourceBlacklist: z.array(GroupKindSchema).optional(),
+    namespaceResourceWhitelist: z.array(GroupKindSchema).optional(),
+    namespaceResourceBlacklist: z.array(GroupKindSchema).optional(),
+  }).default({}),
+  status: z.record(z.string(), z.unknown()).optional(),
+});
+export type AppProject = z.infer<typeof AppProjectSchema>;
+
+export function parseAppProject(raw: unknown): AppProject {
+  return parseObject('AppProject', AppProjectSchema, raw);
+}

@@ -1,0 +1,76 @@
+// Cluster Secrets (spec §6): Secrets labelled argocd.argoproj.io/secret-type=cluster whose data
+// holds `name`, `server` and `config` (JSON). Parsed into a Cluster; a bad Secret is a DocumentError.
+import { z } from 'zod';
+import { DocumentError, ObjectMetaSchema, parseObject, formatPath } from './meta.ts';
+
+export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
+export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
+export const IN_CLUSTER_NAME = 'in-cluster';
+
+export const SecretSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.literal('Secret').optional(),
+  metadata: ObjectMetaSchema,
+  data: z.record(z.string(), z.string()).optional(),
+  stringData: z.record(z.string(), z.string()).optional(),
+  type: z.string().optional(),
+});
+export type Secret = z.infer<typeof SecretSchema>;
+
+export const ClusterConfigSchema = z.looseObject({
+  bearerToken: z.string().optional(),
+  username: z.string().optional(),
+  password: z.string().optional(),
+  tlsClientConfig: z.looseObject({
+    insecure: z.boolean().optional(),
+    caData: z.string().optional(),
+    certData: z.string().optional(),
+    keyData: z.string().optional(),
+    serverName: z.string().optional(),
+  }).optional(),
+});
+export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
+
+export interface Cluster {
+  name: string;
+  server: string;
+  config: ClusterConfig;
+  /** The Secret it came from ("ns/name"); empty for the built-in in-cluster destination. */
+  secret: string;
+}
+
+/** The destination the controller runs in: it needs no Secret (spec §6). */
+export const IN_CLUSTER: Cluster = { name: IN_CLUSTER_NAME, server: IN_CLUSTER_SERVER, config: {}, secret: '' };
+
+export function isClusterSecret(raw: unknown): boolean {
+  const labels = (raw as { metadata?: { labels?: Record<string, unknown> } } | null)?.metadata?.labels;
+  return (raw as { kind?: unknown } | null)?.kind === 'Secret' && labels?.[SECRET_TYPE_LABEL] === 'cluster';
+}
+
+/** Reads a cluster Secret: `data` is base64 (as the API server returns it), `stringData` wins. */
+export function parseClusterSecret(raw: unknown): Cluster {
+  const secret = parseObject('Secret', SecretSchema, raw);
+  const ref = secret.metadata.namespace ? `${secret.metadata.namespace}/${secret.metadata.name}` : secret.metadata.name;
+  const fields: Record<string, string> = {};
+  for (const [k, v] of Object.entries(secret.data ?? {})) fields[k] = Buffer.from(v, 'base64').toString('utf8');
+  Object.assign(fields, secret.stringData ?? {});
+  const where = (k: string) => (secret.stringData?.[k] !== undefined ? `stringData.${k}` : `data.${k}`);
+  const server = fields['server'];
+  if (!server) throw new DocumentError('Secret', ref, where('server'), 'a cluster Secret needs the server URL');
+  let config: ClusterConfig = {};
+  if (fields['config'] !== undefined && fields['config'].trim() !== '') {
+    let json: unknown;
+    try {
+      json = JSON.parse(fields['config']);
+    } catch (err) {
+      throw new DocumentError('Secret', ref, where('config'), `not valid JSON: ${(err as Error).message}`);
+    }
+    const parsed = ClusterConfigSchema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new DocumentError('Secret', ref, `${where('config')}${issue ? '.' + formatPath(issue.path) : ''}`, issue?.message ?? 'invalid');
+    }
+    config = parsed.data;
+  }
+  return { name: fields['name'] ?? server, server, config, secret: ref };
+}

@@ -1,0 +1,6 @@
+// The objects impersync reads and writes, as zod schemas and their types.
+export * from './meta.ts';
+export * from './application.ts';
+export * from './appproject.ts';
+export * from './configmap.ts';
+export * from './cluster.ts';

@@ -1,0 +1,5 @@
+// Placeholder until its issue lands; replaced by the real command.
+export async function main(_argv: string[]): Promise<number> {
+  process.stderr.write('impersync validate: not built yet\n');
+  return 2;
+}
