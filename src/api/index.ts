@@ -4,3 +4,4 @@ export * from './application.ts';
 export * from './appproject.ts';
 export * from './configmap.ts';
 export * from './cluster.ts';
+export * from './manifest.ts';
