@@ -1,0 +1,178 @@
+// A work queue in client-go's shape: one entry per key however many times it is added; a key being
+// processed that is added again is processed once more afterwards, never concurrently; per-key
+// exponential backoff on failure; an overall token bucket; delayed adds; N workers; draining shutdown.
+
+export interface QueueOptions {
+  /** Per-key backoff after the first failure (client-go: 5 ms). */
+  baseDelayMs?: number;
+  /** Per-key backoff ceiling (client-go: 1000 s). */
+  maxDelayMs?: number;
+  /** Token bucket: sustained rate (per second) and burst (client-go: 10/s, 100). 0 disables. */
+  ratePerSecond?: number;
+  burst?: number;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+export type Handler = (key: string) => Promise<void>;
+
+export interface QueueStats {
+  depth: number;
+  processing: number;
+}
+
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  /** Keys added while being processed: re-queued when their processing ends. */
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly addedAt = new Map<string, number>();
+  private readonly waiters: Array<() => void> = [];
+  private readonly opts: Required<QueueOptions>;
+  private tokens: number;
+  private lastRefill: number;
+  private shuttingDown = false;
+  private workers: Promise<void>[] = [];
+  /** Called with (key, ms waited in the queue) when a key is taken (metrics). */
+  onTake: ((key: string, waitedMs: number) => void) | undefined;
+
+  constructor(opts: QueueOptions = {}) {
+    this.opts = { baseDelayMs: 5, maxDelayMs: 1_000_000, ratePerSecond: 10, burst: 100, now: () => Date.now(), ...opts };
+    this.tokens = this.opts.burst;
+    this.lastRefill = this.opts.now();
+  }
+
+  get length(): number {
+    return this.queue.length;
+  }
+
+  stats(): QueueStats {
+    return { depth: this.queue.length, processing: this.processing.size };
+  }
+
+  /** Queue `key` now. A key already queued stays once; one being processed runs again after. */
+  add(key: string): void {
+    if (this.shuttingDown) return;
+    this.enqueue(key);
+  }
+
+  private enqueue(key: string): void {
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.queue.push(key);
+    this.addedAt.set(key, this.opts.now());
+    this.waiters.shift()?.();
+  }
+
+  /** Queue `key` after `ms`; an earlier pending delayed add for the same key wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.shuttingDown) return;
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = this.opts.now() + ms;
+    const pending = this.delayed.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.delayed.delete(key);
+      this.add(key);
+    }, ms);
+    timer.unref?.();
+    this.delayed.set(key, { at, timer });
+  }
+
+  /** The delay the next failure of `key` earns: base·2^n, capped, and at least the token bucket's wait. */
+  backoffFor(key: string): number {
+    const n = this.failures.get(key) ?? 0;
+    const perKey = Math.min(this.opts.maxDelayMs, this.opts.baseDelayMs * 2 ** Math.min(n, 40));
+    return Math.max(perKey, this.takeToken());
+  }
+
+  /** Re-queue after a failure, with the key's backoff. */
+  addRateLimited(key: string): void {
+    const delay = this.backoffFor(key);
+    this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+    this.addAfter(key, delay);
+  }
+
+  /** The key succeeded: its backoff starts over. */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  numRequeues(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Returns the wait (ms) before a token is available, consuming one (possibly in advance). */
+  private takeToken(): number {
+    if (this.opts.ratePerSecond <= 0) return 0;
+    const now = this.opts.now();
+    this.tokens = Math.min(this.opts.burst, this.tokens + ((now - this.lastRefill) / 1000) * this.opts.ratePerSecond);
+    this.lastRefill = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.opts.ratePerSecond) * 1000);
+  }
+
+  /** Next key to work on, or undefined when shut down and empty. */
+  async get(): Promise<string | undefined> {
+    while (this.queue.length === 0) {
+      if (this.shuttingDown) return undefined;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    const key = this.queue.shift() as string;
+    this.queued.delete(key);
+    this.processing.add(key);
+    const at = this.addedAt.get(key);
+    this.addedAt.delete(key);
+    if (at !== undefined) this.onTake?.(key, this.opts.now() - at);
+    return key;
+  }
+
+  /** Processing of `key` ended; if it was added meanwhile, it is queued again. */
+  done(key: string): void {
+    this.processing.delete(key);
+    // A key added while it ran is still owed a run, even during a draining shutdown.
+    if (this.dirty.delete(key)) this.enqueue(key);
+  }
+
+  /** Start `n` workers running `handler`; a throw re-queues the key with backoff. */
+  run(n: number, handler: Handler, onError?: (key: string, err: unknown) => void): void {
+    for (let i = 0; i < n; i++) {
+      this.workers.push((async () => {
+        for (;;) {
+          const key = await this.get();
+          if (key === undefined) return;
+          try {
+            await handler(key);
+            this.forget(key);
+          } catch (err) {
+            onError?.(key, err);
+            this.done(key);
+            this.addRateLimited(key);
+            continue;
+          }
+          this.done(key);
+        }
+      })());
+    }
+  }
+
+  /** Stop accepting keys, drop delayed ones, let the running workers finish what is queued. */
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    this.delayed.clear();
+    for (const w of this.waiters.splice(0)) w();
+    await Promise.all(this.workers);
+  }
+}
