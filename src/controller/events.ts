@@ -1,0 +1,116 @@
+// Kubernetes Events (core/v1) on Applications: sync start and end, identity decisions (fallback,
+// deny), deletion. A repeat of the same (object, type, reason, message) bumps the count of the
+// Event already written instead of creating another, as client-go's recorder does.
+import { randomBytes } from 'node:crypto';
+import type { KubeApi } from './kubeapi.ts';
+
+export type EventType = 'Normal' | 'Warning';
+
+export interface InvolvedObject {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export interface RecordedEvent {
+  object: InvolvedObject;
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
+export interface EventSink {
+  record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void>;
+}
+
+const COMPONENT = 'impersync-application-controller';
+/** Kubernetes rejects Event messages over 1 KiB... in practice keep them readable. */
+const MAX_MESSAGE = 1024;
+
+export function involvedApplication(app: { apiVersion?: string; metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string } }): InvolvedObject {
+  return {
+    apiVersion: app.apiVersion ?? 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    name: app.metadata.name,
+    namespace: app.metadata.namespace ?? '',
+    ...(app.metadata.uid ? { uid: app.metadata.uid } : {}),
+    ...(app.metadata.resourceVersion ? { resourceVersion: app.metadata.resourceVersion } : {}),
+  };
+}
+
+export class EventRecorder implements EventSink {
+  private readonly api: KubeApi;
+  private readonly seen = new Map<string, { name: string; count: number }>();
+  private readonly host: string;
+  onError: ((err: Error) => void) | undefined;
+
+  constructor(api: KubeApi, host = 'impersync') {
+    this.api = api;
+    this.host = host;
+  }
+
+  /** Never throws: an event that cannot be written is reported through onError and dropped. */
+  async record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+    try {
+      await this.write(object, type, reason, message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE - 3) + '...' : message);
+    } catch (err) {
+      this.onError?.(err as Error);
+    }
+  }
+
+  private async write(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+    const ns = object.namespace || 'default';
+    const now = new Date().toISOString();
+    const key = [object.namespace, object.name, object.uid ?? '', type, reason, message].join('\u0000');
+    const prior = this.seen.get(key);
+    if (prior) {
+      const count = prior.count + 1;
+      const res = await this.api.request('PATCH', `/api/v1/namespaces/${ns}/events/${prior.name}`, {
+        body: { count, lastTimestamp: now },
+        contentType: 'application/merge-patch+json',
+      });
+      if (res.status === 200) {
+        prior.count = count;
+        return;
+      }
+      // The Event expired (TTL) or was deleted: write a new one.
+      this.seen.delete(key);
+    }
+    const name = `${object.name}.${Date.now().toString(16)}${randomBytes(3).toString('hex')}`;
+    await this.api.call('POST', `/api/v1/namespaces/${ns}/events`, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace: ns },
+        involvedObject: object,
+        type,
+        reason,
+        message,
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: COMPONENT, host: this.host },
+        reportingComponent: COMPONENT,
+        reportingInstance: this.host,
+      },
+    });
+    this.seen.set(key, { name, count: 1 });
+    if (this.seen.size > 5000) this.seen.delete(this.seen.keys().next().value as string);
+  }
+}
+
+/** Collects events in memory (tests, and the `run` command's printer tee). */
+export class MemoryEvents implements EventSink {
+  readonly events: RecordedEvent[] = [];
+  async record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+    this.events.push({ object, type, reason, message });
+  }
+}
+
+/** Sends each event to several sinks. */
+export function teeEvents(...sinks: EventSink[]): EventSink {
+  return { record: async (o, t, r, m) => { await Promise.all(sinks.map((s) => s.record(o, t, r, m))); } };
+}

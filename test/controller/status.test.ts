@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mergeConditions, shouldWriteStatus, statusChanged } from '../../src/controller/status.ts';
+import type { ApplicationStatus } from '../../src/controller/status.ts';
+
+const base: ApplicationStatus = {
+  sync: { status: 'Synced', revision: 'abc' },
+  health: { status: 'Healthy' },
+  reconciledAt: '2026-01-01T00:00:00Z',
+  conditions: [{ type: 'ImpersonationInfo', message: 'as sa', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+};
+
+test('a condition keeps its lastTransitionTime while its message is unchanged', () => {
+  const next = mergeConditions(base.conditions, [{ type: 'ImpersonationInfo', message: 'as sa' }, { type: 'SyncError', message: 'x' }], '2026-02-02T00:00:00Z');
+  assert.deepEqual(next, [
+    { type: 'ImpersonationInfo', message: 'as sa', lastTransitionTime: '2026-01-01T00:00:00Z' },
+    { type: 'SyncError', message: 'x', lastTransitionTime: '2026-02-02T00:00:00Z' },
+  ]);
+  const changed = mergeConditions(base.conditions, [{ type: 'ImpersonationInfo', message: 'as other' }], '2026-02-02T00:00:00Z');
+  assert.equal(changed[0]?.lastTransitionTime, '2026-02-02T00:00:00Z');
+});
+
+test('only reconciledAt changed: no write until the refresh interval elapsed', () => {
+  const next = { ...base, reconciledAt: '2026-01-01T00:01:00Z' };
+  assert.equal(statusChanged(base, next), false);
+  const t0 = Date.parse('2026-01-01T00:01:00Z');
+  assert.equal(shouldWriteStatus(base, next, t0, 120_000), false);
+  assert.equal(shouldWriteStatus(base, next, t0 + 60_000, 120_000), true);
+});
+
+test('any other change is written at once; undefined fields equal absent ones', () => {
+  const t0 = Date.parse('2026-01-01T00:00:01Z');
+  assert.equal(shouldWriteStatus(base, { ...base, sync: { status: 'OutOfSync', revision: 'abc' } }, t0, 120_000), true);
+  assert.equal(shouldWriteStatus(base, { ...base, sourceType: undefined }, t0, 120_000), false);
+  assert.equal(shouldWriteStatus(undefined, base, t0, 120_000), true);
+});
