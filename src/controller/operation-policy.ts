@@ -1,0 +1,122 @@
+// The rules of operations, pure: when an automated sync starts (Argo CD's rules), the retry
+// backoff, operationState transitions and the history of the last syncs.
+import type { Application, Operation, RetryStrategy } from '../api/index.ts';
+
+export type OperationPhase = 'Running' | 'Succeeded' | 'Failed' | 'Error' | 'Terminating';
+
+export interface SyncResultRecord {
+  revision?: string;
+  source?: unknown;
+  resources?: Array<Record<string, unknown>>;
+}
+
+export interface OperationState {
+  operation: Operation;
+  phase: OperationPhase;
+  message?: string;
+  startedAt: string;
+  finishedAt?: string;
+  retryCount?: number;
+  syncResult?: SyncResultRecord;
+}
+
+export interface HistoryEntry {
+  id: number;
+  revision: string;
+  source?: unknown;
+  deployedAt: string;
+  deployStartedAt?: string;
+  initiatedBy?: Operation['initiatedBy'];
+}
+
+export const HISTORY_LIMIT = 10;
+
+export function isCompleted(phase: OperationPhase | undefined): boolean {
+  return phase === 'Succeeded' || phase === 'Failed' || phase === 'Error';
+}
+
+/** Go duration ("5s", "3m", "1h30m", "250ms") in milliseconds; undefined when it does not parse. */
+export function parseDuration(s: string | undefined): number | undefined {
+  if (s === undefined || s.trim() === '') return undefined;
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
+  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  let m: RegExpExecArray | null;
+  let consumed = 0;
+  const text = s.trim();
+  while ((m = re.exec(text)) !== null) {
+    total += Number(m[1]) * (unit[m[2] as string] ?? 0);
+    consumed = re.lastIndex;
+  }
+  if (/^\d+$/.test(text)) return Number(text) * 1000; // Argo CD accepts bare seconds
+  return consumed === text.length && consumed > 0 ? total : undefined;
+}
+
+/** Argo CD's retry backoff: duration·factor^retries, capped at maxDuration (defaults 5s, 2, 3m). */
+export function retryDelayMs(strategy: RetryStrategy | undefined, retryCount: number): number {
+  const base = parseDuration(strategy?.backoff?.duration) ?? 5_000;
+  const factor = strategy?.backoff?.factor ?? 2;
+  const max = parseDuration(strategy?.backoff?.maxDuration) ?? 180_000;
+  return Math.min(max, base * factor ** Math.max(0, retryCount));
+}
+
+/** Whether another attempt is allowed after `retryCount` retries (limit < 0: unlimited). */
+export function mayRetry(strategy: RetryStrategy | undefined, retryCount: number): boolean {
+  if (!strategy) return false;
+  const limit = strategy.limit ?? 0;
+  return limit < 0 || retryCount < limit;
+}
+
+export interface Comparison {
+  syncStatus: 'Synced' | 'OutOfSync' | 'Unknown';
+  revision: string;
+  /** Number of desired objects after rendering. */
+  desiredCount: number;
+  /** Out-of-sync resources, each marked when its only change is that it must be pruned. */
+  outOfSync: Array<{ requiresPruning: boolean }>;
+}
+
+export type AutoSyncDecision = { sync: true; operation: Operation } | { sync: false; reason: string };
+
+/**
+ * Argo CD's auto-sync rules: only when automated is on and the app is OutOfSync; one attempt per
+ * revision unless self-heal; never an empty set unless allowEmpty; not when only pruning is
+ * needed and prune is off; no repeat of an attempt that failed on the same revision.
+ */
+export function autoSyncDecision(app: Application, comparison: Comparison, lastState: OperationState | undefined): AutoSyncDecision {
+  const policy = app.spec.syncPolicy;
+  const auto = policy?.automated;
+  if (!auto || auto.enabled === false) return { sync: false, reason: 'automated sync is not enabled' };
+  if (app.operation) return { sync: false, reason: 'an operation is already in progress' };
+  if (comparison.syncStatus !== 'OutOfSync') return { sync: false, reason: `sync status is ${comparison.syncStatus}` };
+  if (comparison.desiredCount === 0 && !auto.allowEmpty) {
+    return { sync: false, reason: 'Skipping sync attempt: automated sync would wipe out all resources (allowEmpty is false)' };
+  }
+  if (!auto.prune && comparison.outOfSync.length > 0 && comparison.outOfSync.every((r) => r.requiresPruning)) {
+    return { sync: false, reason: 'Skipping sync attempt: only resources to prune are out of sync and automated prune is off' };
+  }
+  const last = lastState;
+  if (last && last.operation.initiatedBy?.automated && last.syncResult?.revision === comparison.revision) {
+    if (last.phase !== 'Succeeded') {
+      return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${comparison.revision}` };
+    }
+    if (!auto.selfHeal) return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${comparison.revision}` };
+  }
+  const operation: Operation = {
+    sync: {
+      revision: comparison.revision,
+      prune: auto.prune ?? false,
+      ...(policy?.syncOptions ? { syncOptions: policy.syncOptions } : {}),
+    },
+    initiatedBy: { automated: true },
+    ...(policy?.retry ? { retry: policy.retry } : {}),
+  };
+  return { sync: true, operation };
+}
+
+/** Appends a successful sync to the history, keeping the last HISTORY_LIMIT entries. */
+export function appendHistory(history: HistoryEntry[] | undefined, entry: Omit<HistoryEntry, 'id'>): HistoryEntry[] {
+  const prev = history ?? [];
+  const id = prev.reduce((m, h) => Math.max(m, h.id), -1) + 1;
+  return [...prev, { id, ...entry }].slice(-HISTORY_LIMIT);
+}

@@ -1,0 +1,109 @@
+// The watch wrapper, the event recorder and the status write against a real kube-apiserver.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startControlPlane, createNamespace } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import { KubeApi } from '../../src/controller/kubeapi.ts';
+import { Watch } from '../../src/controller/watch.ts';
+import type { WatchEvent } from '../../src/controller/watch.ts';
+import { EventRecorder } from '../../src/controller/events.ts';
+
+let cp: TestControlPlane;
+let api: KubeApi;
+
+before(async () => {
+  cp = await startControlPlane();
+  api = new KubeApi(cp.admin);
+  await createNamespace(cp.admin, 'argocd');
+});
+
+after(async () => {
+  await cp?.stop();
+});
+
+async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function configMap(name: string, data: Record<string, string>) {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'argocd' }, data };
+}
+
+test('a field-selected watch sees only argocd-cm: add, modify, delete, and a resync', async () => {
+  await api.call('POST', '/api/v1/namespaces/argocd/configmaps', { body: configMap('other', { a: '1' }) });
+  await api.call('POST', '/api/v1/namespaces/argocd/configmaps', { body: configMap('argocd-cm', { a: '1' }) });
+  const w = new Watch(api, { path: '/api/v1/namespaces/argocd/configmaps', kind: 'ConfigMap', apiVersion: 'v1', fieldSelector: 'metadata.name=argocd-cm', resyncMs: 300 });
+  const events: WatchEvent[] = [];
+  w.on((e) => events.push(e));
+  w.start();
+  try {
+    await w.synced;
+    assert.deepEqual([...w.store.keys()], ['argocd/argocd-cm']);
+    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/argocd-cm', { body: { data: { a: '2' } }, contentType: 'application/merge-patch+json' });
+    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/other', { body: { data: { a: '2' } }, contentType: 'application/merge-patch+json' });
+    await until('MODIFIED', () => events.some((e) => e.type === 'MODIFIED'));
+    const mod = events.find((e) => e.type === 'MODIFIED');
+    assert.equal((mod?.object['data'] as Record<string, string>)['a'], '2');
+    assert.equal((mod?.old?.['data'] as Record<string, string>)['a'], '1');
+    await until('RESYNC', () => events.some((e) => e.type === 'RESYNC'));
+    await api.call('DELETE', '/api/v1/namespaces/argocd/configmaps/argocd-cm');
+    await until('DELETED', () => events.some((e) => e.type === 'DELETED'));
+    assert.equal(w.store.size, 0);
+    assert.ok(events.every((e) => e.object.metadata.name === 'argocd-cm'), 'no event for the other ConfigMap');
+  } finally {
+    await w.stop();
+  }
+});
+
+test('a label-selected watch on cluster Secrets survives silence and a 410 with a relist', async () => {
+  const secret = (name: string, labels: Record<string, string>) => ({
+    apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'argocd', labels }, stringData: { name, server: `https://${name}.example` },
+  });
+  await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('c1', { 'argocd.argoproj.io/secret-type': 'cluster' }) });
+  await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('plain', {}) });
+  const errors: string[] = [];
+  const w = new Watch(api, {
+    path: '/api/v1/namespaces/argocd/secrets', kind: 'Secret', apiVersion: 'v1',
+    labelSelector: 'argocd.argoproj.io/secret-type=cluster', livenessMs: 1000, backoffInitialMs: 10, backoffMaxMs: 50,
+    onError: (e) => errors.push(e.message),
+  });
+  w.start();
+  try {
+    await w.synced;
+    assert.deepEqual([...w.store.keys()], ['argocd/c1']);
+    // Silence: no event for longer than the liveness limit restarts the watch.
+    await until('a liveness restart', () => w.restarts >= 1, 10_000);
+    assert.match(errors[0] ?? '', /no event for 1000 ms/);
+    // A resourceVersion the server has forgotten: the watch gets 410 Gone and relists.
+    (w as unknown as { resourceVersion: string }).resourceVersion = '1';
+    const relistsBefore = w.relists;
+    await until('a relist', () => w.relists > relistsBefore, 10_000);
+    await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('c2', { 'argocd.argoproj.io/secret-type': 'cluster' }) });
+    await until('c2 in the cache', () => w.store.has('argocd/c2'));
+    assert.deepEqual([...w.store.keys()].sort(), ['argocd/c1', 'argocd/c2']);
+    assert.ok(errors.every((e) => /no event for/.test(e)), errors.join('\n'));
+  } finally {
+    await w.stop();
+  }
+});
+
+test('a repeated event is aggregated into one Event with a count', async () => {
+  const rec = new EventRecorder(api);
+  const errors: Error[] = [];
+  rec.onError = (e) => errors.push(e);
+  const obj = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'guestbook', namespace: 'argocd', uid: 'u-1' };
+  await rec.record(obj, 'Warning', 'SyncFailed', 'no matching service account');
+  await rec.record(obj, 'Warning', 'SyncFailed', 'no matching service account');
+  await rec.record(obj, 'Normal', 'OperationStarted', 'started');
+  assert.deepEqual(errors, []);
+  const list = (await api.call('GET', '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dguestbook')) as { items: Array<{ reason: string; count: number; type: string }> };
+  const byReason = Object.fromEntries(list.items.map((e) => [e.reason, e]));
+  assert.equal(list.items.length, 2);
+  assert.equal(byReason['SyncFailed']?.count, 2);
+  assert.equal(byReason['SyncFailed']?.type, 'Warning');
+  assert.equal(byReason['OperationStarted']?.count, 1);
+});
