@@ -1,0 +1,28 @@
+// The one error type of source/: its message is written to be shown as is, in an Application's
+// ComparisonError condition, so it names the repository, revision, file or tool concerned.
+
+/** What went wrong, for callers that react differently (retry later, or wait for a new commit). */
+export type SourceErrorReason =
+  | 'RepositoryUnreachable' // git could not reach the repository (network, auth, does not exist)
+  | 'RevisionNotFound' // the repository answered, the revision is not in it
+  | 'ToolMissing' // git, kustomize or helm is not installed where we look
+  | 'ToolFailed' // git, kustomize or helm ran and failed (its stderr is in the message)
+  | 'Timeout' // a command ran past its time limit and was killed
+  | 'TooLarge' // a file or a tool's output exceeded the size limit
+  | 'InvalidSource' // the Application's source is unusable (bad path, conflicting types, ...)
+  | 'InvalidManifest'; // a file does not parse, or holds something that is not a Kubernetes object
+
+export class SourceError extends Error {
+  override readonly name = 'SourceError';
+  readonly reason: SourceErrorReason;
+
+  constructor(reason: SourceErrorReason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** Removes a password or token from a URL before it is shown (`https://user:***@host/repo`). */
+export function redactURL(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+}

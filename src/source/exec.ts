@@ -1,0 +1,109 @@
+// Runs git, kustomize and helm: argument arrays (never a shell), a time limit that kills the whole
+// process group (git forks helpers such as git-remote-http), and a cap on what is read from stdout,
+// so a runaway render cannot take the controller's memory.
+import { spawn } from 'node:child_process';
+import { SourceError } from './errors.ts';
+
+export interface RunOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  /** Bytes of stdout kept; more is an error (stderr keeps only its last 64 KiB). */
+  maxStdoutBytes?: number;
+  stdin?: string | Buffer;
+  /** How to name the command in errors, e.g. "git fetch" or "helm template". */
+  label: string;
+  /** Sentence for the ToolMissing error, e.g. "run scripts/tool-binaries or put helm on PATH". */
+  howToGet: string;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+}
+
+const STDERR_KEEP = 64 * 1024;
+const DEFAULT_MAX_STDOUT = 64 * 1024 * 1024;
+
+/** Runs `command args`, resolving with its exit code; rejects only when it cannot run or must be stopped. */
+export function run(command: string, args: readonly string[], opts: RunOptions): Promise<RunResult> {
+  const maxStdout = opts.maxStdoutBytes ?? DEFAULT_MAX_STDOUT;
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true, // own process group, so a timeout can kill git's helpers too
+    });
+    const chunks: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = '';
+    let failure: SourceError | undefined;
+    let settled = false;
+
+    const killGroup = (): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    const timer = setTimeout(() => {
+      failure = new SourceError('Timeout', `${opts.label} timed out after ${Math.round(opts.timeoutMs / 1000)}s`);
+      killGroup();
+    }, opts.timeoutMs);
+
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > maxStdout) {
+        if (!failure) {
+          failure = new SourceError('TooLarge', `${opts.label} produced more than ${formatBytes(maxStdout)} of output; refusing to read more`);
+          killGroup();
+        }
+        return;
+      }
+      chunks.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      if (stderr.length > STDERR_KEEP) stderr = stderr.slice(-STDERR_KEEP);
+    });
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (err.code === 'ENOENT') {
+        reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`, { cause: err }));
+      } else {
+        reject(new SourceError('ToolFailed', `${opts.label} could not be started: ${err.message}`, { cause: err }));
+      }
+    });
+    child.on('close', (code, signal) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (failure) return reject(failure);
+      if (code === null) {
+        return reject(new SourceError('ToolFailed', `${opts.label} was killed by ${signal ?? 'a signal'}`));
+      }
+      resolve({ code, stdout: Buffer.concat(chunks), stderr });
+    });
+    // A child that exits before reading its stdin makes the write fail with EPIPE: its exit code says why.
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.stdin ?? '');
+  });
+}
+
+/** The last few meaningful lines of a tool's stderr, for an error message. */
+export function tail(stderr: string, lines = 6): string {
+  const kept = stderr.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '');
+  return kept.slice(-lines).join('\n');
+}
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${Math.round(n / (1024 * 1024))} MiB`;
+  if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
+  return `${n} bytes`;
+}

@@ -1,0 +1,288 @@
+// A cache of Git repositories for rendering Applications (issue 4, "Desired state from Git").
+//
+// Each repository URL gets one bare clone under <cacheDir>/repos/. A revision resolves to a commit
+// SHA: HEAD (the default), a branch, a tag or a full or short SHA. Refs are asked of the remote on
+// every call (`git ls-remote`), so a pushed branch is seen at once; a SHA already in the clone is not
+// fetched again, and works offline. The files of a commit are materialised once into their own
+// directory under <cacheDir>/trees/ (read-only by convention, shared by concurrent renders, evicted
+// when unused and over the limit).
+//
+// Concurrency: git commands on one clone run one at a time (a mutex per repository); different
+// repositories run in parallel. One GitRepoCache should own a cacheDir within a process.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { SourceError, redactURL } from './errors.ts';
+import { run, tail, type RunResult } from './exec.ts';
+import { KeyedMutex } from './lock.ts';
+
+export interface GitRepoCacheOptions {
+  cacheDir: string;
+  /** The git binary (default `git` from PATH). */
+  gitBinary?: string;
+  /** Limit for commands that talk to the remote (ls-remote, fetch). Default 120 s. */
+  networkTimeoutMs?: number;
+  /** Limit for local commands (rev-parse, checkout). Default 60 s. */
+  localTimeoutMs?: number;
+  /** Checked-out commits kept on disk when nobody uses them. Default 16. */
+  maxTrees?: number;
+  /** Environment for git (default: this process's). GIT_TERMINAL_PROMPT=0 is always added. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** The files of one commit, on disk until released. */
+export interface Checkout {
+  dir: string;
+  revision: string;
+  release(): void;
+}
+
+interface Tree {
+  dir: string;
+  leases: number;
+  lastUsed: number;
+}
+
+const FULL_SHA = /^[0-9a-f]{40}$/;
+const SHORT_SHA = /^[0-9a-f]{7,40}$/i;
+const GIT_HOW_TO = 'install git (for example `apt-get install git`) or set gitBinary';
+
+export class GitRepoCache {
+  readonly #cacheDir: string;
+  readonly #git: string;
+  readonly #networkTimeoutMs: number;
+  readonly #localTimeoutMs: number;
+  readonly #maxTrees: number;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #mutex = new KeyedMutex();
+  readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
+  readonly #trees = new Map<string, Tree>();
+  #treesCleared: Promise<void> | undefined;
+
+  constructor(opts: GitRepoCacheOptions) {
+    this.#cacheDir = path.resolve(opts.cacheDir);
+    this.#git = opts.gitBinary ?? 'git';
+    this.#networkTimeoutMs = opts.networkTimeoutMs ?? 120_000;
+    this.#localTimeoutMs = opts.localTimeoutMs ?? 60_000;
+    this.#maxTrees = opts.maxTrees ?? 16;
+    this.#env = { ...(opts.env ?? process.env), GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+  }
+
+  /** The commit SHA that `targetRevision` (default HEAD) names in `repoURL` now. */
+  async resolveRevision(repoURL: string, targetRevision?: string): Promise<string> {
+    const repo = this.#repo(repoURL);
+    const rev = checkRevision(targetRevision, repo.shown);
+    if (SHORT_SHA.test(rev)) {
+      // A SHA already in the clone needs no network (and a ref cannot change what it names).
+      const local = await this.#mutex.with(repo.key, async () => {
+        await this.#ensureClone(repo);
+        return this.#localCommit(repo, rev);
+      });
+      if (local) return local;
+    }
+    const refs = await this.#lsRemote(repo);
+    const fromRef = matchRef(refs, rev);
+    if (fromRef) return fromRef;
+    if (SHORT_SHA.test(rev)) {
+      const fetched = await this.#mutex.with(repo.key, () => this.#fetchCommit(repo, rev));
+      if (fetched) return fetched;
+    }
+    throw new SourceError('RevisionNotFound', `revision '${rev}' not found in '${repo.shown}'`);
+  }
+
+  /** The files of commit `revision` (a full SHA from resolveRevision); call release() when done. */
+  async checkout(repoURL: string, revision: string): Promise<Checkout> {
+    const repo = this.#repo(repoURL);
+    if (!FULL_SHA.test(revision)) {
+      throw new SourceError('InvalidSource', `checkout of '${repo.shown}' needs a full commit SHA, got '${revision}'`);
+    }
+    this.#treesCleared ??= rm(path.join(this.#cacheDir, 'trees'), { recursive: true, force: true });
+    await this.#treesCleared;
+    const treeKey = `${repo.key}/${revision}`;
+    const tree = await this.#mutex.with(repo.key, async () => {
+      const known = this.#trees.get(treeKey);
+      if (known) {
+        known.leases++;
+        return known;
+      }
+      await this.#ensureClone(repo);
+      if (!(await this.#fetchCommit(repo, revision))) {
+        throw new SourceError('RevisionNotFound', `revision '${revision}' not found in '${repo.shown}'`);
+      }
+      const dir = await this.#materialise(repo, revision);
+      const created: Tree = { dir, leases: 1, lastUsed: Date.now() };
+      this.#trees.set(treeKey, created);
+      return created;
+    });
+    this.#evict();
+    let released = false;
+    return {
+      dir: tree.dir,
+      revision,
+      release: () => {
+        if (released) return;
+        released = true;
+        tree.leases--;
+        tree.lastUsed = Date.now();
+        this.#evict();
+      },
+    };
+  }
+
+  #repo(repoURL: string): Repo {
+    const trimmed = repoURL.trim();
+    if (trimmed === '') throw new SourceError('InvalidSource', 'spec.source.repoURL is empty');
+    // Local paths are made absolute: git runs with the clone as its working directory.
+    const remote = isURLLike(trimmed) ? trimmed : path.resolve(trimmed);
+    const digest = createHash('sha256').update(remote).digest('hex').slice(0, 16);
+    const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40);
+    const key = `${digest}-${base}`;
+    return { key, remote, shown: redactURL(trimmed), dir: path.join(this.#cacheDir, 'repos', `${key}.git`) };
+  }
+
+  async #ensureClone(repo: Repo): Promise<void> {
+    if (existsSync(path.join(repo.dir, 'HEAD'))) return;
+    await mkdir(path.dirname(repo.dir), { recursive: true });
+    const tmp = `${repo.dir}.tmp-${randomBytes(4).toString('hex')}`;
+    await this.#mustGit(['init', '--bare', '--quiet', tmp], { label: 'git init', timeoutMs: this.#localTimeoutMs });
+    await writeFile(path.join(tmp, 'impersync-remote'), `${repo.shown}\n`);
+    await rename(tmp, repo.dir);
+  }
+
+  async #localCommit(repo: Repo, rev: string): Promise<string | undefined> {
+    const r = await this.#gitIn(repo, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], 'git rev-parse', this.#localTimeoutMs);
+    const sha = r.stdout.toString('utf8').trim();
+    return r.code === 0 && FULL_SHA.test(sha) ? sha : undefined;
+  }
+
+  /** Makes `rev` (a SHA, full or short) present in the clone, fetching only when it is missing. Holds the mutex. */
+  async #fetchCommit(repo: Repo, rev: string): Promise<string | undefined> {
+    await this.#ensureClone(repo);
+    const present = await this.#localCommit(repo, rev);
+    if (present) return present;
+    await this.#fetch(repo, ['+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], true);
+    const afterFetch = await this.#localCommit(repo, rev);
+    if (afterFetch || !FULL_SHA.test(rev)) return afterFetch;
+    // A commit no branch or tag reaches (e.g. a pull request head): servers may serve it by SHA.
+    await this.#fetch(repo, [rev], false);
+    return this.#localCommit(repo, rev);
+  }
+
+  async #fetch(repo: Repo, refspecs: string[], mustSucceed: boolean): Promise<void> {
+    const r = await this.#gitIn(repo, ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs], 'git fetch', this.#networkTimeoutMs);
+    if (r.code !== 0 && mustSucceed) {
+      throw new SourceError('RepositoryUnreachable', `repository '${repo.shown}' not reachable: ${tail(r.stderr) || `git fetch exited with ${r.code}`}`);
+    }
+  }
+
+  /** The remote's refs (name → commit), one request at a time per repository however many callers ask. */
+  #lsRemote(repo: Repo): Promise<Map<string, string>> {
+    const inFlight = this.#lsRemoteInFlight.get(repo.key);
+    if (inFlight) return inFlight;
+    const p = (async () => {
+      const r = await run(this.#git, ['ls-remote', '--', repo.remote], {
+        cwd: this.#cacheDir, env: this.#env, timeoutMs: this.#networkTimeoutMs, label: 'git ls-remote', howToGet: GIT_HOW_TO,
+      });
+      if (r.code !== 0) {
+        throw new SourceError('RepositoryUnreachable', `repository '${repo.shown}' not reachable: ${tail(r.stderr) || `git ls-remote exited with ${r.code}`}`);
+      }
+      const refs = new Map<string, string>();
+      for (const line of r.stdout.toString('utf8').split('\n')) {
+        const [sha, name] = line.split('\t');
+        if (sha && name && FULL_SHA.test(sha)) refs.set(name, sha);
+      }
+      return refs;
+    })().finally(() => this.#lsRemoteInFlight.delete(repo.key));
+    this.#lsRemoteInFlight.set(repo.key, p);
+    return p;
+  }
+
+  /** Writes the files of `sha` into a directory of their own, through a private index. Holds the mutex. */
+  async #materialise(repo: Repo, sha: string): Promise<string> {
+    const parent = path.join(this.#cacheDir, 'trees', repo.key);
+    await mkdir(parent, { recursive: true });
+    // A unique directory per materialisation: an eviction in progress can never touch a newer copy.
+    const dir = path.join(parent, `${sha}-${randomBytes(4).toString('hex')}`);
+    await mkdir(dir);
+    const index = `${dir}.index`;
+    try {
+      const r = await run(this.#git, ['--git-dir', repo.dir, '--work-tree', dir, 'read-tree', '--reset', '-u', sha], {
+        cwd: dir, env: { ...this.#env, GIT_INDEX_FILE: index }, timeoutMs: this.#localTimeoutMs, label: 'git read-tree', howToGet: GIT_HOW_TO,
+      });
+      if (r.code !== 0) {
+        throw new SourceError('ToolFailed', `checkout of ${sha} from '${repo.shown}' failed: ${tail(r.stderr)}`);
+      }
+      await checkSymlinks(dir, repo.shown, sha);
+      return dir;
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    } finally {
+      await rm(index, { force: true });
+    }
+  }
+
+  #evict(): void {
+    const idle = [...this.#trees.entries()].filter(([, t]) => t.leases === 0).sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    let excess = this.#trees.size - this.#maxTrees;
+    for (const [key, tree] of idle) {
+      if (excess <= 0) break;
+      this.#trees.delete(key);
+      excess--;
+      void rm(tree.dir, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  async #gitIn(repo: Repo, args: string[], label: string, timeoutMs: number): Promise<RunResult> {
+    return run(this.#git, args, { cwd: repo.dir, env: { ...this.#env, GIT_DIR: repo.dir }, timeoutMs, label, howToGet: GIT_HOW_TO });
+  }
+
+  async #mustGit(args: string[], o: { label: string; timeoutMs: number }): Promise<void> {
+    const r = await run(this.#git, args, { cwd: this.#cacheDir, env: this.#env, timeoutMs: o.timeoutMs, label: o.label, howToGet: GIT_HOW_TO });
+    if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
+  }
+}
+
+interface Repo {
+  key: string;
+  remote: string;
+  shown: string;
+  dir: string;
+}
+
+function isURLLike(s: string): boolean {
+  // scheme://..., or scp-like user@host:path (ssh)
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(s) || /^[^/@:]+@[^/:]+:/.test(s);
+}
+
+function checkRevision(targetRevision: string | undefined, shown: string): string {
+  const rev = (targetRevision ?? '').trim();
+  if (rev === '') return 'HEAD';
+  // Refuse what git would read as an option or what no ref name may hold.
+  if (rev.startsWith('-') || /[\s\0~^:?*[\\]/.test(rev)) {
+    throw new SourceError('InvalidSource', `targetRevision '${rev}' is not a valid revision for '${shown}'`);
+  }
+  return rev;
+}
+
+/** What `rev` names among the remote's refs: HEAD, a full ref, a branch, then a tag (peeled to its commit). */
+export function matchRef(refs: ReadonlyMap<string, string>, rev: string): string | undefined {
+  if (rev === 'HEAD') return refs.get('HEAD');
+  if (rev.startsWith('refs/')) return refs.get(`${rev}^{}`) ?? refs.get(rev);
+  return refs.get(`refs/heads/${rev}`) ?? refs.get(`refs/tags/${rev}^{}`) ?? refs.get(`refs/tags/${rev}`);
+}
+
+/** A repository's symlinks must stay inside it: otherwise a render could read the controller's files. */
+async function checkSymlinks(root: string, shown: string, sha: string): Promise<void> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  for (const e of entries) {
+    if (!e.isSymbolicLink()) continue;
+    const link = path.join(e.parentPath, e.name);
+    const target = path.resolve(e.parentPath, await readlink(link));
+    const rel = path.relative(root, target);
+    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+      throw new SourceError('InvalidSource', `repository '${shown}' at ${sha} has a symlink that points outside the repository: ${path.relative(root, link)}`);
+    }
+  }
+}

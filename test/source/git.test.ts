@@ -1,0 +1,180 @@
+// The Git cache against real repositories: a local path, file:// and http:// (git http-backend).
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { GitRepoCache } from '../../src/source/git.ts';
+import { SourceError } from '../../src/source/errors.ts';
+import { TestRepo, git, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
+
+const temps: string[] = [];
+async function tempDir(prefix: string): Promise<string> {
+  const d = await mkdtemp(path.join(os.tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
+after(async () => {
+  for (const d of temps) await rm(d, { recursive: true, force: true });
+});
+
+function isSourceError(reason: string, message: RegExp) {
+  return (err: unknown): boolean => {
+    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
+    assert.equal(err.reason, reason);
+    assert.match(err.message, message);
+    return true;
+  };
+}
+
+describe('GitRepoCache', () => {
+  let repo: TestRepo;
+  let first: string;
+  let second: string;
+  let onBranch: string;
+
+  before(async () => {
+    const root = await tempDir('impersync-git-');
+    repo = await TestRepo.create(path.join(root, 'apps'));
+    first = await repo.commit({ 'guestbook/cm.yaml': 'kind: ConfigMap\n' }, 'first');
+    repo.tag('v1');
+    repo.tag('v1-annotated', { message: 'release 1' });
+    second = await repo.commit({ 'guestbook/cm.yaml': 'kind: ConfigMap # two\n' }, 'second');
+    repo.branch('feature');
+    onBranch = await repo.commit({ 'guestbook/extra.yaml': 'x: 1\n' }, 'on feature');
+    repo.switch('main');
+  });
+
+  test('resolves HEAD (also when empty), a branch, a tag, an annotated tag and a SHA', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    assert.equal(await cache.resolveRevision(repo.dir, 'HEAD'), second);
+    assert.equal(await cache.resolveRevision(repo.dir, ''), second);
+    assert.equal(await cache.resolveRevision(repo.dir), second);
+    assert.equal(await cache.resolveRevision(repo.dir, 'main'), second);
+    assert.equal(await cache.resolveRevision(repo.dir, 'feature'), onBranch);
+    assert.equal(await cache.resolveRevision(repo.dir, 'refs/heads/feature'), onBranch);
+    assert.equal(await cache.resolveRevision(repo.dir, 'v1'), first);
+    assert.equal(await cache.resolveRevision(repo.dir, 'v1-annotated'), first, 'an annotated tag resolves to its commit');
+    assert.equal(await cache.resolveRevision(repo.dir, first), first);
+    assert.equal(await cache.resolveRevision(repo.dir, first.slice(0, 8)), first, 'a short SHA resolves to the full one');
+  });
+
+  test('a branch is asked of the remote on every call, so a new commit is seen at once', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const r = await TestRepo.create();
+    temps.push(r.dir);
+    const a = await r.commit({ 'a.yaml': 'a: 1\n' });
+    assert.equal(await cache.resolveRevision(r.dir, 'main'), a);
+    const b = await r.commit({ 'a.yaml': 'a: 2\n' });
+    assert.equal(await cache.resolveRevision(r.dir, 'main'), b);
+    const co = await cache.checkout(r.dir, b);
+    assert.equal(await readFile(path.join(co.dir, 'a.yaml'), 'utf8'), 'a: 2\n');
+    co.release();
+  });
+
+  test('checks out the files of a given commit, and of several commits at once', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const [c1, c2, c3] = await Promise.all([
+      cache.checkout(repo.dir, first),
+      cache.checkout(repo.dir, second),
+      cache.checkout(repo.fileURL, onBranch),
+    ]);
+    assert.equal(await readFile(path.join(c1.dir, 'guestbook/cm.yaml'), 'utf8'), 'kind: ConfigMap\n');
+    assert.equal(await readFile(path.join(c2.dir, 'guestbook/cm.yaml'), 'utf8'), 'kind: ConfigMap # two\n');
+    assert.equal(await readFile(path.join(c3.dir, 'guestbook/extra.yaml'), 'utf8'), 'x: 1\n');
+    const again = await cache.checkout(repo.dir, first);
+    assert.equal(again.dir, c1.dir, 'a commit already checked out is reused');
+    for (const c of [c1, c2, c3, again]) c.release();
+  });
+
+  test('a SHA already in the cache resolves without the remote', async () => {
+    const cacheDir = await tempDir('impersync-cache-');
+    const r = await TestRepo.create();
+    const sha = await r.commit({ 'a.yaml': 'a: 1\n' });
+    const cache = new GitRepoCache({ cacheDir });
+    (await cache.checkout(r.dir, await cache.resolveRevision(r.dir, 'main'))).release();
+    await r.remove();
+    assert.equal(await cache.resolveRevision(r.dir, sha), sha);
+    await assert.rejects(cache.resolveRevision(r.dir, 'main'), isSourceError('RepositoryUnreachable', /^repository '.*' not reachable: .+/));
+  });
+
+  test('file:// URLs work like local paths', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    assert.equal(await cache.resolveRevision(repo.fileURL, 'v1'), first);
+  });
+
+  test('an unknown revision is RevisionNotFound and names the revision and repository', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    await assert.rejects(cache.resolveRevision(repo.dir, 'v9'), isSourceError('RevisionNotFound', new RegExp(`^revision 'v9' not found in '${repo.dir}'$`)));
+    await assert.rejects(cache.resolveRevision(repo.dir, 'deadbeefdeadbeef'), isSourceError('RevisionNotFound', /^revision 'deadbeefdeadbeef' not found in /));
+    await assert.rejects(cache.resolveRevision(repo.dir, '--upload-pack=touch x'), isSourceError('InvalidSource', /is not a valid revision/));
+  });
+
+  test('a branch deleted upstream is no longer found', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const r = await TestRepo.create();
+    temps.push(r.dir);
+    await r.commit({ 'a.yaml': 'a: 1\n' });
+    r.branch('gone');
+    await r.commit({ 'b.yaml': 'b: 1\n' });
+    assert.ok(await cache.resolveRevision(r.dir, 'gone'));
+    r.switch('main');
+    git(r.dir, 'branch', '-D', 'gone');
+    await assert.rejects(cache.resolveRevision(r.dir, 'gone'), isSourceError('RevisionNotFound', /revision 'gone' not found/));
+  });
+
+  test('an unreachable repository is RepositoryUnreachable with git\'s reason', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const missing = path.join(os.tmpdir(), 'impersync-no-such-repo');
+    await assert.rejects(cache.resolveRevision(missing, 'HEAD'), isSourceError('RepositoryUnreachable', /^repository '.*impersync-no-such-repo' not reachable: .*(does not appear to be a git repository|does not exist)/s));
+    await assert.rejects(cache.resolveRevision('http://127.0.0.1:1/x.git', 'HEAD'), isSourceError('RepositoryUnreachable', /^repository 'http:\/\/127\.0\.0\.1:1\/x\.git' not reachable: .*(Failed to connect|Could not connect|Connection refused)/s));
+  });
+
+  test('a password in the URL is not shown in errors', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    await assert.rejects(cache.resolveRevision('http://user:s3cret@127.0.0.1:1/x.git', 'HEAD'), (err: unknown) => {
+      assert.ok(err instanceof SourceError);
+      assert.doesNotMatch(err.message, /s3cret/);
+      assert.match(err.message, /user:\*\*\*@127\.0\.0\.1/);
+      return true;
+    });
+  });
+
+  test('a missing git binary is ToolMissing', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), gitBinary: '/nonexistent/git' });
+    await assert.rejects(cache.resolveRevision(repo.dir, 'main'), isSourceError('ToolMissing', /^\/nonexistent\/git not found: install git/));
+  });
+
+  test('a symlink out of the repository refuses the checkout', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const r = await TestRepo.create();
+    temps.push(r.dir);
+    await r.commit({ 'ok.yaml': 'a: 1\n' });
+    await symlink('/etc/passwd', path.join(r.dir, 'leak.yaml'));
+    const sha = await r.commit({});
+    await assert.rejects(cache.checkout(r.dir, sha), isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml/));
+  });
+
+  describe('over http (git http-backend)', () => {
+    let server: GitHttpServer;
+    before(async () => {
+      server = await startGitHttpServer(path.dirname(repo.dir));
+    });
+    after(async () => {
+      await server.close();
+    });
+
+    test('resolves refs and checks out over smart HTTP', async () => {
+      const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+      const url = server.url('apps');
+      const before = server.requests();
+      assert.equal(await cache.resolveRevision(url, 'HEAD'), second);
+      assert.equal(await cache.resolveRevision(url, 'v1-annotated'), first);
+      const co = await cache.checkout(url, onBranch);
+      assert.equal(await readFile(path.join(co.dir, 'guestbook/extra.yaml'), 'utf8'), 'x: 1\n');
+      co.release();
+      assert.ok(server.requests() > before, 'git talked to the http server');
+      await assert.rejects(cache.resolveRevision(server.url('nope'), 'HEAD'), isSourceError('RepositoryUnreachable', /not reachable: .*(not found|404)/s));
+    });
+  });
+});

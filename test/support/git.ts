@@ -1,0 +1,184 @@
+// Test helpers for Git sources: local repositories built from a map of files, and a smart-HTTP
+// server on 127.0.0.1 that serves a folder of repositories through `git http-backend` (CGI), so the
+// http:// path of the Git cache is exercised against real git, not a fake.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** Fixed identity and no user or system config, so commits are the same on every machine. */
+const GIT_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_AUTHOR_NAME: 'impersync test',
+  GIT_AUTHOR_EMAIL: 'test@impersync.invalid',
+  GIT_COMMITTER_NAME: 'impersync test',
+  GIT_COMMITTER_EMAIL: 'test@impersync.invalid',
+  GIT_TERMINAL_PROMPT: '0',
+  LC_ALL: 'C',
+};
+
+/** Runs git synchronously in `cwd`; throws with git's stderr when it fails. */
+export function git(cwd: string, ...args: string[]): string {
+  const r = spawnSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' });
+  if (r.error) throw new Error(`git ${args.join(' ')}: ${r.error.message} (is git installed? apt-get install git)`);
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')} failed in ${cwd}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/** Files to write (path → content) or delete (path → null), relative to the repository root. */
+export type RepoFiles = Record<string, string | null>;
+
+export class TestRepo {
+  readonly dir: string;
+
+  private constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  /** A new repository (branch `main`) in a fresh temporary folder, or in `dir` when given. */
+  static async create(dir?: string): Promise<TestRepo> {
+    const where = dir ?? (await mkdtemp(path.join(os.tmpdir(), 'impersync-repo-')));
+    await mkdir(where, { recursive: true });
+    git(where, 'init', '--quiet', '--initial-branch=main');
+    return new TestRepo(where);
+  }
+
+  /** `file://` URL of this repository. */
+  get fileURL(): string {
+    return pathToFileURL(this.dir).href;
+  }
+
+  /** Writes and deletes files, commits them all, and returns the new commit's SHA. */
+  async commit(files: RepoFiles, message = 'update'): Promise<string> {
+    for (const [rel, content] of Object.entries(files)) {
+      const abs = path.join(this.dir, rel);
+      if (content === null) {
+        await rm(abs, { force: true });
+      } else {
+        await mkdir(path.dirname(abs), { recursive: true });
+        await writeFile(abs, content);
+      }
+    }
+    git(this.dir, 'add', '--all');
+    git(this.dir, 'commit', '--quiet', '--allow-empty', '-m', message);
+    return this.head();
+  }
+
+  head(): string {
+    return git(this.dir, 'rev-parse', 'HEAD');
+  }
+
+  /** A lightweight tag, or an annotated one when `message` is given, on HEAD or `ref`. */
+  tag(name: string, opts: { message?: string; ref?: string } = {}): void {
+    const args = opts.message === undefined ? ['tag', name] : ['tag', '-a', name, '-m', opts.message];
+    git(this.dir, ...args, ...(opts.ref ? [opts.ref] : []));
+  }
+
+  /** Creates branch `name` at HEAD (or `from`) and switches to it. */
+  branch(name: string, from?: string): void {
+    git(this.dir, 'switch', '--quiet', '-c', name, ...(from ? [from] : []));
+  }
+
+  switch(name: string): void {
+    git(this.dir, 'switch', '--quiet', name);
+  }
+
+  async remove(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface GitHttpServer {
+  /** `http://127.0.0.1:<port>` */
+  baseURL: string;
+  /** URL of the repository in folder `name` under the served root. */
+  url(name: string): string;
+  /** Requests served so far (to check that the http path was really taken). */
+  requests(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves every repository under `root` (bare, or with a work tree) over Git's smart HTTP protocol,
+ * read-only, on 127.0.0.1 at a free port.
+ */
+export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
+  let count = 0;
+  const server = http.createServer((req, res) => {
+    count++;
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const env: NodeJS.ProcessEnv = {
+      ...GIT_ENV,
+      GIT_PROJECT_ROOT: root,
+      GIT_HTTP_EXPORT_ALL: '1',
+      REQUEST_METHOD: req.method ?? 'GET',
+      PATH_INFO: decodeURIComponent(url.pathname),
+      QUERY_STRING: url.search.replace(/^\?/, ''),
+      CONTENT_TYPE: req.headers['content-type'] ?? '',
+      REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
+      REMOTE_USER: '',
+      GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+      HTTP_CONTENT_ENCODING: String(req.headers['content-encoding'] ?? ''),
+    };
+    if (req.headers['content-length']) env.CONTENT_LENGTH = String(req.headers['content-length']);
+    const cgi = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    req.pipe(cgi.stdin);
+    cgi.stdin.on('error', () => {});
+    let head = Buffer.alloc(0);
+    let headersDone = false;
+    cgi.stdout.on('data', (chunk: Buffer) => {
+      if (headersDone) {
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      const sep = findHeaderEnd(head);
+      if (!sep) return;
+      headersDone = true;
+      let status = 200;
+      for (const line of head.subarray(0, sep.at).toString('latin1').split(/\r?\n/)) {
+        const colon = line.indexOf(':');
+        if (colon < 0) continue;
+        const name = line.slice(0, colon).trim();
+        const value = line.slice(colon + 1).trim();
+        if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10) || 500;
+        else res.setHeader(name, value);
+      }
+      res.writeHead(status);
+      res.write(head.subarray(sep.at + sep.length));
+    });
+    cgi.on('error', (err) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(`git http-backend failed: ${err.message}`);
+    });
+    cgi.on('close', () => {
+      if (!headersDone && !res.headersSent) res.writeHead(502);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const baseURL = `http://127.0.0.1:${port}`;
+  return {
+    baseURL,
+    url: (name) => `${baseURL}/${name}`,
+    requests: () => count,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+function findHeaderEnd(buf: Buffer): { at: number; length: number } | undefined {
+  const crlf = buf.indexOf('\r\n\r\n');
+  const lf = buf.indexOf('\n\n');
+  if (crlf >= 0 && (lf < 0 || crlf < lf)) return { at: crlf, length: 4 };
+  if (lf >= 0) return { at: lf, length: 2 };
+  return undefined;
+}
