@@ -1,0 +1,28 @@
+// Durations as Go's time.ParseDuration reads them ("90s", "1m30s", "1.5h"), which is how Argo CD's
+// `timeout.reconciliation` is written; a bare number is taken as seconds.
+
+const UNIT_SECONDS: Record<string, number> = {
+  ns: 1e-9, us: 1e-6, 'µs': 1e-6, 'μs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600,
+};
+
+export type DurationResult = { ok: true; seconds: number } | { ok: false; error: string };
+
+/** Parses a Go duration or a number of seconds; negative durations are refused. */
+export function parseDurationSeconds(raw: string): DurationResult {
+  const text = raw.trim();
+  if (/^\d+(\.\d*)?$/.test(text)) return { ok: true, seconds: Number(text) };
+  if (text === '0') return { ok: true, seconds: 0 };
+  const body = text.startsWith('+') ? text.slice(1) : text;
+  if (body.startsWith('-')) return { ok: false, error: `negative duration '${raw}'` };
+  const component = /(\d+\.?\d*|\.\d+)([a-zµμ]+)/gy;
+  let seconds = 0;
+  let consumed = 0;
+  for (let m = component.exec(body); m !== null; m = component.exec(body)) {
+    const factor = UNIT_SECONDS[m[2] as string];
+    if (factor === undefined) return { ok: false, error: `unknown unit '${m[2]}' in duration '${raw}'` };
+    seconds += Number(m[1]) * factor;
+    consumed = component.lastIndex;
+  }
+  if (body === '' || consumed !== body.length) return { ok: false, error: `invalid duration '${raw}' (expected e.g. "180s", "3m" or a number of seconds)` };
+  return { ok: true, seconds };
+}

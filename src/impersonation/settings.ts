@@ -1,0 +1,111 @@
+// Reading impersync's settings from the `argocd-cm` ConfigMap: the two impersonation switches
+// (spec §4), `globalProjects` (§7) and `timeout.reconciliation`. Reading never fails: every problem
+// becomes a message in `errors` and the affected setting keeps its default.
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import type { ConfigMap } from '../api/index.ts';
+import { formatPath } from '../api/index.ts';
+import { parseDurationSeconds } from './duration.ts';
+import { LabelSelectorSchema, type LabelSelector } from './label-selector.ts';
+
+export const IMPERSONATION_ENABLED_KEY = 'application.sync.impersonation.enabled';
+export const IMPERSONATION_ENFORCED_KEY = 'application.sync.impersonation.enforced';
+export const GLOBAL_PROJECTS_KEY = 'globalProjects';
+export const RECONCILIATION_TIMEOUT_KEY = 'timeout.reconciliation';
+
+export const DEFAULT_IMPERSONATION_ENABLED = false;
+export const DEFAULT_IMPERSONATION_ENFORCED = true;
+export const DEFAULT_RECONCILIATION_TIMEOUT_SECONDS = 120;
+
+export interface GlobalProjectSetting {
+  projectName: string;
+  labelSelector: LabelSelector;
+}
+
+export interface ImpersonationSettings {
+  /** spec §4: on only when the value is exactly "true". */
+  enabled: boolean;
+  /** spec §4: on unless the value is exactly "false"; an absent key is on. */
+  enforced: boolean;
+  /** spec §7, in argocd-cm order. Entries with an invalid selector are kept (global-projects.ts stops at them). */
+  globalProjects: GlobalProjectSetting[];
+  reconciliationTimeoutSeconds: number;
+  /** `configmap` when read, `absent` when there is none (defaults), `error` when it could not be read. */
+  source: 'configmap' | 'absent' | 'error';
+  /** Read errors (spec §4 wording) and unusable values, in key order; empty when all is well. */
+  errors: string[];
+}
+
+/** The spec §4 message for a ConfigMap that could not be read. */
+export function settingsReadError(key: string, reason: string): string {
+  return `error checking ${key} property in configmap: ${reason}`;
+}
+
+function defaults(source: ImpersonationSettings['source'], errors: string[] = []): ImpersonationSettings {
+  return {
+    enabled: DEFAULT_IMPERSONATION_ENABLED,
+    enforced: DEFAULT_IMPERSONATION_ENFORCED,
+    globalProjects: [],
+    reconciliationTimeoutSeconds: DEFAULT_RECONCILIATION_TIMEOUT_SECONDS,
+    source,
+    errors,
+  };
+}
+
+/**
+ * Settings from `argocd-cm`: pass the ConfigMap, `undefined` when there is none, or the Error met
+ * reading it (then both switches take their defaults and each reports the spec §4 message).
+ */
+export function readImpersonationSettings(configMap: ConfigMap | undefined | Error): ImpersonationSettings {
+  if (configMap === undefined) return defaults('absent');
+  if (configMap instanceof Error) {
+    const reason = configMap.message;
+    return defaults('error', [settingsReadError(IMPERSONATION_ENABLED_KEY, reason), settingsReadError(IMPERSONATION_ENFORCED_KEY, reason)]);
+  }
+  const data = configMap.data ?? {};
+  const settings = defaults('configmap');
+  settings.enabled = data[IMPERSONATION_ENABLED_KEY] === 'true';
+  const enforced = data[IMPERSONATION_ENFORCED_KEY];
+  settings.enforced = enforced === undefined ? DEFAULT_IMPERSONATION_ENFORCED : enforced !== 'false';
+
+  const globals = data[GLOBAL_PROJECTS_KEY];
+  if (globals !== undefined) {
+    const parsed = parseGlobalProjects(globals);
+    if (parsed.ok) settings.globalProjects = parsed.value;
+    else settings.errors.push(`${configMapName(configMap)} data.${GLOBAL_PROJECTS_KEY}: ${parsed.error}; no global projects are used`);
+  }
+  const timeout = data[RECONCILIATION_TIMEOUT_KEY];
+  if (timeout !== undefined && timeout.trim() !== '') {
+    const parsed = parseDurationSeconds(timeout);
+    if (parsed.ok) settings.reconciliationTimeoutSeconds = parsed.seconds;
+    else settings.errors.push(`${configMapName(configMap)} data.${RECONCILIATION_TIMEOUT_KEY}: ${parsed.error}; using ${DEFAULT_RECONCILIATION_TIMEOUT_SECONDS}s`);
+  }
+  return settings;
+}
+
+function configMapName(cm: ConfigMap): string {
+  return `ConfigMap ${cm.metadata.namespace ? `${cm.metadata.namespace}/` : ''}${cm.metadata.name}`;
+}
+
+const GlobalProjectsSchema = z.array(z.looseObject({ projectName: z.string().min(1), labelSelector: LabelSelectorSchema.nullish() })).nullable();
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/** Parses the `globalProjects` value: a YAML list of {projectName, labelSelector}. */
+export function parseGlobalProjects(text: string): Parsed<GlobalProjectSetting[]> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { version: '1.1' });
+  } catch (err) {
+    return { ok: false, error: `not valid YAML: ${(err as Error).message.split('\n')[0]}` };
+  }
+  const result = GlobalProjectsSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    return { ok: false, error: `${issue ? formatPath(issue.path) || '(value)' : '(value)'}: ${issue?.message ?? 'invalid'} (expected a list of {projectName, labelSelector})` };
+  }
+  const out: GlobalProjectSetting[] = [];
+  for (const item of result.data ?? []) out.push({ projectName: item.projectName, labelSelector: item.labelSelector ?? {} });
+  return { ok: true, value: out };
+}
+
