@@ -1,0 +1,122 @@
+// The controller's view of its control cluster: one Watch per kind it reads (Applications,
+// AppProjects, argocd-cm, cluster Secrets), with typed, parsed accessors for the reconciler.
+import { parseAppProject, parseClusterSecret, parseConfigMap, ARGOCD_CM, SECRET_TYPE_LABEL } from '../api/index.ts';
+import type { AppProject, Cluster, ConfigMap } from '../api/index.ts';
+import { globMatch } from '../impersonation/glob.ts';
+import type { KubeApi } from './kubeapi.ts';
+import { Watch } from './watch.ts';
+import type { WatchedObject } from './watch.ts';
+
+export interface CacheOptions {
+  /** The control namespace (argocd): projects, argocd-cm, cluster Secrets, and Applications. */
+  namespace: string;
+  /** Globs of further namespaces whose Applications are reconciled (apps in any namespace). */
+  applicationNamespaces: string[];
+  resyncMs?: number;
+  livenessMs?: number;
+  onError?: (what: string, err: Error) => void;
+}
+
+export class ControllerCache {
+  readonly apps: Watch;
+  readonly projects: Watch;
+  readonly configMaps: Watch;
+  readonly secrets: Watch;
+  readonly namespace: string;
+  private readonly appNamespaces: string[];
+
+  constructor(api: KubeApi, opts: CacheOptions) {
+    this.namespace = opts.namespace;
+    this.appNamespaces = opts.applicationNamespaces;
+    const ns = encodeURIComponent(opts.namespace);
+    const common = {
+      ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+      ...(opts.livenessMs !== undefined ? { livenessMs: opts.livenessMs } : {}),
+    };
+    const err = (what: string) => (e: Error) => opts.onError?.(what, e);
+    // Apps in any namespace need a cluster-wide watch, filtered by the namespace globs below.
+    const appsPath = this.appNamespaces.length > 0 ? '/apis/argoproj.io/v1alpha1/applications' : `/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications`;
+    this.apps = new Watch(api, { path: appsPath, kind: 'Application', apiVersion: 'argoproj.io/v1alpha1', ...common, onError: err('applications') });
+    this.projects = new Watch(api, { path: `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`, kind: 'AppProject', apiVersion: 'argoproj.io/v1alpha1', ...common, onError: err('appprojects') });
+    this.configMaps = new Watch(api, { path: `/api/v1/namespaces/${ns}/configmaps`, kind: 'ConfigMap', apiVersion: 'v1', fieldSelector: `metadata.name=${ARGOCD_CM}`, ...common, onError: err('argocd-cm') });
+    this.secrets = new Watch(api, { path: `/api/v1/namespaces/${ns}/secrets`, kind: 'Secret', apiVersion: 'v1', labelSelector: `${SECRET_TYPE_LABEL}=cluster`, ...common, onError: err('cluster secrets') });
+  }
+
+  watches(): Array<[string, Watch]> {
+    return [['applications', this.apps], ['appprojects', this.projects], ['argocd-cm', this.configMaps], ['cluster-secrets', this.secrets]];
+  }
+
+  start(): void {
+    for (const [, w] of this.watches()) w.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.watches().map(([, w]) => w.stop()));
+  }
+
+  async synced(): Promise<void> {
+    await Promise.all(this.watches().map(([, w]) => w.synced));
+  }
+
+  /** Empty when every cache has listed once; otherwise which have not (readiness). */
+  notSynced(): string {
+    return this.watches().filter(([, w]) => !w.isSynced).map(([n]) => n).join(', ');
+  }
+
+  /** Whether Applications of this namespace are reconciled at all (the control namespace always). */
+  watchesNamespace(namespace: string): boolean {
+    return namespace === this.namespace || this.appNamespaces.some((g) => globMatch(g, namespace));
+  }
+
+  /** The raw Application as last seen, or undefined. */
+  app(key: string): WatchedObject | undefined {
+    return this.apps.get(key);
+  }
+
+  appKeys(): string[] {
+    return [...this.apps.store.keys()].filter((k) => this.watchesNamespace(k.slice(0, k.indexOf('/'))));
+  }
+
+  /** Every AppProject that parses; a broken one is reported by the reconciler that needs it. */
+  allProjects(): AppProject[] {
+    const out: AppProject[] = [];
+    for (const raw of this.projects.list()) {
+      try {
+        out.push(parseAppProject(raw));
+      } catch {
+        // reported where the project is used
+      }
+    }
+    return out;
+  }
+
+  /** The raw AppProject in the control namespace. */
+  rawProject(name: string): WatchedObject | undefined {
+    return this.projects.get(`${this.namespace}/${name}`);
+  }
+
+  /** argocd-cm, parsed; a ConfigMap that does not parse is an Error (settings take defaults, spec §4). */
+  settingsConfigMap(): ConfigMap | undefined | Error {
+    const raw = this.configMaps.get(`${this.namespace}/${ARGOCD_CM}`);
+    if (!raw) return undefined;
+    try {
+      return parseConfigMap(raw);
+    } catch (err) {
+      return err as Error;
+    }
+  }
+
+  /** Cluster Secrets, parsed; a broken one is listed in `errors` with its name and field. */
+  clusters(): { clusters: Cluster[]; errors: string[] } {
+    const clusters: Cluster[] = [];
+    const errors: string[] = [];
+    for (const raw of this.secrets.list()) {
+      try {
+        clusters.push(parseClusterSecret(raw));
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    return { clusters, errors };
+  }
+}

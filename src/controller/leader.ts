@@ -1,0 +1,269 @@
+// Leader election on a coordination.k8s.io/v1 Lease, with the timings and rules of client-go's
+// leaderelection package (which controller-runtime uses): only the leader reconciles, a standby
+// takes over once the Lease has gone unrenewed for a whole lease duration, and a leader that shuts
+// down cleanly releases the Lease so a standby takes over at once (issue 6, high availability).
+//
+// Why these rules hold: a leader gives up (onStoppedLeading) when it has not renewed for
+// renewDeadline, which is shorter than leaseDuration; a standby only takes over after it has seen
+// the same Lease record unchanged for leaseDuration, measured on its own monotonic clock (never by
+// comparing its clock with the renewTime another machine wrote). So the old leader has stopped
+// before the new one starts, unless clocks run at very different speeds.
+// Every write carries the resourceVersion that was read: two candidates racing for a free Lease
+// cannot both win, the loser gets 409 Conflict and tries again later.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeApi } from './kubeapi.ts';
+
+export type LeaderElectionOptions = {
+  /** The control cluster: a KubeApi, or a KubeConfig to build one from. */
+  api?: KubeApi;
+  kc?: KubeConfig;
+  /** Where the Lease lives (the controller's namespace) and its name. */
+  namespace: string;
+  name: string;
+  /** This candidate's identity, unique among replicas (pod name, or hostname + random suffix). */
+  identity: string;
+  /** Defaults as controller-runtime: 15 s, 10 s, 2 s. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  /**
+   * Called when this candidate becomes leader. `signal` aborts when leadership is lost or the
+   * election is stopped: stop reconciling then, and abandon operations in flight.
+   */
+  onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
+  /** Called when leadership ends (lost, or given up by stop()). Not called if never leading. */
+  onStoppedLeading?: (reason: 'lost' | 'stopped') => void;
+  /** Called when the observed holder changes (including to this candidate, and to "" on release). */
+  onNewLeader?: (identity: string) => void;
+  /** Failures reaching the API server, for logging. Not fatal: the loops retry. */
+  onError?: (err: Error) => void;
+  /** After losing leadership, stand as candidate again (default) or end the election. */
+  rejoinAfterLoss?: boolean;
+};
+
+export type LeaderElection = {
+  isLeader(): boolean;
+  /** The holder last observed in the Lease ("" when free or unknown). */
+  leader(): string;
+  /**
+   * Ends the election. With release (the default), a leader first stops leading and then
+   * empties the Lease (holderIdentity "", leaseDurationSeconds 1) so a standby takes over at once;
+   * without it, the Lease is left to expire, as after a crash.
+   */
+  stop(opts?: { release?: boolean }): Promise<void>;
+};
+
+type LeaseSpec = {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+};
+
+type Lease = {
+  apiVersion: 'coordination.k8s.io/v1';
+  kind: 'Lease';
+  metadata: { name: string; namespace: string; resourceVersion?: string; [k: string]: unknown };
+  spec?: LeaseSpec;
+};
+
+/** MicroTime as the API server writes it: RFC 3339 with exactly six fractional digits. */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/** Validates the timing rules client-go enforces; returns the error message or undefined. */
+export function checkTimings(leaseMs: number, renewMs: number, retryMs: number): string | undefined {
+  if (!(retryMs > 0)) return `leader election: retry period must be greater than zero (got ${retryMs} ms)`;
+  if (!(renewMs > retryMs * 1.2)) return `leader election: renew deadline (${renewMs} ms) must be greater than 1.2 × retry period (${retryMs} ms)`;
+  if (!(leaseMs > renewMs)) return `leader election: lease duration (${leaseMs} ms) must be greater than renew deadline (${renewMs} ms)`;
+  return undefined;
+}
+
+export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection {
+  const leaseMs = opts.leaseDurationMs ?? 15_000;
+  const renewMs = opts.renewDeadlineMs ?? 10_000;
+  const retryMs = opts.retryPeriodMs ?? 2_000;
+  const bad = checkTimings(leaseMs, renewMs, retryMs);
+  if (bad) throw new Error(bad);
+  if (!opts.identity) throw new Error('leader election: identity must not be empty');
+  let api = opts.api;
+  if (!api) {
+    if (!opts.kc) throw new Error('leader election: give api or kc');
+    api = new KubeApi(opts.kc);
+  }
+  const client = api;
+  const path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(opts.namespace)}/leases`;
+  const leasePath = `${path}/${encodeURIComponent(opts.name)}`;
+  // The Lease's duration field is whole seconds; a sub-second test duration rounds up to 1.
+  const leaseSeconds = Math.max(1, Math.ceil(leaseMs / 1000));
+
+  let stopped = false;
+  let leading: AbortController | undefined;
+  let lastRenew = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
+  let running: Promise<void> = Promise.resolve();
+  // What we last saw in the Lease, and when (our monotonic clock) it last changed.
+  let observed: { lease: Lease; key: string } | undefined;
+  let observedAt = 0;
+  let holder = '';
+
+  const now = () => performance.now();
+  const report = (err: unknown) => opts.onError?.(err instanceof Error ? err : new Error(String(err)));
+
+  const observe = (lease: Lease) => {
+    const s = lease.spec ?? {};
+    const key = `${s.holderIdentity ?? ''}|${s.renewTime ?? ''}|${s.leaseDurationSeconds ?? ''}|${lease.metadata.resourceVersion ?? ''}`;
+    if (observed?.key !== key) observedAt = now();
+    observed = { lease, key };
+    const h = s.holderIdentity ?? '';
+    if (h !== holder) {
+      holder = h;
+      try {
+        opts.onNewLeader?.(h);
+      } catch (err) {
+        report(err);
+      }
+    }
+  };
+
+  /** One attempt to create, take or renew the Lease; true when this candidate holds it after. */
+  const tryAcquireOrRenew = async (): Promise<boolean> => {
+    const time = microTime(new Date());
+    const timeoutMs = renewMs;
+    const got = await client.request('GET', leasePath, { timeoutMs });
+    if (got.status === 404) {
+      const lease: Lease = {
+        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+        metadata: { name: opts.name, namespace: opts.namespace },
+        spec: { holderIdentity: opts.identity, leaseDurationSeconds: leaseSeconds, acquireTime: time, renewTime: time, leaseTransitions: 0 },
+      };
+      const created = await client.request('POST', path, { body: lease, timeoutMs });
+      if (created.status === 409) return false; // another candidate created it first
+      if (created.status < 200 || created.status > 299) throw new Error(`creating Lease ${opts.namespace}/${opts.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`);
+      observe(created.body as Lease);
+      return true;
+    }
+    if (got.status !== 200) throw new Error(`reading Lease ${opts.namespace}/${opts.name}: HTTP ${got.status} ${got.text.slice(0, 300)}`);
+    const current = got.body as Lease;
+    observe(current);
+    const spec = current.spec ?? {};
+    const heldBy = spec.holderIdentity ?? '';
+    const amHolder = heldBy === opts.identity;
+    const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
+    // Held by someone else and seen renewed within its duration: not ours to take.
+    if (heldBy !== '' && !amHolder && observedAt + durationMs > now()) return false;
+    const next: Lease = {
+      ...current,
+      spec: {
+        ...spec,
+        holderIdentity: opts.identity,
+        leaseDurationSeconds: leaseSeconds,
+        renewTime: time,
+        acquireTime: amHolder ? spec.acquireTime ?? time : time,
+        leaseTransitions: amHolder ? spec.leaseTransitions ?? 0 : (spec.leaseTransitions ?? 0) + 1,
+      },
+    };
+    // resourceVersion is in next.metadata: the update fails with 409 if the Lease changed since.
+    const put = await client.request('PUT', leasePath, { body: next, timeoutMs });
+    if (put.status === 409) return false;
+    if (put.status < 200 || put.status > 299) throw new Error(`updating Lease ${opts.namespace}/${opts.name}: HTTP ${put.status} ${put.text.slice(0, 300)}`);
+    observe(put.body as Lease);
+    return true;
+  };
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+  // client-go waits retryPeriod × (1 + up to 0.2) between candidate attempts, so candidates spread out.
+  const jittered = () => retryMs * (1 + Math.random() * 0.2);
+
+  const stopLeading = (reason: 'lost' | 'stopped') => {
+    const ctl = leading;
+    if (!ctl) return;
+    leading = undefined;
+    ctl.abort(new Error(reason === 'lost' ? 'leader election lost' : 'leader election stopped'));
+    try {
+      opts.onStoppedLeading?.(reason);
+    } catch (err) {
+      report(err);
+    }
+  };
+
+  const attempt = async (): Promise<boolean> => {
+    try {
+      return await tryAcquireOrRenew();
+    } catch (err) {
+      report(err);
+      return false;
+    }
+  };
+
+  const loop = async () => {
+    while (!stopped) {
+      if (!leading) {
+        if (await attempt()) {
+          if (stopped) break;
+          lastRenew = now();
+          leading = new AbortController();
+          const signal = leading.signal;
+          Promise.resolve()
+            .then(() => opts.onStartedLeading(signal))
+            .catch(report);
+          await sleep(retryMs);
+        } else {
+          await sleep(jittered());
+        }
+        continue;
+      }
+      if (await attempt()) {
+        lastRenew = now();
+      } else if (!stopped && now() - lastRenew >= renewMs) {
+        stopLeading('lost');
+        if (opts.rejoinAfterLoss === false) {
+          stopped = true;
+          break;
+        }
+      }
+      await sleep(retryMs);
+    }
+  };
+  running = loop();
+
+  const release = async () => {
+    const lease = observed?.lease;
+    if (!lease || (lease.spec?.holderIdentity ?? '') !== opts.identity) return;
+    const time = microTime(new Date());
+    const body: Lease = {
+      ...lease,
+      spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: time, renewTime: time },
+    };
+    // With the resourceVersion we last wrote: if someone else took the Lease since, leave it alone.
+    const res = await client.request('PUT', leasePath, { body, timeoutMs: renewMs });
+    if (res.status === 409) return;
+    if (res.status < 200 || res.status > 299) throw new Error(`releasing Lease ${opts.namespace}/${opts.name}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
+    observe(res.body as Lease);
+  };
+
+  return {
+    isLeader: () => leading !== undefined,
+    leader: () => holder,
+    async stop({ release: doRelease = true } = {}) {
+      if (stopped && !leading) {
+        await running;
+        return;
+      }
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      wake?.();
+      await running;
+      stopLeading('stopped');
+      // release() checks that we still hold the Lease (it may have been won just as stop began).
+      if (doRelease) await release();
+    },
+  };
+}

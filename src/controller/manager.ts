@@ -1,0 +1,232 @@
+// Wires the watches to the queues and the queues to the reconciler, as Argo CD's application
+// controller does: a refresh queue (comparison and status, `--status-processors` workers) and an
+// operation queue (sync and deletion, `--operation-processors` workers). Level-based: a key in,
+// the reconciler re-reads everything from the caches.
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
+import { parseAppProject, parseClusterSecret, projectName } from '../api/index.ts';
+import type { AppProject, Cluster } from '../api/index.ts';
+import { readImpersonationSettings } from '../impersonation/settings.ts';
+import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { ControllerCache } from './cache.ts';
+import { WorkQueue } from './queue.ts';
+import { appsAffectedByCluster, appsAffectedByProject, appsAffectedBySettings } from './requeue.ts';
+import type { AppIndexEntry } from './requeue.ts';
+import type { WatchEvent, WatchedObject } from './watch.ts';
+import { objectStoreKey } from './watch.ts';
+
+export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
+
+export interface ReconcileResult {
+  /** Ask for an operation run (an operation was set, or one is Running). */
+  operation?: boolean;
+  /** Refresh again after this long (retry backoff, self-heal wait). */
+  requeueAfterMs?: number;
+}
+
+export interface Workers {
+  /** Comparison + status for one Application key. */
+  refresh(key: string): Promise<ReconcileResult>;
+  /** Run (or continue) the operation of one Application key. */
+  operate(key: string): Promise<ReconcileResult>;
+}
+
+export interface ManagerOptions {
+  cache: ControllerCache;
+  workers: Workers;
+  logger: Logger;
+  metrics?: Metrics;
+  statusProcessors?: number;
+  operationProcessors?: number;
+  /** Jitter added to the periodic refresh, as a fraction of the interval (Argo CD: up to 1 min). */
+  refreshJitter?: number;
+}
+
+function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
+  const spec = (raw['spec'] ?? {}) as { project?: string; destination?: { server?: string; name?: string } };
+  return { key, project: projectName({ spec } as never), destination: { server: spec.destination?.server, name: spec.destination?.name } };
+}
+
+/** Whether an Application change is one the controller must react to (not its own status write). */
+export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: WatchedObject): boolean {
+  if (!old) return true;
+  const m0 = old.metadata as Record<string, unknown>;
+  const m1 = cur.metadata as Record<string, unknown>;
+  return (
+    !isDeepStrictEqual(old['spec'], cur['spec']) ||
+    !isDeepStrictEqual(old['operation'], cur['operation']) ||
+    !isDeepStrictEqual(m0['annotations'], m1['annotations']) ||
+    !isDeepStrictEqual(m0['labels'], m1['labels']) ||
+    m0['deletionTimestamp'] !== m1['deletionTimestamp'] ||
+    !isDeepStrictEqual(m0['finalizers'], m1['finalizers'])
+  );
+}
+
+/** Whether the Application has operation work: an operation to run or a Running one to resume. */
+export function hasOperationWork(raw: WatchedObject): boolean {
+  const phase = ((raw['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase);
+  return raw['operation'] !== undefined || phase === 'Running' || phase === 'Terminating' || (raw.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined;
+}
+
+export class Manager {
+  readonly refreshQueue: WorkQueue;
+  readonly operationQueue: WorkQueue;
+  private readonly opts: ManagerOptions;
+  private readonly log: Logger;
+  private metricsTimer: NodeJS.Timeout | undefined;
+
+  constructor(opts: ManagerOptions) {
+    this.opts = opts;
+    this.log = opts.logger;
+    this.refreshQueue = new WorkQueue();
+    this.operationQueue = new WorkQueue();
+    if (opts.metrics) {
+      const m = opts.metrics;
+      this.refreshQueue.onTake = (_k, ms) => m.queueLatency.observe({ queue: 'refresh' }, ms / 1000);
+      this.operationQueue.onTake = (_k, ms) => m.queueLatency.observe({ queue: 'operation' }, ms / 1000);
+    }
+  }
+
+  private appIndex(): AppIndexEntry[] {
+    const out: AppIndexEntry[] = [];
+    for (const key of this.opts.cache.appKeys()) {
+      const raw = this.opts.cache.app(key);
+      if (raw) out.push(appIndexEntry(key, raw));
+    }
+    return out;
+  }
+
+  /** The refresh interval from argocd-cm (timeout.reconciliation), in ms. */
+  refreshIntervalMs(): number {
+    return readImpersonationSettings(this.opts.cache.settingsConfigMap()).reconciliationTimeoutSeconds * 1000;
+  }
+
+  private inheritsFrom(): (project: string) => string[] {
+    const settings = readImpersonationSettings(this.opts.cache.settingsConfigMap());
+    const all = this.opts.cache.allProjects();
+    return (name: string) => {
+      const p = all.find((x) => x.metadata.name === name);
+      return p ? matchingGlobalProjects(p, all, settings.globalProjects).projects.map((g) => g.metadata.name) : [];
+    };
+  }
+
+  private onApp(e: WatchEvent): void {
+    const key = objectStoreKey(e.object);
+    const ns = e.object.metadata.namespace ?? '';
+    if (!this.opts.cache.watchesNamespace(ns)) return;
+    if (e.type === 'DELETED') {
+      this.refreshQueue.forget(key);
+      this.operationQueue.forget(key);
+      return;
+    }
+    if (e.type === 'RESYNC' || appChangeNeedsRefresh(e.old, e.object)) this.refreshQueue.add(key);
+    // Our own status writes (operationState) must not re-trigger the operation: only a new or
+    // changed operation, a deletion, or a (re)list after a restart does (the worker re-reads the
+    // Application from the API server before acting, never from this cache).
+    const opChanged = e.type !== 'MODIFIED' || !isDeepStrictEqual(e.old?.['operation'], e.object['operation']) ||
+      (e.old?.metadata as { deletionTimestamp?: string } | undefined)?.deletionTimestamp !== (e.object.metadata as { deletionTimestamp?: string }).deletionTimestamp;
+    if (opChanged && hasOperationWork(e.object)) this.operationQueue.add(key);
+  }
+
+  private onProject(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const name = e.object.metadata.name;
+    const keys = appsAffectedByProject(this.appIndex(), name, this.inheritsFrom());
+    // A change of labels can also move a project out of a global project's reach: use the old labels too.
+    if (e.old) {
+      try {
+        const oldProject: AppProject = parseAppProject(e.old);
+        const settings = readImpersonationSettings(this.opts.cache.settingsConfigMap());
+        const all = this.opts.cache.allProjects();
+        const oldGlobals = matchingGlobalProjects(oldProject, all, settings.globalProjects).projects.map((g) => g.metadata.name);
+        for (const k of appsAffectedByProject(this.appIndex(), name, () => oldGlobals)) keys.push(k);
+      } catch {
+        // the old project did not parse: the new one decides
+      }
+    }
+    this.requeue(keys, `AppProject ${name} changed`);
+  }
+
+  private onSettings(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    this.requeue(appsAffectedBySettings(this.appIndex()), 'argocd-cm changed');
+  }
+
+  private onSecret(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const parse = (o: WatchedObject | undefined): Cluster | undefined => {
+      if (!o) return undefined;
+      try {
+        return parseClusterSecret(o);
+      } catch (err) {
+        this.log.warn({ secret: objectStoreKey(o), err: (err as Error).message }, 'cluster Secret cannot be read');
+        return undefined;
+      }
+    };
+    const before = e.type === 'ADDED' ? undefined : parse(e.old);
+    const after = e.type === 'DELETED' ? undefined : parse(e.object);
+    this.requeue(appsAffectedByCluster(this.appIndex(), before, after), `cluster Secret ${e.object.metadata.name} changed`);
+  }
+
+  private requeue(keys: string[], why: string): void {
+    const unique = [...new Set(keys)];
+    if (unique.length > 0) this.log.debug({ count: unique.length, why }, 'requeue');
+    for (const k of unique) this.refreshQueue.add(k);
+  }
+
+  /** The next periodic refresh: the interval plus up to `refreshJitter` of it (spread the load). */
+  private scheduleRefresh(key: string): void {
+    const interval = this.refreshIntervalMs();
+    if (interval <= 0) return;
+    const jitter = Math.random() * (this.opts.refreshJitter ?? 0.1) * interval;
+    this.refreshQueue.addAfter(key, interval + jitter);
+  }
+
+  private async handle(kind: 'refresh' | 'operation', key: string): Promise<void> {
+    const started = performance.now();
+    let result: ReconcileResult;
+    try {
+      result = kind === 'refresh' ? await this.opts.workers.refresh(key) : await this.opts.workers.operate(key);
+      this.opts.metrics?.reconcileDuration.observe({ result: 'ok' }, (performance.now() - started) / 1000);
+    } catch (err) {
+      this.opts.metrics?.reconcileDuration.observe({ result: 'error' }, (performance.now() - started) / 1000);
+      throw err;
+    }
+    if (!this.opts.cache.app(key)) return;
+    if (result.operation) this.operationQueue.add(key);
+    if (kind === 'operation') this.refreshQueue.add(key);
+    if (result.requeueAfterMs !== undefined) (kind === 'refresh' ? this.refreshQueue : this.operationQueue).addAfter(key, result.requeueAfterMs);
+    if (kind === 'refresh') this.scheduleRefresh(key);
+  }
+
+  async start(): Promise<void> {
+    const { cache } = this.opts;
+    cache.apps.on((e) => this.onApp(e));
+    cache.projects.on((e) => this.onProject(e));
+    cache.configMaps.on((e) => this.onSettings(e));
+    cache.secrets.on((e) => this.onSecret(e));
+    cache.start();
+    await cache.synced();
+    const onError = (kind: string) => (key: string, err: unknown) =>
+      this.log.error({ application: key, queue: kind, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; retrying with backoff');
+    this.refreshQueue.run(this.opts.statusProcessors ?? 20, (k) => this.handle('refresh', k), onError('refresh'));
+    this.operationQueue.run(this.opts.operationProcessors ?? 10, (k) => this.handle('operation', k), onError('operation'));
+    for (const k of cache.appKeys()) this.refreshQueue.add(k);
+    if (this.opts.metrics) {
+      const m = this.opts.metrics;
+      this.metricsTimer = setInterval(() => {
+        m.queueDepth.set({ queue: 'refresh' }, this.refreshQueue.length);
+        m.queueDepth.set({ queue: 'operation' }, this.operationQueue.length);
+        for (const [name, w] of cache.watches()) m.watchRestarts.set({ resource: name }, w.restarts);
+      }, 1000);
+      this.metricsTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.metricsTimer) clearInterval(this.metricsTimer);
+    await this.opts.cache.stop();
+    await Promise.all([this.refreshQueue.shutdown(), this.operationQueue.shutdown()]);
+  }
+}

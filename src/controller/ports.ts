@@ -1,0 +1,59 @@
+// What the reconciler needs from the modules below it, as narrow interfaces: rendering (source/),
+// project limits (project/), comparison, sync and deletion (sync/). adapters.ts binds them to the
+// real modules; keeping them narrow keeps the reconciler readable and each binding in one place.
+// Every destination-touching port receives the one DestinationClient built for the Application's
+// identity, and nothing else (ARCHITECTURE.md, the identity rule).
+import type { AppProject, Application, Cluster, KubeObject, SyncOperation } from '../api/index.ts';
+import type { DestinationClient } from '../kube/types.ts';
+import type { ResourceStatus } from './status.ts';
+
+export interface Rendered {
+  /** The commit the objects come from. */
+  revision: string;
+  /** Directory, Kustomize, Helm. */
+  sourceType: string;
+  objects: KubeObject[];
+}
+
+export interface RenderPort {
+  /** Desired objects of the Application at `revision` (default: spec targetRevision). `hard` skips caches. */
+  render(app: Application, opts: { revision?: string | undefined; hard?: boolean }): Promise<Rendered>;
+}
+
+export interface LimitsPort {
+  /** spec §9, Application level (sourceRepos, destinations): messages, empty when permitted. */
+  checkApplication(project: AppProject, app: Application, cluster: Cluster): string[];
+  /** spec §9, per object (cluster/namespace resource allow and deny lists). */
+  checkObjects(project: AppProject, app: Application, objects: readonly KubeObject[]): string[];
+}
+
+export interface ComparisonOutcome {
+  syncStatus: 'Synced' | 'OutOfSync' | 'Unknown';
+  resources: ResourceStatus[];
+  health: { status: string; message?: string };
+  /** Errors met while comparing (a Forbidden dry-run names the ServiceAccount). */
+  errors: string[];
+}
+
+export interface SyncOutcome {
+  phase: 'Succeeded' | 'Failed' | 'Error';
+  message: string;
+  resources: Array<Record<string, unknown>>;
+}
+
+export interface ComparePort {
+  compare(client: DestinationClient, app: Application, objects: readonly KubeObject[]): Promise<ComparisonOutcome>;
+}
+
+export interface SyncPort {
+  sync(client: DestinationClient, app: Application, objects: readonly KubeObject[], operation: SyncOperation): Promise<SyncOutcome>;
+  /** Deletes every resource the Application manages (finalizer), as its identity. */
+  deleteResources(client: DestinationClient, app: Application): Promise<{ ok: boolean; message: string; remaining: number }>;
+}
+
+export interface Ports {
+  render: RenderPort;
+  limits: LimitsPort;
+  compare: ComparePort;
+  sync: SyncPort;
+}
