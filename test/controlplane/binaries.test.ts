@@ -1,0 +1,84 @@
+// Finding the control-plane binaries: KUBEBUILDER_ASSETS, the cache, the build lock, and the
+// message when none can be had (src/controlplane/binaries.ts, scripts/control-plane-binaries).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { binariesScript, binaryNames, locateBinaries } from '../../src/controlplane/binaries.ts';
+
+const root = await mkdtemp(join(tmpdir(), 'binaries-test-'));
+after(() => rm(root, { recursive: true, force: true }));
+
+async function fakeBinaries(dir: string, names: readonly string[] = binaryNames): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const name of names) {
+    await writeFile(join(dir, name), '#!/bin/sh\nexit 0\n');
+    await chmod(join(dir, name), 0o755);
+  }
+}
+
+/** A PATH with only bash and cat: the script runs, Go is nowhere. */
+async function pathWithoutGo(): Promise<string> {
+  const bin = join(root, 'no-go-bin');
+  await mkdir(bin, { recursive: true });
+  for (const tool of ['bash', 'cat']) await symlink(`/bin/${tool}`, join(bin, tool)).catch(() => {});
+  return bin;
+}
+
+const quiet = { onProgress: () => {} };
+
+test('KUBEBUILDER_ASSETS with all three binaries is used as is, without running the script', async () => {
+  const assets = join(root, 'assets');
+  await fakeBinaries(assets);
+  const found = await locateBinaries({ ...quiet, env: { KUBEBUILDER_ASSETS: assets }, script: join(root, 'does-not-exist') });
+  assert.equal(found.dir, assets);
+  assert.equal(found['kube-apiserver'], join(assets, 'kube-apiserver'));
+});
+
+test('without Go, binaries or KUBEBUILDER_ASSETS, the error says how to get them', async () => {
+  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: join(root, 'empty-cache') };
+  await assert.rejects(locateBinaries({ ...quiet, env }), (err: Error) => {
+    assert.match(err.message, /Go is not installed/);
+    assert.match(err.message, /KUBEBUILDER_ASSETS/);
+    assert.ok(err.message.includes(binariesScript), 'names the script to run');
+    return true;
+  });
+});
+
+test('KUBEBUILDER_ASSETS lacking a binary is reported, and the script falls back to a build', async () => {
+  const partial = join(root, 'partial');
+  await fakeBinaries(partial, ['etcd', 'kube-apiserver']);
+  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: join(root, 'empty-cache'), KUBEBUILDER_ASSETS: partial };
+  await assert.rejects(locateBinaries({ ...quiet, env }), /lacks one of etcd kube-apiserver kube-controller-manager; building them instead[\s\S]*Go is not installed/);
+});
+
+test('a cached build is found without Go', async () => {
+  const cache = join(root, 'cache');
+  await fakeBinaries(join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'));
+  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: cache, IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9', IMPERSYNC_ETCD_VERSION: 'v8.8.8' };
+  const found = await locateBinaries({ ...quiet, env });
+  assert.equal(found.dir, join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'));
+});
+
+test('while another build holds the lock, the script waits for it and then uses its result', async () => {
+  const cache = join(root, 'locked-cache');
+  const out = join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v7.7.7');
+  await mkdir(join(cache, 'control-plane'), { recursive: true });
+  // A "go" that fails: reaching it would mean the script built instead of waiting.
+  const bin = join(root, 'failing-go-bin');
+  await mkdir(bin, { recursive: true });
+  await writeFile(join(bin, 'go'), '#!/bin/sh\necho "go must not run" >&2\nexit 1\n');
+  await chmod(join(bin, 'go'), 0o755);
+  // Hold the lock for a second, as a running build would, and finish "building" before releasing.
+  const holder = spawn('flock', [join(cache, 'control-plane', '.build.lock'), 'sh', '-c', `sleep 1; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`], { stdio: 'ignore' });
+  const held = new Promise((resolve) => holder.on('exit', resolve));
+  await new Promise((r) => setTimeout(r, 200));
+  const progress: string[] = [];
+  const env = { PATH: `${bin}:${process.env['PATH']}`, HOME: root, IMPERSYNC_CACHE: cache, IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9', IMPERSYNC_ETCD_VERSION: 'v7.7.7' };
+  const found = await locateBinaries({ env, onProgress: (c) => progress.push(c) });
+  await held;
+  assert.equal(found.dir, out);
+  assert.match(progress.join(''), /another build is running; waiting for it/);
+});

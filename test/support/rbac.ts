@@ -1,0 +1,92 @@
+// Setting up tenants on the test API server: namespaces, ServiceAccounts, Roles and bindings, and
+// the controller's right to impersonate. All are server-side applies, so calling twice is harmless.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { controllerUser } from '../../src/controlplane/identities.ts';
+import type { KubeObject } from './kube.ts';
+import { applyRaw } from './kube.ts';
+
+/** Who a binding grants to. 'controller' is the harness's controller identity (impersync-controller). */
+export type Subject = 'controller' | { user: string } | { group: string } | { serviceAccount: string; namespace: string };
+
+export type PolicyRule = {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+};
+
+export const controllerUserName = controllerUser.name;
+
+/** The Kubernetes user name of a subject (ServiceAccounts: system:serviceaccount:<ns>:<name>). */
+export function userNameOf(subject: Exclude<Subject, { group: string }>): string {
+  if (subject === 'controller') return controllerUserName;
+  if ('user' in subject) return subject.user;
+  return `system:serviceaccount:${subject.namespace}:${subject.serviceAccount}`;
+}
+
+function rbacSubject(subject: Subject): Record<string, string> {
+  if (subject === 'controller') return { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: controllerUserName };
+  if ('user' in subject) return { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: subject.user };
+  if ('group' in subject) return { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: subject.group };
+  return { kind: 'ServiceAccount', name: subject.serviceAccount, namespace: subject.namespace };
+}
+
+const manager = { fieldManager: 'impersync-test-setup' };
+
+export async function createNamespace(kc: KubeConfig, name: string, opts: { labels?: Record<string, string> } = {}): Promise<KubeObject> {
+  return applyRaw(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, ...(opts.labels ? { labels: opts.labels } : {}) } }, manager);
+}
+
+export async function createServiceAccount(kc: KubeConfig, namespace: string, name: string): Promise<KubeObject> {
+  return applyRaw(kc, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } }, manager);
+}
+
+export type Grant = {
+  /** Name of the Role/ClusterRole and of its binding. */
+  name: string;
+  /** A Role and RoleBinding in this namespace; without it, a ClusterRole and ClusterRoleBinding. */
+  namespace?: string;
+  rules: PolicyRule[];
+  to: Subject | Subject[];
+};
+
+/** Creates a Role (or ClusterRole) with `rules` and binds it to the subjects. */
+export async function grantRole(kc: KubeConfig, grant: Grant): Promise<void> {
+  const subjects = (Array.isArray(grant.to) ? grant.to : [grant.to]).map(rbacSubject);
+  const namespaced = grant.namespace !== undefined;
+  const metadata = namespaced ? { name: grant.name, namespace: grant.namespace } : { name: grant.name };
+  const rbac = 'rbac.authorization.k8s.io/v1';
+  await applyRaw(kc, { apiVersion: rbac, kind: namespaced ? 'Role' : 'ClusterRole', metadata, rules: grant.rules }, manager);
+  await applyRaw(
+    kc,
+    {
+      apiVersion: rbac,
+      kind: namespaced ? 'RoleBinding' : 'ClusterRoleBinding',
+      metadata,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: namespaced ? 'Role' : 'ClusterRole', name: grant.name },
+      subjects,
+    },
+    manager,
+  );
+}
+
+/**
+ * Lets `to` impersonate ServiceAccounts: only the listed ones (RBAC resourceNames, one Role per
+ * namespace, as the design recommends), or every ServiceAccount when `serviceAccounts` is omitted.
+ */
+export async function grantImpersonation(
+  kc: KubeConfig,
+  opts: { name: string; to?: Subject; serviceAccounts?: { namespace: string; name: string }[] },
+): Promise<void> {
+  const to = opts.to ?? 'controller';
+  if (opts.serviceAccounts === undefined) {
+    await grantRole(kc, { name: opts.name, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'] }] });
+    return;
+  }
+  const byNamespace = new Map<string, string[]>();
+  for (const sa of opts.serviceAccounts) byNamespace.set(sa.namespace, [...(byNamespace.get(sa.namespace) ?? []), sa.name]);
+  for (const [namespace, names] of byNamespace) {
+    await grantRole(kc, { name: opts.name, namespace, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'], resourceNames: names }] });
+  }
+}
