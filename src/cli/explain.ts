@@ -1,5 +1,74 @@
-// Placeholder until its issue lands; replaced by the real command.
-export async function main(_argv: string[]): Promise<number> {
-  process.stderr.write('impersync explain: not built yet\n');
-  return 2;
+// `impersync explain`: which ServiceAccount an Application syncs as, and why (spec §3–§7, §10).
+// Exit 0 whenever an explanation was produced, whatever the decision; 2 when the input is unusable.
+import { listFlag, outputFormat, parseFlags, stringFlag } from './args.ts';
+import { explain } from './explain-core.ts';
+import { formatExplanation } from './explain-format.ts';
+import { processIO, type CommandIO } from './io.ts';
+import { DEFAULT_CONTROL_NAMESPACE, INPUT_FLAGS, loadInput } from './load.ts';
+
+export const EXPLAIN_USAGE = `usage: impersync explain -f FILE [-f FILE ...] [--app NAMESPACE/NAME] [-o json|text]
+       impersync explain [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [--app NAMESPACE/NAME] [-o json|text]
+
+Shows which ServiceAccount an Application syncs as, and why: each destinationServiceAccounts entry
+tried in order, the one that decided, and the outcome (disabled, impersonate, fallback, deny, error).
+
+  -f, --filename FILE   YAML or JSON documents (Applications, AppProjects, argocd-cm, cluster
+                        Secrets); '-' reads stdin. Without -f, the objects are read live from the
+                        cluster of the current kubeconfig.
+      --app NS/NAME     the Application to explain (needed when there are several)
+  -o, --output FORMAT   text (default) or json
+  -n, --namespace NS    the control namespace (argocd-cm, AppProjects, cluster Secrets; default argocd)
+      --kubeconfig FILE, --context NAME   the cluster to read in live mode
+
+Exit status: 0 when an explanation was produced, 2 when the input is unusable.
+`;
+
+export async function run(argv: string[], io: CommandIO): Promise<number> {
+  const flags = parseFlags(argv, { ...INPUT_FLAGS, app: { type: 'string' } });
+  if (!flags.ok) {
+    io.stderr(`impersync explain: ${flags.error}\n${EXPLAIN_USAGE}`);
+    return 2;
+  }
+  if (flags.values.help === true) {
+    io.stdout(EXPLAIN_USAGE);
+    return 0;
+  }
+  const format = outputFormat(flags.values);
+  if (!format.ok) {
+    io.stderr(`impersync explain: ${format.error}\n`);
+    return 2;
+  }
+  const namespace = stringFlag(flags.values, 'namespace', DEFAULT_CONTROL_NAMESPACE);
+  const app = typeof flags.values.app === 'string' ? flags.values.app : undefined;
+  const appNamespace = app?.includes('/') ? app.slice(0, app.indexOf('/')) : undefined;
+  const input = await loadInput(
+    {
+      files: listFlag(flags.values, 'filename'),
+      namespace,
+      kubeconfig: typeof flags.values.kubeconfig === 'string' ? flags.values.kubeconfig : undefined,
+      context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
+      applicationNamespace: appNamespace,
+    },
+    io,
+  );
+  if (!input.ok) {
+    io.stderr(`impersync explain: ${oneLine(input.error)}\n`);
+    return 2;
+  }
+  const result = explain(input.value.inventory, { app, namespace, source: input.value.source });
+  if (!result.ok) {
+    io.stderr(`impersync explain: ${oneLine(result.error)}\n`);
+    return 2;
+  }
+  io.stdout(format.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value));
+  return 0;
+}
+
+/** Errors are promised as one stderr line. */
+export function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ');
+}
+
+export function main(argv: string[]): Promise<number> {
+  return run(argv, processIO);
 }
