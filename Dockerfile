@@ -1,0 +1,82 @@
+# syntax=docker/dockerfile:1
+# The impersync controller image. Three stages:
+#   tools:   helm and kustomize built with Go from the Go module proxy, at the versions
+#            scripts/tool-binaries pins (renders in the cluster match renders in the tests);
+#   build:   the TypeScript compiled to dist/ (npm ci with dev dependencies, npm run build);
+#   runtime: Node.js 24 (slim), git, tini, the production node_modules and dist/. Runs as uid 65532.
+#
+# Read-only root filesystem: the process writes only under /var/cache/impersync (Git clones,
+# renders), /tmp and $HOME (helm and git state); the Deployment mounts an emptyDir on each.
+#
+# Build: docker build -t impersync:dev .
+# Run outside a cluster (needs a kubeconfig): docker run --rm -v ~/.kube:/home/impersync/.kube:ro impersync:dev run --kubeconfig /home/impersync/.kube/config
+# Base images are referenced by tag; pin them by digest (name:tag@sha256:...) in a release pipeline.
+
+ARG NODE_VERSION=24
+ARG DEBIAN_RELEASE=bookworm
+ARG GO_VERSION=1.26
+# Keep in step with scripts/tool-binaries.
+ARG HELM_VERSION=v3.22.0
+ARG KUSTOMIZE_VERSION=v5.8.1
+
+FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS tools
+ARG HELM_VERSION
+ARG KUSTOMIZE_VERSION
+ENV CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN=/out
+# The -X flags give `helm version` and `kustomize version` their real versions.
+RUN go install -trimpath \
+      -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.metadata=" \
+      "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" \
+ && go install -trimpath \
+      -ldflags="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${KUSTOMIZE_VERSION}" \
+      "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}" \
+ && /out/helm version --short && /out/kustomize version
+
+FROM node:${NODE_VERSION}-${DEBIAN_RELEASE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# Dev dependencies include the pinned `node` package, whose install script must run.
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:${NODE_VERSION}-${DEBIAN_RELEASE} AS deps
+WORKDIR /src
+COPY package.json package-lock.json ./
+# Production dependencies only; none of them needs an install script.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS runtime
+# git (with ssh for git@ URLs) renders Application sources; tini is PID 1 (see ENTRYPOINT).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 impersync \
+ && useradd --uid 65532 --gid 65532 --home-dir /home/impersync --create-home --shell /usr/sbin/nologin impersync \
+ && mkdir -p /var/cache/impersync \
+ && chown 65532:65532 /var/cache/impersync
+COPY --from=tools /out/helm /out/kustomize /usr/local/bin/
+WORKDIR /app
+COPY --from=deps /src/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+COPY deploy/crds ./deploy/crds
+ENV NODE_ENV=production \
+    HOME=/home/impersync \
+    IMPERSYNC_CACHE_DIR=/var/cache/impersync \
+    IMPERSYNC_TOOLS_DIR=/usr/local/bin \
+    HELM_CACHE_HOME=/var/cache/impersync/helm/cache \
+    HELM_CONFIG_HOME=/var/cache/impersync/helm/config \
+    HELM_DATA_HOME=/var/cache/impersync/helm/data \
+    TMPDIR=/tmp
+USER 65532:65532
+EXPOSE 8080
+# PID 1 is tini, not node: the kernel gives PID 1 no default signal actions, and the controller
+# spawns git, ssh, helm and kustomize, whose orphaned children would be reparented to PID 1 and
+# never reaped by node. tini forwards SIGTERM to node (which stops reconciling, releases its Lease
+# and exits) and reaps every zombie. Without -g: node itself ends the renders it started, so a
+# git fetch is not killed half-way while leaving lock files in the cache.
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/dist/cli/main.js"]
+# In a Pod, `impersync run` finds the in-cluster service account and API server on its own.
+CMD ["run"]

@@ -1,0 +1,92 @@
+// The image, checked without a Docker engine: the Dockerfile's essentials are read from the file,
+// and the entrypoint command is run from a fresh build, outside a container.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, rm, mkdir, access } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { matchesDockerignore, parseDockerfile } from './dockerfile.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+const dockerfile = parseDockerfile(await readFile(join(root, 'Dockerfile'), 'utf8'));
+const ignore = await readFile(join(root, '.dockerignore'), 'utf8');
+const runtime = dockerfile.stages.at(-1);
+
+test('stages: helm and kustomize from Go, a Node 24 build, a slim Node 24 runtime', () => {
+  assert.deepEqual(dockerfile.stages.map((s) => s.name), ['tools', 'build', 'deps', 'runtime']);
+  assert.match(dockerfile.stages[0]?.from ?? '', /^golang:1\.2[6-9]-/);
+  assert.match(dockerfile.stages[1]?.from ?? '', /^node:24-/);
+  assert.match(runtime?.from ?? '', /^node:24-[a-z]+-slim$/);
+  const build = dockerfile.stages[1]?.instructions.map((i) => i.args).join('\n') ?? '';
+  assert.match(build, /npm ci/);
+  assert.match(build, /npm run build/);
+});
+
+test('helm and kustomize are pinned to the versions scripts/tool-binaries builds', async () => {
+  const script = await readFile(join(root, 'scripts/tool-binaries'), 'utf8');
+  for (const name of ['HELM_VERSION', 'KUSTOMIZE_VERSION']) {
+    const pinned = new RegExp(`${name}="\\$\\{IMPERSYNC_${name}:-(v[0-9.]+)\\}"`).exec(script)?.[1];
+    assert.ok(pinned, `scripts/tool-binaries pins ${name}`);
+    assert.equal(dockerfile.args.get(name), pinned, `Dockerfile ARG ${name}`);
+  }
+  const tools = dockerfile.stages[0]?.instructions.map((i) => i.args).join('\n') ?? '';
+  assert.match(tools, /helm\.sh\/helm\/v3\/cmd\/helm@\$\{HELM_VERSION\}/);
+  assert.match(tools, /sigs\.k8s\.io\/kustomize\/kustomize\/v5@\$\{KUSTOMIZE_VERSION\}/);
+});
+
+test('runtime: non-root uid 65532, git and tini inside, writable paths only on volumes', () => {
+  const get = (kind: string) => runtime?.instructions.filter((i) => i.kind === kind).map((i) => i.args) ?? [];
+  assert.deepEqual(get('USER'), ['65532:65532']);
+  const run = get('RUN').join('\n');
+  for (const pkg of ['git', 'tini', 'ca-certificates']) assert.match(run, new RegExp(`install [^\\n]*\\b${pkg}\\b`), `apt installs ${pkg}`);
+  const copies = get('COPY').join('\n');
+  assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/usr\/local\/bin\//);
+  const env = get('ENV').join(' ');
+  for (const kv of ['HOME=/home/impersync', 'IMPERSYNC_CACHE_DIR=/var/cache/impersync', 'IMPERSYNC_TOOLS_DIR=/usr/local/bin', 'TMPDIR=/tmp']) {
+    assert.ok(env.includes(kv), `ENV ${kv}`);
+  }
+  // helm keeps its state under the cache volume, not under the read-only root.
+  assert.match(env, /HELM_CACHE_HOME=\/var\/cache\/impersync\//);
+});
+
+test('entrypoint: tini as PID 1 runs `node dist/cli/main.js`, and the default command is `run`', () => {
+  const last = (kind: string) => runtime?.instructions.filter((i) => i.kind === kind).at(-1)?.args ?? '';
+  assert.deepEqual(JSON.parse(last('ENTRYPOINT')), ['/usr/bin/tini', '--', 'node', '/app/dist/cli/main.js']);
+  assert.deepEqual(JSON.parse(last('CMD')), ['run']);
+});
+
+test('.dockerignore lets in what COPY needs and keeps the rest out', async () => {
+  const sources = dockerfile.stages.flatMap((s) => s.instructions)
+    .filter((i) => i.kind === 'COPY' && !i.args.startsWith('--from'))
+    .flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+  assert.ok(sources.length >= 5);
+  for (const src of sources) {
+    await access(join(root, src));
+    assert.equal(matchesDockerignore(ignore, src), false, `${src} reaches the build context`);
+  }
+  for (const kept of ['node_modules/yaml/package.json', 'dist/cli/main.js', '.git/HEAD', 'test/e2e/leader.test.ts', 'src/.env', 'deploy/helm/impersync/Chart.yaml']) {
+    assert.equal(matchesDockerignore(ignore, kept), true, `${kept} stays out of the build context`);
+  }
+  assert.equal(matchesDockerignore(ignore, 'src/cli/main.ts'), false);
+});
+
+test('the entrypoint command works outside a container, from a fresh build', async () => {
+  // Build into a private folder inside the repository (so node_modules resolves), as `npm run build` does.
+  const out = join(root, '.state', `image-entrypoint-${process.pid}`);
+  await mkdir(out, { recursive: true });
+  try {
+    const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { cwd: root, encoding: 'utf8' });
+    assert.equal(tsc.status, 0, `npm run build's tsc failed:\n${tsc.stdout}${tsc.stderr}`);
+    const main = join(out, 'cli/main.js');
+    const help = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8', env: { ...process.env, HOME: out, IMPERSYNC_CACHE_DIR: out } });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /usage: impersync <command>/);
+    assert.match(help.stdout, /^\s+run\s/m);
+    // The image's CMD: `run`, asked for its flags (running it needs a cluster).
+    const run = spawnSync(process.execPath, [main, 'run', '--help'], { encoding: 'utf8', env: { ...process.env, HOME: out, IMPERSYNC_CACHE_DIR: out } });
+    assert.equal(run.status, 0, `impersync run --help exited ${run.status}: ${run.stderr}`);
+    assert.match(run.stdout + run.stderr, /--namespace/);
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
