@@ -5,18 +5,9 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { eventually, isAlive as alive } from '../support/procfs.ts';
 
 const child = fileURLToPath(new URL('./fixtures/hold-processes.ts', import.meta.url));
-
-/** Alive and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** Every process in the given process groups (the leaders' pids), from /proc. */
 function groupMembers(groups: number[]): number[] {
@@ -33,14 +24,6 @@ function groupMembers(groups: number[]): number[] {
     }
   }
   return members;
-}
-
-async function eventually(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function run(mode: string): Promise<{ child: ReturnType<typeof spawn>; report: { pids: number[]; watchdog: number }; members: number[]; lines: string[]; exited: Promise<number | null> }> {

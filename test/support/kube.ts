@@ -111,6 +111,8 @@ export type ApplyOptions = As & {
   dryRun?: boolean;
   /** Take over conflicting fields. Default: true. */
   force?: boolean;
+  /** Unknown or duplicate fields: 'Strict' rejects them (kubectl apply --server-side's default). Default: the server's (Warn). */
+  fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
 };
 
 /** Server-side apply of an untyped object, sent as JSON (valid apply-patch YAML). Returns the result. */
@@ -118,6 +120,7 @@ export async function applyRaw(kc: KubeConfig, obj: KubeObject, opts: ApplyOptio
   const path = await pathFor(kc, { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace });
   const query = new URLSearchParams({ fieldManager: opts.fieldManager ?? 'impersync-test', force: String(opts.force ?? true) });
   if (opts.dryRun) query.set('dryRun', 'All');
+  if (opts.fieldValidation) query.set('fieldValidation', opts.fieldValidation);
   return (await requestOk(kc, {
     method: 'PATCH',
     path: `${path}?${query}`,
