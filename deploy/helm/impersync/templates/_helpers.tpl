@@ -1,0 +1,34 @@
+{{/* The release's full name, used for every object this chart owns. */}}
+{{- define "impersync.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "impersync.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{- define "impersync.labels" -}}
+{{ include "impersync.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "impersync.serviceAccountName" -}}
+{{- default (include "impersync.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "impersync.validate" -}}
+{{- if not (has .Values.rbac.shape (list "strict" "fallback")) -}}
+{{- fail (printf "rbac.shape must be strict or fallback, not %q" .Values.rbac.shape) -}}
+{{- end -}}
+{{- if and (eq .Values.rbac.shape "strict") .Values.argocdCm.create (not (and .Values.argocdCm.impersonation.enabled .Values.argocdCm.impersonation.enforced)) -}}
+{{- fail "rbac.shape strict needs argocdCm.impersonation.enabled and enforced: the controller would have no rights to sync as itself. Use rbac.shape: fallback, or turn both on." -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,152 @@
+// Leader election on a real kube-apiserver: exactly one leader among candidates, takeover after a
+// crash only once the Lease has expired, takeover at once after a release, and a leader that can
+// no longer renew stops leading. Short timings keep the tests quick; the rules are the same.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startControlPlane, createNamespace, getRaw, grantRole, deleteRaw } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import { startLeaderElection, checkTimings, microTime } from '../../src/controller/leader.ts';
+import type { LeaderElection, LeaderElectionOptions } from '../../src/controller/leader.ts';
+
+let cp: TestControlPlane;
+const ns = 'argocd';
+
+before(async () => {
+  cp = await startControlPlane();
+  await createNamespace(cp.admin, ns);
+});
+
+after(async () => {
+  await cp?.stop();
+});
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+type Lease = { spec: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number } };
+
+async function lease(name: string): Promise<Lease> {
+  const l = await getRaw(cp.admin, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns, name });
+  assert.ok(l, `Lease ${ns}/${name} exists`);
+  return l as unknown as Lease;
+}
+
+/** A candidate that records its leadership periods, with short timings unless overridden. */
+function candidate(name: string, identity: string, extra: Partial<LeaderElectionOptions> = {}) {
+  const events: string[] = [];
+  let signal: AbortSignal | undefined;
+  const election: LeaderElection = startLeaderElection({
+    kc: cp.admin, namespace: ns, name, identity,
+    leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
+    onStartedLeading: (s) => { signal = s; events.push('started'); },
+    onStoppedLeading: (reason) => events.push(`stopped:${reason}`),
+    ...extra,
+  });
+  return { identity, election, events, signal: () => signal };
+}
+
+test('the timings are checked as client-go checks them, and times are written as MicroTime', () => {
+  assert.equal(checkTimings(15_000, 10_000, 2_000), undefined);
+  assert.match(checkTimings(10_000, 10_000, 2_000) ?? '', /lease duration \(10000 ms\) must be greater than renew deadline/);
+  assert.match(checkTimings(15_000, 2_000, 2_000) ?? '', /renew deadline \(2000 ms\) must be greater than 1.2 × retry period/);
+  assert.match(checkTimings(15_000, 10_000, 0) ?? '', /retry period must be greater than zero/);
+  assert.throws(() => startLeaderElection({ kc: cp.admin, namespace: ns, name: 'x', identity: 'a', leaseDurationMs: 1000, renewDeadlineMs: 2000, onStartedLeading: () => {} }), /lease duration/);
+  assert.equal(microTime(new Date('2026-11-29T10:46:12.123Z')), '2026-11-29T10:46:12.123000Z');
+});
+
+test('of three candidates racing for a new Lease exactly one leads, and keeps leading', async () => {
+  const cs = ['a', 'b', 'c'].map((id) => candidate('race', id));
+  try {
+    await until('a leader', () => cs.some((c) => c.election.isLeader()), 10_000);
+    // Over many renewals, never two leaders at once and always the same one.
+    const first = cs.find((c) => c.election.isLeader());
+    for (let i = 0; i < 40; i++) {
+      const leaders = cs.filter((c) => c.election.isLeader());
+      assert.deepEqual(leaders.map((c) => c.identity), [first?.identity]);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const l = await lease('race');
+    assert.equal(l.spec.holderIdentity, first?.identity);
+    assert.equal(l.spec.leaseDurationSeconds, 2);
+    assert.equal(l.spec.leaseTransitions, 0);
+    for (const c of cs) assert.equal(c.election.leader(), first?.identity, `${c.identity} sees the leader`);
+  } finally {
+    await Promise.all(cs.map((c) => c.election.stop()));
+  }
+});
+
+test('a leader that dies without releasing is replaced only after the lease duration', async () => {
+  const a = candidate('crash', 'a');
+  await until('a leads', () => a.election.isLeader(), 10_000);
+  const b = candidate('crash', 'b');
+  try {
+    await until('b sees a', () => b.election.leader() === 'a', 10_000);
+    await a.election.stop({ release: false }); // as a crash: the Lease is left held
+    const held = await lease('crash');
+    assert.equal(held.spec.holderIdentity, 'a');
+    await until('b takes over', () => b.election.isLeader(), 10_000);
+    const taken = await lease('crash');
+    assert.equal(taken.spec.holderIdentity, 'b');
+    assert.equal(taken.spec.leaseTransitions, 1);
+    // Safety, read from the Lease itself: b acquired no earlier than a whole lease duration after
+    // a's last renewal (one machine, one clock; b waited on its own monotonic clock).
+    const gap = Date.parse(taken.spec.acquireTime ?? '') - Date.parse(held.spec.renewTime ?? '');
+    assert.ok(gap >= 2000 - 50, `b acquired ${gap} ms after a's last renewal`);
+    assert.deepEqual(a.events, ['started', 'stopped:stopped']);
+  } finally {
+    await b.election.stop();
+  }
+});
+
+test('a leader that releases on shutdown hands over at once, long before the Lease would expire', async () => {
+  // A 60 s lease: the standby can only win within the test's 10 s wait through the release.
+  const slow = { leaseDurationMs: 60_000, renewDeadlineMs: 40_000, retryPeriodMs: 200 };
+  const a = candidate('handover', 'a', slow);
+  await until('a leads', () => a.election.isLeader(), 10_000);
+  const b = candidate('handover', 'b', slow);
+  try {
+    await until('b sees a', () => b.election.leader() === 'a', 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(b.election.isLeader(), false);
+    await a.election.stop();
+    assert.equal(a.signal()?.aborted, true, "a's reconcile signal is aborted before the release");
+    assert.equal(a.election.isLeader(), false);
+    await until('b takes over', () => b.election.isLeader(), 10_000);
+    const l = await lease('handover');
+    assert.equal(l.spec.holderIdentity, 'b');
+    assert.equal(l.spec.leaseDurationSeconds, 60);
+  } finally {
+    await b.election.stop();
+  }
+  const released = await lease('handover');
+  assert.equal(released.spec.holderIdentity, '');
+  assert.equal(released.spec.leaseDurationSeconds, 1);
+});
+
+test('a leader that can no longer renew stops leading after the renew deadline; its signal aborts', async () => {
+  // The controller identity, with only the Lease rights the strict RBAC grants.
+  await grantRole(cp.admin, {
+    name: 'leader-test', namespace: ns, to: 'controller',
+    rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }],
+  });
+  const errors: string[] = [];
+  const a = candidate('lost', 'a', { kc: cp.controller, onError: (e) => errors.push(e.message) });
+  await until('a leads', () => a.election.isLeader(), 10_000);
+  const b = candidate('lost', 'b');
+  try {
+    await deleteRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', namespace: ns, name: 'leader-test' });
+    await until('a stops leading', () => !a.election.isLeader(), 10_000);
+    assert.deepEqual(a.events, ['started', 'stopped:lost']);
+    assert.equal(a.signal()?.aborted, true);
+    assert.match(errors.join('\n'), /HTTP 403/);
+    await until('b takes over', () => b.election.isLeader(), 10_000);
+  } finally {
+    await a.election.stop();
+    await b.election.stop();
+  }
+});
