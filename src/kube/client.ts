@@ -1,0 +1,165 @@
+// DestinationClient for one (cluster, identity) pair. When the identity is a ServiceAccount, every
+// request carries `Impersonate-User` and nothing else of the impersonation family: no groups, no
+// uid (spec §5); the API server adds the ServiceAccount's groups itself. Callers cannot add
+// headers, so they cannot change who the client acts as.
+import type { KubeObject } from '../api/index.ts';
+import type { DiscoveryCache } from './discovery.ts';
+import { errorFromResponse, fail, localError, ok, parseWarnings } from './errors.ts';
+import type { Transport } from './transport.ts';
+import { isHttpResponse } from './transport.ts';
+import type {
+  ApplyOptions, DeleteOptions, DestinationClient, Identity, KubeResult, ListOptions, ObjectRef, RawRequest, ResourceInfo,
+} from './types.ts';
+
+export const DEFAULT_FIELD_MANAGER = 'impersync';
+
+function queryString(query: Record<string, string | undefined> | undefined): string {
+  if (!query) return '';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+function collectionPath(info: ResourceInfo, namespace: string | undefined): string {
+  const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
+  const ns = info.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `${base}${ns}/${info.resource}`;
+}
+
+// Manifests come from users: nothing about their shape is trusted until checked.
+function refOf(obj: KubeObject): { apiVersion: unknown; kind: unknown; name: unknown; namespace: unknown } {
+  const meta = (obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
+  return { apiVersion: obj.apiVersion, kind: obj.kind, name: meta?.name, namespace: meta?.namespace };
+}
+
+function describe(ref: { kind: string; name?: string | undefined; namespace?: string | undefined }): string {
+  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name ?? '<unnamed>'}`;
+}
+
+export class KubeDestinationClient implements DestinationClient {
+  /** The destination as the Application names it (`https://kubernetes.default.svc` included). */
+  readonly server: string;
+  readonly identity: Identity;
+  readonly #transport: Transport;
+  readonly #discovery: DiscoveryCache;
+
+  constructor(server: string, identity: Identity, transport: Transport, discovery: DiscoveryCache) {
+    this.server = server;
+    this.identity = Object.freeze({ ...identity });
+    this.#transport = transport;
+    this.#discovery = discovery;
+  }
+
+  async request<T = unknown>(req: RawRequest): Promise<KubeResult<T>> {
+    const headers: Record<string, string> = {};
+    // spec §5: the user only; groups and uid are left for the API server to derive.
+    if ('impersonate' in this.identity) headers['impersonate-user'] = this.identity.impersonate;
+    let body: string | undefined;
+    if (req.body !== undefined) {
+      body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
+      headers['content-type'] = req.contentType ?? 'application/json';
+    }
+    const res = await this.#transport.send({ method: req.method, path: req.path + queryString(req.query), headers, ...(body !== undefined ? { body } : {}) });
+    if (!isHttpResponse(res)) return fail(res);
+    if (res.status < 200 || res.status >= 300) return fail(errorFromResponse(res.status, res.body));
+    let value: unknown = undefined;
+    if (res.body !== '') {
+      try {
+        value = JSON.parse(res.body);
+      } catch {
+        return fail({ code: res.status, reason: 'InvalidResponse', message: `${req.method} ${req.path}: the server answered with something that is not JSON` });
+      }
+    }
+    return ok(value as T, parseWarnings(res.warnings));
+  }
+
+  #fetch = (path: string) => this.request({ method: 'GET', path });
+
+  resolve(apiVersion: string, kind: string): Promise<KubeResult<ResourceInfo>> {
+    return this.#discovery.resolve(this.#fetch, apiVersion, kind);
+  }
+
+  resolveGroupKind(group: string, kind: string): Promise<KubeResult<ResourceInfo>> {
+    return this.#discovery.resolveGroupKind(this.#fetch, group, kind);
+  }
+
+  /** The resource and URL of one object, checking what the server needs to address it. */
+  async #locate(o: { apiVersion: unknown; kind: unknown; name: unknown; namespace?: unknown }): Promise<KubeResult<{ info: ResourceInfo; path: string; collection: string; name: string; namespace: string | undefined }>> {
+    if (typeof o.apiVersion !== 'string' || o.apiVersion === '') return fail(localError('BadRequest', `${String(o.kind ?? 'object')} ${String(o.name ?? '')}: apiVersion is required`));
+    if (typeof o.kind !== 'string' || o.kind === '') return fail(localError('BadRequest', `object ${String(o.name ?? '')}: kind is required`));
+    const name = typeof o.name === 'string' ? o.name : '';
+    const namespace = typeof o.namespace === 'string' && o.namespace !== '' ? o.namespace : undefined;
+    const found = await this.resolve(o.apiVersion, o.kind);
+    if (!found.ok) return found;
+    const info = found.value;
+    if (info.namespaced && !namespace) {
+      return fail(localError('BadRequest', `${describe({ kind: o.kind, name })}: metadata.namespace is required (${o.kind} is namespaced)`));
+    }
+    const collection = collectionPath(info, namespace);
+    return ok({ info, collection, path: name ? `${collection}/${encodeURIComponent(name)}` : collection, name, namespace: info.namespaced ? namespace : undefined });
+  }
+
+  async apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeResult<KubeObject>> {
+    const where = await this.#locate(refOf(obj));
+    if (!where.ok) return where;
+    if (!where.value.name) return fail(localError('BadRequest', `${obj.kind}: metadata.name is required for server-side apply`));
+    const body = structuredClone(obj);
+    // A cluster-scoped object carries no namespace (Argo CD fills in the destination on all of them).
+    if (!where.value.info.namespaced) delete body.metadata.namespace;
+    return this.request<KubeObject>({
+      method: 'PATCH',
+      path: where.value.path,
+      query: {
+        fieldManager: opts.fieldManager ?? DEFAULT_FIELD_MANAGER,
+        force: String(opts.force ?? true),
+        dryRun: opts.dryRun ? 'All' : undefined,
+        fieldValidation: opts.fieldValidation,
+      },
+      // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
+      contentType: 'application/apply-patch+yaml',
+      body: JSON.stringify(body),
+    });
+  }
+
+  async create(obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<KubeResult<KubeObject>> {
+    const where = await this.#locate(refOf(obj));
+    if (!where.ok) return where;
+    const body = structuredClone(obj);
+    if (!where.value.info.namespaced) delete body.metadata.namespace;
+    return this.request<KubeObject>({ method: 'POST', path: where.value.collection, query: { dryRun: opts.dryRun ? 'All' : undefined }, body });
+  }
+
+  async get(ref: ObjectRef): Promise<KubeResult<KubeObject | null>> {
+    const where = await this.#locate(ref);
+    if (!where.ok) return where;
+    const res = await this.request<KubeObject>({ method: 'GET', path: where.value.path });
+    if (!res.ok && res.error.code === 404) return ok(null);
+    return res;
+  }
+
+  async list(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<KubeResult<KubeObject[]>> {
+    const found = await this.resolve(apiVersion, kind);
+    if (!found.ok) return found;
+    const res = await this.request<{ items?: KubeObject[] }>({
+      method: 'GET',
+      path: collectionPath(found.value, opts.namespace),
+      query: { labelSelector: opts.labelSelector },
+    });
+    if (!res.ok) return res;
+    // List items come without apiVersion and kind; put them back so each item stands alone.
+    const items = (res.value.items ?? []).map((i) => ({ ...i, apiVersion, kind }));
+    return ok(items, res.warnings);
+  }
+
+  async delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<KubeResult<'deleted' | 'absent'>> {
+    const where = await this.#locate(ref);
+    if (!where.ok) return where;
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
+    if (opts.propagationPolicy) body['propagationPolicy'] = opts.propagationPolicy;
+    if (opts.dryRun) body['dryRun'] = ['All'];
+    const res = await this.request({ method: 'DELETE', path: where.value.path, body });
+    if (!res.ok) return res.error.code === 404 ? ok('absent') : res;
+    return ok('deleted', res.warnings);
+  }
+}
+

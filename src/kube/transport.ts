@@ -1,0 +1,89 @@
+// One keep-alive connection pool per API server and credential (undici Agent with that server's
+// TLS settings), so a reconcile reuses connections instead of paying for a TLS handshake per
+// request. The pool is shared by every identity on that cluster: impersonation is a per-request
+// header, not a property of the connection.
+import { Agent, request } from 'undici';
+import type { Credential } from './credentials.ts';
+import { errorFromException } from './errors.ts';
+import type { KubeError } from './types.ts';
+
+export interface HttpResponse {
+  status: number;
+  body: string;
+  warnings: string | string[] | undefined;
+}
+
+export interface HttpRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path and query string, starting with `/`. */
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+// Long enough to span the requests of one reconcile; the API server closes idle connections itself.
+const KEEP_ALIVE_MS = 60_000;
+const HEADERS_TIMEOUT_MS = 60_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export class Transport {
+  readonly server: string;
+  readonly #credential: Credential;
+  readonly #agent: Agent;
+
+  constructor(credential: Credential) {
+    this.server = credential.server;
+    this.#credential = credential;
+    const connect: Record<string, unknown> = { timeout: CONNECT_TIMEOUT_MS };
+    if (credential.ca) connect['ca'] = credential.ca;
+    if (credential.cert) connect['cert'] = credential.cert;
+    if (credential.key) connect['key'] = credential.key;
+    if (credential.insecure) connect['rejectUnauthorized'] = false;
+    if (credential.serverName) connect['servername'] = credential.serverName;
+    this.#agent = new Agent({
+      connect,
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      keepAliveMaxTimeout: KEEP_ALIVE_MS,
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      bodyTimeout: HEADERS_TIMEOUT_MS,
+    });
+  }
+
+  async #authorization(): Promise<string | undefined> {
+    const c = this.#credential;
+    if (c.authorization) {
+      const fresh = await c.authorization();
+      if (fresh) return fresh;
+    }
+    if (c.bearerToken) return `Bearer ${c.bearerToken}`;
+    if (c.basic) return `Basic ${Buffer.from(`${c.basic.username}:${c.basic.password}`).toString('base64')}`;
+    return undefined;
+  }
+
+  /** Sends one request; a network failure comes back as a KubeError value, never a throw. */
+  async send(req: HttpRequest): Promise<HttpResponse | KubeError> {
+    try {
+      const headers: Record<string, string> = { 'user-agent': 'impersync', accept: 'application/json', ...req.headers };
+      const auth = await this.#authorization();
+      if (auth) headers['authorization'] = auth;
+      const res = await request(this.server + req.path, {
+        method: req.method,
+        headers,
+        ...(req.body !== undefined ? { body: req.body } : {}),
+        dispatcher: this.#agent,
+      });
+      const body = await res.body.text();
+      return { status: res.statusCode, body, warnings: res.headers['warning'] };
+    } catch (err) {
+      return errorFromException(this.server, err);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}
+
+export function isHttpResponse(x: HttpResponse | KubeError): x is HttpResponse {
+  return typeof (x as HttpResponse).body === 'string';
+}
