@@ -1,0 +1,148 @@
+// Server-side diff as the identity: for each desired object, a dry-run apply and a read of the live
+// object, both through the one DestinationClient; equal after normalization means Synced. Objects
+// the inventory holds and Git no longer does are OutOfSync and require pruning.
+import type { KubeObject, ResourceRef } from '../api/index.ts';
+import { groupOf } from '../api/index.ts';
+import type { ClientRefusal, DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
+import { describeIdentity } from '../kube/types.ts';
+import { isHook, isSkipped } from './annotations.ts';
+import { toYaml, unifiedDiff } from './differ.ts';
+import type { HealthStatus } from './health.ts';
+import { aggregateHealth, resourceHealth } from './health.ts';
+import { jsonEqual, maskSecrets, normalizeForCompare } from './normalize.ts';
+import type { Prepared, PreparedObject, PrepareOptions } from './prepare.ts';
+import { prepareDesired } from './prepare.ts';
+import { trackedApp } from './tracking.ts';
+import { mapLimit, refOf } from './util.ts';
+
+export type SyncStatusCode = 'Synced' | 'OutOfSync' | 'Unknown';
+
+/** An inventory entry: one of the Application's previous `status.resources`. */
+export type InventoryEntry = ResourceRef & { version?: string | undefined };
+
+export interface ResourceComparison {
+  group: string;
+  version: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  status: SyncStatusCode;
+  health: HealthStatus | null;
+  /** Unified diff, live → what applying would leave; '' when Synced. Secret values masked. */
+  diff: string;
+  requiresPruning: boolean;
+  /** Why the status is Unknown, or a note on an OutOfSync object (the dry-run's refusal). */
+  message?: string;
+  /** What would be applied (tracking id included); absent for a prune. */
+  target?: KubeObject;
+  /** The live object as the identity read it; null when missing. */
+  live?: KubeObject | null;
+}
+
+export interface ComparisonResult {
+  /** Who compared: `system:serviceaccount:<ns>:<name>` or the controller's own credential. */
+  identity: string;
+  syncStatus: SyncStatusCode;
+  health: HealthStatus;
+  resources: ResourceComparison[];
+  /** Comparison errors, as Application condition messages; empty when everything was compared. */
+  errors: string[];
+  warnings: string[];
+}
+
+export interface CompareOptions extends PrepareOptions {
+  /** Validate=false → Ignore; Strict when the Application asks for strict validation. */
+  fieldValidation?: FieldValidation | undefined;
+}
+
+const COMPARE_CONCURRENCY = 8;
+
+function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version' | 'kind' | 'namespace' | 'name'> {
+  const slash = o.apiVersion.indexOf('/');
+  return { group: groupOf(o.apiVersion), version: slash < 0 ? o.apiVersion : o.apiVersion.slice(slash + 1), kind: o.kind, namespace: o.metadata.namespace ?? '', name: o.metadata.name };
+}
+
+function renderDiff(live: KubeObject | null, predicted: KubeObject | null): string {
+  const masked = maskSecrets(live && normalizeForCompare(live), predicted && normalizeForCompare(predicted));
+  return unifiedDiff(toYaml(masked.live), toYaml(masked.predicted));
+}
+
+async function compareOne(client: DestinationClient, p: PreparedObject, opts: CompareOptions): Promise<ResourceComparison> {
+  const base = { ...coordinates(p.target), requiresPruning: false, target: p.target };
+  if (p.error) return { ...base, status: 'Unknown', health: null, diff: '', message: p.error.message };
+  let live: KubeObject | null = null;
+  if (!p.pendingCrd) {
+    const got = await client.get(refOf(p.target));
+    if (!got.ok) return { ...base, status: 'Unknown', health: null, diff: '', message: got.error.message };
+    live = got.value;
+  }
+  let predicted: KubeObject = p.target;
+  let note: KubeError | undefined;
+  if (!p.pendingCrd) {
+    const dry = await client.apply(p.target, { dryRun: true, ...(opts.fieldValidation ? { fieldValidation: opts.fieldValidation } : {}) });
+    if (dry.ok) predicted = dry.value;
+    else if (live) return { ...base, live, status: 'Unknown', health: resourceHealth(live), diff: '', message: dry.error.message };
+    // A missing object is OutOfSync whatever the dry-run said; its refusal is worth showing, except
+    // "namespace not found", which the sync itself resolves by creating the namespace first.
+    else if (dry.error.code !== 404) note = dry.error;
+  }
+  const synced = live !== null && jsonEqual(normalizeForCompare(live), normalizeForCompare(predicted));
+  return {
+    ...base,
+    live,
+    status: synced ? 'Synced' : 'OutOfSync',
+    health: live ? resourceHealth(live) : { status: 'Missing' },
+    diff: synced ? '' : renderDiff(live, predicted),
+    ...(note ? { message: note.message } : {}),
+  };
+}
+
+async function compareExtra(client: DestinationClient, entry: InventoryEntry, appName: string): Promise<ResourceComparison | null> {
+  const coords = { group: entry.group ?? '', version: entry.version ?? '', kind: entry.kind, namespace: entry.namespace ?? '', name: entry.name };
+  const unknown = (e: KubeError): ResourceComparison => ({ ...coords, status: 'Unknown', health: null, diff: '', requiresPruning: false, message: e.message });
+  const info = entry.version
+    ? await client.resolve(entry.group ? `${entry.group}/${entry.version}` : entry.version, entry.kind)
+    : await client.resolveGroupKind(entry.group ?? '', entry.kind);
+  // The kind is gone from the server (its CRD was deleted): so are its objects.
+  if (!info.ok) return info.error.code === 404 ? null : unknown(info.error);
+  const got = await client.get({ apiVersion: info.value.apiVersion, kind: entry.kind, name: entry.name, namespace: entry.namespace });
+  if (!got.ok) return unknown(got.error);
+  const live = got.value;
+  // Gone already, or no longer ours (someone else's object of the same name): nothing to prune.
+  if (!live || trackedApp(live) !== appName) return null;
+  return { ...coordinates(live), live, status: 'OutOfSync', health: resourceHealth(live), diff: renderDiff(live, null), requiresPruning: true };
+}
+
+function keyOfEntry(e: InventoryEntry): string {
+  return `${e.group ?? ''}/${e.kind}/${e.namespace ?? ''}/${e.name}`;
+}
+
+/** Compares prepared objects (hooks excluded) and the inventory's extras with the cluster. */
+export async function compareResources(client: DestinationClient, prepared: Prepared, inventory: readonly InventoryEntry[], opts: CompareOptions): Promise<ComparisonResult> {
+  const managed = prepared.objects.filter((p) => !p.hook);
+  const wanted = new Set(managed.map((p) => p.key));
+  const extras = inventory.filter((e) => !wanted.has(keyOfEntry(e)));
+  const resources = [
+    ...(await mapLimit(managed, COMPARE_CONCURRENCY, (p) => compareOne(client, p, opts))),
+    ...(await mapLimit(extras, COMPARE_CONCURRENCY, (e) => compareExtra(client, e, opts.appName))).filter((r): r is ResourceComparison => r !== null),
+  ];
+  const errors = resources.filter((r) => r.status === 'Unknown').map((r) => `Failed to compare desired state to live state: ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${r.message ?? 'unknown error'}`);
+  const syncStatus: SyncStatusCode = errors.length ? 'Unknown' : resources.some((r) => r.status === 'OutOfSync') ? 'OutOfSync' : 'Synced';
+  const health = aggregateHealth(resources.map((r) => ({ health: r.health, live: Boolean(r.live), kind: r.kind, group: r.group })));
+  return { identity: describeIdentity(client.identity), syncStatus, health, resources, errors, warnings: prepared.warnings };
+}
+
+/** Compares Git's objects with the cluster, as the client's identity. Never throws for API errors. */
+export async function compare(client: DestinationClient, desired: readonly KubeObject[], inventory: readonly InventoryEntry[], opts: CompareOptions): Promise<ComparisonResult> {
+  return compareResources(client, await prepareDesired(client, desired, opts), inventory, opts);
+}
+
+/**
+ * spec §5: when the identity decision denies or fails, the comparison fails with its message and
+ * nothing is Synced; the desired objects are listed as Unknown so the user still sees what they are.
+ */
+export function refusedComparison(refusal: ClientRefusal, desired: readonly KubeObject[]): ComparisonResult {
+  const managed = desired.filter((o) => !isHook(o) && !isSkipped(o));
+  const resources: ResourceComparison[] = managed.map((o) => ({ ...coordinates(o), status: 'Unknown', health: null, diff: '', requiresPruning: false, message: refusal.message }));
+  return { identity: 'none', syncStatus: 'Unknown', health: { status: 'Unknown', message: refusal.message }, resources, errors: [refusal.message], warnings: [] };
+}

@@ -1,0 +1,52 @@
+// The sync engine: server-side diff, sync, health and tracking, all through ONE DestinationClient.
+//
+// API (what the controller and the CLI rely on):
+//
+// - `compare(client, desired, inventory, {appName, namespace, fieldValidation?})` → ComparisonResult
+//     For each desired object (hooks and `Skip` excluded): a dry-run server-side apply and a live
+//     read, both as the client's identity, compared after normalization (managedFields,
+//     resourceVersion, uid, creationTimestamp, generation, status, last-applied annotation
+//     removed; defaults come with the dry-run result). `resources[]` holds {group, version, kind,
+//     namespace, name, status: Synced|OutOfSync|Unknown, health, diff, requiresPruning, message?,
+//     target?, live?}; objects the inventory (the Application's previous status.resources) holds,
+//     Git no longer does and the live object's tracking id still claims are OutOfSync with
+//     requiresPruning. `syncStatus` is Unknown when any object could not be compared (`errors`
+//     holds Argo CD's "Failed to compare desired state to live state: ..." messages), else
+//     OutOfSync when any object is, else Synced. `health` aggregates resource health the way
+//     Argo CD does. `identity` names who compared. Never throws for API errors.
+// - `refusedComparison(refusal, desired)`: spec §5's deny/error as a comparison: Unknown, the
+//     decision's message as the only error, nothing Synced.
+// - `sync(client, desired, inventory, {appName, namespace, revision?, prune?, dryRun?,
+//     syncOptions?, resources?, fieldValidation?, waitTimeoutMs?, pollIntervalMs?, signal?,
+//     onProgress?})` → SyncResult {phase: Succeeded|Failed|Error, message, identity,
+//     resources: [{group, version, kind, namespace, name, status: Synced|SyncFailed|Pruned|
+//     PruneSkipped, message, hookType?, hookPhase, syncPhase}], comparison}
+//     Runs to completion in one call: PreSync, Sync, PostSync phases; sync waves; Argo CD's kind
+//     order; CRDs waited on until served; each wave healthy before the next (up to waitTimeoutMs);
+//     hooks with their delete policies; SyncFail hooks on failure; CreateNamespace=true,
+//     PruneLast=true, ApplyOutOfSyncOnly=true, Validate=false, PrunePropagationPolicy (app-level)
+//     and Prune=false, PruneLast=true, Validate=false (annotation). Messages are Argo CD's:
+//     "successfully synced (all tasks run)", "one or more objects failed to apply, reason: ...".
+//     Every object applied carries `argocd.argoproj.io/tracking-id`. No retries: a 403 fails its
+//     object with the API server's message and ends the sync after that wave.
+// - `refusedSync(refusal)`: spec §5's deny/error as an operation: phase Error, the exact message.
+// - `resourceHealth(obj)` / `aggregateHealth(...)`: Argo CD's health checks.
+// - `formatTrackingId`, `parseTrackingId`, `appInstanceName`, `trackingIdFor`: tracking ids.
+// - `parseSyncOptions(list)`: the sync options this engine understands (and those it ignores).
+//
+// sync/ imports nothing from kube/ but its types (kube/types.ts): it cannot reach a credential.
+export { compare, compareResources, refusedComparison } from './compare.ts';
+export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparison, SyncStatusCode } from './compare.ts';
+export { sync, refusedSync } from './sync.ts';
+export type { ResourceResult, SyncOperationPhase, SyncOptions, SyncResult } from './sync.ts';
+export type { ResultCode } from './tasks.ts';
+export { resourceHealth, aggregateHealth, isWorse, HEALTH_ORDER } from './health.ts';
+export type { HealthStatus, HealthStatusCode } from './health.ts';
+export { ANNOTATION_TRACKING_ID, appInstanceName, formatTrackingId, parseTrackingId, trackedApp, trackingIdFor, withTrackingId } from './tracking.ts';
+export { parseSyncOptions } from './options.ts';
+export type { AppSyncOptions } from './options.ts';
+export { KIND_ORDER, kindRank, sortTasks } from './order.ts';
+export { unifiedDiff, toYaml } from './differ.ts';
+export { normalizeForCompare } from './normalize.ts';
+export type { OperationPhase } from './hooks.ts';
+export type { SyncPhase } from './annotations.ts';

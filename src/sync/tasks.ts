@@ -1,0 +1,173 @@
+// The steps of a sync, one task at a time, all through the one DestinationClient: apply, prune,
+// delete a hook, wait for health or for a CRD to be served. Each step records its outcome on the
+// task; none throws for an API error.
+import type { KubeObject } from '../api/index.ts';
+import { groupOf } from '../api/index.ts';
+import type { DestinationClient, FieldValidation } from '../kube/types.ts';
+import type { SyncPhase } from './annotations.ts';
+import { hookDeletePolicies } from './annotations.ts';
+import type { SyncStatusCode } from './compare.ts';
+import type { OperationPhase } from './hooks.ts';
+import { operationPhaseOf } from './hooks.ts';
+import type { PropagationPolicy } from './options.ts';
+import { pruneDisabled, validationDisabled } from './options.ts';
+import type { Orderable } from './order.ts';
+import { taskObject } from './order.ts';
+import { refOf, sleep } from './util.ts';
+
+export type ResultCode = 'Synced' | 'SyncFailed' | 'Pruned' | 'PruneSkipped';
+
+export interface SyncTask extends Orderable {
+  hook: boolean;
+  /** What the comparison said (for ApplyOutOfSyncOnly); absent for hooks. */
+  comparison?: SyncStatusCode | undefined;
+  result?: ResultCode;
+  operationState?: OperationPhase;
+  message: string;
+  /** Execution order, for the results list. */
+  order?: number;
+}
+
+export interface TaskContext {
+  client: DestinationClient;
+  dryRun: boolean;
+  prune: boolean;
+  fieldManager: string;
+  fieldValidation: FieldValidation | undefined;
+  prunePropagationPolicy: PropagationPolicy;
+  pollMs: number;
+  signal?: AbortSignal | undefined;
+  nextOrder: () => number;
+}
+
+export function isPrune(t: SyncTask): boolean {
+  return t.target === null;
+}
+
+export function setResult(ctx: TaskContext, t: SyncTask, result: ResultCode | undefined, state: OperationPhase, message: string): void {
+  if (result !== undefined) t.result = result;
+  t.operationState = state;
+  if (message !== '') t.message = message;
+  t.order ??= ctx.nextOrder();
+}
+
+/** kubectl's way of naming what it applied: `deployment.apps/web`. */
+function kubectlName(o: KubeObject): string {
+  const g = groupOf(o.apiVersion);
+  return `${o.kind.toLowerCase()}${g ? `.${g}` : ''}/${o.metadata.name}`;
+}
+
+export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
+  if (!ctx.prune) {
+    setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (requires pruning)');
+  } else if (pruneDisabled(t.live)) {
+    setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (no prune)');
+  } else if (ctx.dryRun) {
+    setResult(ctx, t, 'Pruned', 'Succeeded', 'pruned (dry run)');
+  } else {
+    const res = await ctx.client.delete(refOf(taskObject(t)), { propagationPolicy: ctx.prunePropagationPolicy });
+    if (!res.ok) {
+      setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
+      return false;
+    }
+    setResult(ctx, t, 'Pruned', 'Succeeded', 'pruned');
+  }
+  return true;
+}
+
+export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
+  const target = t.target as KubeObject;
+  const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
+  const res = await ctx.client.apply(target, { dryRun: ctx.dryRun, fieldManager: ctx.fieldManager, force: true, ...(fieldValidation ? { fieldValidation } : {}) });
+  if (!res.ok) {
+    setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
+    return false;
+  }
+  t.live = res.value;
+  const warnings = res.warnings.length ? ` (warnings: ${res.warnings.join('; ')})` : '';
+  // A dry run creates nothing, so there is nothing to wait for.
+  setResult(ctx, t, 'Synced', ctx.dryRun ? 'Succeeded' : 'Running', `${kubectlName(target)} serverside-applied${ctx.dryRun ? ' (server dry run)' : ''}${warnings}`);
+  return true;
+}
+
+/** Deletes an object and waits until the server no longer has it (or the deadline passes). */
+export async function deleteAndWait(ctx: TaskContext, obj: KubeObject, deadline: number): Promise<string | null> {
+  const ref = refOf(obj);
+  const res = await ctx.client.delete(ref, { propagationPolicy: 'Foreground' });
+  if (!res.ok) return `failed to delete resource: ${res.error.message}`;
+  while (Date.now() < deadline && !ctx.signal?.aborted) {
+    const got = await ctx.client.get(ref);
+    if (got.ok && got.value === null) return null;
+    await sleep(ctx.pollMs, ctx.signal);
+  }
+  return `timed out waiting for ${kubectlName(obj)} to be deleted`;
+}
+
+/** Hooks whose delete policy matches the outcome go away (`HookSucceeded` / `HookFailed`). */
+export async function deleteHooks(ctx: TaskContext, tasks: readonly SyncTask[], policy: 'HookSucceeded' | 'HookFailed'): Promise<void> {
+  if (ctx.dryRun) return;
+  for (const t of tasks) {
+    if (!t.hook || !t.live || t.operationState === 'Running' || !hookDeletePolicies(taskObject(t)).includes(policy)) continue;
+    const res = await ctx.client.delete(refOf(t.live), { propagationPolicy: 'Foreground' });
+    if (!res.ok) setResult(ctx, t, undefined, 'Error', `failed to delete resource: ${res.error.message}`);
+  }
+}
+
+/** Refreshes every running task from the server; true while any is still running. */
+export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[]): Promise<boolean> {
+  let running = false;
+  for (const t of tasks) {
+    if (t.operationState !== 'Running' || !t.target) continue;
+    const got = await ctx.client.get(refOf(t.target));
+    if (!got.ok) {
+      // A read that fails now may succeed at the next poll; the deadline bounds the waiting.
+      t.message = `Failed to get live resource ${got.error.message}`;
+      running = true;
+      continue;
+    }
+    if (got.value === null) {
+      const o = t.target;
+      setResult(ctx, t, 'SyncFailed', 'Error', `Resource ${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.name} is missing, it might have been deleted`);
+      continue;
+    }
+    t.live = got.value;
+    const { phase, message } = operationPhaseOf(got.value, t.hook);
+    setResult(ctx, t, undefined, phase, message);
+    if (phase === 'Running') running = true;
+  }
+  return running;
+}
+
+/**
+ * A CRD just applied: wait until it is Established and its kind is served, so the custom resources
+ * after it can be applied. Waiting ends at the deadline; the apply that follows then reports why.
+ */
+export async function waitForCrd(ctx: TaskContext, crd: KubeObject, deadline: number): Promise<void> {
+  const spec = crd['spec'] as { group?: string; names?: { kind?: string }; versions?: Array<{ name?: string; served?: boolean }> } | undefined;
+  const version = spec?.versions?.find((v) => v.served !== false)?.name;
+  while (Date.now() < deadline && !ctx.signal?.aborted) {
+    const got = await ctx.client.get(refOf(crd));
+    const conditions = ((got.ok && got.value ? got.value['status'] : undefined) as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
+    if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) {
+      if (!spec?.group || !spec.names?.kind || !version) return;
+      const served = await ctx.client.resolve(`${spec.group}/${version}`, spec.names.kind);
+      if (served.ok) return;
+    }
+    await sleep(ctx.pollMs, ctx.signal);
+  }
+}
+
+/** Argo CD's words for what a sync is waiting on: `waiting for healthy state of apps/Deployment/web and 2 more resources`. */
+export function waitingMessage(tasks: readonly SyncTask[]): string {
+  if (tasks.length === 0) return '';
+  const hooks = tasks.filter((t) => t.hook);
+  const first = taskObject(hooks[0] ?? (tasks[0] as SyncTask));
+  const reason = hooks.length ? 'completion of hook' : 'healthy state of';
+  const type = tasks.length === hooks.length ? 'hooks' : 'resources';
+  const more = tasks.length > 1 ? ` and ${tasks.length - 1} more ${type}` : '';
+  return `waiting for ${reason} ${groupOf(first.apiVersion)}/${first.kind}/${first.metadata.name}${more}`;
+}
+
+export function hookTypeOf(t: SyncTask): SyncPhase | undefined {
+  return t.hook ? t.phase : undefined;
+}
