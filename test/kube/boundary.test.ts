@@ -1,0 +1,88 @@
+// The identity rule by construction (ARCHITECTURE.md): nothing under src/sync/ or src/source/ can
+// reach the controller's credential. They may use kube/types.ts and nothing else of kube/, and
+// no HTTP or Kubernetes client library of their own.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+function tsFiles(dir: string): string[] {
+  let out: string[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) out = out.concat(tsFiles(p));
+    else if (p.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** Every module specifier a file imports or re-exports, static or dynamic. */
+function specifiers(text: string): string[] {
+  const out: string[] = [];
+  const patterns = [/\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g, /\bimport\s*['"]([^'"]+)['"]/g, /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g, /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g];
+  for (const re of patterns) for (const m of text.matchAll(re)) out.push(m[1] as string);
+  return out;
+}
+
+const ALLOWED_KUBE = new Set([join(root, 'src/kube/types.ts')]);
+const FORBIDDEN_PACKAGES = ['@kubernetes/client-node', 'undici', 'node:http', 'node:https', 'node:http2', 'node:tls', 'http', 'https', 'tls'];
+
+function violations(folder: string): string[] {
+  const found: string[] = [];
+  for (const file of tsFiles(join(root, folder))) {
+    for (const spec of specifiers(readFileSync(file, 'utf8'))) {
+      const where = relative(root, file);
+      if (spec.startsWith('.')) {
+        const target = resolve(dirname(file), spec);
+        if (target.startsWith(join(root, 'src/kube') + '/') && !ALLOWED_KUBE.has(target)) found.push(`${where} imports ${spec}`);
+        if (target.startsWith(join(root, 'src/controller') + '/') || target.startsWith(join(root, 'src/cli') + '/')) found.push(`${where} imports ${spec}`);
+      } else if (FORBIDDEN_PACKAGES.includes(spec)) {
+        found.push(`${where} imports ${spec}`);
+      }
+    }
+  }
+  return found;
+}
+
+test('the import scanner sees static, type-only, re-export and dynamic imports', () => {
+  const text = [
+    "import { a } from '../kube/factory.ts';",
+    "import type { B } from '../kube/credentials.ts';",
+    "export { c } from '../kube/client.ts';",
+    "const m = await import('../kube/transport.ts');",
+    "import '../kube/index.ts';",
+  ].join('\n');
+  assert.deepEqual(specifiers(text).sort(), ['../kube/client.ts', '../kube/credentials.ts', '../kube/factory.ts', '../kube/index.ts', '../kube/transport.ts']);
+});
+
+test('src/sync imports nothing of kube/ but its types, and no HTTP client', () => {
+  assert.ok(tsFiles(join(root, 'src/sync')).length > 5, 'src/sync has files to check');
+  assert.deepEqual(violations('src/sync'), []);
+});
+
+test('src/source imports nothing of kube/ but its types, and no HTTP client', () => {
+  assert.deepEqual(violations('src/source'), []);
+});
+
+test('kube/types.ts itself reaches no credential', () => {
+  const specs = specifiers(readFileSync(join(root, 'src/kube/types.ts'), 'utf8'));
+  assert.deepEqual(specs.filter((s) => s.startsWith('./') || FORBIDDEN_PACKAGES.includes(s)), []);
+});
+
+test('within kube/, only the factory (and the transport it builds, and the index) touch credentials', () => {
+  const users: string[] = [];
+  for (const file of tsFiles(join(root, 'src'))) {
+    if (!file.startsWith(join(root, 'src/kube') + '/')) continue;
+    if (specifiers(readFileSync(file, 'utf8')).some((s) => s === './credentials.ts')) users.push(relative(root, file));
+  }
+  assert.deepEqual(users.sort(), ['src/kube/factory.ts', 'src/kube/index.ts', 'src/kube/transport.ts']);
+});
