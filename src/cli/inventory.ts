@@ -36,6 +36,7 @@ function nameOf(raw: Record<string, unknown>): unknown {
 export function buildInventory(docs: readonly RawDocument[]): Loaded<Inventory> {
   const inventory: Inventory = { applications: [], projects: [], configMap: undefined, clusters: [] };
   for (const { object, where } of docs) {
+    if (object === null || typeof object !== 'object' || Array.isArray(object)) continue; // not an object: not ours
     try {
       if (isArgo(object, 'Application')) inventory.applications.push({ value: parseApplication(object), where });
       else if (isArgo(object, 'AppProject')) inventory.projects.push({ value: parseAppProject(object), where });
