@@ -86,6 +86,12 @@ test('the entrypoint command works outside a container, from a fresh build', asy
     const run = spawnSync(process.execPath, [main, 'run', '--help'], { encoding: 'utf8', env: { ...process.env, HOME: out, IMPERSYNC_CACHE_DIR: out } });
     assert.equal(run.status, 0, `impersync run --help exited ${run.status}: ${run.stderr}`);
     assert.match(run.stdout + run.stderr, /--namespace/);
+    // Every flag the install manifests and the chart pass to `run` is one it knows.
+    const deployment = await readFile(join(root, 'deploy/install/base/deployment.yaml'), 'utf8');
+    const chart = await readFile(join(root, 'deploy/helm/impersync/templates/deployment.yaml'), 'utf8');
+    const passed = new Set([...`${deployment}\n${chart}`.matchAll(/^\s+- (--[a-z-]+)/gm)].map((m) => m[1] as string));
+    assert.ok(passed.size >= 4, [...passed].join(' '));
+    for (const flag of passed) assert.ok(run.stdout.includes(flag), `the Deployment passes ${flag}, which \`impersync run --help\` does not list`);
   } finally {
     await rm(out, { recursive: true, force: true });
   }

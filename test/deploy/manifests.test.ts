@@ -149,7 +149,7 @@ test('helm template: values reach the objects', () => {
   assert.equal(dep.spec.replicas, 3);
   const c = dep.spec.template.spec.containers[0];
   assert.equal(c?.image, 'registry.example/impersync:1.2.3');
-  assert.ok(c?.args.includes('--leader-election-lease=ops-lease') && c.args.includes('--log-level=debug') && c.args.includes('--leader-elect=true'));
+  assert.ok(c?.args.includes('--leader-election-lease=ops-lease') && c.args.includes('--log-level=debug') && c.args.includes('--leader-elect'));
   assert.deepEqual(dep.spec.template.spec.nodeSelector, { pool: 'system' });
   assert.deepEqual(dep.spec.template.spec.tolerations, [{ key: 'dedicated', operator: 'Exists' }]);
   const data = find(objects, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;

@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyRaw, getRaw, parseYamlDocuments } from '../support/index.ts';
+import { getRaw, parseYamlDocuments, pathFor, requestOk } from '../support/index.ts';
 import type { KubeObject } from '../support/index.ts';
 
 export const repoRoot = new URL('../../', import.meta.url).pathname;
@@ -68,12 +68,19 @@ export function helmTemplate(opts: { release?: string; namespace?: string; set?:
 
 const order = (o: KubeObject) => (o.kind === 'CustomResourceDefinition' ? 0 : o.kind === 'Namespace' ? 1 : 2);
 
+/** Server-side apply with strict field validation, as `kubectl apply --server-side` does: a misspelt field fails. */
+export async function applyStrict(kc: KubeConfig, obj: KubeObject, fieldManager = 'impersync-install-test'): Promise<KubeObject> {
+  const path = await pathFor(kc, { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace });
+  const query = new URLSearchParams({ fieldManager, force: 'true', fieldValidation: 'Strict' });
+  return (await requestOk(kc, { method: 'PATCH', path: `${path}?${query}`, body: obj, contentType: 'application/apply-patch+yaml' })) as KubeObject;
+}
+
 /** Server-side applies every object as `kc`: CRDs first (waiting until Established), then Namespaces, then the rest. */
 export async function applyAll(kc: KubeConfig, objects: KubeObject[], fieldManager = 'impersync-install-test'): Promise<void> {
   const sorted = [...objects].sort((a, b) => order(a) - order(b));
   for (const obj of sorted) {
     try {
-      await applyRaw(kc, obj, { fieldManager });
+      await applyStrict(kc, obj, fieldManager);
     } catch (err) {
       throw new Error(`applying ${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}: ${(err as Error).message}`);
     }

@@ -1,0 +1,160 @@
+// The install manifests on a real control plane: deploy/install.yaml and `kustomize build
+// deploy/install` apply (strict field validation), the Deployment's Pods pass the restricted Pod
+// Security Standard, and the strict RBAC is exactly enough: the controller's ServiceAccount does its
+// own work in argocd, reaches tenants only by impersonation, and leads with its Lease. The fallback
+// shape then gives it rights of its own. (Syncing the examples with strict RBAC needs the
+// controller itself: that is the controller's end-to-end test.)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { startControlPlane, createNamespace, createServiceAccount, grantRole, applyRaw, listRaw, request, parseYamlDocuments, readYamlFile, ApiError } from '../support/index.ts';
+import type { TestControlPlane, KubeObject } from '../support/index.ts';
+import { applyAll, kustomizeBuild, repoRoot } from '../deploy/render.ts';
+import { startLeaderElection } from '../../src/controller/leader.ts';
+
+let cp: TestControlPlane;
+let sa: KubeConfig;
+const controllerUser = 'system:serviceaccount:argocd:impersync-controller';
+const deployer = 'system:serviceaccount:guestbook:guestbook-deployer';
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (true) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** HTTP status of a request made as `kc`. */
+async function statusOf(kc: KubeConfig, method: string, path: string, body?: unknown, asUser?: string): Promise<number> {
+  return (await request(kc, { method, path, body, asUser, contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined })).status;
+}
+
+before(async () => {
+  cp = await startControlPlane();
+  // The restricted Pod Security Standard, enforced: Pods that break it are refused.
+  await createNamespace(cp.admin, 'argocd', { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } });
+  await createNamespace(cp.admin, 'guestbook');
+  await createServiceAccount(cp.admin, 'guestbook', 'guestbook-deployer');
+  await grantRole(cp.admin, {
+    name: 'deployer', namespace: 'guestbook', to: { serviceAccount: 'guestbook-deployer', namespace: 'guestbook' },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }],
+  });
+});
+
+after(async () => {
+  await cp?.stop();
+});
+
+test('deploy/install.yaml and kustomize build deploy/install apply; the Pods pass the restricted standard', async () => {
+  const flat = parseYamlDocuments(await readFile(join(repoRoot, 'deploy/install.yaml'), 'utf8'), 'deploy/install.yaml');
+  assert.equal(flat.filter((o) => o.kind === 'CustomResourceDefinition').length, 2);
+  await applyAll(cp.admin, flat);
+  await applyAll(cp.admin, kustomizeBuild('deploy/install'));
+  // kube-controller-manager turns the Deployment into a ReplicaSet and two Pods (never scheduled:
+  // the control plane has no nodes). A Pod the restricted standard refuses would never appear.
+  const pods = await until('two controller Pods', async () => {
+    const list = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Pod', namespace: 'argocd' });
+    return list.length === 2 ? list : undefined;
+  }).catch(async (err: Error) => {
+    const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: 'argocd' });
+    throw new Error(`${err.message}; events: ${events.map((e) => String(e['message'])).join(' | ')}`);
+  });
+  const spec = pods[0]?.['spec'] as { serviceAccountName: string; containers: { securityContext: { readOnlyRootFilesystem: boolean } }[] };
+  assert.equal(spec.serviceAccountName, 'impersync-controller');
+  assert.equal(spec.containers[0]?.securityContext.readOnlyRootFilesystem, true);
+  sa = await cp.kubeconfigFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
+});
+
+test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluster Secrets, Events', async () => {
+  await applyRaw(cp.admin, {
+    apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: 'argocd' },
+    spec: { project: 'default', source: { repoURL: 'https://git.example/guestbook.git', path: '.' }, destination: { server: 'https://kubernetes.default.svc', namespace: 'guestbook' } },
+  });
+  await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'default', namespace: 'argocd' }, spec: { sourceRepos: ['*'] } });
+  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unrelated', namespace: 'argocd' }, data: { a: '1' } });
+  const apps = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications';
+  const allowed: [string, string, unknown?][] = [
+    ['GET', apps],
+    ['GET', `${apps}?watch=1&timeoutSeconds=1`],
+    ['PATCH', `${apps}/guestbook/status`, { status: { sync: { status: 'OutOfSync' } } }],
+    ['PATCH', `${apps}/guestbook`, { metadata: { finalizers: ['resources-finalizer.argocd.argoproj.io'] } }],
+    ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/default'],
+    ['GET', '/api/v1/namespaces/argocd/configmaps/argocd-cm'],
+    ['GET', '/api/v1/namespaces/argocd/configmaps?fieldSelector=metadata.name%3Dargocd-cm'],
+    ['GET', '/api/v1/namespaces/argocd/secrets?labelSelector=argocd.argoproj.io%2Fsecret-type%3Dcluster'],
+    ['POST', '/api/v1/namespaces/argocd/events', {
+      metadata: { generateName: 'guestbook.' }, involvedObject: { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'guestbook', namespace: 'argocd' },
+      reason: 'OperationStarted', message: 'test', type: 'Normal',
+    }],
+  ];
+  for (const [method, path, body] of allowed) assert.equal(await statusOf(sa, method, path, body) < 300, true, `${method} ${path} is allowed`);
+  const denied: [string, string, unknown?][] = [
+    ['GET', '/api/v1/namespaces/argocd/configmaps'],
+    ['GET', '/api/v1/namespaces/argocd/configmaps/unrelated'],
+    ['GET', '/api/v1/secrets'],
+    ['GET', '/apis/argoproj.io/v1alpha1/applications'],
+    ['DELETE', `${apps}/guestbook`],
+    ['GET', '/api/v1/namespaces/guestbook/configmaps'],
+    ['POST', '/api/v1/namespaces/guestbook/configmaps', { metadata: { name: 'as-controller' } }],
+    ['POST', '/apis/apps/v1/namespaces/guestbook/deployments', { metadata: { name: 'x' } }],
+    ['GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles'],
+  ];
+  for (const [method, path, body] of denied) assert.equal(await statusOf(sa, method, path, body), 403, `${method} ${path} is forbidden`);
+});
+
+test('strict RBAC: tenant resources only as the impersonated ServiceAccount, and the audit log says so', async () => {
+  const path = '/api/v1/namespaces/guestbook/configmaps';
+  assert.equal(await statusOf(sa, 'POST', path, { metadata: { name: 'by-deployer' } }, deployer), 201);
+  // The ServiceAccount's own limits hold: it may not touch Secrets, so neither may the controller through it.
+  assert.equal(await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/secrets', { metadata: { name: 's' } }, deployer), 403);
+  const records = await cp.waitForAudit((r) => r.verb === 'create' && r.resource === 'configmaps' && r.namespace === 'guestbook' && r.code === 201);
+  const rec = records.find((r) => r.verb === 'create' && r.resource === 'configmaps' && r.namespace === 'guestbook' && r.code === 201);
+  assert.equal(rec?.user, controllerUser);
+  assert.equal(rec?.impersonatedUser, deployer);
+});
+
+test('strict RBAC: the ServiceAccount creates and holds its Lease, and no other', async () => {
+  let led = false;
+  const election = startLeaderElection({
+    kc: sa, namespace: 'argocd', name: 'impersync-controller', identity: 'pod-a',
+    leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
+    onStartedLeading: () => { led = true; },
+  });
+  try {
+    await until('leadership', async () => (led ? true : undefined), 10_000);
+    assert.equal(election.isLeader(), true);
+  } finally {
+    await election.stop();
+  }
+  assert.equal(await statusOf(sa, 'GET', '/apis/coordination.k8s.io/v1/namespaces/argocd/leases/impersync-controller'), 200);
+  assert.equal(await statusOf(sa, 'GET', '/apis/coordination.k8s.io/v1/namespaces/argocd/leases/someone-else'), 403);
+});
+
+test('the admission policy of the install rejects a bad AppProject', async () => {
+  const bad = { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'bad', namespace: 'argocd' }, spec: { destinationServiceAccounts: [{ server: '*', namespace: 'x', defaultServiceAccount: 'a/b' }] } };
+  const message = await until('the policy to take effect', async () => {
+    try {
+      await applyRaw(cp.admin, bad, { dryRun: true });
+      return undefined;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 422) return err.message;
+      throw err;
+    }
+  });
+  assert.match(message, /denied request: defaultServiceAccount has an invalid format, 'a\/b'$/);
+});
+
+test('fallback RBAC: the controller gets rights of its own on tenant resources', async () => {
+  const fallback = kustomizeBuild('deploy/install/fallback');
+  await applyAll(cp.admin, fallback.filter((o: KubeObject) => o.kind !== 'Namespace'));
+  assert.equal(await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/configmaps', { metadata: { name: 'as-controller' } }), 201);
+  // Exactly the two extra objects: removing them brings back the strict shape.
+  const extra = await readYamlFile(join(repoRoot, 'deploy/install/fallback/clusterrole.yaml'));
+  for (const o of extra) await request(cp.admin, { method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}/${o.metadata.name}` });
+  await until('the strict shape again', async () => ((await statusOf(sa, 'GET', '/api/v1/namespaces/guestbook/configmaps')) === 403 ? true : undefined));
+});
