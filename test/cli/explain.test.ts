@@ -167,7 +167,7 @@ describe('explain -o text', () => {
     const r = await runCommand(run, ['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!, '-o', 'text']);
     assert.equal(r.code, 0);
     assert.match(r.stdout, /namespace '\[z-a\]' is not a valid glob/);
-    assert.match(r.stdout, /ERROR: the sync fails with phase Error\n  message: failed to derive service account to impersonate: invalid glob pattern for destination namespace: hi character 'a' should be greater than lo 'z'/);
+    assert.match(r.stdout, /ERROR: the sync fails with phase Error\n {2}message: failed to derive service account to impersonate: invalid glob pattern for destination namespace: hi character 'a' should be greater than lo 'z'/);
   });
 
   test('shows warnings', async () => {
