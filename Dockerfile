@@ -65,6 +65,7 @@ COPY deploy/crds ./deploy/crds
 ENV NODE_ENV=production \
     HOME=/home/impersync \
     IMPERSYNC_CACHE_DIR=/var/cache/impersync \
+    XDG_CACHE_HOME=/var/cache/impersync \
     IMPERSYNC_TOOLS_DIR=/usr/local/bin \
     HELM_CACHE_HOME=/var/cache/impersync/helm/cache \
     HELM_CONFIG_HOME=/var/cache/impersync/helm/config \

@@ -42,7 +42,7 @@ test('runtime: non-root uid 65532, git and tini inside, writable paths only on v
   const copies = get('COPY').join('\n');
   assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/usr\/local\/bin\//);
   const env = get('ENV').join(' ');
-  for (const kv of ['HOME=/home/impersync', 'IMPERSYNC_CACHE_DIR=/var/cache/impersync', 'IMPERSYNC_TOOLS_DIR=/usr/local/bin', 'TMPDIR=/tmp']) {
+  for (const kv of ['HOME=/home/impersync', 'IMPERSYNC_CACHE_DIR=/var/cache/impersync', 'XDG_CACHE_HOME=/var/cache/impersync', 'IMPERSYNC_TOOLS_DIR=/usr/local/bin', 'TMPDIR=/tmp']) {
     assert.ok(env.includes(kv), `ENV ${kv}`);
   }
   // helm keeps its state under the cache volume, not under the read-only root.

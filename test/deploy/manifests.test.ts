@@ -45,8 +45,8 @@ function deploymentChecks(objects: KubeObject[]): void {
   assert.deepEqual(c.ports.map((p) => [p.name, p.containerPort]), [['http', 8080]]);
   assert.ok(c.resources.requests['cpu'] && c.resources.requests['memory'], 'resource requests');
   // Every path the process writes to is an emptyDir, since the root filesystem is read-only.
-  const writable = ['IMPERSYNC_CACHE_DIR', 'HOME', 'TMPDIR'].map((n) => c.env.find((e) => e.name === n)?.value);
-  assert.deepEqual(writable, ['/var/cache/impersync', '/home/impersync', '/tmp']);
+  const writable = ['IMPERSYNC_CACHE_DIR', 'XDG_CACHE_HOME', 'HOME', 'TMPDIR'].map((n) => c.env.find((e) => e.name === n)?.value);
+  assert.deepEqual(writable, ['/var/cache/impersync', '/var/cache/impersync', '/home/impersync', '/tmp']);
   for (const path of writable) assert.ok(c.volumeMounts.some((m) => m.mountPath === path), `${path} is mounted`);
   assert.ok(pod.volumes.every((v) => v.emptyDir !== undefined));
 }

@@ -150,3 +150,50 @@ test('a leader that can no longer renew stops leading after the renew deadline; 
     await b.election.stop();
   }
 });
+
+test('two processes: SIGKILL the leader and the other takes over; SIGTERM releases the Lease', async () => {
+  const { spawn } = await import('node:child_process');
+  const kubeconfig = await cp.kubeconfigFileFor('admin');
+  const leader = new URL('../../src/controller/leader.ts', import.meta.url).href;
+  const script = `
+    import { KubeConfig } from '@kubernetes/client-node';
+    import { startLeaderElection } from ${JSON.stringify(leader)};
+    const kc = new KubeConfig();
+    kc.loadFromFile(process.env.KC);
+    const election = startLeaderElection({
+      kc, namespace: 'argocd', name: 'processes', identity: process.env.ID,
+      leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
+      onStartedLeading: () => console.log('LEADING'),
+      onStoppedLeading: (reason) => console.log('STOPPED ' + reason),
+    });
+    process.once('SIGTERM', async () => { await election.stop(); console.log('RELEASED'); process.exit(0); });
+  `;
+  const start = (id: string) => {
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], {
+      cwd: new URL('../../', import.meta.url).pathname, env: { ...process.env, KC: kubeconfig, ID: id }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = { text: '', child };
+    child.stdout.on('data', (d: Buffer) => { out.text += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { out.text += d.toString(); });
+    return out;
+  };
+  const p1 = start('process-1');
+  const p2 = start('process-2');
+  try {
+    await until('a leading process', () => p1.text.includes('LEADING') || p2.text.includes('LEADING'), 15_000);
+    const [first, second] = p1.text.includes('LEADING') ? [p1, p2] : [p2, p1];
+    assert.equal(second.text.includes('LEADING'), false, 'only one process leads');
+    first.child.kill('SIGKILL');
+    await until('the other process to lead', () => second.text.includes('LEADING'), 15_000);
+    const l = await lease('processes');
+    assert.equal(l.spec.holderIdentity, first === p1 ? 'process-2' : 'process-1');
+    second.child.kill('SIGTERM');
+    await until('a release', () => second.text.includes('RELEASED'), 15_000);
+    assert.match(second.text, /LEADING\nSTOPPED stopped\nRELEASED/);
+    const released = await lease('processes');
+    assert.equal(released.spec.holderIdentity, '');
+    assert.equal(released.spec.leaseDurationSeconds, 1);
+  } finally {
+    for (const p of [p1, p2]) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  }
+});
