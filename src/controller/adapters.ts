@@ -1,0 +1,88 @@
+// Binds the reconciler's ports (ports.ts) to the real modules: source/ renders, project/ limits,
+// sync/ compares and syncs. Each adapter only translates shapes; the identity's client passes through.
+import os from 'node:os';
+import path from 'node:path';
+import type { Application, KubeObject } from '../api/index.ts';
+import { SourceRenderer } from '../source/index.ts';
+import { appInstanceName, compare, sync } from '../sync/index.ts';
+import type { InventoryEntry, ResourceComparison } from '../sync/index.ts';
+import { deleteAppResources } from './delete.ts';
+import { projectLimits } from './limits.ts';
+import type { Ports } from './ports.ts';
+import type { ResourceStatus } from './status.ts';
+
+export interface DefaultPortsOptions {
+  controllerNamespace: string;
+  /** Git clones and checkouts (default: $XDG_CACHE_HOME or ~/.cache, impersync/source). */
+  cacheDir?: string;
+  renderer?: SourceRenderer;
+  /** How long one sync wave may wait for health (sync/ default 5 min). */
+  waitTimeoutMs?: number;
+}
+
+function inventoryOf(app: Application): InventoryEntry[] {
+  const resources = (app.status?.['resources'] ?? []) as ResourceStatus[];
+  return resources.filter((r) => r.kind && r.name).map((r) => ({
+    kind: r.kind,
+    name: r.name,
+    ...(r.group ? { group: r.group } : {}),
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    ...(r.version ? { version: r.version } : {}),
+  }));
+}
+
+/** Argo CD's status.resources entry of one compared object (no diff, no live object: status stays small). */
+export function resourceStatus(r: ResourceComparison): ResourceStatus {
+  return {
+    group: r.group,
+    version: r.version,
+    kind: r.kind,
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    name: r.name,
+    status: r.status,
+    ...(r.health ? { health: { status: r.health.status, ...(r.health.message ? { message: r.health.message } : {}) } } : {}),
+    ...(r.requiresPruning ? { requiresPruning: true } : {}),
+  };
+}
+
+export function defaultPorts(opts: DefaultPortsOptions): Ports {
+  const cacheDir = opts.cacheDir ?? path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source');
+  const renderer = opts.renderer ?? new SourceRenderer({ cacheDir });
+  const ns = opts.controllerNamespace;
+  const common = (app: Application) => ({ appName: appInstanceName(app, ns), namespace: app.spec.destination?.namespace ?? '' });
+  return {
+    render: {
+      render: async (app, o) => {
+        const r = await renderer.render(app, o.revision !== undefined ? { revision: o.revision } : {});
+        return { revision: r.revision, sourceType: r.sourceType, objects: r.objects.map((p) => p.object as KubeObject) };
+      },
+    },
+    limits: projectLimits(),
+    compare: {
+      compare: async (client, app, objects) => {
+        const c = await compare(client, objects, inventoryOf(app), common(app));
+        return {
+          syncStatus: c.syncStatus,
+          resources: c.resources.map(resourceStatus),
+          health: { status: c.health.status, ...(c.health.message ? { message: c.health.message } : {}) },
+          errors: c.errors,
+        };
+      },
+    },
+    sync: {
+      sync: async (client, app, objects, op) => {
+        const r = await sync(client, objects, inventoryOf(app), {
+          ...common(app),
+          ...(op.revision !== undefined ? { revision: op.revision } : {}),
+          prune: op.prune === true,
+          dryRun: op.dryRun === true,
+          syncOptions: [...(app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
+          ...(op.resources ? { resources: op.resources } : {}),
+          ...(opts.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.waitTimeoutMs } : {}),
+        });
+        return { phase: r.phase, message: r.message, resources: r.resources as unknown as Array<Record<string, unknown>> };
+      },
+      deleteResources: (client, app) => deleteAppResources(client, app, ns),
+    },
+  };
+}

@@ -1,0 +1,92 @@
+// Assembles a running controller: the control-cluster connection, caches, the destination client
+// factory, reconciler, operation runner, manager and the health/metrics endpoint.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { DestinationClientFactory } from '../kube/factory.ts';
+import { credentialFromKubeConfig } from '../kube/credentials.ts';
+import { startHealthServer } from '../observability/health.ts';
+import type { HealthServer } from '../observability/health.ts';
+import { createMetrics } from '../observability/metrics.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { ControllerCache } from './cache.ts';
+import { EventRecorder, teeEvents } from './events.ts';
+import type { EventSink } from './events.ts';
+import { KubeApi } from './kubeapi.ts';
+import { Manager } from './manager.ts';
+import { Operator } from './operation.ts';
+import type { Ports } from './ports.ts';
+import { Reconciler } from './reconciler.ts';
+
+export interface ControllerOptions {
+  kc: KubeConfig;
+  namespace: string;
+  applicationNamespaces?: string[];
+  statusProcessors?: number;
+  operationProcessors?: number;
+  logger: Logger;
+  ports: Ports;
+  /** Port for /healthz, /readyz, /metrics; undefined: no server. 0: any free port. */
+  healthPort?: number;
+  /** Extra event sinks (the `run` command's printer). */
+  events?: EventSink[];
+  metrics?: Metrics;
+  /** Watch liveness limit; tests shorten it. */
+  watchLivenessMs?: number;
+}
+
+export interface RunningController {
+  manager: Manager;
+  cache: ControllerCache;
+  metrics: Metrics;
+  health?: HealthServer;
+  stop(): Promise<void>;
+}
+
+export async function startController(opts: ControllerOptions): Promise<RunningController> {
+  const log = opts.logger;
+  const metrics = opts.metrics ?? createMetrics();
+  const api = new KubeApi(opts.kc);
+  api.onResponse = (_m, code) => metrics.apiRequests.inc({ code: String(code), identity: 'controller' });
+  const cache = new ControllerCache(api, {
+    namespace: opts.namespace,
+    applicationNamespaces: opts.applicationNamespaces ?? [],
+    ...(opts.watchLivenessMs !== undefined ? { livenessMs: opts.watchLivenessMs } : {}),
+    onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
+  });
+  const factory = new DestinationClientFactory(await credentialFromKubeConfig(opts.kc));
+  const recorder = new EventRecorder(api);
+  recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
+  const events = teeEvents(recorder, ...(opts.events ?? []));
+  const holder: { manager?: Manager } = {};
+  const refreshIntervalMs = () => holder.manager?.refreshIntervalMs() ?? 120_000;
+  const common = { cache, factory, limits: opts.ports.limits, api, ports: opts.ports, events, logger: log, metrics };
+  const reconciler = new Reconciler({ ...common, refreshIntervalMs });
+  const operator = new Operator(common);
+  const manager = new Manager({
+    cache,
+    workers: { refresh: (k) => reconciler.refresh(k), operate: (k) => operator.operate(k) },
+    logger: log,
+    metrics,
+    ...(opts.statusProcessors !== undefined ? { statusProcessors: opts.statusProcessors } : {}),
+    ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
+  });
+  holder.manager = manager;
+  let health: HealthServer | undefined;
+  if (opts.healthPort !== undefined) {
+    health = await startHealthServer({ port: opts.healthPort, registry: metrics.registry, readiness: () => (cache.notSynced() ? `caches not synced: ${cache.notSynced()}` : '') });
+  }
+  await manager.start();
+  log.info({ namespace: opts.namespace, applicationNamespaces: opts.applicationNamespaces ?? [] }, 'controller started');
+  const m = manager;
+  return {
+    manager: m,
+    cache,
+    metrics,
+    ...(health ? { health } : {}),
+    stop: async () => {
+      await m.stop();
+      await factory.close();
+      await health?.close();
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// Shared set-up of the controller end-to-end tests: a control plane, the controller's RBAC as
+// deploy/install/base grants it (its namespace, plus impersonate on ServiceAccounts), a Git
+// repository served from disk, and the controller running in-process with the real modules.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { startController } from '../../src/controller/controller.ts';
+import type { RunningController } from '../../src/controller/controller.ts';
+import { defaultPorts } from '../../src/controller/adapters.ts';
+import { MemoryEvents } from '../../src/controller/events.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { applyRaw, createNamespace, getRaw, grantImpersonation, grantRole, requestOk } from '../support/index.ts';
+import type { KubeObject, TestControlPlane } from '../support/index.ts';
+import { TestRepo } from '../support/git.ts';
+
+export const NS = 'argocd';
+export const IN_CLUSTER = 'https://kubernetes.default.svc';
+
+/** The controller's rights in its own namespace (deploy/install/base/role.yaml) and impersonate. */
+export async function grantControllerRights(cp: TestControlPlane, namespace = NS): Promise<void> {
+  await createNamespace(cp.admin, namespace);
+  await grantRole(cp.admin, {
+    name: 'impersync-controller',
+    namespace,
+    to: 'controller',
+    rules: [
+      { apiGroups: ['argoproj.io'], resources: ['applications', 'appprojects'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['argoproj.io'], resources: ['applications/status', 'appprojects/status', 'applications/finalizers'], verbs: ['get', 'update', 'patch'] },
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
+  });
+  await grantImpersonation(cp.admin, { name: 'impersync-impersonate' });
+}
+
+/** A ServiceAccount with full rights in its namespace (a tenant deployer). */
+export async function deployer(cp: TestControlPlane, namespace: string, name: string): Promise<void> {
+  await createNamespace(cp.admin, namespace);
+  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
+  await grantRole(cp.admin, { name: `${name}-all`, namespace, to: { serviceAccount: name, namespace }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
+}
+
+export async function setSettings(cp: TestControlPlane, data: Record<string, string>): Promise<void> {
+  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS }, data }, { force: true });
+}
+
+export function project(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AppProject',
+    metadata: { name, namespace: NS, ...(labels ? { labels } : {}) },
+    spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }], clusterResourceWhitelist: [{ group: '*', kind: '*' }], ...spec },
+  };
+}
+
+export function application(name: string, repoURL: string, opts: { project?: string; destination?: Record<string, string>; path?: string; automated?: boolean; finalizer?: boolean; syncOptions?: string[] } = {}): KubeObject {
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, namespace: NS, ...(opts.finalizer ? { finalizers: ['resources-finalizer.argocd.argoproj.io'] } : {}) },
+    spec: {
+      project: opts.project ?? 'default',
+      source: { repoURL, targetRevision: 'HEAD', path: opts.path ?? 'app' },
+      destination: opts.destination ?? { server: IN_CLUSTER, namespace: 'guestbook' },
+      ...(opts.automated !== false ? { syncPolicy: { automated: { prune: true }, ...(opts.syncOptions ? { syncOptions: opts.syncOptions } : {}) } } : {}),
+    },
+  };
+}
+
+/** Objects that are healthy without a kubelet: a ConfigMap and a ClusterIP Service. */
+export function guestbookFiles(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    'app/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-config\ndata:\n  greeting: hello\n',
+    'app/service.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
+    ...extra,
+  };
+}
+
+export interface Fixture {
+  repo: TestRepo;
+  controller: RunningController;
+  events: MemoryEvents;
+  logs: string[];
+  cacheDir: string;
+  stop(): Promise<void>;
+}
+
+export async function startFixture(cp: TestControlPlane, files: Record<string, string>): Promise<Fixture> {
+  const repo = await TestRepo.create();
+  await repo.commit(files, 'guestbook');
+  const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-ctl-'));
+  const logs: string[] = [];
+  const sink = new Writable({ write(c, _e, cb) { logs.push(String(c)); cb(); } });
+  const events = new MemoryEvents();
+  const controller = await startController({
+    kc: cp.controller,
+    namespace: NS,
+    logger: createLogger({ level: 'debug' }, sink),
+    ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
+    events: [events],
+  });
+  return {
+    repo,
+    controller,
+    events,
+    logs,
+    cacheDir,
+    stop: async () => {
+      await controller.stop();
+      await repo.remove();
+      await rm(cacheDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function getApp(cp: TestControlPlane, name: string): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
+  const app = await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name, namespace: NS });
+  if (!app) throw new Error(`Application ${name} not found`);
+  return app as Record<string, unknown>;
+}
+
+/** Polls the Application until `pred` holds; the error shows the last status seen. */
+export async function waitForApp(cp: TestControlPlane, name: string, what: string, pred: (app: Record<string, unknown> & { status?: Record<string, unknown> }) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
+  const end = Date.now() + timeoutMs;
+  let last: Record<string, unknown> | undefined;
+  while (Date.now() < end) {
+    try {
+      last = await getApp(cp, name);
+      if (pred(last)) return last;
+    } catch {
+      // not there yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for Application ${name}: ${what}; last seen: ${JSON.stringify(last?.['status'] ?? last, null, 1).slice(0, 3000)}`);
+}
+
+export function operationPhase(app: { status?: Record<string, unknown> }): string | undefined {
+  return (app.status?.['operationState'] as { phase?: string } | undefined)?.phase;
+}
+
+export function condition(app: { status?: Record<string, unknown> }, type: string): string | undefined {
+  return ((app.status?.['conditions'] ?? []) as Array<{ type: string; message: string }>).find((c) => c.type === type)?.message;
+}
+
+export async function deleteApp(cp: TestControlPlane, name: string): Promise<void> {
+  await requestOk(cp.admin, { method: 'DELETE', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}` });
+}

@@ -1,0 +1,108 @@
+// The controller end to end on a real control plane: auto-sync as the project's ServiceAccount,
+// enforced deny with no write at all, fallback when not enforced, the switch flipped while running,
+// deletion cascading as the ServiceAccount.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { applyRaw, getRaw, startControlPlane } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import {
+  application, condition, deleteApp, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp,
+} from './controller-fixture.ts';
+import type { Fixture } from './controller-fixture.ts';
+
+let cp: TestControlPlane;
+let fx: Fixture;
+const SA = 'system:serviceaccount:guestbook:generic-deployer';
+
+before(async () => {
+  cp = await startControlPlane();
+  await grantControllerRights(cp);
+  await deployer(cp, 'guestbook', 'generic-deployer');
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  await applyRaw(cp.admin, project('my-project', {
+    destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' }],
+  }));
+  fx = await startFixture(cp, guestbookFiles());
+});
+
+after(async () => {
+  await fx?.stop();
+  await cp?.stop();
+});
+
+test('example 1: an automated Application syncs as the project ServiceAccount, every write impersonated', async () => {
+  await applyRaw(cp.admin, application('guestbook', fx.repo.fileURL, { project: 'my-project', finalizer: true }));
+  const app = await waitForApp(cp, 'guestbook', 'Synced after a Succeeded sync', (a) =>
+    operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced');
+  assert.match(condition(app, 'ImpersonationInfo') ?? '', new RegExp(`run as ${SA}`));
+  assert.equal((app.status?.['sourceType'] as string), 'Directory');
+  assert.equal((app.status?.['health'] as { status: string }).status, 'Healthy');
+  assert.equal(((app.status?.['history'] ?? []) as unknown[]).length, 1);
+  assert.equal(app['operation'], undefined, 'operation cleared when done');
+  const cm = await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'guestbook' });
+  assert.ok(cm, 'the ConfigMap was applied');
+  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'guestbook' && ['create', 'patch', 'update', 'delete'].includes(r.verb) && r.user === cp.controllerUserName);
+  assert.ok(writes.length >= 2, `writes to guestbook by the controller: ${writes.length}`);
+  for (const w of writes) assert.equal(w.impersonatedUser, SA, `${w.verb} ${w.requestURI} was not impersonated`);
+  assert.ok(fx.events.events.some((e) => e.reason === 'OperationCompleted' && e.object.name === 'guestbook'));
+});
+
+test('enforced with no match: operation Error with the exact message and no write to the destination', async () => {
+  await applyRaw(cp.admin, application('nomatch', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'elsewhere' }, automated: false }));
+  await applyRaw(cp.admin, { ...application('nomatch', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'elsewhere' }, automated: false }), operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
+  const app = await waitForApp(cp, 'nomatch', 'operation Error', (a) => operationPhase(a) === 'Error');
+  const expected = `no matching service account found for destination server ${IN_CLUSTER} and namespace elsewhere`;
+  assert.equal((app.status?.['operationState'] as { message: string }).message, expected);
+  assert.equal(condition(app, 'ComparisonError'), expected);
+  const toElsewhere = (await cp.readAudit()).filter((r) => r.namespace === 'elsewhere');
+  assert.deepEqual(toElsewhere.map((r) => `${r.verb} ${r.requestURI}`), [], 'no request at all to the destination namespace');
+});
+
+test('not enforced: the sync runs as the controller identity and says so; switching back takes effect without restart', async () => {
+  await deployer(cp, 'open', 'unused');
+  // The controller itself needs rights there for a fallback sync (the fallback RBAC shape).
+  const { grantRole } = await import('../support/index.ts');
+  await grantRole(cp.admin, { name: 'controller-open', namespace: 'open', to: 'controller', rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'false' });
+  await applyRaw(cp.admin, application('fallback', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'open' } }));
+  const app = await waitForApp(cp, 'fallback', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  const fallbackLine = `no matching service account found for impersonation (project: my-project, server: ${IN_CLUSTER}, namespace: open), falling back to controller service account`;
+  assert.match(condition(app, 'ImpersonationInfo') ?? '', new RegExp(fallbackLine.replace(/[()]/g, '\\$&')));
+  assert.ok(fx.events.events.some((e) => e.reason === 'ImpersonationFallback' && e.message === fallbackLine));
+  assert.ok(fx.logs.some((l) => l.includes(fallbackLine)), 'the info log line');
+  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'open' && r.verb === 'patch' && r.user === cp.controllerUserName);
+  assert.ok(writes.length > 0);
+  for (const w of writes) assert.equal(w.impersonatedUser, undefined);
+
+  // Enforced again, live: the next reconcile of the same Application is refused.
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  const refused = await waitForApp(cp, 'fallback', 'ComparisonError after enforcing', (a) => (condition(a, 'ComparisonError') ?? '').startsWith('no matching service account'));
+  assert.match(condition(refused, 'ImpersonationInfo') ?? '', /^refused: no matching service account found for destination server/);
+});
+
+test('impersonation switched off: the §10 warning appears and the controller credential is used', async () => {
+  await setSettings(cp, {});
+  const app = await waitForApp(cp, 'guestbook', 'ImpersonationWarning', (a) => condition(a, 'ImpersonationWarning') !== undefined);
+  assert.match(condition(app, 'ImpersonationWarning') ?? '', /AppProject 'my-project' has 1 destinationServiceAccounts entry, but sync impersonation is disabled/);
+  assert.match(condition(app, 'ImpersonationInfo') ?? '', /disabled/);
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  await waitForApp(cp, 'guestbook', 'impersonating again', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes(SA) && condition(a, 'ImpersonationWarning') === undefined);
+});
+
+test('deletion with the resources finalizer deletes the resources as the ServiceAccount', async () => {
+  const since = (await cp.readAudit()).length;
+  await deleteApp(cp, 'guestbook');
+  const end = Date.now() + 60_000;
+  while (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'guestbook', namespace: NS })) {
+    if (Date.now() > end) throw new Error('Application not deleted');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'guestbook' }), undefined);
+  const deletes = (await cp.readAudit()).slice(since).filter((r) => r.verb === 'delete' && r.namespace === 'guestbook');
+  assert.ok(deletes.length >= 2, `deletes: ${deletes.length}`);
+  for (const d of deletes) {
+    assert.equal(d.user, cp.controllerUserName);
+    assert.equal(d.impersonatedUser, SA);
+  }
+  assert.ok(fx.events.events.some((e) => e.reason === 'ResourcesDeleted' && e.object.name === 'guestbook'));
+});
