@@ -40,7 +40,7 @@ export async function deleteAppResources(client: DestinationClient, app: Applica
       remaining++;
       continue;
     }
-    const del = await client.delete(ref, { propagationPolicy: 'Foreground' });
+    const del = await client.delete(ref, { propagationPolicy: 'Background' });
     if (!del.ok) failures.push(`${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${del.error.message}`);
     else if (del.value === 'deleted') remaining++;
   }

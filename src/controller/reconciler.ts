@@ -124,7 +124,8 @@ export class Reconciler {
       sourceType: rendered.sourceType,
     }, errs);
     const result: ReconcileResult = {};
-    if (violations.length === 0 && cmp.errors.length === 0) {
+    // No automated sync of an Application being deleted: its finalizer is removing the resources.
+    if (violations.length === 0 && cmp.errors.length === 0 && !app.metadata.deletionTimestamp) {
       const decision = autoSyncDecision(app, {
         syncStatus,
         revision: rendered.revision,
