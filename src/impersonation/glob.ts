@@ -21,9 +21,9 @@ export type MatchResult = { ok: true; matched: boolean } | { ok: false; error: s
 const CACHE_LIMIT = 10_000;
 const cache = new Map<string, CompileResult>();
 
-/** Characters that can make a pattern differ from its own text (spec §2), plus the lexer's odd runes. */
-// eslint-disable-next-line no-control-regex
-const SYNTAX = /[*?[\]{}\\\u0000\ufffd\ud800-\udfff]/;
+/** ASCII characters that can make a pattern differ from its own text (spec §2), and NUL (the lexer's end). */
+const SPECIAL_ASCII = new Uint8Array(128);
+for (const ch of '*?[]{}\\\0') SPECIAL_ASCII[ch.charCodeAt(0)] = 1;
 
 /** Compiles `pattern` (cached). An invalid pattern yields the library's reason, e.g. `unexpected end of input`. */
 export function compileGlob(pattern: string): CompileResult {
@@ -37,6 +37,25 @@ export function compileGlob(pattern: string): CompileResult {
   }
   cache.set(pattern, result);
   return result;
+}
+
+/** True when the pattern has no glob syntax: it matches exactly its own text (spec §2). */
+export function isLiteralPattern(pattern: string): boolean {
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern.charCodeAt(i);
+    if (c < 128 ? SPECIAL_ASCII[c] === 1 : c >= 0xd800 && (c <= 0xdfff || c === 0xfffd)) return false;
+  }
+  return true;
+}
+
+/**
+ * The resolver's hot path: a literal pattern is compared with `===` without touching the cache;
+ * otherwise the cached matcher runs. Returns the (cached) failed CompileResult for an invalid pattern.
+ */
+export function testGlob(pattern: string, text: string): boolean | { ok: false; error: string } {
+  if (isLiteralPattern(pattern)) return pattern === text;
+  const compiled = compileGlob(pattern);
+  return compiled.ok ? compiled.glob.match(text) : compiled;
 }
 
 /** Matches `text` against `pattern`, reporting an invalid pattern as an error value. */
@@ -58,7 +77,7 @@ export function globCacheSize(): number {
 }
 
 function compileUncached(pattern: string): CompileResult {
-  if (!SYNTAX.test(pattern)) {
+  if (isLiteralPattern(pattern)) {
     return { ok: true, glob: { pattern, literal: true, match: (text) => text === pattern } };
   }
   const parsed = parseGlob(pattern);
@@ -72,7 +91,12 @@ function buildMatcher(nodes: readonly GlobNode[]): (text: string) => boolean {
   const program = new Program();
   program.emit(nodes);
   program.finish();
-  return (text) => program.run(text);
+  // Most texts are rejected by a fixed prefix or suffix before the NFA runs.
+  const first = nodes[0];
+  const last = nodes[nodes.length - 1];
+  const prefix = first?.kind === 'text' ? first.text : '';
+  const suffix = nodes.length > 1 && last?.kind === 'text' ? last.text : '';
+  return (text) => text.startsWith(prefix) && text.endsWith(suffix) && program.run(text);
 }
 
 /** Fast paths for patterns made only of text and `*` with at most two stars. */

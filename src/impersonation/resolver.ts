@@ -1,6 +1,6 @@
 // Resolving the ServiceAccount an Application syncs as (spec §3): the first destinationServiceAccounts
 // entry whose server and namespace globs both match decides, in list order, with no ranking.
-import { compileGlob } from './glob.ts';
+import { testGlob } from './glob.ts';
 
 /** One destinationServiceAccounts entry, with the AppProject it came from (its own or a global one, §7). */
 export interface ServiceAccountEntry {
@@ -70,21 +70,21 @@ export function resolveServiceAccount(entries: readonly ServiceAccountEntry[], t
   const trace: EntryTrace[] = [];
   for (let index = 0; index < entries.length; index++) {
     const entry = entries[index] as ServiceAccountEntry;
-    // Compiled patterns are cached, and a literal pattern matches by string equality (glob.ts).
-    const server = compileGlob(entry.server);
-    if (!server.ok) {
+    // A literal pattern is a string comparison; others use the cached compiled matcher (glob.ts).
+    const server = testGlob(entry.server, target.resolvedServer);
+    if (typeof server !== 'boolean') {
       const error = `invalid glob pattern for destination server: ${server.error}`;
       trace.push({ index, entry, serverMatched: false, namespaceMatched: false, error });
       return { outcome: 'error', error, index, trace };
     }
-    const serverMatched = server.glob.match(target.resolvedServer);
-    const namespace = compileGlob(entry.namespace ?? '');
-    if (!namespace.ok) {
+    const serverMatched = server;
+    const namespace = testGlob(entry.namespace ?? '', target.destinationNamespace);
+    if (typeof namespace !== 'boolean') {
       const error = `invalid glob pattern for destination namespace: ${namespace.error}`;
       trace.push({ index, entry, serverMatched, namespaceMatched: false, error });
       return { outcome: 'error', error, index, trace };
     }
-    const namespaceMatched = namespace.glob.match(target.destinationNamespace);
+    const namespaceMatched = namespace;
     trace.push({ index, entry, serverMatched, namespaceMatched });
     if (!serverMatched || !namespaceMatched) continue;
     // Only the matched entry's ServiceAccount is checked (spec §3.3).
