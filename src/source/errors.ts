@@ -10,7 +10,8 @@ export type SourceErrorReason =
   | 'Timeout' // a command ran past its time limit and was killed
   | 'TooLarge' // a file or a tool's output exceeded the size limit
   | 'InvalidSource' // the Application's source is unusable (bad path, conflicting types, ...)
-  | 'InvalidManifest'; // a file does not parse, or holds something that is not a Kubernetes object
+  | 'InvalidManifest' // a file does not parse, or holds something that is not a Kubernetes object
+  | 'Unexpected'; // anything else (a filesystem error, say): a bug or a broken machine
 
 export class SourceError extends Error {
   override readonly name = 'SourceError';

@@ -2,6 +2,7 @@
 // process group (git forks helpers such as git-remote-http), and a cap on what is read from stdout,
 // so a runaway render cannot take the controller's memory.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { SourceError } from './errors.ts';
 
 export interface RunOptions {
@@ -74,7 +75,9 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      if (err.code === 'ENOENT') {
+      if (err.code === 'ENOENT' && opts.cwd !== undefined && !existsSync(opts.cwd)) {
+        reject(new SourceError('Unexpected', `${opts.label} could not be started: its working directory ${opts.cwd} does not exist`, { cause: err }));
+      } else if (err.code === 'ENOENT') {
         reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`, { cause: err }));
       } else {
         reject(new SourceError('ToolFailed', `${opts.label} could not be started: ${err.message}`, { cause: err }));

@@ -5,10 +5,12 @@
 // every call (`git ls-remote`), so a pushed branch is seen at once; a SHA already in the clone is not
 // fetched again, and works offline. The files of a commit are materialised once into their own
 // directory under <cacheDir>/trees/ (read-only by convention, shared by concurrent renders, evicted
-// when unused and over the limit).
+// when unused and over the limit). Each instance keeps its trees in a folder of its own
+// (trees/<pid>-<random>/); folders of processes that are gone are removed on first use.
 //
-// Concurrency: git commands on one clone run one at a time (a mutex per repository); different
-// repositories run in parallel. One GitRepoCache should own a cacheDir within a process.
+// Concurrency: git commands on one clone run one at a time (a mutex per repository, within this
+// process); different repositories run in parallel. Two processes sharing a cacheDir rely on git's
+// own ref locks for the clones.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
@@ -59,6 +61,8 @@ export class GitRepoCache {
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
   readonly #trees = new Map<string, Tree>();
   #treesCleared: Promise<void> | undefined;
+  /** This instance's own folder of trees: other processes (or instances) on the cacheDir never touch it. */
+  readonly #treesDir: string;
 
   constructor(opts: GitRepoCacheOptions) {
     this.#cacheDir = path.resolve(opts.cacheDir);
@@ -67,6 +71,7 @@ export class GitRepoCache {
     this.#localTimeoutMs = opts.localTimeoutMs ?? 60_000;
     this.#maxTrees = opts.maxTrees ?? 16;
     this.#env = { ...(opts.env ?? process.env), GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+    this.#treesDir = path.join(this.#cacheDir, 'trees', `${process.pid}-${randomBytes(4).toString('hex')}`);
   }
 
   /** The commit SHA that `targetRevision` (default HEAD) names in `repoURL` now. */
@@ -97,7 +102,7 @@ export class GitRepoCache {
     if (!FULL_SHA.test(revision)) {
       throw new SourceError('InvalidSource', `checkout of '${repo.shown}' needs a full commit SHA, got '${revision}'`);
     }
-    this.#treesCleared ??= rm(path.join(this.#cacheDir, 'trees'), { recursive: true, force: true });
+    this.#treesCleared ??= removeDeadOwners(path.join(this.#cacheDir, 'trees'));
     await this.#treesCleared;
     const treeKey = `${repo.key}/${revision}`;
     const tree = await this.#mutex.with(repo.key, async () => {
@@ -181,6 +186,7 @@ export class GitRepoCache {
     const inFlight = this.#lsRemoteInFlight.get(repo.key);
     if (inFlight) return inFlight;
     const p = (async () => {
+      await mkdir(this.#cacheDir, { recursive: true });
       const r = await run(this.#git, ['ls-remote', '--', repo.remote], {
         cwd: this.#cacheDir, env: this.#env, timeoutMs: this.#networkTimeoutMs, label: 'git ls-remote', howToGet: GIT_HOW_TO,
       });
@@ -200,7 +206,7 @@ export class GitRepoCache {
 
   /** Writes the files of `sha` into a directory of their own, through a private index. Holds the mutex. */
   async #materialise(repo: Repo, sha: string): Promise<string> {
-    const parent = path.join(this.#cacheDir, 'trees', repo.key);
+    const parent = path.join(this.#treesDir, repo.key);
     await mkdir(parent, { recursive: true });
     // A unique directory per materialisation: an eviction in progress can never touch a newer copy.
     const dir = path.join(parent, `${sha}-${randomBytes(4).toString('hex')}`);
@@ -239,6 +245,7 @@ export class GitRepoCache {
   }
 
   async #mustGit(args: string[], o: { label: string; timeoutMs: number }): Promise<void> {
+    await mkdir(this.#cacheDir, { recursive: true });
     const r = await run(this.#git, args, { cwd: this.#cacheDir, env: this.#env, timeoutMs: o.timeoutMs, label: o.label, howToGet: GIT_HOW_TO });
     if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
   }
@@ -271,6 +278,26 @@ export function matchRef(refs: ReadonlyMap<string, string>, rev: string): string
   if (rev === 'HEAD') return refs.get('HEAD');
   if (rev.startsWith('refs/')) return refs.get(`${rev}^{}`) ?? refs.get(rev);
   return refs.get(`refs/heads/${rev}`) ?? refs.get(`refs/tags/${rev}^{}`) ?? refs.get(`refs/tags/${rev}`);
+}
+
+/** Removes the tree folders left by processes that are gone (named `<pid>-<random>`). */
+async function removeDeadOwners(treesRoot: string): Promise<void> {
+  const owners = await readdir(treesRoot).catch(() => [] as string[]);
+  for (const owner of owners) {
+    const pid = Number.parseInt(owner, 10);
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid)) {
+      await rm(path.join(treesRoot, owner), { recursive: true, force: true });
+    }
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** A repository's symlinks must stay inside it: otherwise a render could read the controller's files. */

@@ -1,0 +1,125 @@
+// The "Helm" source type: `helm template` on a chart folder from Git, with Argo CD's meaning of
+// spec.source.helm (value files relative to the app path, then values/valuesObject, then parameters).
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ApplicationSource } from '../api/application.ts';
+import { SourceError } from './errors.ts';
+import { refuseUnsupported } from './spec.ts';
+import { run, tail } from './exec.ts';
+import { howToGet } from './tools.ts';
+
+type HelmSpec = NonNullable<ApplicationSource['helm']>;
+
+export interface HelmTemplateInput {
+  binary: string;
+  repoRoot: string;
+  chartDir: string;
+  /** The app path as written in the Application, for messages. */
+  shownPath: string;
+  releaseName: string;
+  namespace: string | undefined;
+  helm: HelmSpec | undefined;
+  kubeVersion?: string | undefined;
+  apiVersions?: readonly string[] | undefined;
+  /** A private folder for the values file, removed by the caller. */
+  workDir: string;
+  /** Where helm keeps its cache, config and data (never the user's own). */
+  helmHome: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  env: NodeJS.ProcessEnv;
+}
+
+/** Fields of spec.source.helm that are honoured; anything else set is an error, not a silent no-op. */
+const SUPPORTED = new Set([
+  'releaseName', 'valueFiles', 'values', 'valuesObject', 'parameters', 'ignoreMissingValueFiles',
+  'skipCrds', 'skipTests', 'skipSchemaValidation', 'namespace', 'kubeVersion', 'apiVersions',
+  'passCredentials', 'version',
+]);
+
+/** Runs `helm template` and returns its output (YAML with `# Source:` comments). */
+export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
+  const spec = input.helm ?? {};
+  refuseUnsupported('helm', spec, SUPPORTED);
+  const namespace = str(spec.namespace) ?? input.namespace;
+  const args = ['template', input.releaseName, input.chartDir];
+  if (namespace) args.push('--namespace', namespace);
+  if (spec.skipCrds !== true) args.push('--include-crds');
+  if (spec.skipTests === true) args.push('--skip-tests');
+  if (spec.skipSchemaValidation === true) args.push('--skip-schema-validation');
+  const kubeVersion = str(spec.kubeVersion) ?? input.kubeVersion;
+  if (kubeVersion) args.push('--kube-version', kubeVersion);
+  const apiVersions = Array.isArray(spec.apiVersions) && spec.apiVersions.length > 0 ? spec.apiVersions.map(String) : input.apiVersions ?? [];
+  for (const v of apiVersions) args.push('--api-versions', v);
+
+  for (const file of spec.valueFiles ?? []) {
+    const resolved = resolveValueFile(input, file);
+    if (resolved) args.push('--values', resolved);
+    else if (spec.ignoreMissingValueFiles !== true) {
+      throw new SourceError('InvalidSource', `helm value file '${file}' of '${input.shownPath}' does not exist (set spec.source.helm.ignoreMissingValueFiles to skip it)`);
+    }
+  }
+  // valuesObject wins over values when both are set, as in Argo CD.
+  const inline = spec.valuesObject && Object.keys(spec.valuesObject).length > 0 ? JSON.stringify(spec.valuesObject) : spec.values;
+  if (inline && inline.trim() !== '') {
+    const valuesFile = path.join(input.workDir, 'values.yaml');
+    await writeFile(valuesFile, inline);
+    args.push('--values', valuesFile);
+  }
+  for (const p of spec.parameters ?? []) {
+    args.push(p.forceString ? '--set-string' : '--set', `${p.name}=${escapeSetValue(p.value ?? '')}`);
+  }
+
+  const env: NodeJS.ProcessEnv = {
+    ...input.env,
+    HELM_CACHE_HOME: path.join(input.helmHome, 'cache'),
+    HELM_CONFIG_HOME: path.join(input.helmHome, 'config'),
+    HELM_DATA_HOME: path.join(input.helmHome, 'data'),
+  };
+  delete env.HELM_NAMESPACE;
+  delete env.HELM_KUBECONTEXT;
+  const r = await run(input.binary, args, {
+    cwd: input.chartDir, env, timeoutMs: input.timeoutMs, maxStdoutBytes: input.maxOutputBytes,
+    label: `helm template of '${input.shownPath}'`, howToGet: howToGet('helm'),
+  });
+  if (r.code !== 0) {
+    throw new SourceError('ToolFailed', `helm template of '${input.shownPath}' failed: ${tail(r.stderr) || `exit code ${r.code}`}`);
+  }
+  return r.stdout.toString('utf8');
+}
+
+/**
+ * A value file path: relative to the chart folder, or to the repository root when absolute; it must
+ * stay inside the repository. Undefined when the file does not exist.
+ */
+function resolveValueFile(input: HelmTemplateInput, file: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
+    throw new SourceError('InvalidSource', `helm value file '${file}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`);
+  }
+  const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(input.chartDir, file);
+  const rel = path.relative(input.repoRoot, abs);
+  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+    throw new SourceError('InvalidSource', `helm value file '${file}' of '${input.shownPath}' is outside the repository`);
+  }
+  return existsSync(abs) ? abs : undefined;
+}
+
+/**
+ * `--set` splits on commas: a comma in a value is escaped unless it is already escaped or the value
+ * is a `{a,b}` list, which is what Argo CD does with parameters.
+ */
+export function escapeSetValue(value: string): string {
+  if (value.startsWith('{') && value.endsWith('}')) return value;
+  let out = '';
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (c === ',' && (i === 0 || value[i - 1] !== '\\')) out += '\\,';
+    else out += c;
+  }
+  return out;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}

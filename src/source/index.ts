@@ -1,0 +1,141 @@
+// source/: an Application's desired state from Git (issue 4, "Desired state from Git").
+//
+// Contract:
+//   const renderer = new SourceRenderer({ cacheDir, toolsDir });
+//   const { revision, sourceType, objects } = await renderer.render(app, { revision?, kubeVersion?, apiVersions? });
+//
+// - `revision` is the commit SHA that spec.source.targetRevision (or opts.revision, e.g. an
+//   operation's sync revision) resolves to now: HEAD when empty, a branch, a tag or a SHA. Refs are
+//   asked of the remote on every call; a SHA already fetched needs no network.
+// - `objects` are the rendered Kubernetes objects in render order, each with where it came from
+//   (`{ object, location: { file, document } }`), untouched otherwise (unknown fields kept, no
+//   namespace defaulting: that is sync/'s job with the destination namespace).
+// - Objects written with only metadata.generateName (hooks) come back with metadata.name === ''.
+// - Every failure rejects with a SourceError whose message is fit for a ComparisonError condition
+//   as is (it names the repository, revision, file and line, or the missing tool and how to get it)
+//   and whose `reason` tells what kind of failure it was. Nothing is ever partially rendered.
+// - Only spec.source is rendered: spec.sources (multi-source) and Helm repository charts are refused
+//   with a clear error. This module never talks to a Kubernetes cluster.
+// - Concurrency: many renders may run at once; git work on one repository is serialised. One
+//   SourceRenderer per cacheDir per process.
+import path from 'node:path';
+import type { Application, ApplicationSource } from '../api/application.ts';
+import { SourceError } from './errors.ts';
+import { GitRepoCache } from './git.ts';
+import type { ParsedObject } from './parse.ts';
+import { DEFAULT_LIMITS, renderCheckout, type RenderLimits } from './render.ts';
+import type { SourceType } from './spec.ts';
+
+export { SourceError, type SourceErrorReason } from './errors.ts';
+export type { ParsedObject as RenderedObject } from './parse.ts';
+export type { SourceType } from './spec.ts';
+export type { RenderLimits } from './render.ts';
+export { parseManifests } from './parse.ts';
+
+export interface SourceRendererOptions {
+  /** Where clones, checked-out commits and helm's homes live. */
+  cacheDir: string;
+  /** Exact binaries; each wins over toolsDir and PATH. */
+  toolPaths?: { helm?: string; kustomize?: string; git?: string };
+  /** Folder holding helm and kustomize (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
+  toolsDir?: string;
+  /** PATH searched last for helm and kustomize (default: this process's PATH). */
+  searchPath?: string;
+  limits?: Partial<RenderLimits>;
+  git?: { networkTimeoutMs?: number; localTimeoutMs?: number; maxTrees?: number };
+  /** Extra `kustomize build` flags, like argocd-cm's kustomize.buildOptions. */
+  kustomizeBuildOptions?: string[];
+  /** Environment for git, helm and kustomize (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RenderOptions {
+  /** A revision to render instead of spec.source.targetRevision (e.g. operation.sync.revision). */
+  revision?: string;
+  /** The destination's Kubernetes version and API versions, for `helm template` (as Argo CD passes them). */
+  kubeVersion?: string;
+  apiVersions?: readonly string[];
+}
+
+export interface RenderResult {
+  /** Commit SHA rendered. */
+  revision: string;
+  sourceType: SourceType;
+  objects: ParsedObject[];
+}
+
+export class SourceRenderer {
+  readonly #git: GitRepoCache;
+  readonly #opts: SourceRendererOptions;
+  readonly #limits: RenderLimits;
+
+  constructor(opts: SourceRendererOptions) {
+    this.#opts = opts;
+    this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.#git = new GitRepoCache({
+      cacheDir: path.join(opts.cacheDir, 'git'),
+      gitBinary: opts.toolPaths?.git,
+      networkTimeoutMs: opts.git?.networkTimeoutMs,
+      localTimeoutMs: opts.git?.localTimeoutMs,
+      maxTrees: opts.git?.maxTrees,
+      env: opts.env,
+    });
+  }
+
+  /** The commit SHA the Application's source (or opts.revision) names now, without rendering. */
+  async resolveRevision(app: Application, opts: Pick<RenderOptions, 'revision'> = {}): Promise<string> {
+    const source = sourceOf(app);
+    return this.#git.resolveRevision(source.repoURL, opts.revision ?? source.targetRevision);
+  }
+
+  async render(app: Application, opts: RenderOptions = {}): Promise<RenderResult> {
+    const source = sourceOf(app);
+    const revision = await this.#git.resolveRevision(source.repoURL, opts.revision ?? source.targetRevision);
+    const checkout = await this.#git.checkout(source.repoURL, revision);
+    try {
+      const { sourceType, objects } = await renderCheckout(
+        {
+          checkoutDir: checkout.dir,
+          source,
+          appName: app.metadata.name,
+          destinationNamespace: app.spec.destination?.namespace,
+          kubeVersion: opts.kubeVersion,
+          apiVersions: opts.apiVersions,
+        },
+        {
+          tools: {
+            paths: { helm: this.#opts.toolPaths?.helm, kustomize: this.#opts.toolPaths?.kustomize },
+            dir: this.#opts.toolsDir ?? process.env.IMPERSYNC_TOOLS_DIR,
+            searchPath: this.#opts.searchPath,
+          },
+          limits: this.#limits,
+          // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
+          workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
+          helmHome: path.join(this.#opts.cacheDir, 'helm'),
+          kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
+          env: this.#opts.env ?? process.env,
+        },
+      );
+      return { revision, sourceType, objects };
+    } catch (err) {
+      if (err instanceof SourceError) throw err;
+      const where = `'${source.path || '.'}' of '${source.repoURL}' at ${revision}`;
+      throw new SourceError('Unexpected', `rendering ${where} failed: ${(err as Error).message}`, { cause: err });
+    } finally {
+      checkout.release();
+    }
+  }
+}
+
+function sourceOf(app: Application): ApplicationSource {
+  const source = app.spec.source;
+  if (source?.chart) {
+    // Checked before any git work: the repoURL of a chart source is a Helm repository, not Git.
+    throw new SourceError('InvalidSource', `spec.source.chart '${source.chart}': charts from Helm repositories are not supported; point spec.source.path at a chart in Git`);
+  }
+  if (source) return source;
+  if (app.spec.sources && app.spec.sources.length > 0) {
+    throw new SourceError('InvalidSource', 'spec.sources (multiple sources) is not supported; use spec.source');
+  }
+  throw new SourceError('InvalidSource', 'spec.source is missing');
+}

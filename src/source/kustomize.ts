@@ -1,0 +1,96 @@
+// The "Kustomize" source type: `kustomize build` on a folder holding a kustomization file. The
+// overrides of spec.source.kustomize (Argo CD runs `kustomize edit` for them) are applied through a
+// small overlay in a private folder that points at the app folder, because the checked-out commit is
+// shared with other renders and must not be edited.
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ApplicationSource } from '../api/application.ts';
+import { SourceError } from './errors.ts';
+import { refuseUnsupported } from './spec.ts';
+import { run, tail } from './exec.ts';
+import { howToGet } from './tools.ts';
+
+type KustomizeSpec = NonNullable<ApplicationSource['kustomize']>;
+
+export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
+
+export interface KustomizeBuildInput {
+  binary: string;
+  appDir: string;
+  /** The app path as written in the Application, for messages. */
+  shownPath: string;
+  kustomize: KustomizeSpec | undefined;
+  /** Extra `kustomize build` flags (argo-cd's kustomize.buildOptions), e.g. ['--enable-helm']. */
+  buildOptions?: readonly string[] | undefined;
+  /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
+  workDir: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  env: NodeJS.ProcessEnv;
+}
+
+/** Fields of spec.source.kustomize that are honoured; anything else set is an error, not a silent no-op. */
+const SUPPORTED = new Set(['namePrefix', 'nameSuffix', 'images', 'commonLabels', 'commonAnnotations', 'namespace', 'version']);
+
+/** Runs `kustomize build` and returns its output (multi-document YAML). */
+export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string> {
+  const spec = input.kustomize ?? {};
+  refuseUnsupported('kustomize', spec, SUPPORTED);
+  const overlay = overlayFor(spec, path.relative(input.workDir, input.appDir).split(path.sep).join('/'));
+  let target = input.appDir;
+  if (overlay) {
+    await writeFile(path.join(input.workDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
+    target = input.workDir;
+  }
+  const r = await run(input.binary, ['build', ...(input.buildOptions ?? []), target], {
+    cwd: input.appDir, env: input.env, timeoutMs: input.timeoutMs, maxStdoutBytes: input.maxOutputBytes,
+    label: `kustomize build of '${input.shownPath}'`, howToGet: howToGet('kustomize'),
+  });
+  if (r.code !== 0) {
+    const stderr = tail(r.stderr).split(input.workDir).join('<overlay>');
+    throw new SourceError('ToolFailed', `kustomize build of '${input.shownPath}' failed: ${stderr || `exit code ${r.code}`}`);
+  }
+  return r.stdout.toString('utf8');
+}
+
+/** The overlay kustomization for the overrides, or undefined when there are none. */
+function overlayFor(spec: KustomizeSpec, base: string): Record<string, unknown> | undefined {
+  const k: Record<string, unknown> = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [base] };
+  let any = false;
+  const set = (key: string, value: unknown): void => {
+    k[key] = value;
+    any = true;
+  };
+  if (spec.namePrefix) set('namePrefix', spec.namePrefix);
+  if (spec.nameSuffix) set('nameSuffix', spec.nameSuffix);
+  if (typeof spec.namespace === 'string' && spec.namespace !== '') set('namespace', spec.namespace);
+  if (spec.images && spec.images.length > 0) set('images', spec.images.map(parseImageOverride));
+  // `kustomize edit add label` adds to selectors as well, like the old commonLabels.
+  if (spec.commonLabels && Object.keys(spec.commonLabels).length > 0) set('labels', [{ pairs: spec.commonLabels, includeSelectors: true }]);
+  const annotations = spec.commonAnnotations;
+  if (annotations && typeof annotations === 'object' && Object.keys(annotations).length > 0) set('commonAnnotations', annotations);
+  return any ? k : undefined;
+}
+
+/**
+ * An Argo CD image override, as `kustomize edit set image` takes it: `[old=]new[:tag][@digest]`,
+ * e.g. `nginx:1.25`, `nginx=registry.local/nginx:1.25`, `nginx@sha256:...`.
+ */
+export function parseImageOverride(spec: string): Record<string, string> {
+  const eq = spec.indexOf('=');
+  const name = eq >= 0 ? spec.slice(0, eq) : undefined;
+  let rest = eq >= 0 ? spec.slice(eq + 1) : spec;
+  const entry: Record<string, string> = {};
+  const at = rest.indexOf('@');
+  if (at >= 0) {
+    entry.digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+  }
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) {
+    entry.newTag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+  }
+  if (name !== undefined && name !== rest) entry.newName = rest;
+  return { name: name ?? rest, ...entry };
+}

@@ -1,0 +1,140 @@
+// Manifests from text: YAML 1.1 as kubectl reads it (`0644` is 420, `yes` is true, merge keys),
+// multi-document, JSON, `List` kinds expanded, empty documents skipped. Every object keeps where it
+// came from; a syntax error names the file and line; a document that is not a Kubernetes object is an
+// error naming the file and the document.
+import { parseAllDocuments, type Tags } from 'yaml';
+import type { KubeObject, SourceLocation } from '../api/manifest.ts';
+import { SourceError } from './errors.ts';
+
+export interface ParsedObject {
+  object: KubeObject;
+  location: SourceLocation;
+}
+
+// kubectl's YAML library (go-yaml v2 via sigs.k8s.io/yaml) has YAML 1.1's booleans, octal ints and
+// merge keys, but no sexagesimal numbers (`1:30` stays a string) and it hands timestamps back as the
+// strings they were written as. Explicit !!binary, !!set, !!omap and !!pairs would become JS values
+// that are not JSON, so they are read as plain strings, maps and lists.
+const DROPPED_TAGS = new Set([
+  'tag:yaml.org,2002:timestamp',
+  'tag:yaml.org,2002:binary',
+  'tag:yaml.org,2002:set',
+  'tag:yaml.org,2002:omap',
+  'tag:yaml.org,2002:pairs',
+]);
+const kubectlTags = (tags: Tags): Tags =>
+  tags.filter((t) => typeof t === 'string' || !(DROPPED_TAGS.has(t.tag) || t.format === 'TIME'));
+
+/** Aliases per document, to stop "billion laughs" documents from taking the controller's memory. */
+const MAX_ALIASES = 1000;
+
+export interface ParseOptions {
+  /**
+   * Take each document's file from a leading `# Source: <file>` comment, as `helm template` writes
+   * them, so that objects and errors point at the chart's template rather than at helm's output.
+   */
+  sourceComments?: boolean;
+}
+
+/** Parses a file's text by its name: `.json` as JSON, anything else as YAML 1.1 (which reads JSON too). */
+export function parseManifests(text: string, file: string, opts: ParseOptions = {}): ParsedObject[] {
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  return file.toLowerCase().endsWith('.json') ? parseJSON(body, file) : parseYAML(body, file, opts);
+}
+
+function parseYAML(text: string, file: string, opts: ParseOptions): ParsedObject[] {
+  const docs = parseAllDocuments(text, { version: '1.1', customTags: kubectlTags, prettyErrors: true, uniqueKeys: true });
+  const out: ParsedObject[] = [];
+  const perTemplate = new Map<string, number>();
+  // `docs` is empty for a file of only comments (an EmptyStream), which is fine: no objects.
+  for (const [i, doc] of Array.from(docs).entries()) {
+    const err = doc.errors[0];
+    if (err) {
+      const line = err.linePos?.[0].line;
+      const reason = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.code;
+      throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, { cause: err });
+    }
+    const commented = opts.sourceComments ? sourceComment(doc.commentBefore ?? doc.contents?.commentBefore) : undefined;
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+    } catch (e) {
+      throw new SourceError('InvalidManifest', `${commented ?? file}: document ${i + 1}: ${(e as Error).message}`, { cause: e });
+    }
+    let location: SourceLocation = { file, document: i + 1 };
+    if (commented) {
+      const n = (perTemplate.get(commented) ?? 0) + 1;
+      perTemplate.set(commented, n);
+      location = { file: commented, document: n };
+    }
+    collect(value, location, out);
+  }
+  return out;
+}
+
+function parseJSON(text: string, file: string): ParsedObject[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    const message = (e as Error).message;
+    const pos = /at position (\d+)/.exec(message);
+    const line = pos?.[1] === undefined ? undefined : lineAt(text, Number(pos[1]));
+    throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${message.replace(/\s*\(line \d+ column \d+\)$/, '')}`, { cause: e });
+  }
+  const out: ParsedObject[] = [];
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => collect(v, { file, document: i + 1 }, out));
+  } else {
+    collect(value, { file, document: 1 }, out);
+  }
+  return out;
+}
+
+/** Adds the object(s) one document holds: none when empty, the items of a List, or the object itself. */
+function collect(value: unknown, location: SourceLocation, out: ParsedObject[]): void {
+  if (value === null || value === undefined) return;
+  if (isRecord(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items)) {
+    value.items.forEach((item: unknown, i: number) => {
+      out.push({ object: asKubeObject(item, location, `items[${i}] `), location });
+    });
+    return;
+  }
+  out.push({ object: asKubeObject(value, location, ''), location });
+}
+
+function asKubeObject(value: unknown, loc: SourceLocation, where: string): KubeObject {
+  const fail = (why: string): never => {
+    throw new SourceError('InvalidManifest', `${loc.file}: document ${loc.document} ${where}is not a Kubernetes object: ${why}`);
+  };
+  if (!isRecord(value)) return fail(Array.isArray(value) ? 'it is a list' : `it is a ${typeof value} (${JSON.stringify(value).slice(0, 40)})`);
+  if (typeof value.apiVersion !== 'string' || value.apiVersion === '') return fail('apiVersion is missing');
+  if (typeof value.kind !== 'string' || value.kind === '') return fail('kind is missing');
+  const meta = value.metadata;
+  if (!isRecord(meta)) return fail(`metadata is missing (${value.kind})`);
+  if (typeof meta.name !== 'string' || meta.name === '') {
+    // Hooks are often written with generateName only (Argo CD allows it): name stays '' for sync/ to see.
+    if (typeof meta.generateName === 'string' && meta.generateName !== '') {
+      meta.name = '';
+    } else {
+      return fail(`metadata.name is missing (${value.kind})`);
+    }
+  }
+  if (meta.namespace !== undefined && typeof meta.namespace !== 'string') return fail(`metadata.namespace is not a string (${value.kind} ${String(meta.name)})`);
+  return value as KubeObject;
+}
+
+function sourceComment(comment: string | null | undefined): string | undefined {
+  const m = comment ? /^\s*Source: (\S.*)$/m.exec(comment) : null;
+  return m?.[1]?.trim();
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function lineAt(text: string, pos: number): number {
+  let line = 1;
+  for (let i = 0; i < pos && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}

@@ -1,0 +1,122 @@
+// Rendering a checked-out commit into objects, by what spec.source names or the app folder holds
+// (Argo CD's discovery): an explicit helm/kustomize/directory block wins; otherwise a kustomization
+// file means Kustomize, a Chart.yaml means Helm (Kustomize first when both are there, as Argo CD's
+// walk ends up), and anything else is a Directory of YAML/JSON files.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { ApplicationSource } from '../api/application.ts';
+import { readDirectory } from './directory.ts';
+import { SourceError } from './errors.ts';
+import { helmTemplate } from './helm.ts';
+import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
+import { parseManifests, type ParsedObject } from './parse.ts';
+import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
+import { findTool, type ToolLocations } from './tools.ts';
+
+export interface RenderLimits {
+  /** Largest manifest file read from a Directory source. Default 32 MiB. */
+  maxFileBytes: number;
+  /** Largest sum of the files of a Directory source. Default 256 MiB. */
+  maxTotalBytes: number;
+  /** Largest output read from kustomize or helm. Default 256 MiB. */
+  maxToolOutputBytes: number;
+  /** Time limit for one kustomize or helm run. Default 120 s. */
+  toolTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: RenderLimits = {
+  maxFileBytes: 32 * 1024 * 1024,
+  maxTotalBytes: 256 * 1024 * 1024,
+  maxToolOutputBytes: 256 * 1024 * 1024,
+  toolTimeoutMs: 120_000,
+};
+
+export interface RenderEnvironment {
+  tools: ToolLocations;
+  limits: RenderLimits;
+  /** Private folders for overlays and values files are made here (same tree as the checkouts). */
+  workRoot: string;
+  /** helm's cache/config/data homes. */
+  helmHome: string;
+  kustomizeBuildOptions?: readonly string[] | undefined;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface RenderRequest {
+  /** Root of the checked-out commit. */
+  checkoutDir: string;
+  source: ApplicationSource;
+  /** The Application's name: Helm's release name unless spec.source.helm.releaseName says otherwise. */
+  appName: string;
+  destinationNamespace?: string | undefined;
+  /** Passed to `helm template --kube-version` / `--api-versions` (Argo CD sends the destination's). */
+  kubeVersion?: string | undefined;
+  apiVersions?: readonly string[] | undefined;
+}
+
+export interface RenderedObjects {
+  sourceType: SourceType;
+  objects: ParsedObject[];
+}
+
+const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
+
+export async function renderCheckout(req: RenderRequest, env: RenderEnvironment): Promise<RenderedObjects> {
+  const { source } = req;
+  const shownPath = source.path && source.path !== '' ? source.path : '.';
+  const appDir = path.join(req.checkoutDir, shownPath);
+  const rel = path.relative(req.checkoutDir, appDir);
+  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+    throw new SourceError('InvalidSource', `app path '${shownPath}' is outside the repository`);
+  }
+  const info = await stat(appDir).catch(() => undefined);
+  if (!info) throw new SourceError('InvalidSource', `app path '${shownPath}' does not exist`);
+  if (!info.isDirectory()) throw new SourceError('InvalidSource', `app path '${shownPath}' is not a directory`);
+
+  const sourceType = explicitType(source) ?? discoverType(appDir);
+  if (sourceType === 'Directory') {
+    refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
+    const objects = await readDirectory(req.checkoutDir, appDir, {
+      recurse: source.directory?.recurse === true,
+      include: source.directory?.include,
+      exclude: source.directory?.exclude,
+      maxFileBytes: env.limits.maxFileBytes,
+      maxTotalBytes: env.limits.maxTotalBytes,
+    });
+    return { sourceType, objects };
+  }
+
+  // Resolve the binary before making folders, so a missing tool fails fast and leaves nothing behind.
+  const binary = findTool(sourceType === 'Helm' ? 'helm' : 'kustomize', env.tools);
+  await mkdir(env.workRoot, { recursive: true });
+  const workDir = path.join(env.workRoot, `render-${randomBytes(6).toString('hex')}`);
+  await mkdir(workDir);
+  try {
+    if (sourceType === 'Kustomize') {
+      const out = await kustomizeBuild({
+        binary, appDir, shownPath, kustomize: source.kustomize, buildOptions: env.kustomizeBuildOptions, workDir,
+        timeoutMs: env.limits.toolTimeoutMs, maxOutputBytes: env.limits.maxToolOutputBytes, env: env.env,
+      });
+      return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
+    }
+    const out = await helmTemplate({
+      binary, repoRoot: req.checkoutDir, chartDir: appDir, shownPath,
+      releaseName: source.helm?.releaseName || req.appName,
+      namespace: req.destinationNamespace, helm: source.helm,
+      kubeVersion: req.kubeVersion, apiVersions: req.apiVersions,
+      workDir, helmHome: env.helmHome,
+      timeoutMs: env.limits.toolTimeoutMs, maxOutputBytes: env.limits.maxToolOutputBytes, env: env.env,
+    });
+    return { sourceType, objects: parseManifests(out, `${shownPath} (helm template output)`, { sourceComments: true }) };
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+function discoverType(appDir: string): SourceType {
+  if (KUSTOMIZATION_FILES.some((f) => existsSync(path.join(appDir, f)))) return 'Kustomize';
+  if (existsSync(path.join(appDir, 'Chart.yaml'))) return 'Helm';
+  return 'Directory';
+}
