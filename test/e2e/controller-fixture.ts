@@ -84,6 +84,8 @@ export interface Fixture {
   events: MemoryEvents;
   logs: string[];
   cacheDir: string;
+  /** Stops the controller, runs `meanwhile`, starts a new controller (a restart). */
+  restart(meanwhile?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -94,25 +96,31 @@ export async function startFixture(cp: TestControlPlane, files: Record<string, s
   const logs: string[] = [];
   const sink = new Writable({ write(c, _e, cb) { logs.push(String(c)); cb(); } });
   const events = new MemoryEvents();
-  const controller = await startController({
+  const start = () => startController({
     kc: cp.controller,
     namespace: NS,
     logger: createLogger({ level: 'debug' }, sink),
     ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
     events: [events],
   });
-  return {
+  const fx: Fixture = {
     repo,
-    controller,
+    controller: await start(),
     events,
     logs,
     cacheDir,
+    restart: async (meanwhile) => {
+      await fx.controller.stop();
+      await meanwhile?.();
+      fx.controller = await start();
+    },
     stop: async () => {
-      await controller.stop();
+      await fx.controller.stop();
       await repo.remove();
       await rm(cacheDir, { recursive: true, force: true });
     },
   };
+  return fx;
 }
 
 export async function getApp(cp: TestControlPlane, name: string): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {

@@ -3,10 +3,10 @@
 // deletion cascading as the ServiceAccount.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
-  application, condition, deleteApp, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp,
+  application, condition, deleteApp, deployer, getApp, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -105,4 +105,32 @@ test('deletion with the resources finalizer deletes the resources as the Service
     assert.equal(d.impersonatedUser, SA);
   }
   assert.ok(fx.events.events.some((e) => e.reason === 'ResourcesDeleted' && e.object.name === 'guestbook'));
+});
+
+test('a restart in the middle of an operation resumes it and never runs it twice', async () => {
+  const op = { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } };
+  const startedAt = '2026-01-01T00:00:00Z';
+  await fx.restart(async () => {
+    await applyRaw(cp.admin, { ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }), operation: op });
+    const app = await getApp(cp, 'resume');
+    // What a controller that died after recording Running (spec: state before acting) left behind.
+    await requestOk(cp.admin, {
+      method: 'PUT',
+      path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume/status`,
+      body: { ...app, status: { operationState: { operation: op, phase: 'Running', message: 'Operation started', startedAt, retryCount: 0 } } },
+    });
+  });
+  const done = await waitForApp(cp, 'resume', 'Succeeded', (a) => operationPhase(a) === 'Succeeded' && a['operation'] === undefined);
+  const state = done.status?.['operationState'] as { startedAt: string; finishedAt: string };
+  assert.equal(state.startedAt, startedAt, 'the Running operation was continued, not restarted');
+  assert.equal(((done.status?.['history'] ?? []) as unknown[]).length, 1);
+
+  // Finished but `operation` not cleared before the restart: cleared, not run again.
+  const finishedAt = state.finishedAt;
+  await fx.restart(async () => {
+    await applyRaw(cp.admin, { ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }), operation: op });
+  });
+  const cleared = await waitForApp(cp, 'resume', 'operation cleared', (a) => a['operation'] === undefined);
+  assert.equal((cleared.status?.['operationState'] as { finishedAt: string }).finishedAt, finishedAt);
+  assert.equal(((cleared.status?.['history'] ?? []) as unknown[]).length, 1, 'not synced a second time');
 });

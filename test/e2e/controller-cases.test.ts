@@ -1,0 +1,124 @@
+// The design document's special cases and remote-cluster examples, end to end through the
+// controller: `namespace:name` ServiceAccounts, first match among several, manifests that hard-code
+// other namespaces, no destination namespace, and examples 3 and 4 against a second instance.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { applyRaw, createServiceAccount, grantRole, startControlPlane } from '../support/index.ts';
+import type { AuditRecord, TestControlPlane } from '../support/index.ts';
+import {
+  application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp,
+} from './controller-fixture.ts';
+import type { Fixture } from './controller-fixture.ts';
+
+let cp: TestControlPlane;
+let remote: TestControlPlane;
+let fx: Fixture;
+
+const writes = (records: AuditRecord[], namespace: string, user: string) =>
+  records.filter((r) => r.namespace === namespace && r.user === user && ['create', 'patch', 'update'].includes(r.verb) && !r.dryRun);
+
+before(async () => {
+  [cp, remote] = await Promise.all([startControlPlane(), startControlPlane()]);
+  await grantControllerRights(cp);
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  fx = await startFixture(cp, guestbookFiles({
+    'other/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: here\ndata: {a: "1"}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hard-coded\n  namespace: team-b\ndata: {b: "2"}\n',
+    'nodest/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nodest\n  namespace: argocd\ndata: {c: "3"}\n',
+  }));
+});
+
+after(async () => {
+  await fx?.stop();
+  await Promise.all([cp?.stop(), remote?.stop()]);
+});
+
+test('a namespace:name ServiceAccount is used verbatim (example 5)', async () => {
+  await createServiceAccount(cp.admin, NS, 'deployers-sa');
+  await deployer(cp, 'team-five', 'unused');
+  await grantRole(cp.admin, { name: 'five', namespace: 'team-five', to: { serviceAccount: 'deployers-sa', namespace: NS }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
+  await applyRaw(cp.admin, project('five', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'team-five', defaultServiceAccount: `${NS}:deployers-sa` }] }));
+  await applyRaw(cp.admin, application('five', fx.repo.fileURL, { project: 'five', destination: { server: IN_CLUSTER, namespace: 'team-five' } }));
+  await waitForApp(cp, 'five', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  const w = writes(await cp.readAudit(), 'team-five', cp.controllerUserName);
+  assert.ok(w.length >= 2);
+  for (const r of w) assert.equal(r.impersonatedUser, `system:serviceaccount:${NS}:deployers-sa`);
+});
+
+test('first match among several wins, no ranking (example 6)', async () => {
+  await deployer(cp, 'guestbook-dev', 'guestbook-generic-deployer');
+  await applyRaw(cp.admin, project('six', {
+    destinationServiceAccounts: [
+      { server: IN_CLUSTER, namespace: 'guestbook-prod', defaultServiceAccount: 'guestbook-prod-deployer' },
+      { server: IN_CLUSTER, namespace: 'guestbook-*', defaultServiceAccount: 'guestbook-generic-deployer' },
+      { server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'generic-deployer' },
+    ],
+  }));
+  await applyRaw(cp.admin, application('six-dev', fx.repo.fileURL, { project: 'six', destination: { server: IN_CLUSTER, namespace: 'guestbook-dev' } }));
+  const app = await waitForApp(cp, 'six-dev', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  assert.match(condition(app, 'ImpersonationInfo') ?? '', /system:serviceaccount:guestbook-dev:guestbook-generic-deployer \(destinationServiceAccounts\[1\]/);
+  for (const r of writes(await cp.readAudit(), 'guestbook-dev', cp.controllerUserName)) assert.equal(r.impersonatedUser, 'system:serviceaccount:guestbook-dev:guestbook-generic-deployer');
+});
+
+test("manifests that hard-code another namespace are applied as the Application's ServiceAccount, which must be allowed there", async () => {
+  await deployer(cp, 'team-a', 'deployer');
+  await deployer(cp, 'team-b', 'nobody');
+  await applyRaw(cp.admin, project('hard', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'team-a', defaultServiceAccount: 'deployer' }] }));
+  await applyRaw(cp.admin, application('hard', fx.repo.fileURL, { project: 'hard', path: 'other', destination: { server: IN_CLUSTER, namespace: 'team-a' } }));
+  // team-a's deployer has no rights in team-b: the object there is refused, as that ServiceAccount.
+  const failed = await waitForApp(cp, 'hard', 'Failed', (a) => operationPhase(a) === 'Failed' || (condition(a, 'ComparisonError') ?? '').includes('team-b'));
+  const text = JSON.stringify(failed.status);
+  assert.match(text, /system:serviceaccount:team-a:deployer/);
+  const inB = (await cp.readAudit()).filter((r) => r.namespace === 'team-b' && r.user === cp.controllerUserName);
+  assert.ok(inB.length > 0);
+  for (const r of inB) assert.equal(r.impersonatedUser, 'system:serviceaccount:team-a:deployer');
+});
+
+test("no destination namespace: the ServiceAccount is taken from the Application's own namespace", async () => {
+  await createServiceAccount(cp.admin, NS, 'app-ns-deployer');
+  await grantRole(cp.admin, { name: 'app-ns-deployer', namespace: NS, to: { serviceAccount: 'app-ns-deployer', namespace: NS }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] });
+  await applyRaw(cp.admin, project('nodest', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '', defaultServiceAccount: 'app-ns-deployer' }] }));
+  await applyRaw(cp.admin, application('nodest', fx.repo.fileURL, { project: 'nodest', path: 'nodest', destination: { server: IN_CLUSTER } }));
+  const app = await waitForApp(cp, 'nodest', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  assert.match(condition(app, 'ImpersonationInfo') ?? '', /system:serviceaccount:argocd:app-ns-deployer/);
+});
+
+async function clusterSecret(server: string, config: Record<string, unknown>): Promise<void> {
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1', kind: 'Secret',
+    metadata: { name: 'remote-cluster', namespace: NS, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } },
+    stringData: { name: 'remote-cluster', server, config: JSON.stringify(config) },
+  });
+}
+
+test('example 3: a remote cluster by name, with an argocd-manager credential; writes impersonate the ServiceAccount there', async () => {
+  await createServiceAccount(remote.admin, 'kube-system', 'argocd-manager');
+  await grantRole(remote.admin, { name: 'argocd-manager', to: { serviceAccount: 'argocd-manager', namespace: 'kube-system' }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
+  const token = await remote.tokenFor({ serviceAccount: 'argocd-manager', namespace: 'kube-system' });
+  await clusterSecret(remote.server, { bearerToken: token, tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') } });
+  await deployer(remote, 'guestbook', 'guestbook-deployer');
+  await applyRaw(cp.admin, project('remote', {
+    destinationServiceAccounts: [{ server: remote.server, namespace: 'guestbook', defaultServiceAccount: 'guestbook-deployer' }],
+  }));
+  await applyRaw(cp.admin, application('remote3', fx.repo.fileURL, { project: 'remote', destination: { name: 'remote-cluster', namespace: 'guestbook' } }));
+  await waitForApp(cp, 'remote3', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  const w = writes(await remote.readAudit(), 'guestbook', 'system:serviceaccount:kube-system:argocd-manager');
+  assert.ok(w.length >= 2, `writes on the remote: ${w.length}`);
+  for (const r of w) assert.equal(r.impersonatedUser, 'system:serviceaccount:guestbook:guestbook-deployer');
+});
+
+test('example 4: a remote credential that may only impersonate and create selfsubjectaccessreviews', async () => {
+  await createServiceAccount(remote.admin, 'default', 'argocd-admin');
+  await grantRole(remote.admin, { name: 'argocd-admin-role', to: { serviceAccount: 'argocd-admin', namespace: 'default' }, rules: [{ apiGroups: [''], resources: ['users', 'groups', 'serviceaccounts'], verbs: ['impersonate'] }] });
+  await grantRole(remote.admin, { name: 'argocd-admin-access-review', to: { serviceAccount: 'argocd-admin', namespace: 'default' }, rules: [{ apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews'], verbs: ['create'] }] });
+  const token = await remote.tokenFor({ serviceAccount: 'argocd-admin', namespace: 'default' });
+  await deployer(remote, 'guestbook-four', 'guestbook-deployer');
+  await clusterSecret(remote.server, { bearerToken: token, tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') } });
+  await applyRaw(cp.admin, project('remote4', {
+    destinationServiceAccounts: [{ server: remote.server, namespace: 'guestbook-four', defaultServiceAccount: 'guestbook-deployer' }],
+  }));
+  await applyRaw(cp.admin, application('remote4', fx.repo.fileURL, { project: 'remote4', destination: { server: remote.server, namespace: 'guestbook-four' } }));
+  await waitForApp(cp, 'remote4', 'Succeeded and Synced', (a) => operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string }).status === 'Synced');
+  const all = (await remote.readAudit()).filter((r) => r.user === 'system:serviceaccount:default:argocd-admin' && r.namespace === 'guestbook-four');
+  assert.ok(all.some((r) => r.verb === 'patch' && !r.dryRun));
+  for (const r of all) assert.equal(r.impersonatedUser, 'system:serviceaccount:guestbook-four:guestbook-deployer', `${r.verb} ${r.requestURI}`);
+});
