@@ -165,13 +165,15 @@ test('helm template: values reach the objects', () => {
   assert.deepEqual(lease?.rule.resourceNames, ['ops-lease']);
 });
 
-test('helm template refuses strict RBAC with impersonation not enforced, and an unknown RBAC shape', () => {
+test('helm template refuses strict RBAC with impersonation not enforced, values off the schema, and old clusters', () => {
   const strictUnenforced = runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, '--set', 'argocdCm.impersonation.enforced=false']);
   assert.notEqual(strictUnenforced.status, 0);
   assert.match(strictUnenforced.stderr, /rbac.shape strict needs argocdCm.impersonation.enabled and enforced/);
   const unknown = runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, '--set', 'rbac.shape=loose']);
   assert.notEqual(unknown.status, 0);
-  assert.match(unknown.stderr, /rbac.shape must be strict or fallback, not "loose"/);
+  assert.match(unknown.stderr, /at '\/rbac\/shape': value must be one of 'strict', 'fallback'/);
+  const badEntry = runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, '--set', 'rbac.impersonate.serviceAccounts[0].name=x']);
+  assert.match(badEntry.stderr, /serviceAccounts\/0.*missing property 'namespace'|missing properties?:? 'namespace'/);
   const old = runTool('helm', ['template', 'x', chartDir, '--kube-version', '1.29.0']);
   assert.match(old.stderr, /chart requires kubeVersion: >=1.30.0-0/);
 });
