@@ -115,7 +115,7 @@ export class Operator {
     } catch (err) {
       return this.failOrRetry(raw, state, `failed to render desired manifests: ${(err as Error).message}`, 'Error');
     }
-    const violations = this.d.ports.limits.checkObjects(ctx.project, ctx.app, rendered.objects);
+    const violations = await this.d.ports.limits.checkObjects(ctx.client, ctx.project, ctx.app, ctx.cluster, rendered.objects);
     if (violations.length > 0) return this.complete(raw, state, { phase: 'Failed', message: violations.join('; ') });
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op);

@@ -23,8 +23,8 @@ export interface RenderPort {
 export interface LimitsPort {
   /** spec §9, Application level (sourceRepos, destinations): messages, empty when permitted. */
   checkApplication(project: AppProject, app: Application, cluster: Cluster): string[];
-  /** spec §9, per object (cluster/namespace resource allow and deny lists). */
-  checkObjects(project: AppProject, app: Application, objects: readonly KubeObject[]): string[];
+  /** spec §9, per object (resource allow and deny lists, destinations); scopes come from discovery through `client`. */
+  checkObjects(client: DestinationClient, project: AppProject, app: Application, cluster: Cluster, objects: readonly KubeObject[]): Promise<string[]>;
 }
 
 export interface ComparisonOutcome {

@@ -113,7 +113,7 @@ export class Reconciler {
       log.warn(message);
       return { status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: prev?.health ?? { status: 'Unknown' } }, [{ type: CONDITION.ComparisonError, message }]), result: {} };
     }
-    const violations = this.d.ports.limits.checkObjects(ctx.project, app, rendered.objects);
+    const violations = await this.d.ports.limits.checkObjects(ctx.client, ctx.project, app, ctx.cluster, rendered.objects);
     const cmp = await this.d.ports.compare.compare(ctx.client, app, rendered.objects);
     const errs: AppCondition[] = [...violations, ...cmp.errors].map((message) => ({ type: CONDITION.ComparisonError, message }));
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;

@@ -89,6 +89,20 @@ test('impersonation switched off: the §10 warning appears and the controller cr
   await waitForApp(cp, 'guestbook', 'impersonating again', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes(SA) && condition(a, 'ImpersonationWarning') === undefined);
 });
 
+test('a project limit violated blocks the sync: nothing is written', async () => {
+  await deployer(cp, 'limited', 'deployer');
+  await applyRaw(cp.admin, project('limited', {
+    namespaceResourceBlacklist: [{ group: '', kind: 'ConfigMap' }],
+    destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'limited', defaultServiceAccount: 'deployer' }],
+  }));
+  await applyRaw(cp.admin, { ...application('limited', fx.repo.fileURL, { project: 'limited', destination: { server: IN_CLUSTER, namespace: 'limited' }, automated: false }), operation: { sync: {}, initiatedBy: { username: 'alice' } } });
+  const app = await waitForApp(cp, 'limited', 'operation Failed', (a) => operationPhase(a) === 'Failed');
+  assert.match((app.status?.['operationState'] as { message: string }).message, /ConfigMap limited\/guestbook-config: .*not permitted in project 'limited'/);
+  assert.match(condition(app, 'ComparisonError') ?? '', /not permitted/);
+  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'limited' && ['create', 'patch', 'update', 'delete'].includes(r.verb) && !r.dryRun && r.user === cp.controllerUserName);
+  assert.deepEqual(writes.map((r) => r.requestURI), []);
+});
+
 test('deletion with the resources finalizer deletes the resources as the ServiceAccount', async () => {
   const since = (await cp.readAudit()).length;
   await deleteApp(cp, 'guestbook');
