@@ -52,7 +52,7 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       }
     };
     const timer = setTimeout(() => {
-      failure = new SourceError('Timeout', `${opts.label} timed out after ${Math.round(opts.timeoutMs / 1000)}s`);
+      failure = new SourceError('Timeout', `${opts.label} timed out after ${opts.timeoutMs / 1000}s`);
       killGroup();
     }, opts.timeoutMs);
 

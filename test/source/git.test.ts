@@ -1,6 +1,8 @@
 // The Git cache against real repositories: a local path, file:// and http:// (git http-backend).
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -17,6 +19,11 @@ async function tempDir(prefix: string): Promise<string> {
 after(async () => {
   for (const d of temps) await rm(d, { recursive: true, force: true });
 });
+
+async function waitFor(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(cond(), 'condition not reached within 5 s');
+}
 
 function isSourceError(reason: string, message: RegExp) {
   return (err: unknown): boolean => {
@@ -153,6 +160,31 @@ describe('GitRepoCache', () => {
     await symlink('/etc/passwd', path.join(r.dir, 'leak.yaml'));
     const sha = await r.commit({});
     await assert.rejects(cache.checkout(r.dir, sha), isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml/));
+  });
+
+  test('unused checkouts beyond maxTrees are removed; ones in use are kept', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), maxTrees: 1 });
+    const a = await cache.checkout(repo.dir, first);
+    const b = await cache.checkout(repo.dir, second);
+    assert.ok(existsSync(a.dir) && existsSync(b.dir), 'both are in use');
+    a.release();
+    await waitFor(() => !existsSync(a.dir));
+    assert.ok(existsSync(b.dir));
+    b.release();
+  });
+
+  test('a remote that never answers is a Timeout, not a hang', async () => {
+    const sockets: Socket[] = [];
+    const silent = net.createServer((s) => sockets.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), networkTimeoutMs: 1500 });
+      await assert.rejects(cache.resolveRevision(`http://127.0.0.1:${port}/x.git`, 'main'), isSourceError('Timeout', /^git ls-remote timed out after 1\.5s$/));
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
   });
 
   describe('over http (git http-backend)', () => {
