@@ -88,6 +88,14 @@ export class GitRepoCache {
     }
     const refs = await this.#lsRemote(repo);
     const fromRef = matchRef(refs, rev);
+    if (fromRef && rev.startsWith('refs/') && !/^refs\/(heads|tags)\//.test(rev)) {
+      // Refs outside branches and tags (refs/pull/1/head, ...) are fetched by name now: checkout
+      // fetches only branches and tags, and servers need not serve an unadvertised SHA.
+      await this.#mutex.with(repo.key, async () => {
+        await this.#ensureClone(repo);
+        if (!(await this.#localCommit(repo, fromRef))) await this.#fetch(repo, [`+${rev}:${rev}`], true);
+      });
+    }
     if (fromRef) return fromRef;
     if (SHORT_SHA.test(rev)) {
       const fetched = await this.#mutex.with(repo.key, () => this.#fetchCommit(repo, rev));

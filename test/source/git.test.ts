@@ -105,6 +105,22 @@ describe('GitRepoCache', () => {
     await assert.rejects(cache.resolveRevision(r.dir, 'main'), isSourceError('RepositoryUnreachable', /^repository '.*' not reachable: .+/));
   });
 
+  test('a ref outside branches and tags (a pull request head) resolves and checks out', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const r = await TestRepo.create();
+    temps.push(r.dir);
+    await r.commit({ 'a.yaml': 'a: 1\n' });
+    r.branch('pr');
+    const pr = await r.commit({ 'a.yaml': 'a: pr\n' });
+    r.switch('main');
+    git(r.dir, 'update-ref', 'refs/pull/1/head', pr);
+    git(r.dir, 'branch', '-D', 'pr');
+    assert.equal(await cache.resolveRevision(r.fileURL, 'refs/pull/1/head'), pr);
+    const co = await cache.checkout(r.fileURL, pr);
+    assert.equal(await readFile(path.join(co.dir, 'a.yaml'), 'utf8'), 'a: pr\n');
+    co.release();
+  });
+
   test('file:// URLs work like local paths', async () => {
     const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
     assert.equal(await cache.resolveRevision(repo.fileURL, 'v1'), first);
