@@ -237,6 +237,9 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
 async function runGroup(ctx: TaskContext, group: SyncTask[], deadline: number, wait: boolean, onProgress?: (m: string) => void): Promise<boolean> {
   const prunes = group.filter(isPrune);
   const creates = group.filter((t) => !isPrune(t));
+  // Results list tasks in the order they were started, not the order the server answered.
+  const start = (tasks: SyncTask[]) => tasks.forEach((t) => (t.order ??= ctx.nextOrder()));
+  start(prunes);
   const pruned = await mapLimit(prunes, APPLY_CONCURRENCY, (t) => pruneTask(ctx, t));
   if (pruned.includes(false)) return false;
   for (const t of creates) {
@@ -254,6 +257,7 @@ async function runGroup(ctx: TaskContext, group: SyncTask[], deadline: number, w
     let j = i;
     while (j < creates.length && (creates[j] as SyncTask).target?.kind === kind) j++;
     const run = creates.slice(i, j);
+    start(run);
     const results = await mapLimit(run, APPLY_CONCURRENCY, (t) => applyTask(ctx, t));
     if (results.includes(false)) ok = false;
     if (!ctx.dryRun) {
