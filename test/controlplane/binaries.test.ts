@@ -11,10 +11,11 @@ import { binariesScript, binaryNames, locateBinaries } from '../../src/controlpl
 const root = await mkdtemp(join(tmpdir(), 'binaries-test-'));
 after(() => rm(root, { recursive: true, force: true }));
 
-async function fakeBinaries(dir: string, names: readonly string[] = binaryNames): Promise<void> {
+/** Executables that answer --version like the real ones. */
+async function fakeBinaries(dir: string, names: readonly string[] = binaryNames, version = 'v9.9.9'): Promise<void> {
   await mkdir(dir, { recursive: true });
   for (const name of names) {
-    await writeFile(join(dir, name), '#!/bin/sh\nexit 0\n');
+    await writeFile(join(dir, name), `#!/bin/sh\necho "Kubernetes ${version}"\n`);
     await chmod(join(dir, name), 0o755);
   }
 }
@@ -62,6 +63,13 @@ test('a cached build is found without Go', async () => {
   assert.equal(found.dir, join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'));
 });
 
+test('a cached build that does not report the pinned version is rebuilt', async () => {
+  const cache = join(root, 'stale-cache');
+  await fakeBinaries(join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'), binaryNames, 'v0.0.0-master+$Format:%H$');
+  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: cache, IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9', IMPERSYNC_ETCD_VERSION: 'v8.8.8' };
+  await assert.rejects(locateBinaries({ ...quiet, env }), /kube-apiserver does not report v9\.9\.9; rebuilding[\s\S]*Go is not installed/);
+});
+
 test('while another build holds the lock, the script waits for it and then uses its result', async () => {
   const cache = join(root, 'locked-cache');
   const out = join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v7.7.7');
@@ -72,7 +80,7 @@ test('while another build holds the lock, the script waits for it and then uses 
   await writeFile(join(bin, 'go'), '#!/bin/sh\necho "go must not run" >&2\nexit 1\n');
   await chmod(join(bin, 'go'), 0o755);
   // Hold the lock for a second, as a running build would, and finish "building" before releasing.
-  const holder = spawn('flock', [join(cache, 'control-plane', '.build.lock'), 'sh', '-c', `sleep 1; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`], { stdio: 'ignore' });
+  const holder = spawn('flock', [join(cache, 'control-plane', '.build.lock'), 'sh', '-c', `sleep 1; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\necho Kubernetes v9.9.9\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`], { stdio: 'ignore' });
   const held = new Promise((resolve) => holder.on('exit', resolve));
   await new Promise((r) => setTimeout(r, 200));
   const progress: string[] = [];

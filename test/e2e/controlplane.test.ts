@@ -149,7 +149,7 @@ test('a dry-run apply as the ServiceAccount writes nothing', async () => {
   // Dry-run is authorised like the real request.
   await assert.rejects(applyRaw(cp.controller, configMap('dry-stray', 'other', { a: 'b' }), { asUser: saUser, dryRun: true }), { status: 403 });
 
-  const records = await cp.waitForAudit((r) => r.name === 'dry-run-only');
+  const records = await cp.waitForAudit((r) => r.name === 'dry-run-only' && r.verb === 'patch');
   assert.deepEqual(records.map((r) => [r.user, r.impersonatedUser, r.dryRun, r.code]), [['impersync-controller', saUser, true, 201]]);
 });
 
