@@ -16,7 +16,7 @@ export const binariesScript = fileURLToPath(new URL('../../scripts/control-plane
 export const howToGetBinaries = [
   'etcd, kube-apiserver and kube-controller-manager are needed to run the local control plane.',
   `Get them with: ${binariesScript}  (builds them with Go 1.24+ from the Go module proxy into`,
-  '~/.cache/impersync/control-plane/, once; a few minutes on a fresh machine),',
+  '~/.cache/impersync/control-plane/, once: 15-30 minutes on 2 cores, seconds to check afterwards),',
   'or set KUBEBUILDER_ASSETS to a folder that holds all three (the envtest convention).',
 ].join('\n');
 
