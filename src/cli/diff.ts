@@ -1,5 +1,208 @@
-// Placeholder until its issue lands; replaced by the real command.
-export async function main(_argv: string[]): Promise<number> {
-  process.stderr.write('impersync diff: not built yet\n');
-  return 2;
+// `impersync diff`: what a sync of one Application would change, compared live and as the identity
+// that would make the change (spec §5). The first line names that identity. Exit 0 in sync, 1 out
+// of sync, 2 on error (as `kubectl diff`).
+import os from 'node:os';
+import path from 'node:path';
+import type { AppProject, Application, KubeObject } from '../api/index.ts';
+import { applicationKey, groupOf, projectName } from '../api/index.ts';
+import { resolveDestination } from '../impersonation/index.ts';
+import { DestinationClientFactory } from '../kube/factory.ts';
+import { describeIdentity, isRefusal } from '../kube/types.ts';
+import { checkApplicationLimits, checkResourceLimits, describeViolation } from '../project/index.ts';
+import { SourceRenderer } from '../source/index.ts';
+import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
+import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
+import { outputFormat, parseFlags, stringFlag } from './args.ts';
+import { explain } from './explain-core.ts';
+import { processIO, type CommandIO } from './io.ts';
+import { loadLiveInventory } from './live.ts';
+import { DEFAULT_CONTROL_NAMESPACE } from './load.ts';
+
+export const DIFF_USAGE = `usage: impersync diff NAME|NAMESPACE/NAME [-n NAMESPACE] [--kubeconfig FILE] [--context NAME] [-o json|text]
+
+Compares an Application's desired state (rendered from Git) with the live objects, by server-side
+dry-run, as the identity a sync would use: the ServiceAccount its AppProject assigns, or the
+controller's own credential when impersonation is off or falls back. The first line names it.
+
+  -n, --namespace NS    the control namespace: argocd-cm, AppProjects, cluster Secrets, and the
+                        Application unless NAME says NAMESPACE/NAME (default argocd)
+      --kubeconfig FILE, --context NAME   the controller's credential and cluster
+  -o, --output FORMAT   text (default) or json
+      --cache-dir DIR   where Git clones are kept (default ~/.cache/impersync/source)
+
+Exit status: 0 when in sync, 1 when not, 2 on error.
+`;
+
+const FLAGS = {
+  namespace: { type: 'string', short: 'n' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  'cache-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The JSON document of `diff -o json`. */
+export interface DiffReport {
+  application: string;
+  identity: string;
+  decision: string;
+  revision: string;
+  syncStatus: ComparisonResult['syncStatus'];
+  health: ComparisonResult['health'];
+  resources: Array<Omit<ComparisonResult['resources'][number], 'target' | 'live'>>;
+  errors: string[];
+  warnings: string[];
+}
+
+function inventoryOf(app: Application): InventoryEntry[] {
+  const list = app.status?.['resources'];
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((r: Record<string, unknown>) => (typeof r['kind'] === 'string' && typeof r['name'] === 'string'
+    ? [{ kind: r['kind'], name: r['name'], group: typeof r['group'] === 'string' ? r['group'] : '', namespace: typeof r['namespace'] === 'string' ? r['namespace'] : '', ...(typeof r['version'] === 'string' ? { version: r['version'] } : {}) }]
+    : []));
+}
+
+function header(r: { group: string; kind: string; namespace: string; name: string }): string {
+  return `===== ${r.group}/${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ======`;
+}
+
+function formatText(report: DiffReport, identityLine: string): string {
+  const out = [identityLine];
+  if (report.revision) out.push(`revision: ${report.revision}`);
+  for (const r of report.resources) {
+    if (r.status === 'Synced') continue;
+    out.push(header(r) + (r.requiresPruning ? ' (requires pruning)' : ''));
+    if (r.message) out.push(`${r.status === 'Unknown' ? 'error' : 'note'}: ${r.message}`);
+    if (r.diff) out.push(r.diff.replace(/\n$/, ''));
+  }
+  const count = (s: string) => report.resources.filter((r) => r.status === s).length;
+  out.push(`${report.resources.length} resources: ${count('Synced')} Synced, ${count('OutOfSync')} OutOfSync${count('Unknown') ? `, ${count('Unknown')} Unknown` : ''}; sync status ${report.syncStatus}`);
+  for (const e of report.errors) out.push(`error: ${e}`);
+  return out.join('\n') + '\n';
+}
+
+function exitCode(status: ComparisonResult['syncStatus'], errors: readonly string[]): number {
+  if (errors.length || status === 'Unknown') return 2;
+  return status === 'Synced' ? 0 : 1;
+}
+
+interface DiffOptions {
+  name: string;
+  namespace: string;
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+  cacheDir: string;
+}
+
+async function compareLive(opts: DiffOptions, factory: DestinationClientFactory): Promise<{ report: DiffReport; identityLine: string } | { error: string }> {
+  const appNamespace = opts.name.includes('/') ? opts.name.slice(0, opts.name.indexOf('/')) : opts.namespace;
+  const loaded = await loadLiveInventory({ kubeconfig: opts.kubeconfig, context: opts.context, namespace: opts.namespace, applicationNamespace: appNamespace });
+  if (!loaded.ok) return { error: loaded.error };
+  const inventory = loaded.value;
+  const explained = explain(inventory, { app: opts.name.includes('/') ? opts.name : `${appNamespace}/${opts.name}`, namespace: opts.namespace, source: `namespace ${appNamespace}` });
+  if (!explained.ok) return { error: explained.error };
+  const { report: why, identity } = explained.value;
+  const app = inventory.applications.map((a) => a.value).find((a) => applicationKey({ metadata: { name: a.metadata.name, namespace: a.metadata.namespace ?? opts.namespace } }) === why.application) as Application;
+  const project: AppProject = inventory.projects.map((p) => p.value).find((p) => p.metadata.name === projectName(app)) ?? { metadata: { name: 'default' }, spec: {} };
+  const destination = resolveDestination(app, inventory.clusters.map((c) => c.value));
+  if (!destination.ok) return { error: `${destination.field}: ${destination.error}` };
+  const cluster = destination.cluster;
+  const warnings = [...why.warnings];
+  const base = { application: why.application, decision: identity.decision, revision: '', warnings };
+
+  const client = factory.forDecision(identity, cluster);
+  if (isRefusal(client)) {
+    const refused = refusedComparison(client, []);
+    return { identityLine: `identity: none (${identity.decision}: ${client.message})`, report: { ...base, identity: 'none', syncStatus: refused.syncStatus, health: refused.health, resources: [], errors: refused.errors } };
+  }
+  const who = describeIdentity(client.identity);
+  const how = identity.decision === 'impersonate' ? 'impersonated' : identity.decision === 'fallback' ? `fallback: ${identity.message}` : 'impersonation disabled';
+  const identityLine = `identity: ${who} (${how})`;
+  const fail = (message: string) => ({ identityLine, report: { ...base, identity: who, syncStatus: 'Unknown' as const, health: { status: 'Unknown' as const }, resources: [], errors: [message] } });
+
+  const appViolations = checkApplicationLimits(project, app, { server: cluster.server, name: cluster.name }).map(describeViolation);
+  if (appViolations.length) return fail(appViolations.join('; '));
+  let objects: KubeObject[];
+  let revision = '';
+  try {
+    const rendered = await new SourceRenderer({ cacheDir: opts.cacheDir }).render(app);
+    objects = rendered.objects.map((o) => o.object as KubeObject);
+    revision = rendered.revision;
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+  const scopes = new Map<string, boolean | undefined>();
+  for (const o of objects) {
+    const key = `${groupOf(o.apiVersion)}/${o.kind}`;
+    if (scopes.has(key)) continue;
+    const info = await client.resolve(o.apiVersion, o.kind);
+    scopes.set(key, info.ok ? info.value.namespaced : undefined);
+  }
+  const violations = checkResourceLimits({ project, cluster: { server: cluster.server, name: cluster.name }, destinationNamespace: app.spec.destination?.namespace, objects, isNamespaced: (g, k) => scopes.get(`${g}/${k}`) }).map(describeViolation);
+  const comparison = await compare(client, objects, inventoryOf(app), { appName: appInstanceName(app, opts.namespace), namespace: app.spec.destination?.namespace ?? '' });
+  return {
+    identityLine,
+    report: {
+      ...base,
+      identity: who,
+      revision,
+      syncStatus: comparison.syncStatus,
+      health: comparison.health,
+      resources: comparison.resources.map(({ target: _t, live: _l, ...rest }) => rest),
+      errors: [...violations, ...comparison.errors],
+      warnings: [...warnings, ...comparison.warnings],
+    },
+  };
+}
+
+export async function run(argv: string[], io: CommandIO, factory?: DestinationClientFactory): Promise<number> {
+  const flags = parseFlags(argv, FLAGS, true);
+  if (!flags.ok) {
+    io.stderr(`impersync diff: ${flags.error}\n${DIFF_USAGE}`);
+    return 2;
+  }
+  if (flags.values.help === true) {
+    io.stdout(DIFF_USAGE);
+    return 0;
+  }
+  const format = outputFormat(flags.values);
+  if (!format.ok) {
+    io.stderr(`impersync diff: ${format.error}\n`);
+    return 2;
+  }
+  if (flags.positionals.length !== 1) {
+    io.stderr(`impersync diff: give exactly one Application name\n${DIFF_USAGE}`);
+    return 2;
+  }
+  const opts: DiffOptions = {
+    name: flags.positionals[0] as string,
+    namespace: stringFlag(flags.values, 'namespace', DEFAULT_CONTROL_NAMESPACE),
+    kubeconfig: typeof flags.values.kubeconfig === 'string' ? flags.values.kubeconfig : undefined,
+    context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
+    cacheDir: stringFlag(flags.values, 'cache-dir', path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source')),
+  };
+  let result: Awaited<ReturnType<typeof compareLive>>;
+  // The factory holds keep-alive connections: one made here is closed here, or the process lingers.
+  let own: DestinationClientFactory | undefined;
+  try {
+    own = factory ? undefined : await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+    result = await compareLive(opts, (factory ?? own) as DestinationClientFactory);
+  } catch (err) {
+    result = { error: (err as Error).message };
+  } finally {
+    await own?.close();
+  }
+  if ('error' in result) {
+    io.stderr(`impersync diff: ${result.error.replace(/\s*\n\s*/g, ' ')}\n`);
+    return 2;
+  }
+  const { report, identityLine } = result;
+  for (const w of report.warnings) io.stderr(`warning: ${w}\n`);
+  io.stdout(format.format === 'json' ? JSON.stringify(report, null, 2) + '\n' : formatText(report, identityLine));
+  return exitCode(report.syncStatus, report.errors);
+}
+
+export function main(argv: string[]): Promise<number> {
+  return run(argv, processIO);
 }
