@@ -48,7 +48,8 @@ export type LeaderElection = {
   /**
    * Ends the election. With release (the default), a leader first stops leading and then
    * empties the Lease (holderIdentity "", leaseDurationSeconds 1) so a standby takes over at once;
-   * without it, the Lease is left to expire, as after a crash.
+   * without it, the Lease is left to expire, as after a crash. Never rejects: a failed release
+   * goes to onError.
    */
   stop(opts?: { release?: boolean }): Promise<void>;
 };
@@ -263,7 +264,8 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       await running;
       stopLeading('stopped');
       // release() checks that we still hold the Lease (it may have been won just as stop began).
-      if (doRelease) await release();
+      // A failed release is reported, not thrown: the Lease then expires as after a crash.
+      if (doRelease) await release().catch(report);
     },
   };
 }

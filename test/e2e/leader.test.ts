@@ -55,7 +55,7 @@ test('the timings are checked as client-go checks them, and times are written as
   assert.match(checkTimings(10_000, 10_000, 2_000) ?? '', /lease duration \(10000 ms\) must be greater than renew deadline/);
   assert.match(checkTimings(15_000, 2_000, 2_000) ?? '', /renew deadline \(2000 ms\) must be greater than 1.2 × retry period/);
   assert.match(checkTimings(15_000, 10_000, 0) ?? '', /retry period must be greater than zero/);
-  assert.throws(() => startLeaderElection({ kc: cp.admin, namespace: ns, name: 'x', identity: 'a', leaseDurationMs: 1000, renewDeadlineMs: 2000, onStartedLeading: () => {} }), /lease duration/);
+  assert.throws(() => startLeaderElection({ kc: cp.admin, namespace: ns, name: 'x', identity: 'a', leaseDurationMs: 1000, renewDeadlineMs: 2000, retryPeriodMs: 200, onStartedLeading: () => {} }), /lease duration/);
   assert.equal(microTime(new Date('2026-11-29T10:46:12.123Z')), '2026-11-29T10:46:12.123000Z');
 });
 
