@@ -33,7 +33,7 @@ async function admit(entries: DestinationServiceAccount[] | undefined, opts: { n
   }
 }
 
-const denied = (message: string) => `ValidatingAdmissionPolicy '${policyName}' with binding '${policyName}' denied request: ${message}`;
+const denied = (message: string, name = 'p') => `appprojects.argoproj.io "${name}" is forbidden: ValidatingAdmissionPolicy '${policyName}' with binding '${policyName}' denied request: ${message}`;
 
 before(async () => {
   cp = await startControlPlane();
@@ -127,7 +127,7 @@ test('good AppProjects are stored: globs, classes, escapes, namespace:name, none
   assert.equal(await admit(undefined, { name: 'plain', persist: true }), undefined);
   // An update that breaks the list is rejected too.
   assert.equal(await admit([...good, good[0] as DestinationServiceAccount], { name: 'good', persist: true }),
-    denied("destinationServiceAccount 'https://kubernetes.default.svc/guestbook' already added"));
+    denied("destinationServiceAccount 'https://kubernetes.default.svc/guestbook' already added", 'good'));
 });
 
 test('on generated lists the policy decides as the controller validation does', async () => {
