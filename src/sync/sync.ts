@@ -221,7 +221,8 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
     const waitForIt = !ctx.dryRun && (i < groups.length - 1 || group.some((t) => t.hook));
     const applied = await runGroup(ctx, group, Date.now() + waitMs, waitForIt, options.onProgress);
     if (!applied) return fail('one or more objects failed to apply');
-    const unfinished = group.filter((t) => t.operationState === 'Running');
+    if (options.signal?.aborted) return finish('Failed', 'Operation terminated', comparison);
+    const unfinished = group.filter((t) => t.operationState === 'Running' || (t.result === 'Pruned' && !t.gone && !ctx.dryRun));
     if (waitForIt && unfinished.length) return fail(`one or more synchronization tasks completed unsuccessfully, reason: timed out after ${Math.round(waitMs / 1000)}s ${waitingMessage(unfinished)}`);
     if (group.some((t) => t.operationState === 'Failed' || t.operationState === 'Error')) return fail('one or more synchronization tasks completed unsuccessfully');
   }
@@ -272,7 +273,7 @@ async function runGroup(ctx: TaskContext, group: SyncTask[], deadline: number, w
   if (!ok || !wait) return ok;
   while (Date.now() < deadline && !ctx.signal?.aborted) {
     if (!(await refreshRunning(ctx, group))) break;
-    onProgress?.(waitingMessage(group.filter((t) => t.operationState === 'Running')));
+    onProgress?.(waitingMessage(group.filter((t) => t.operationState === 'Running' || (t.result === 'Pruned' && !t.gone))));
     await sleep(ctx.pollMs, ctx.signal);
   }
   return true;

@@ -26,6 +26,8 @@ export interface SyncTask extends Orderable {
   message: string;
   /** Execution order, for the results list. */
   order?: number;
+  /** A pruned object the server no longer has (until then, later waves wait, as Argo CD does). */
+  gone?: boolean;
 }
 
 export interface TaskContext {
@@ -113,10 +115,16 @@ export async function deleteHooks(ctx: TaskContext, tasks: readonly SyncTask[], 
   }
 }
 
-/** Refreshes every running task from the server; true while any is still running. */
+/** Refreshes every running task from the server; true while any is still running or being deleted. */
 export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[]): Promise<boolean> {
   let running = false;
   for (const t of tasks) {
+    if (t.result === 'Pruned' && !t.gone && t.live && !ctx.dryRun) {
+      const still = await ctx.client.get(refOf(t.live));
+      if (still.ok && still.value === null) t.gone = true;
+      else running = true;
+      continue;
+    }
     if (t.operationState !== 'Running' || !t.target) continue;
     const got = await ctx.client.get(refOf(t.target));
     if (!got.ok) {
@@ -162,7 +170,7 @@ export function waitingMessage(tasks: readonly SyncTask[]): string {
   if (tasks.length === 0) return '';
   const hooks = tasks.filter((t) => t.hook);
   const first = taskObject(hooks[0] ?? (tasks[0] as SyncTask));
-  const reason = hooks.length ? 'completion of hook' : 'healthy state of';
+  const reason = tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of';
   const type = tasks.length === hooks.length ? 'hooks' : 'resources';
   const more = tasks.length > 1 ? ` and ${tasks.length - 1} more ${type}` : '';
   return `waiting for ${reason} ${groupOf(first.apiVersion)}/${first.kind}/${first.metadata.name}${more}`;

@@ -326,6 +326,36 @@ test('ApplyOutOfSyncOnly=true applies only what differs; a dry-run sync writes n
   assert.equal(await live('ConfigMap', 'dry-only'), undefined);
 });
 
+test('a named hook is deleted before it is created again (BeforeHookCreation, the default policy)', async () => {
+  const desired = [cm('seed', { a: '1' }, { 'argocd.argoproj.io/hook': 'PreSync' }), cm('seeded', { a: '1' })];
+  assert.equal((await sync(client, desired, [], opts({ appName: 'bhc-app' }))).phase, 'Succeeded');
+  const firstUid = (await live('ConfigMap', 'seed'))?.metadata['uid'];
+  assert.ok(firstUid, 'the hook stays: it has no HookSucceeded policy');
+  assert.equal((await sync(client, desired, [], opts({ appName: 'bhc-app' }))).phase, 'Succeeded');
+  const secondUid = (await live('ConfigMap', 'seed'))?.metadata['uid'];
+  assert.ok(secondUid && secondUid !== firstUid, 'a new object, not the old one patched');
+  const seq = (await writes()).filter((w) => w.name === 'seed').map((w) => w.verb);
+  assert.deepEqual(seq, ['patch', 'delete', 'patch']);
+});
+
+test('prunes run first in their wave, or after the last wave with PruneLast=true', async () => {
+  const wave1 = { 'argocd.argoproj.io/sync-wave': '1' };
+  const seed = await sync(client, [cm('pl-a', { a: '1' }), cm('pl-b', { a: '1' }, wave1), cm('pl-old', { a: '1' }), cm('pl-old2', { a: '1' })], [], opts({ appName: 'pl-app' }));
+  assert.equal(seed.phase, 'Succeeded');
+  const inventory = inventoryOf(seed.comparison as ComparisonResult);
+  const desired = [cm('pl-a', { a: '2' }), cm('pl-b', { a: '2' }, wave1)];
+  const order = async (name: string[]) => (await writes()).filter((w) => name.includes(w.name) && (w.verb === 'delete' || w.verb === 'patch')).map((w) => `${w.verb} ${w.name}`);
+
+  const plain = await sync(client, [...desired, cm('pl-old2', { a: '1' })], inventory, opts({ appName: 'pl-app', prune: true }));
+  assert.equal(plain.phase, 'Succeeded', plain.message);
+  assert.deepEqual((await order(['pl-a', 'pl-b', 'pl-old'])).slice(-3), ['delete pl-old', 'patch pl-a', 'patch pl-b']);
+
+  const last = await sync(client, desired, inventoryOf(plain.comparison as ComparisonResult), opts({ appName: 'pl-app', prune: true, syncOptions: ['PruneLast=true'] }));
+  assert.equal(last.phase, 'Succeeded', last.message);
+  assert.deepEqual(last.resources.map((r) => `${r.status} ${r.name}`), ['Synced pl-a', 'Synced pl-b', 'Pruned pl-old2']);
+  assert.deepEqual((await order(['pl-a', 'pl-b', 'pl-old2'])).slice(-3), ['patch pl-a', 'patch pl-b', 'delete pl-old2']);
+});
+
 test('the audit log: every write the controller made was made as the ServiceAccount, dry-runs included', async () => {
   const records = (await cp.readAudit()).filter((r) => r.user === cp.controllerUserName && ['create', 'patch', 'update', 'delete'].includes(r.verb));
   assert.ok(records.length > 40, `expected many writes, saw ${records.length}`);
