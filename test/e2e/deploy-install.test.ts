@@ -112,8 +112,9 @@ test('strict RBAC: tenant resources only as the impersonated ServiceAccount, and
   assert.equal(await statusOf(sa, 'POST', path, { metadata: { name: 'by-deployer' } }, deployer), 201);
   // The ServiceAccount's own limits hold: it may not touch Secrets, so neither may the controller through it.
   assert.equal(await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/secrets', { metadata: { name: 's' } }, deployer), 403);
-  const records = await cp.waitForAudit((r) => r.verb === 'create' && r.resource === 'configmaps' && r.namespace === 'guestbook' && r.code === 201);
-  const rec = records.find((r) => r.verb === 'create' && r.resource === 'configmaps' && r.namespace === 'guestbook' && r.code === 201);
+  const mine = (r: { verb: string; resource?: string; namespace?: string; name?: string; code?: number }) =>
+    r.verb === 'create' && r.resource === 'configmaps' && r.namespace === 'guestbook' && r.name === 'by-deployer' && r.code === 201;
+  const rec = (await cp.waitForAudit(mine)).find(mine);
   assert.equal(rec?.user, controllerUser);
   assert.equal(rec?.impersonatedUser, deployer);
 });
