@@ -163,7 +163,7 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
     }
   }
 
-  const comparison = await compareResources(client, prepared, inventory, options);
+  const comparison = await compareResources(client, prepared, inventory, { ...options, fieldValidation: ctx.fieldValidation });
   for (const r of comparison.resources) {
     if (r.requiresPruning) {
       if (r.live) all.push({ phase: 'Sync', target: null, live: r.live, hook: false, message: '' });
@@ -198,7 +198,7 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
     let message = failureMessage(what, main);
     if (syncFail.length) {
       const ok = await runGroup(ctx, syncFail, Date.now() + waitMs, true);
-      await deleteHooks(ctx, syncFail, 'HookSucceeded');
+      // The operation failed, so only HookFailed applies, to these hooks too (as Argo CD).
       await deleteHooks(ctx, syncFail, 'HookFailed');
       const failed = syncFail.filter((t) => t.operationState !== 'Succeeded');
       if (!ok || failed.length) message += `\n${failureMessage('one or more SyncFail hooks failed', failed)}`;
