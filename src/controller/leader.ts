@@ -10,8 +10,26 @@
 // before the new one starts, unless clocks run at very different speeds.
 // Every write carries the resourceVersion that was read: two candidates racing for a free Lease
 // cannot both win, the loser gets 409 Conflict and tries again later.
+//
+// Wiring (impersync run --leader-elect [--leader-election-lease NAME]):
+//   const election = startLeaderElection({ kc, namespace, name: lease, identity: defaultIdentity(),
+//     onStartedLeading: (signal) => start workers (stop them when signal aborts),
+//     onStoppedLeading: () => stop workers });
+//   on SIGTERM: stop workers, then `await election.stop()` (releases the Lease).
+//   readiness: watches synced; election.isLeader() tells who works (metrics, logs).
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApi } from './kubeapi.ts';
+
+/**
+ * A candidate identity unique per process: the Pod name (POD_NAME, from the downward API in the
+ * install manifests) or the host name, plus a random suffix so that a restarted process with the
+ * same name does not inherit a Lease it no longer serves (as client-go's hostname + "_" + uuid).
+ */
+export function defaultIdentity(env: Record<string, string | undefined> = process.env): string {
+  return `${env['POD_NAME'] || hostname()}_${randomBytes(4).toString('hex')}`;
+}
 
 export type LeaderElectionOptions = {
   /** The control cluster: a KubeApi, or a KubeConfig to build one from. */

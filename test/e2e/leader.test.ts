@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, createNamespace, getRaw, grantRole, deleteRaw } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
-import { startLeaderElection, checkTimings, microTime } from '../../src/controller/leader.ts';
+import { startLeaderElection, checkTimings, microTime, defaultIdentity } from '../../src/controller/leader.ts';
 import type { LeaderElection, LeaderElectionOptions } from '../../src/controller/leader.ts';
 
 let cp: TestControlPlane;
@@ -57,6 +57,8 @@ test('the timings are checked as client-go checks them, and times are written as
   assert.match(checkTimings(15_000, 10_000, 0) ?? '', /retry period must be greater than zero/);
   assert.throws(() => startLeaderElection({ kc: cp.admin, namespace: ns, name: 'x', identity: 'a', leaseDurationMs: 1000, renewDeadlineMs: 2000, retryPeriodMs: 200, onStartedLeading: () => {} }), /lease duration/);
   assert.equal(microTime(new Date('2026-11-29T10:46:12.123Z')), '2026-11-29T10:46:12.123000Z');
+  assert.match(defaultIdentity({ POD_NAME: 'impersync-controller-7d9f-abcde' }), /^impersync-controller-7d9f-abcde_[0-9a-f]{8}$/);
+  assert.notEqual(defaultIdentity({ POD_NAME: 'p' }), defaultIdentity({ POD_NAME: 'p' }));
 });
 
 test('of three candidates racing for a new Lease exactly one leads, and keeps leading', async () => {
