@@ -5,7 +5,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { parseAppProject, parseClusterSecret, projectName } from '../api/index.ts';
-import type { AppProject, Cluster } from '../api/index.ts';
+import type { AppProject, Cluster, Operation } from '../api/index.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -23,6 +23,8 @@ export interface ReconcileResult {
   operation?: boolean;
   /** Refresh again after this long (retry backoff, self-heal wait). */
   requeueAfterMs?: number;
+  /** An automated operation to set once the status is written (reconciler internal). */
+  startOperation?: Operation;
 }
 
 export interface Workers {

@@ -80,6 +80,11 @@ export class Reconciler {
     if (shouldWriteStatus(prevStatus, next, this.now().getTime(), this.d.refreshIntervalMs())) {
       await writeStatus(this.d.api, raw as Record<string, unknown>, next);
     }
+    if (result.startOperation) {
+      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, { operation: result.startOperation });
+      await this.d.events.record(involvedApplication({ ...raw, metadata: raw.metadata }), 'Normal', 'OperationStarted', `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`);
+      delete result.startOperation;
+    }
     if (refreshKind !== undefined) {
       // Argo CD removes the refresh annotation once the refresh it asked for is done.
       await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } });
@@ -134,8 +139,8 @@ export class Reconciler {
       }, prev?.operationState as OperationState | undefined);
       if (decision.sync) {
         log.info({ revision: rendered.revision, identity: identityLabel(identity) }, 'starting automated sync');
-        await patchApplication(this.d.api, app.metadata.namespace ?? '', app.metadata.name, { operation: decision.operation });
-        await this.d.events.record(involvedApplication(app), 'Normal', 'OperationStarted', `Initiated automated sync to '${rendered.revision}'`);
+        // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
+        result.startOperation = decision.operation;
         result.operation = true;
       } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
         log.debug(decision.reason);
