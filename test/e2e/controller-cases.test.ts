@@ -3,7 +3,7 @@
 // other namespaces, no destination namespace, and examples 3 and 4 against a second instance.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, createServiceAccount, grantRole, startControlPlane } from '../support/index.ts';
+import { applyRaw, createServiceAccount, grantRole, requestOk, startControlPlane } from '../support/index.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import {
   application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp,
@@ -71,6 +71,18 @@ test("manifests that hard-code another namespace are applied as the Application'
   const inB = (await cp.readAudit()).filter((r) => r.namespace === 'team-b' && r.user === cp.controllerUserName);
   assert.ok(inB.length > 0);
   for (const r of inB) assert.equal(r.impersonatedUser, 'system:serviceaccount:team-a:deployer');
+
+  // Allowed there too: a hard refresh (annotation, removed after) and the sync applies both, as team-a's deployer.
+  await grantRole(cp.admin, { name: 'team-a-deployer', namespace: 'team-b', to: { serviceAccount: 'deployer', namespace: 'team-a' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] });
+  await requestOk(cp.admin, {
+    method: 'PATCH', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/hard`,
+    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'hard' } } }, contentType: 'application/merge-patch+json',
+  });
+  const synced = await waitForApp(cp, 'hard', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  assert.equal(((synced['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'], undefined, 'refresh annotation removed');
+  const applied = writes(await cp.readAudit(), 'team-b', cp.controllerUserName);
+  assert.ok(applied.some((r) => r.verb === 'patch' && r.name === 'hard-coded'));
+  for (const r of applied) assert.equal(r.impersonatedUser, 'system:serviceaccount:team-a:deployer');
 });
 
 test("no destination namespace: the ServiceAccount is taken from the Application's own namespace", async () => {
