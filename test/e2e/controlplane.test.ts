@@ -156,3 +156,10 @@ test('a dry-run apply as the ServiceAccount writes nothing', async () => {
 function throwUnlessOk(res: { status: number; text: string }): void {
   if (res.status < 200 || res.status > 299) throw new ApiError('GET', '', { status: res.status, headers: {}, text: res.text });
 }
+
+test('the harness names a kind the server does not serve, for an unknown group and for a known one', async () => {
+  const monitor = { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: 'm', namespace: ns } };
+  await assert.rejects(applyRaw(cp.admin, monitor), new RegExp(`^Error: the API server at ${cp.server} serves no kind ServiceMonitor in monitoring\\.coreos\\.com/v1$`));
+  const bogus = { apiVersion: 'v1', kind: 'NoSuchKind', metadata: { name: 'x', namespace: ns } };
+  await assert.rejects(applyRaw(cp.admin, bogus), /serves no kind NoSuchKind in v1$/);
+});

@@ -86,8 +86,11 @@ export async function resourceFor(kc: KubeConfig, apiVersion: string, kind: stri
     let list = fresh ? undefined : discoveryCache.get(key);
     if (!list) {
       // Any authenticated user may read discovery (ClusterRole system:discovery).
-      const body = (await requestOk(kc, { path: base })) as { resources: ApiResource[] };
-      list = body.resources.filter((r) => !r.name.includes('/'));
+      const res = await request(kc, { path: base });
+      // 404: the group/version is not served at all (e.g. a CRD that is not installed).
+      if (res.status === 404) break;
+      if (res.status !== 200) throw new ApiError('GET', base, { status: res.status, headers: {}, text: res.text });
+      list = (res.body as { resources: ApiResource[] }).resources.filter((r) => !r.name.includes('/'));
       discoveryCache.set(key, list);
     }
     const found = list.find((r) => r.kind === kind);
