@@ -1,7 +1,7 @@
 // `impersync run` with no cluster: the README's first command. Starts the local control plane of
 // `impersync cluster`, grants the controller identity exactly the rights of deploy/install/base
 // (its namespace, and impersonate on ServiceAccounts), serves the examples' Git source from a local
-// repository, installs examples 1 and 6 (renamed so they can live side by side) with automated
+// repository, installs examples 1, 6 and 7 (renamed so they can live side by side) with automated
 // sync, runs the controller, and prints who synced as whom and who was refused, and why.
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -21,10 +21,15 @@ import type { EventSink } from './events.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The guestbook of argocd-example-apps, reduced to objects that are healthy without nodes. */
+/** The guestbook of argocd-example-apps (without nodes its Deployment stays Progressing). */
 const GUESTBOOK: Record<string, string> = {
+  'guestbook/guestbook-ui-deployment.yaml': [
+    'apiVersion: apps/v1', 'kind: Deployment', 'metadata:', '  name: guestbook-ui', 'spec:', '  replicas: 1',
+    '  revisionHistoryLimit: 3', '  selector:', '    matchLabels:', '      app: guestbook-ui', '  template:', '    metadata:',
+    '      labels:', '        app: guestbook-ui', '    spec:', '      containers:', '      - image: gcr.io/heptio-images/ks-guestbook-demo:0.2',
+    '        name: guestbook-ui', '        ports:', '        - containerPort: 80', '',
+  ].join('\n'),
   'guestbook/guestbook-ui-svc.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
-  'guestbook/guestbook-config.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-ui\ndata:\n  title: guestbook\n',
 };
 
 function gitRepo(dir: string): void {
@@ -91,11 +96,13 @@ export async function runLocal(opts: { write: (line: string) => void }): Promise
   const objects = [
     ...adapt(await examples('01-all-namespaces.yaml'), repoURL, undefined),
     ...adapt(await examples('06-several-matching-entries.yaml'), repoURL, 'several-entries'),
+    ...adapt(await examples('07-no-destination-namespace.yaml'), repoURL, 'no-namespace').map((o) =>
+      o.kind === 'Application' ? { ...o, metadata: { ...o.metadata, name: 'guestbook-no-namespace' } } : o),
   ];
   // Namespaces and RBAC first, then projects, then Applications.
   const rank = (o: KubeObject) => (o.kind === 'Application' ? 2 : o.kind === 'AppProject' ? 1 : 0);
   for (const o of objects.sort((a, b) => rank(a) - rank(b))) await apply(o);
-  say('impersync: installed examples 1 (guestbook) and 6 (guestbook-myns, guestbook-dev, guestbook-prod) with automated sync');
+  say('impersync: installed examples 1 (guestbook), 6 (guestbook-myns, guestbook-dev, guestbook-prod; their ServiceAccounts have no rights) and 7 (guestbook-no-namespace) with automated sync');
 
   const printer: EventSink = {
     record: async (obj, _type, reason, message) => {
@@ -103,6 +110,7 @@ export async function runLocal(opts: { write: (line: string) => void }): Promise
       if (reason === 'OperationCompleted') say(`✔ ${app} synced: ${message}`);
       else if (reason === 'OperationFailed') say(`✖ ${app} refused: ${message}`);
       else if (reason === 'ImpersonationFallback') say(`! ${app}: ${message}`);
+      else if (reason === 'ComparisonError' || reason === 'InvalidSpecError') say(`✖ ${app} refused: ${message}`);
     },
   };
   const logFile = path.join(cp.dir, 'controller.log');

@@ -79,6 +79,13 @@ export class Reconciler {
     }
     if (shouldWriteStatus(prevStatus, next, this.now().getTime(), this.d.refreshIntervalMs())) {
       await writeStatus(this.d.api, raw as Record<string, unknown>, next);
+      // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
+      for (const c of next.conditions ?? []) {
+        const isNew = !(prevStatus?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
+        if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError)) {
+          await this.d.events.record(involvedApplication({ ...raw, metadata: raw.metadata }), 'Warning', c.type, c.message);
+        }
+      }
     }
     if (result.startOperation) {
       await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, { operation: result.startOperation });
