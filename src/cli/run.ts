@@ -5,13 +5,17 @@ import { existsSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseFlags, stringFlag } from './args.ts';
 import { startController } from '../controller/controller.ts';
+import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
 import { defaultPorts } from '../controller/adapters.ts';
+import { defaultIdentity, startLeaderElection } from '../controller/leader.ts';
+import { startHealthServer } from '../observability/health.ts';
 import { createLogger, isLogLevel } from '../observability/logger.ts';
+import { createMetrics } from '../observability/metrics.ts';
 
 export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NAME] [--namespace NS]
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
-                    [--health-port PORT] [--log-level LEVEL]
+                    [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
 
 Runs the controller: watches Applications, AppProjects, argocd-cm and cluster Secrets in NS and
 syncs each Application as the ServiceAccount its AppProject assigns (destinationServiceAccounts).
@@ -24,6 +28,11 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --operation-processors N       sync workers (default 10)
   --health-port PORT             /healthz, /readyz, /metrics (default 8080; 0 picks a free port)
   --log-level LEVEL              trace, debug, info (default), warn, error
+  --leader-elect                 run as one of several replicas: only the holder of a Lease in NS reconciles
+  --leader-election-lease NAME   the Lease's name (default impersync-controller)
+
+Environment: IMPERSYNC_CACHE_DIR (Git checkouts; default $XDG_CACHE_HOME or ~/.cache), POD_NAME
+(leader election identity).
 
 With no flag at all and not in a Pod, starts a local control plane with the examples instead.
 `;
@@ -63,6 +72,8 @@ export async function main(argv: string[]): Promise<number> {
     'operation-processors': { type: 'string' },
     'health-port': { type: 'string' },
     'log-level': { type: 'string' },
+    'leader-elect': { type: 'boolean' },
+    'leader-election-lease': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -103,24 +114,67 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger({ level });
+  const namespace = stringFlag(v, 'namespace', 'argocd');
   const globs = stringFlag(v, 'application-namespaces', '').split(',').map((s) => s.trim()).filter(Boolean);
-  const controller = await startController({
-    kc,
-    namespace: stringFlag(v, 'namespace', 'argocd'),
-    applicationNamespaces: globs,
-    logger,
-    ports: defaultPorts({ controllerNamespace: stringFlag(v, 'namespace', 'argocd') }),
-    healthPort: numbers['health-port'] ?? 8080,
-    events: [printerSink((line) => process.stderr.write(line + '\n'))],
-    ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
-    ...(numbers['operation-processors'] !== undefined ? { operationProcessors: numbers['operation-processors'] } : {}),
+  const metrics = createMetrics({ defaultMetrics: true });
+  const cacheDir = process.env['IMPERSYNC_CACHE_DIR'];
+  const ports = defaultPorts({ controllerNamespace: namespace, ...(cacheDir ? { cacheDir } : {}) });
+  let controller: RunningController | undefined;
+  let starting: Promise<void> | undefined;
+  const leaderElect = v['leader-elect'] === true;
+  const health = await startHealthServer({
+    port: numbers['health-port'] ?? 8080,
+    registry: metrics.registry,
+    // A standby replica is ready (it serves nothing but may take over); a leader once its caches synced.
+    readiness: () => (controller ? (controller.cache.notSynced() ? `caches not synced: ${controller.cache.notSynced()}` : '') : leaderElect ? '' : 'starting'),
   });
+  const start = async () => {
+    controller = await startController({
+      kc,
+      namespace,
+      applicationNamespaces: globs,
+      logger,
+      ports,
+      metrics,
+      events: [printerSink((line) => logger.info(line))],
+      ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
+      ...(numbers['operation-processors'] !== undefined ? { operationProcessors: numbers['operation-processors'] } : {}),
+    });
+  };
+  const stopController = async () => {
+    await starting;
+    const c = controller;
+    controller = undefined;
+    await c?.stop();
+  };
+  let election: ReturnType<typeof startLeaderElection> | undefined;
+  if (leaderElect) {
+    const lease = stringFlag(v, 'leader-election-lease', 'impersync-controller');
+    election = startLeaderElection({
+      kc,
+      namespace,
+      name: lease,
+      identity: defaultIdentity(),
+      onStartedLeading: (signal) => {
+        logger.info({ lease }, 'leading: starting the controller');
+        starting = start();
+        signal.addEventListener('abort', () => { void stopController(); }, { once: true });
+      },
+      onStoppedLeading: (reason) => logger.info({ lease, reason }, 'no longer leading: controller stopped'),
+      onNewLeader: (id) => logger.info({ lease, leader: id }, 'leader observed'),
+      onError: (err) => logger.warn({ lease, err: err.message }, 'leader election'),
+    });
+  } else {
+    await start();
+  }
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
   logger.info('stopping');
-  await controller.stop();
+  await stopController();
+  await election?.stop();
+  await health.close();
   return 0;
 }

@@ -102,6 +102,7 @@ export async function startFixture(cp: TestControlPlane, files: Record<string, s
     logger: createLogger({ level: 'debug' }, sink),
     ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
     events: [events],
+    healthPort: 0,
   });
   const fx: Fixture = {
     repo,

@@ -148,3 +148,14 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   assert.equal((cleared.status?.['operationState'] as { finishedAt: string }).finishedAt, finishedAt);
   assert.equal(((cleared.status?.['history'] ?? []) as unknown[]).length, 1, 'not synced a second time');
 });
+
+test('health and metrics: ready once synced; reconciles, syncs, identity decisions and API requests counted', async () => {
+  const port = fx.controller.health?.port;
+  assert.ok(port);
+  assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  assert.match(text, /impersync_reconcile_duration_seconds_count\{result="ok"\} [1-9]/);
+  assert.match(text, /impersync_syncs_total\{phase="Succeeded"\} [1-9]/);
+  assert.match(text, /impersync_identity_decisions_total\{outcome="impersonate"\} [1-9]/);
+  assert.match(text, /impersync_api_requests_total\{code="200",identity="controller"\} [1-9]/);
+});
