@@ -2,7 +2,7 @@
 // tokens, static-token identities, audit log) and kube-controller-manager, on free loopback ports,
 // with all state in one folder. Used by the test harness and by `impersync cluster`.
 import { generateKeyPair, X509Certificate } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ import type { Layout } from './layout.ts';
 import { layout } from './layout.ts';
 import { freeLoopbackPorts } from './ports.ts';
 import type { ManagedProcess, Watchdog } from './processes.ts';
-import { startProcess, startWatchdog } from './processes.ts';
+import { installHooks, startProcess, startWatchdog } from './processes.ts';
 import { tailOf, waitFor } from './wait.ts';
 
 export type ControlPlaneOptions = {
@@ -65,11 +65,26 @@ export type ControlPlane = {
 
 const attempts = 3;
 
+// Temporary folders of control planes not stopped yet: removed at exit, after the exit hook of
+// processes.ts (installed first) has killed their processes.
+const temporaryDirs = new Set<string>();
+let exitCleanupInstalled = false;
+function removeAtExit(dir: string): void {
+  temporaryDirs.add(dir);
+  if (exitCleanupInstalled) return;
+  exitCleanupInstalled = true;
+  installHooks();
+  process.on('exit', () => {
+    for (const d of temporaryDirs) rmSync(d, { recursive: true, force: true });
+  });
+}
+
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const started = performance.now();
   const binaries = opts.binaries ?? (await locateBinaries());
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'impersync-cp-')));
   const keepDir = opts.keepDir ?? opts.dir !== undefined;
+  if (!keepDir) removeAtExit(dir);
   let lastError: unknown;
   // Ports are free when chosen but may be taken before the servers bind: try again with new ones.
   for (let attempt = 1; attempt <= attempts; attempt++) {
@@ -82,7 +97,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       if (!(err instanceof PortInUse)) break;
     }
   }
-  if (!keepDir) await rm(dir, { recursive: true, force: true });
+  if (!keepDir) {
+    await rm(dir, { recursive: true, force: true });
+    temporaryDirs.delete(dir);
+  }
   throw lastError;
 }
 
@@ -146,7 +164,10 @@ async function startOnce(binaries: Binaries, dir: string, keepDir: boolean, opts
   };
   const stop = async () => {
     await halt();
-    if (!keepDir) await rm(dir, { recursive: true, force: true });
+    if (!keepDir) {
+      await rm(dir, { recursive: true, force: true });
+      temporaryDirs.delete(dir);
+    }
   };
 
   try {

@@ -39,7 +39,8 @@ export type ManagedProcess = {
 type Group = { pid: number; killOnSignal: boolean };
 
 const live = new Map<number, Group>();
-let hooksInstalled = false;
+let exitHookInstalled = false;
+let signalHooksInstalled = false;
 const handledSignals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
@@ -64,16 +65,21 @@ function onSignal(signal: NodeJS.Signals): void {
   // Our listener replaced the default action; restore it when nobody else handles the signal.
   if (process.listenerCount(signal) === 1) {
     for (const s of handledSignals) process.removeListener(s, onSignal);
-    hooksInstalled = false;
+    signalHooksInstalled = false;
     process.kill(process.pid, signal);
   }
 }
 
-function installHooks(): void {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  process.on('exit', onExit);
-  for (const s of handledSignals) process.on(s, onSignal);
+/** Installs the exit and signal hooks (idempotent); exit listeners added after this run after it. */
+export function installHooks(): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', onExit);
+  }
+  if (!signalHooksInstalled) {
+    signalHooksInstalled = true;
+    for (const s of handledSignals) process.on(s, onSignal);
+  }
 }
 
 /** Process group ids of every process started here and not yet stopped (for tests and diagnostics). */

@@ -79,10 +79,11 @@ test('impersync cluster --remote writes kubeconfigs, audit logs and ready for bo
   await eventually('every control-plane process to end', () => children.every((c) => !isAlive(c.pid)));
 });
 
-test('a process killed with SIGKILL while its control plane runs leaves no process behind', async (t) => {
-  const dir = join(root, 'killed');
-  const child = spawn(process.execPath, [...nodeArgs, holder, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs start-and-wait.ts and returns the child with its report, once the control plane is up. */
+async function holdControlPlane(t: { after: (fn: () => void) => void }, args: string[]) {
+  const child = spawn(process.execPath, [...nodeArgs, holder, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   t.after(() => { child.kill('SIGKILL'); });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
   const line = await new Promise<string>((resolve, reject) => {
@@ -93,9 +94,22 @@ test('a process killed with SIGKILL while its control plane runs leaves no proce
     });
     child.on('exit', (code) => reject(new Error(`child exited (${code}) before its control plane was up:\n${stderr}`)));
   });
-  const { pids } = JSON.parse(line) as { pids: number[] };
-  assert.equal(pids.length, 3);
+  const report = JSON.parse(line) as { dir: string; pids: number[] };
+  assert.equal(report.pids.length, 3);
+  return { child, exited, ...report };
+}
+
+test('a process killed with SIGKILL while its control plane runs leaves no process behind', async (t) => {
+  const dir = join(root, 'killed');
+  const { child, pids } = await holdControlPlane(t, [dir]);
   assert.ok(pids.every(isAlive));
   child.kill('SIGKILL');
   await eventually('etcd, kube-apiserver and kube-controller-manager to end', () => pids.every((pid) => !isAlive(pid)) && processesMentioning(dir).length === 0);
+});
+
+test('a process that exits without stop() leaves no process and no temporary folder behind', async (t) => {
+  const { exited, dir, pids } = await holdControlPlane(t, ['-', 'exit']);
+  assert.equal(await exited, 0);
+  await eventually('etcd, kube-apiserver and kube-controller-manager to end', () => pids.every((pid) => !isAlive(pid)));
+  assert.equal(existsSync(dir), false, `${dir} is removed`);
 });

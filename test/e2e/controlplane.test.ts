@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { TestControlPlane } from '../support/index.ts';
-import { ApiError, applyRaw, createNamespace, createServiceAccount, getRaw, grantImpersonation, grantRole, request, startControlPlane, userNameOf } from '../support/index.ts';
+import { ApiError, applyRaw, createNamespace, createServiceAccount, deleteRaw, getRaw, grantImpersonation, grantRole, listRaw, request, startControlPlane, userNameOf } from '../support/index.ts';
+import { eventually } from '../support/procfs.ts';
 
 const ns = 'guestbook';
 const sa = { serviceAccount: 'guestbook-deployer', namespace: ns };
@@ -162,4 +163,24 @@ test('the harness names a kind the server does not serve, for an unknown group a
   await assert.rejects(applyRaw(cp.admin, monitor), new RegExp(`^Error: the API server at ${cp.server} serves no kind ServiceMonitor in monitoring\\.coreos\\.com/v1$`));
   const bogus = { apiVersion: 'v1', kind: 'NoSuchKind', metadata: { name: 'x', namespace: ns } };
   await assert.rejects(applyRaw(cp.admin, bogus), /serves no kind NoSuchKind in v1$/);
+});
+
+test('kube-controller-manager runs: a Deployment gets a ReplicaSet, deleting it cascades, a deleted namespace goes away', async () => {
+  const where = 'kcm-check';
+  await createNamespace(cp.admin, where);
+  const labels = { app: 'web' };
+  await applyRaw(cp.admin, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: where },
+    spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } } },
+  });
+  const replicaSets = () => listRaw(cp.admin, { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: where });
+  await eventually('a ReplicaSet owned by the Deployment', async () =>
+    (await replicaSets()).some((rs) => (rs.metadata['ownerReferences'] as { kind: string; name: string }[] | undefined)?.some((o) => o.kind === 'Deployment' && o.name === 'web') === true),
+  60_000);
+  assert.ok(await deleteRaw(cp.admin, { apiVersion: 'apps/v1', kind: 'Deployment', namespace: where, name: 'web' }));
+  await eventually('the ReplicaSet to be collected', async () => (await replicaSets()).length === 0, 60_000);
+  assert.ok(await deleteRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', name: where }));
+  await eventually('the namespace to finish deleting', async () => (await getRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', name: where })) === undefined, 60_000);
 });
