@@ -1,0 +1,133 @@
+// Two controller replicas behind leader election, as `impersync run --leader-elect` wires them:
+// each replica stands as a candidate, and only the one that leads runs the controller
+// (startController on onStartedLeading, stop on onStoppedLeading). Exactly one reconciles; when it
+// dies without releasing the Lease, the other takes over and syncs what comes next; no operation
+// runs twice.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { applyRaw, grantRole, startControlPlane } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import { TestRepo } from '../support/git.ts';
+import { startController } from '../../src/controller/controller.ts';
+import type { RunningController } from '../../src/controller/controller.ts';
+import { defaultPorts } from '../../src/controller/adapters.ts';
+import { MemoryEvents } from '../../src/controller/events.ts';
+import { startLeaderElection } from '../../src/controller/leader.ts';
+import type { LeaderElection } from '../../src/controller/leader.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { application, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
+
+let cp: TestControlPlane;
+let repo: TestRepo;
+
+type Replica = { name: string; events: MemoryEvents; election: LeaderElection; controller: () => RunningController | undefined; starts: number; cacheDir: string };
+const replicas: Replica[] = [];
+
+async function startReplica(name: string): Promise<Replica> {
+  const events = new MemoryEvents();
+  const cacheDir = await mkdtemp(path.join(os.tmpdir(), `impersync-${name}-`));
+  let running: Promise<RunningController> | undefined;
+  let current: RunningController | undefined;
+  const replica: Replica = {
+    name, events, cacheDir, starts: 0,
+    controller: () => current,
+    election: startLeaderElection({
+      kc: cp.controller, namespace: NS, name: 'impersync-controller', identity: name,
+      leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250,
+      onStartedLeading: async () => {
+        replica.starts++;
+        running = startController({
+          kc: cp.controller, namespace: NS,
+          logger: createLogger({ level: 'warn' }, new Writable({ write(_c, _e, cb) { cb(); } })),
+          ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
+          events: [events],
+        });
+        current = await running;
+      },
+      onStoppedLeading: () => {
+        const stopping = running;
+        running = undefined;
+        current = undefined;
+        void stopping?.then((c) => c.stop());
+      },
+    }),
+  };
+  replicas.push(replica);
+  return replica;
+}
+
+async function until(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+before(async () => {
+  cp = await startControlPlane();
+  await grantControllerRights(cp);
+  // The Lease rules of the strict Role (deploy/install/base/role.yaml).
+  await grantRole(cp.admin, {
+    name: 'impersync-controller-lease', namespace: NS, to: 'controller',
+    rules: [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['impersync-controller'], verbs: ['get', 'update'] },
+    ],
+  });
+  await deployer(cp, 'guestbook', 'generic-deployer');
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  await applyRaw(cp.admin, project('my-project', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' }] }));
+  repo = await TestRepo.create();
+  await repo.commit(guestbookFiles(), 'guestbook');
+});
+
+after(async () => {
+  for (const r of replicas) {
+    await r.election.stop();
+    await r.controller()?.stop();
+    await rm(r.cacheDir, { recursive: true, force: true });
+  }
+  await repo?.remove();
+  await cp?.stop();
+});
+
+const completed = (r: Replica) => r.events.events.filter((e) => e.reason === 'OperationCompleted').map((e) => e.message);
+
+test('two replicas: exactly one reconciles; when it dies the other takes over; no operation runs twice', async () => {
+  const a = await startReplica('replica-a');
+  const b = await startReplica('replica-b');
+  await until('a leader with a running controller', () => replicas.some((r) => r.controller() !== undefined));
+  const [leader, standby] = a.controller() ? [a, b] : [b, a];
+  assert.equal(standby.starts, 0, 'the standby never started a controller');
+
+  // First revision: synced by the leader alone.
+  await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
+  const first = await waitForApp(cp, 'guestbook', 'the first sync', (x) => operationPhase(x) === 'Succeeded' && ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 1);
+  assert.equal(completed(leader).length, 1);
+  assert.deepEqual(completed(standby), []);
+  const firstRevision = (first.status?.['history'] as { revision: string }[])[0]?.revision;
+
+  // The leader dies: no release, its controller gone at once.
+  await leader.election.stop({ release: false });
+  await leader.controller()?.stop();
+  await until('the standby to lead', () => standby.controller() !== undefined, 30_000);
+  assert.equal(standby.starts, 1);
+
+  // Second revision: synced by the new leader, once.
+  const second = await repo.commit({ 'app/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: "1"\n' }, 'second');
+  await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: NS, annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, { fieldManager: 'refresher' });
+  const done = await waitForApp(cp, 'guestbook', 'the second sync', (x) => ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 2 && operationPhase(x) === 'Succeeded');
+  const revisions = (done.status?.['history'] as { revision: string }[]).map((h) => h.revision);
+  assert.deepEqual(revisions, [firstRevision, second]);
+  assert.equal(completed(standby).length, 1);
+  assert.equal(completed(leader).length, 1, 'the old leader ran nothing after it died');
+  // Every sync ran once: one completion per revision across both replicas.
+  const all = [...completed(leader), ...completed(standby)];
+  assert.equal(all.filter((m) => m.includes(firstRevision ?? '?')).length, 1, all.join('\n'));
+  assert.equal(all.filter((m) => m.includes(second)).length, 1, all.join('\n'));
+});
