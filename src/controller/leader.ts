@@ -11,12 +11,11 @@
 // Every write carries the resourceVersion that was read: two candidates racing for a free Lease
 // cannot both win, the loser gets 409 Conflict and tries again later.
 //
-// Wiring (impersync run --leader-elect [--leader-election-lease NAME]):
-//   const election = startLeaderElection({ kc, namespace, name: lease, identity: defaultIdentity(),
-//     onStartedLeading: (signal) => start workers (stop them when signal aborts),
-//     onStoppedLeading: () => stop workers });
-//   on SIGTERM: stop workers, then `await election.stop()` (releases the Lease).
-//   readiness: watches synced; election.isLeader() tells who works (metrics, logs).
+// Wiring (impersync run --leader-elect [--leader-election-lease NAME], see runWhileLeading below):
+//   const run = runWhileLeading({ kc, namespace, name: lease, identity: defaultIdentity(),
+//     start: () => startController(...) });
+//   on SIGTERM: `await run.stop()` stops the controller, then releases the Lease.
+//   run.isLeader() tells whether this replica works (readiness, metrics, logs).
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -49,8 +48,12 @@ export type LeaderElectionOptions = {
    * election is stopped: stop reconciling then, and abandon operations in flight.
    */
   onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
-  /** Called when leadership ends (lost, or given up by stop()). Not called if never leading. */
-  onStoppedLeading?: (reason: 'lost' | 'stopped') => void;
+  /**
+   * Called when leadership ends (lost, or given up by stop()). Not called if never leading. On
+   * stop(), the Lease is released only after the returned promise settles, so that the next
+   * leader never overlaps with work this one is still winding down.
+   */
+  onStoppedLeading?: (reason: 'lost' | 'stopped') => void | Promise<void>;
   /** Called when the observed holder changes (including to this candidate, and to "" on release). */
   onNewLeader?: (identity: string) => void;
   /** Failures reaching the API server, for logging. Not fatal: the loops retry. */
@@ -201,13 +204,13 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
   // client-go waits retryPeriod × (1 + up to 0.2) between candidate attempts, so candidates spread out.
   const jittered = () => retryMs * (1 + Math.random() * 0.2);
 
-  const stopLeading = (reason: 'lost' | 'stopped') => {
+  const stopLeading = async (reason: 'lost' | 'stopped'): Promise<void> => {
     const ctl = leading;
     if (!ctl) return;
     leading = undefined;
     ctl.abort(new Error(reason === 'lost' ? 'leader election lost' : 'leader election stopped'));
     try {
-      opts.onStoppedLeading?.(reason);
+      await opts.onStoppedLeading?.(reason);
     } catch (err) {
       report(err);
     }
@@ -242,7 +245,9 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       if (await attempt()) {
         lastRenew = now();
       } else if (!stopped && now() - lastRenew >= renewMs) {
-        stopLeading('lost');
+        // Not awaited: the loop stands as candidate meanwhile, and cannot win before the Lease
+        // expires, which is later than the renew deadline that just passed.
+        void stopLeading('lost');
         if (opts.rejoinAfterLoss === false) {
           stopped = true;
           break;
@@ -280,10 +285,45 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       if (timer) clearTimeout(timer);
       wake?.();
       await running;
-      stopLeading('stopped');
+      await stopLeading('stopped');
       // release() checks that we still hold the Lease (it may have been won just as stop began).
       // A failed release is reported, not thrown: the Lease then expires as after a crash.
       if (doRelease) await release().catch(report);
     },
   };
+}
+
+export type LeaderRunOptions = Omit<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading'> & {
+  /** Starts the work (the controller) when this candidate leads; `signal` aborts when it stops leading. */
+  start: (signal: AbortSignal) => Promise<{ stop(): Promise<void> }>;
+  /** After the work was stopped because leadership ended (logging, metrics). */
+  onStopped?: (reason: 'lost' | 'stopped') => void;
+};
+
+/**
+ * Runs `start` only while leading: started when leadership is won, stopped when it is lost or when
+ * stop() is called; on stop() the Lease is released once the work has stopped. This is what
+ * `impersync run --leader-elect` needs: `const run = runWhileLeading({ kc, namespace, name,
+ * identity: defaultIdentity(), start: () => startController(...) })`, then on SIGTERM
+ * `await run.stop()`.
+ */
+export function runWhileLeading(opts: LeaderRunOptions): LeaderElection {
+  const { start, onStopped, ...rest } = opts;
+  let running: Promise<{ stop(): Promise<void> }> | undefined;
+  return startLeaderElection({
+    ...rest,
+    onStartedLeading: async (signal) => {
+      running = start(signal);
+      await running;
+    },
+    onStoppedLeading: async (reason) => {
+      const work = running;
+      running = undefined;
+      try {
+        if (work) await (await work).stop();
+      } finally {
+        onStopped?.(reason);
+      }
+    },
+  });
 }

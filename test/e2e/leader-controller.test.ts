@@ -16,7 +16,7 @@ import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
 import { defaultPorts } from '../../src/controller/adapters.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
-import { startLeaderElection } from '../../src/controller/leader.ts';
+import { runWhileLeading } from '../../src/controller/leader.ts';
 import type { LeaderElection } from '../../src/controller/leader.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { application, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
@@ -30,30 +30,25 @@ const replicas: Replica[] = [];
 async function startReplica(name: string): Promise<Replica> {
   const events = new MemoryEvents();
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), `impersync-${name}-`));
-  let running: Promise<RunningController> | undefined;
   let current: RunningController | undefined;
   const replica: Replica = {
     name, events, cacheDir, starts: 0,
     controller: () => current,
-    election: startLeaderElection({
+    // As `impersync run --leader-elect` wires it: the controller runs only while leading.
+    election: runWhileLeading({
       kc: cp.controller, namespace: NS, name: 'impersync-controller', identity: name,
       leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250,
-      onStartedLeading: async () => {
+      start: async () => {
         replica.starts++;
-        running = startController({
+        current = await startController({
           kc: cp.controller, namespace: NS,
           logger: createLogger({ level: 'warn' }, new Writable({ write(_c, _e, cb) { cb(); } })),
           ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
           events: [events],
         });
-        current = await running;
+        return current;
       },
-      onStoppedLeading: () => {
-        const stopping = running;
-        running = undefined;
-        current = undefined;
-        void stopping?.then((c) => c.stop());
-      },
+      onStopped: () => { current = undefined; },
     }),
   };
   replicas.push(replica);
@@ -89,7 +84,6 @@ before(async () => {
 after(async () => {
   for (const r of replicas) {
     await r.election.stop();
-    await r.controller()?.stop();
     await rm(r.cacheDir, { recursive: true, force: true });
   }
   await repo?.remove();
@@ -112,9 +106,9 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   assert.deepEqual(completed(standby), []);
   const firstRevision = (first.status?.['history'] as { revision: string }[])[0]?.revision;
 
-  // The leader dies: no release, its controller gone at once.
+  // The leader dies: its controller stops and the Lease is not released, as after a crash.
   await leader.election.stop({ release: false });
-  await leader.controller()?.stop();
+  assert.equal(leader.controller(), undefined);
   await until('the standby to lead', () => standby.controller() !== undefined, 30_000);
   assert.equal(standby.starts, 1);
 

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, createNamespace, getRaw, grantRole, deleteRaw } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
-import { startLeaderElection, checkTimings, microTime, defaultIdentity } from '../../src/controller/leader.ts';
+import { startLeaderElection, checkTimings, microTime, defaultIdentity, runWhileLeading } from '../../src/controller/leader.ts';
 import type { LeaderElection, LeaderElectionOptions } from '../../src/controller/leader.ts';
 
 let cp: TestControlPlane;
@@ -44,7 +44,7 @@ function candidate(name: string, identity: string, extra: Partial<LeaderElection
     kc: cp.admin, namespace: ns, name, identity,
     leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
     onStartedLeading: (s) => { signal = s; events.push('started'); },
-    onStoppedLeading: (reason) => events.push(`stopped:${reason}`),
+    onStoppedLeading: (reason) => { events.push(`stopped:${reason}`); },
     ...extra,
   });
   return { identity, election, events, signal: () => signal };
@@ -198,4 +198,28 @@ test('two processes: SIGKILL the leader and the other takes over; SIGTERM releas
   } finally {
     for (const p of [p1, p2]) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
   }
+});
+
+test('runWhileLeading: the work starts on leading, and on stop() the Lease is released only after the work stopped', async () => {
+  const seen: string[] = [];
+  const run = runWhileLeading({
+    kc: cp.admin, namespace: ns, name: 'work', identity: 'worker',
+    leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
+    start: async (signal) => {
+      seen.push('start');
+      return {
+        stop: async () => {
+          // Still the holder while the work winds down.
+          seen.push(`stop: aborted=${signal.aborted} holder=${(await lease('work')).spec.holderIdentity}`);
+          await new Promise((r) => setTimeout(r, 300));
+        },
+      };
+    },
+    onStopped: (reason) => seen.push(`stopped: ${reason}`),
+  });
+  await until('the work to start', () => seen.includes('start'), 10_000);
+  assert.equal(run.isLeader(), true);
+  await run.stop();
+  assert.deepEqual(seen, ['start', 'stop: aborted=true holder=worker', 'stopped: stopped']);
+  assert.equal((await lease('work')).spec.holderIdentity, '');
 });
