@@ -18,6 +18,12 @@ export interface OperationState {
   finishedAt?: string;
   retryCount?: number;
   syncResult?: SyncResultRecord;
+  /**
+   * The Application's metadata.generation when this operation started (impersync's own field).
+   * Setting or clearing `operation` bumps the generation, so a completed state whose generation is
+   * the current one belongs to the `operation` still set: it finished, only the clearing was lost.
+   */
+  generation?: number;
 }
 
 export interface HistoryEntry {

@@ -1,8 +1,9 @@
 // Runs an Application's operation (`operation.sync`, manual or automated) and its deletion
 // (finalizer), as the Application's identity. Crash-safe: operationState is recorded as Running
-// (with startedAt) before anything touches the destination; a Running state found after a restart
-// is continued (applies are idempotent server-side applies), and a completed one whose
-// `operation` was not yet cleared is only cleared, never run again.
+// (with startedAt and the Application's generation) before anything touches the destination; a
+// Running state found after a restart is continued (applies are idempotent server-side applies),
+// and a completed one of the current generation (its `operation` not yet cleared) is only cleared,
+// never run again. A new operation, even an identical one (self-heal), bumps the generation.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { Application, SyncOperation } from '../api/index.ts';
@@ -67,7 +68,8 @@ export class Operator {
       }
       return {};
     }
-    if (state && isCompleted(state.phase) && isDeepStrictEqual(state.operation, operation) && state.finishedAt) {
+    const generation = (raw.metadata as { generation?: number }).generation;
+    if (state && isCompleted(state.phase) && state.finishedAt && state.generation !== undefined && state.generation === generation) {
       // Finished before a restart, `operation` not yet cleared: clear it, do not run it again.
       await patchApplication(this.d.api, raw.metadata.namespace, raw.metadata.name, { operation: null });
       return {};
@@ -79,7 +81,7 @@ export class Operator {
       await this.complete(raw, state, { phase: 'Failed', message: 'Operation terminated' });
       return {};
     } else {
-      current = { operation, phase: 'Running', message: 'Operation started', startedAt: this.now(), retryCount: 0 };
+      current = { operation, phase: 'Running', message: 'Operation started', startedAt: this.now(), retryCount: 0, ...(generation !== undefined ? { generation } : {}) };
       const updated = await writeStatus(this.d.api, raw, { ...status, operationState: current as unknown as Record<string, unknown> });
       raw.metadata.resourceVersion = (updated['metadata'] as { resourceVersion?: string }).resourceVersion ?? raw.metadata.resourceVersion;
       raw['status'] = updated['status'];

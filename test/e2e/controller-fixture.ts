@@ -89,7 +89,7 @@ export interface Fixture {
   stop(): Promise<void>;
 }
 
-export async function startFixture(cp: TestControlPlane, files: Record<string, string>): Promise<Fixture> {
+export async function startFixture(cp: TestControlPlane, files: Record<string, string>, opts: { applicationNamespaces?: string[] } = {}): Promise<Fixture> {
   const repo = await TestRepo.create();
   await repo.commit(files, 'guestbook');
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-ctl-'));
@@ -103,6 +103,7 @@ export async function startFixture(cp: TestControlPlane, files: Record<string, s
     ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
     events: [events],
     healthPort: 0,
+    ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
   });
   const fx: Fixture = {
     repo,

@@ -96,7 +96,7 @@ test('a project limit violated blocks the sync: nothing is written', async () =>
     destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'limited', defaultServiceAccount: 'deployer' }],
   }));
   await applyRaw(cp.admin, { ...application('limited', fx.repo.fileURL, { project: 'limited', destination: { server: IN_CLUSTER, namespace: 'limited' }, automated: false }), operation: { sync: {}, initiatedBy: { username: 'alice' } } });
-  const app = await waitForApp(cp, 'limited', 'operation Failed', (a) => operationPhase(a) === 'Failed');
+  const app = await waitForApp(cp, 'limited', 'operation Failed and ComparisonError', (a) => operationPhase(a) === 'Failed' && condition(a, 'ComparisonError') !== undefined);
   assert.match((app.status?.['operationState'] as { message: string }).message, /ConfigMap limited\/guestbook-config: .*not permitted in project limited/);
   assert.match(condition(app, 'ComparisonError') ?? '', /not permitted/);
   const writes = (await cp.readAudit()).filter((r) => r.namespace === 'limited' && ['create', 'patch', 'update', 'delete'].includes(r.verb) && !r.dryRun && r.user === cp.controllerUserName);
@@ -121,6 +121,17 @@ test('deletion with the resources finalizer deletes the resources as the Service
   assert.ok(fx.events.events.some((e) => e.reason === 'ResourcesDeleted' && e.object.name === 'guestbook'));
 });
 
+test('health and metrics: ready once synced; reconciles, syncs, identity decisions and API requests counted', async () => {
+  const port = fx.controller.health?.port;
+  assert.ok(port);
+  assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  assert.match(text, /impersync_reconcile_duration_seconds_count\{result="ok"\} [1-9]/);
+  assert.match(text, /impersync_syncs_total\{phase="Succeeded"\} [1-9]/);
+  assert.match(text, /impersync_identity_decisions_total\{outcome="impersonate"\} [1-9]/);
+  assert.match(text, /impersync_api_requests_total\{code="200",identity="controller"\} [1-9]/);
+});
+
 test('a restart in the middle of an operation resumes it and never runs it twice', async () => {
   const op = { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } };
   const startedAt = '2026-01-01T00:00:00Z';
@@ -143,19 +154,15 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   const finishedAt = state.finishedAt;
   await fx.restart(async () => {
     await applyRaw(cp.admin, { ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }), operation: op });
+    const app = await getApp(cp, 'resume');
+    const generation = (app['metadata'] as { generation: number }).generation;
+    await requestOk(cp.admin, {
+      method: 'PUT',
+      path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume/status`,
+      body: { ...app, status: { ...app.status, operationState: { ...(app.status?.['operationState'] as object), generation } } },
+    });
   });
   const cleared = await waitForApp(cp, 'resume', 'operation cleared', (a) => a['operation'] === undefined);
   assert.equal((cleared.status?.['operationState'] as { finishedAt: string }).finishedAt, finishedAt);
   assert.equal(((cleared.status?.['history'] ?? []) as unknown[]).length, 1, 'not synced a second time');
-});
-
-test('health and metrics: ready once synced; reconciles, syncs, identity decisions and API requests counted', async () => {
-  const port = fx.controller.health?.port;
-  assert.ok(port);
-  assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  assert.match(text, /impersync_reconcile_duration_seconds_count\{result="ok"\} [1-9]/);
-  assert.match(text, /impersync_syncs_total\{phase="Succeeded"\} [1-9]/);
-  assert.match(text, /impersync_identity_decisions_total\{outcome="impersonate"\} [1-9]/);
-  assert.match(text, /impersync_api_requests_total\{code="200",identity="controller"\} [1-9]/);
 });

@@ -1,0 +1,100 @@
+// Periodic refresh and self-heal, retries, apps in any namespace, and global projects: the parts of
+// the controller that react to time and to objects other than the Application.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { applyRaw, createNamespace, deleteRaw, getRaw, grantRole, startControlPlane } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import { application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp } from './controller-fixture.ts';
+import type { Fixture } from './controller-fixture.ts';
+
+let cp: TestControlPlane;
+let fx: Fixture;
+
+before(async () => {
+  cp = await startControlPlane();
+  await grantControllerRights(cp);
+  // Apps in any namespace: the controller lists Applications cluster-wide.
+  await grantRole(cp.admin, { name: 'impersync-apps-anywhere', to: 'controller', rules: [
+    { apiGroups: ['argoproj.io'], resources: ['applications'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+    { apiGroups: ['argoproj.io'], resources: ['applications/status'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  ] });
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '2s' });
+  fx = await startFixture(cp, guestbookFiles(), { applicationNamespaces: ['team-*'] });
+});
+
+after(async () => {
+  await fx?.stop();
+  await cp?.stop();
+});
+
+test('periodic refresh (timeout.reconciliation) finds drift no event announced, and self-heal repairs it', async () => {
+  await deployer(cp, 'heal', 'deployer');
+  await applyRaw(cp.admin, project('heal', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'heal', defaultServiceAccount: 'deployer' }] }));
+  const app = application('heal', fx.repo.fileURL, { project: 'heal', destination: { server: IN_CLUSTER, namespace: 'heal' } });
+  (app['spec'] as { syncPolicy: { automated: Record<string, boolean> } }).syncPolicy.automated['selfHeal'] = true;
+  await applyRaw(cp.admin, app);
+  await waitForApp(cp, 'heal', 'first sync', (a) => operationPhase(a) === 'Succeeded');
+  const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'heal' };
+  await deleteRaw(cp.admin, ref);
+  const healed = await waitForApp(cp, 'heal', 'second sync', (a) => ((a.status?.['history'] ?? []) as unknown[]).length >= 2 && operationPhase(a) === 'Succeeded', 30_000);
+  assert.ok(await getRaw(cp.admin, ref), 'the deleted ConfigMap is back');
+  assert.equal(((healed.status?.['history'] ?? []) as unknown[]).length, 2, 'exactly one self-heal sync');
+});
+
+test('a failing sync is retried per syncPolicy.retry, then ends Failed with the retry count', async () => {
+  await createNamespace(cp.admin, 'retry');
+  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'cm-only', namespace: 'retry' } });
+  await grantRole(cp.admin, { name: 'cm-only', namespace: 'retry', to: { serviceAccount: 'cm-only', namespace: 'retry' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] });
+  await applyRaw(cp.admin, project('retry', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'retry', defaultServiceAccount: 'cm-only' }] }));
+  const app = application('retry', fx.repo.fileURL, { project: 'retry', destination: { server: IN_CLUSTER, namespace: 'retry' }, automated: false });
+  await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' }, retry: { limit: 2, backoff: { duration: '1s', factor: 1 } } } });
+  const failed = await waitForApp(cp, 'retry', 'Failed after retries', (a) => operationPhase(a) === 'Failed', 60_000);
+  const state = failed.status?.['operationState'] as { retryCount: number; message: string };
+  assert.equal(state.retryCount, 2);
+  assert.match(state.message, /services .* is forbidden: User "system:serviceaccount:retry:cm-only"/);
+  assert.match(condition(failed, 'SyncError') ?? '', /forbidden/);
+  assert.equal(failed['operation'], undefined);
+});
+
+test("apps in any namespace: reconciled when the project's sourceNamespaces allow the namespace, refused otherwise", async () => {
+  await createNamespace(cp.admin, 'team-x');
+  await createNamespace(cp.admin, 'team-y');
+  await deployer(cp, 'x-target', 'deployer');
+  await applyRaw(cp.admin, project('teams', { sourceNamespaces: ['team-x'], destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'x-target', defaultServiceAccount: 'deployer' }] }));
+  for (const ns of ['team-x', 'team-y']) {
+    const app = application('app', fx.repo.fileURL, { project: 'teams', destination: { server: IN_CLUSTER, namespace: 'x-target' } });
+    app.metadata.namespace = ns;
+    await applyRaw(cp.admin, app);
+  }
+  const get = async (ns: string) => (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'app', namespace: ns })) as { status?: Record<string, unknown> } | undefined;
+  const end = Date.now() + 60_000;
+  let x = await get('team-x');
+  let y = await get('team-y');
+  while (!(operationPhase(x ?? {}) === 'Succeeded' && condition(y ?? {}, 'InvalidSpecError'))) {
+    if (Date.now() > end) assert.fail(`team-x: ${JSON.stringify(x?.status)}\nteam-y: ${JSON.stringify(y?.status)}`);
+    await new Promise((r) => setTimeout(r, 250));
+    [x, y] = [await get('team-x'), await get('team-y')];
+  }
+  assert.match(condition(y ?? {}, 'InvalidSpecError') ?? '', /namespace 'team-y' is not permitted to use project 'teams'/);
+  // The tracking id of an app outside the control namespace is <namespace>_<name>, as Argo CD's.
+  const cm = await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'x-target' });
+  const annotations = (cm?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations ?? {};
+  assert.match(String(annotations['argocd.argoproj.io/tracking-id']), /^team-x_app:/);
+});
+
+test('a global project change requeues the Applications of the projects inheriting from it', async () => {
+  await deployer(cp, 'inherit', 'global-deployer');
+  await deployer(cp, 'inherit', 'other-deployer');
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'timeout.reconciliation': '0s',
+    globalProjects: '- projectName: platform\n  labelSelector:\n    matchLabels:\n      tier: tenant\n',
+  });
+  await applyRaw(cp.admin, project('platform', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'global-deployer' }] }));
+  await applyRaw(cp.admin, project('tenant', {}, { tier: 'tenant' }));
+  await applyRaw(cp.admin, application('inherit', fx.repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'inherit' }, automated: false }));
+  await waitForApp(cp, 'inherit', 'identity from the global project', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes("system:serviceaccount:inherit:global-deployer (destinationServiceAccounts[0] of AppProject 'platform'"));
+  await applyRaw(cp.admin, project('platform', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'other-deployer' }] }));
+  await waitForApp(cp, 'inherit', 'identity follows the global project', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes('system:serviceaccount:inherit:other-deployer'), 20_000);
+});
