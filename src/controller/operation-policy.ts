@@ -82,14 +82,17 @@ export interface Comparison {
   outOfSync: Array<{ requiresPruning: boolean }>;
 }
 
-export type AutoSyncDecision = { sync: true; operation: Operation } | { sync: false; reason: string };
+export type AutoSyncDecision = { sync: true; operation: Operation } | { sync: false; reason: string; retryAfterMs?: number };
+
+/** Argo CD's self-heal timeout: at least this long between two self-heal syncs of one revision. */
+export const SELF_HEAL_MS = 5_000;
 
 /**
  * Argo CD's auto-sync rules: only when automated is on and the app is OutOfSync; one attempt per
  * revision unless self-heal; never an empty set unless allowEmpty; not when only pruning is
  * needed and prune is off; no repeat of an attempt that failed on the same revision.
  */
-export function autoSyncDecision(app: Application, comparison: Comparison, lastState: OperationState | undefined): AutoSyncDecision {
+export function autoSyncDecision(app: Application, comparison: Comparison, lastState: OperationState | undefined, nowMs: number = Date.now()): AutoSyncDecision {
   const policy = app.spec.syncPolicy;
   const auto = policy?.automated;
   if (!auto || auto.enabled === false) return { sync: false, reason: 'automated sync is not enabled' };
@@ -107,6 +110,9 @@ export function autoSyncDecision(app: Application, comparison: Comparison, lastS
       return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${comparison.revision}` };
     }
     if (!auto.selfHeal) return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${comparison.revision}` };
+    // Self-heal waits a while after the last sync, so a resource that never converges does not loop.
+    const since = last.finishedAt ? nowMs - Date.parse(last.finishedAt) : Infinity;
+    if (since < SELF_HEAL_MS) return { sync: false, reason: 'Skipping auto-sync: self-heal waits after the last sync', retryAfterMs: SELF_HEAL_MS - since };
   }
   const operation: Operation = {
     sync: {

@@ -143,7 +143,7 @@ export class Reconciler {
         revision: rendered.revision,
         desiredCount: rendered.objects.length,
         outOfSync: cmp.resources.filter((r) => r.status === 'OutOfSync').map((r) => ({ requiresPruning: r.requiresPruning === true })),
-      }, prev?.operationState as OperationState | undefined);
+      }, prev?.operationState as OperationState | undefined, this.now().getTime());
       if (decision.sync) {
         log.info({ revision: rendered.revision, identity: identityLabel(identity) }, 'starting automated sync');
         // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
@@ -151,6 +151,7 @@ export class Reconciler {
         result.operation = true;
       } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
         log.debug(decision.reason);
+        if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
       }
     }
     return { status, result };

@@ -39,10 +39,13 @@ test('only pruning needed with prune off: skipped', () => {
 
 test('one auto-sync per revision unless self-heal; a failed attempt is not repeated', () => {
   const done = (phase: OperationState['phase']): OperationState => ({
-    operation: { sync: { revision: 'r1' }, initiatedBy: { automated: true } }, phase, startedAt: 't', syncResult: { revision: 'r1' },
+    operation: { sync: { revision: 'r1' }, initiatedBy: { automated: true } }, phase, startedAt: 't', finishedAt: '2026-01-01T00:00:00Z', syncResult: { revision: 'r1' },
   });
   assert.match((autoSyncDecision(app({}), outOfSync, done('Succeeded')) as { reason: string }).reason, /already to r1/);
   assert.equal(autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Succeeded')).sync, true);
+  // Self-heal waits 5 s after the last sync (no loop on a resource that never converges).
+  const soon = autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Succeeded'), Date.parse('2026-01-01T00:00:02Z'));
+  assert.deepEqual(soon, { sync: false, reason: 'Skipping auto-sync: self-heal waits after the last sync', retryAfterMs: 3000 });
   assert.match((autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Failed')) as { reason: string }).reason, /failed previous sync attempt to r1/);
   assert.equal(autoSyncDecision(app({}), { ...outOfSync, revision: 'r2' }, done('Failed')).sync, true);
 });
