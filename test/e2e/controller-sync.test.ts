@@ -47,6 +47,15 @@ test('example 1: an automated Application syncs as the project ServiceAccount, e
   assert.ok(fx.events.events.some((e) => e.reason === 'OperationCompleted' && e.object.name === 'guestbook'));
 });
 
+test('no update loop: a Synced Application is not written again until something changes', async () => {
+  await waitForApp(cp, 'guestbook', 'Synced', (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' && a['operation'] === undefined);
+  await new Promise((r) => setTimeout(r, 1500)); // let in-flight work settle
+  const before = (await cp.readAudit()).length;
+  await new Promise((r) => setTimeout(r, 3000));
+  const writes = (await cp.readAudit()).slice(before).filter((r) => r.resource === 'applications' && r.name === 'guestbook' && ['update', 'patch'].includes(r.verb));
+  assert.deepEqual(writes.map((r) => `${r.verb} ${r.subresource ?? ''}`), []);
+});
+
 test('enforced with no match: operation Error with the exact message and no write to the destination', async () => {
   await applyRaw(cp.admin, application('nomatch', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'elsewhere' }, automated: false }));
   await applyRaw(cp.admin, { ...application('nomatch', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'elsewhere' }, automated: false }), operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
