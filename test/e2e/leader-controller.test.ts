@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { applyRaw, grantRole, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, grantRole, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { startController } from '../../src/controller/controller.ts';
@@ -114,7 +114,7 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
 
   // Second revision: synced by the new leader, once.
   const second = await repo.commit({ 'app/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: "1"\n' }, 'second');
-  await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: NS, annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, { fieldManager: 'refresher' });
+  await refresh();
   const done = await waitForApp(cp, 'guestbook', 'the second sync', (x) => ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 2 && operationPhase(x) === 'Succeeded');
   const revisions = (done.status?.['history'] as { revision: string }[]).map((h) => h.revision);
   assert.deepEqual(revisions, [firstRevision, second]);
@@ -125,3 +125,77 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   assert.equal(all.filter((m) => m.includes(firstRevision ?? '?')).length, 1, all.join('\n'));
   assert.equal(all.filter((m) => m.includes(second)).length, 1, all.join('\n'));
 });
+
+test('two `impersync run --leader-elect` processes: SIGKILL the leader, the other takes over; SIGTERM releases the Lease', async () => {
+  const { spawn } = await import('node:child_process');
+  // The in-process replicas of the test above are gone: start from a free Lease.
+  for (const r of replicas.splice(0)) {
+    await r.election.stop();
+    await rm(r.cacheDir, { recursive: true, force: true });
+  }
+  const main = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+  const startProcess = async (name: string) => {
+    const cacheDir = await mkdtemp(path.join(os.tmpdir(), `impersync-${name}-`));
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'run', '--kubeconfig', cp.controllerKubeconfigPath, '--namespace', NS, '--leader-elect', '--health-port', '0', '--log-level', 'info'], {
+      env: { ...process.env, POD_NAME: name, IMPERSYNC_CACHE_DIR: cacheDir }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const p = { name, child, out: '', cacheDir };
+    child.stdout.on('data', (d: Buffer) => { p.out += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { p.out += d.toString(); });
+    return p;
+  };
+  const holder = async () => {
+    const lease = await getRaw(cp.admin, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: NS, name: 'impersync-controller' });
+    return ((lease?.['spec'] as { holderIdentity?: string } | undefined)?.holderIdentity ?? '');
+  };
+  const p1 = await startProcess('process-1');
+  const p2 = await startProcess('process-2');
+  try {
+    let leaderName = '';
+    await untilAsync('a process to hold the Lease', async () => {
+      leaderName = (await holder()).split('_')[0] ?? '';
+      return leaderName === 'process-1' || leaderName === 'process-2';
+    }, 60_000);
+    const [leader, standby] = leaderName === 'process-1' ? [p1, p2] : [p2, p1];
+
+    const third = await repo.commit({ 'app/third.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: third\ndata:\n  a: "3"\n' }, 'third');
+    await refresh();
+    await waitForApp(cp, 'guestbook', 'the third revision synced by the leader process', (x) => lastRevision(x) === third && operationPhase(x) === 'Succeeded', 60_000);
+    assert.match(leader.out, /leading: starting the controller/);
+    assert.doesNotMatch(standby.out, /leading: starting the controller/);
+
+    leader.child.kill('SIGKILL');
+    await untilAsync('the standby to take the Lease', async () => (await holder()).startsWith(`${standby.name}_`), 60_000);
+    const fourth = await repo.commit({ 'app/fourth.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fourth\ndata:\n  a: "4"\n' }, 'fourth');
+    await refresh();
+    const app = await waitForApp(cp, 'guestbook', 'the fourth revision synced by the new leader', (x) => lastRevision(x) === fourth && operationPhase(x) === 'Succeeded', 60_000);
+    const revisions = (app.status?.['history'] as { revision: string }[]).map((h) => h.revision);
+    assert.equal(new Set(revisions).size, revisions.length, `each revision synced once: ${revisions.join(' ')}`);
+
+    standby.child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => standby.child.once('exit', (c) => resolve(c)));
+    assert.equal(code, 0, standby.out.slice(-2000));
+    assert.equal(await holder(), '', 'the Lease was released on SIGTERM');
+  } finally {
+    for (const p of [p1, p2]) {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+      await rm(p.cacheDir, { recursive: true, force: true });
+    }
+  }
+});
+
+async function untilAsync(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function refresh(): Promise<void> {
+  await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: NS, annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, { fieldManager: 'refresher' });
+}
+
+function lastRevision(app: { status?: Record<string, unknown> }): string | undefined {
+  return (app.status?.['history'] as { revision: string }[] | undefined)?.at(-1)?.revision;
+}
