@@ -2,7 +2,7 @@
 // and the entrypoint command is run from a fresh build, outside a container.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, rm, mkdir, access } from 'node:fs/promises';
+import { readFile, readdir, rm, mkdir, access } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { matchesDockerignore, parseDockerfile } from './dockerfile.ts';
@@ -41,6 +41,10 @@ test('runtime: non-root uid 65532, git and tini inside, writable paths only on v
   for (const pkg of ['git', 'tini', 'ca-certificates']) assert.match(run, new RegExp(`install [^\\n]*\\b${pkg}\\b`), `apt installs ${pkg}`);
   const copies = get('COPY').join('\n');
   assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/usr\/local\/bin\//);
+  // package.json beside dist/: its "type": "module" makes Node load dist/*.js as ES modules.
+  assert.match(copies, /^package\.json \.\/$/m);
+  assert.match(copies, /--from=build \/src\/dist \.\/dist/);
+  assert.match(copies, /--from=deps \/src\/node_modules \.\/node_modules/);
   const env = get('ENV').join(' ');
   for (const kv of ['HOME=/home/impersync', 'IMPERSYNC_CACHE_DIR=/var/cache/impersync', 'XDG_CACHE_HOME=/var/cache/impersync', 'IMPERSYNC_TOOLS_DIR=/usr/local/bin', 'TMPDIR=/tmp']) {
     assert.ok(env.includes(kv), `ENV ${kv}`);
@@ -68,6 +72,23 @@ test('.dockerignore lets in what COPY needs and keeps the rest out', async () =>
     assert.equal(matchesDockerignore(ignore, kept), true, `${kept} stays out of the build context`);
   }
   assert.equal(matchesDockerignore(ignore, 'src/cli/main.ts'), false);
+});
+
+test('the runtime needs only production dependencies (the image installs npm ci --omit=dev)', async () => {
+  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const files = (await readdir(join(root, 'src'), { recursive: true })).filter((f) => f.endsWith('.ts'));
+  const used = new Map<string, string>();
+  for (const f of files) {
+    const text = await readFile(join(root, 'src', f), 'utf8');
+    for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)'([^'.$][^']*)'/g)) {
+      const spec = m[1] as string;
+      if (spec.startsWith('node:')) continue;
+      const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
+      used.set(name, `src/${f}`);
+    }
+  }
+  assert.ok(used.size >= 3, [...used.keys()].join(' '));
+  for (const [name, where] of used) assert.ok(name in pkg.dependencies, `${where} imports ${name}, which is not a production dependency`);
 });
 
 // Built once for the two tests below: into a private folder inside the repository (so node_modules
