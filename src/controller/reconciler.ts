@@ -92,6 +92,9 @@ export class Reconciler {
       await this.d.events.record(involvedApplication({ ...raw, metadata: raw.metadata }), 'Normal', 'OperationStarted', `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`);
       delete result.startOperation;
     }
+    // A deleting Application's finalizer runs in the operation queue; a refresh (a project or
+    // settings change) may have made it possible again.
+    if ((raw.metadata as { deletionTimestamp?: string }).deletionTimestamp) result.operation = true;
     if (refreshKind !== undefined) {
       // Argo CD removes the refresh annotation once the refresh it asked for is done.
       await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } });

@@ -175,3 +175,31 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   assert.equal((cleared.status?.['operationState'] as { finishedAt: string }).finishedAt, finishedAt);
   assert.equal(((cleared.status?.['history'] ?? []) as unknown[]).length, 1, 'not synced a second time');
 });
+
+test('deletion honours enforced: refused deletion is a DeletionError and a Warning event, nothing deleted, then it completes', async () => {
+  await deployer(cp, 'keep', 'keeper');
+  const entries = [{ server: IN_CLUSTER, namespace: 'keep', defaultServiceAccount: 'keeper' }];
+  await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: entries }));
+  await applyRaw(cp.admin, application('keep', fx.repo.fileURL, { project: 'keep', destination: { server: IN_CLUSTER, namespace: 'keep' }, finalizer: true }));
+  await waitForApp(cp, 'keep', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: [] }));
+  await deleteApp(cp, 'keep');
+  const expected = `no matching service account found for destination server ${IN_CLUSTER} and namespace keep`;
+  const refused = await waitForApp(cp, 'keep', 'DeletionError', (a) => condition(a, 'DeletionError') === expected);
+  assert.ok((refused['metadata'] as { finalizers?: string[] }).finalizers?.includes('resources-finalizer.argocd.argoproj.io'));
+  assert.ok(fx.events.events.some((e) => e.object.name === 'keep' && e.type === 'Warning' && e.reason === 'DeletionFailed' && e.message === expected));
+  const cmRef = { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'keep' };
+  assert.ok(await getRaw(cp.admin, cmRef), 'nothing deleted with the controller credential');
+  assert.deepEqual((await cp.readAudit()).filter((r) => r.namespace === 'keep' && r.verb === 'delete' && r.user === cp.controllerUserName).map((r) => r.requestURI), []);
+
+  await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: entries }));
+  const end = Date.now() + 60_000;
+  while (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'keep', namespace: NS })) {
+    if (Date.now() > end) throw new Error('Application keep not deleted after the project allowed it again');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal(await getRaw(cp.admin, cmRef), undefined);
+  for (const d of (await cp.readAudit()).filter((r) => r.namespace === 'keep' && r.verb === 'delete' && r.user === cp.controllerUserName)) {
+    assert.equal(d.impersonatedUser, 'system:serviceaccount:keep:keeper');
+  }
+});
