@@ -70,7 +70,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
       },
     },
     sync: {
-      sync: async (client, app, objects, op) => {
+      sync: async (client, app, objects, op, signal) => {
         const r = await sync(client, objects, inventoryOf(app), {
           ...common(app),
           ...(op.revision !== undefined ? { revision: op.revision } : {}),
@@ -79,6 +79,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
           syncOptions: [...(app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
           ...(op.resources ? { resources: op.resources } : {}),
           ...(opts.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.waitTimeoutMs } : {}),
+          ...(signal ? { signal } : {}),
         });
         return { phase: r.phase, message: r.message, resources: r.resources as unknown as Array<Record<string, unknown>> };
       },

@@ -64,7 +64,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const operator = new Operator(common);
   const manager = new Manager({
     cache,
-    workers: { refresh: (k) => reconciler.refresh(k), operate: (k) => operator.operate(k) },
+    workers: { refresh: (k) => reconciler.refresh(k), operate: (k) => operator.operate(k), terminate: (k) => operator.terminate(k) },
     logger: log,
     metrics,
     ...(opts.statusProcessors !== undefined ? { statusProcessors: opts.statusProcessors } : {}),

@@ -32,6 +32,8 @@ export interface Workers {
   refresh(key: string): Promise<ReconcileResult>;
   /** Run (or continue) the operation of one Application key. */
   operate(key: string): Promise<ReconcileResult>;
+  /** Abort the operation in flight for this key (operationState.phase Terminating); false when none. */
+  terminate?(key: string): boolean;
 }
 
 export interface ManagerOptions {
@@ -129,6 +131,8 @@ export class Manager {
     const opChanged = e.type !== 'MODIFIED' || !isDeepStrictEqual(e.old?.['operation'], e.object['operation']) ||
       (e.old?.metadata as { deletionTimestamp?: string } | undefined)?.deletionTimestamp !== (e.object.metadata as { deletionTimestamp?: string }).deletionTimestamp;
     if (opChanged && hasOperationWork(e.object)) this.operationQueue.add(key);
+    const phase = (e.object['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase;
+    if (phase === 'Terminating' && !this.opts.workers.terminate?.(key)) this.operationQueue.add(key);
   }
 
   private onProject(e: WatchEvent): void {

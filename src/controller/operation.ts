@@ -36,6 +36,8 @@ type Raw = Record<string, unknown> & { metadata: { name: string; namespace: stri
 
 export class Operator {
   private readonly d: OperatorDeps;
+  /** Syncs in flight, by Application key: terminate() aborts one. */
+  private readonly running = new Map<string, AbortController>();
 
   constructor(deps: OperatorDeps) {
     this.d = deps;
@@ -52,6 +54,13 @@ export class Operator {
     if (res.status === 404) return undefined;
     if (res.status !== 200) throw new Error(`Application ${key}: read failed: ${res.status} ${res.text.slice(0, 200)}`);
     return res.body as Raw;
+  }
+
+  /** `argocd app terminate-op` sets operationState.phase to Terminating: abort the sync in flight. */
+  terminate(key: string): boolean {
+    const ac = this.running.get(key);
+    ac?.abort();
+    return ac !== undefined;
   }
 
   async operate(key: string): Promise<ReconcileResult> {
@@ -120,7 +129,20 @@ export class Operator {
     const violations = await this.d.ports.limits.checkObjects(ctx.client, ctx.project, ctx.app, ctx.cluster, rendered.objects);
     if (violations.length > 0) return this.complete(raw, state, { phase: 'Failed', message: violations.join('; ') });
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
-    const outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op);
+    const abort = new AbortController();
+    this.running.set(key, abort);
+    let outcome;
+    try {
+      outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op, abort.signal);
+    } finally {
+      this.running.delete(key);
+    }
+    if (abort.signal.aborted) {
+      // The Terminating write changed the Application: finish from what the API server has now.
+      const now = await this.fresh(key);
+      if (now) return this.complete(now, state, { phase: 'Failed', message: 'Operation terminated' });
+      return {};
+    }
     const syncResult = { revision: rendered.revision, source: ctx.app.spec.source, resources: outcome.resources, identity: who };
     if (outcome.phase !== 'Succeeded') return this.failOrRetry(raw, { ...state, syncResult }, outcome.message, outcome.phase);
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');

@@ -46,7 +46,8 @@ export interface ComparePort {
 }
 
 export interface SyncPort {
-  sync(client: DestinationClient, app: Application, objects: readonly KubeObject[], operation: SyncOperation): Promise<SyncOutcome>;
+  /** `signal` aborts when the operation is terminated (operationState.phase Terminating). */
+  sync(client: DestinationClient, app: Application, objects: readonly KubeObject[], operation: SyncOperation, signal?: AbortSignal): Promise<SyncOutcome>;
   /** Deletes every resource the Application manages (finalizer), as its identity. */
   deleteResources(client: DestinationClient, app: Application): Promise<{ ok: boolean; message: string; remaining: number }>;
 }

@@ -2,7 +2,7 @@
 // the controller that react to time and to objects other than the Application.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, createNamespace, deleteRaw, getRaw, grantRole, startControlPlane } from '../support/index.ts';
+import { applyRaw, createNamespace, deleteRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
@@ -97,4 +97,26 @@ test('a global project change requeues the Applications of the projects inheriti
   await waitForApp(cp, 'inherit', 'identity from the global project', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes("system:serviceaccount:inherit:global-deployer (destinationServiceAccounts[0] of AppProject 'platform'"));
   await applyRaw(cp.admin, project('platform', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'other-deployer' }] }));
   await waitForApp(cp, 'inherit', 'identity follows the global project', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes('system:serviceaccount:inherit:other-deployer'), 20_000);
+});
+
+test('terminating a running operation (phase Terminating) aborts the sync between waves: Failed, later waves not applied', async () => {
+  await deployer(cp, 'slow', 'deployer');
+  await fx.repo.commit({
+    'waves/deploy.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: never-ready\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: never-ready}\n  template:\n    metadata:\n      labels: {app: never-ready}\n    spec:\n      containers:\n      - name: c\n        image: registry.invalid/none:1\n',
+    'waves/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
+  }, 'waves');
+  await applyRaw(cp.admin, project('slow', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'slow', defaultServiceAccount: 'deployer' }] }));
+  const app = application('slow', fx.repo.fileURL, { project: 'slow', path: 'waves', destination: { server: IN_CLUSTER, namespace: 'slow' }, automated: false });
+  await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' } } });
+  const running = await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
+  // What `argocd app terminate-op` writes.
+  const state = running.status?.['operationState'] as Record<string, unknown>;
+  await requestOk(cp.admin, {
+    method: 'PUT',
+    path: `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/slow/status`,
+    body: { ...running, status: { ...running.status, operationState: { ...state, phase: 'Terminating' } } },
+  });
+  const done = await waitForApp(cp, 'slow', 'Failed: terminated', (a) => operationPhase(a) === 'Failed', 15_000);
+  assert.equal((done.status?.['operationState'] as { message: string }).message, 'Operation terminated');
+  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'slow' }), undefined);
 });
