@@ -154,3 +154,17 @@ test('on generated lists the policy decides as the controller validation does', 
   // The generator exercised both outcomes.
   assert.ok(rejected > 30 && rejected < 290, `${rejected} of 300 rejected`);
 });
+
+test('size: 200 entries are checked; a list too long for the CEL cost budget is let through, not refused', async () => {
+  const entries = (n: number) => Array.from({ length: n }, (_, i) => ({
+    server: `https://cluster-${i}.example.com:6443/[a-z]*`, namespace: `team-${i}-[a-z]*-{dev,prod}`, defaultServiceAccount: `ns-${i}:deployer-${i}`,
+  }));
+  const checked = entries(200);
+  assert.equal(await admit(checked), undefined);
+  assert.equal(await admit([...checked, checked[199] as DestinationServiceAccount]),
+    denied("destinationServiceAccount 'https://cluster-199.example.com:6443/[a-z]*/team-199-[a-z]*-{dev,prod}' already added"));
+  // failurePolicy Ignore: the controller's validation has the last word on such a project.
+  const huge = entries(1000);
+  assert.equal(await admit([...huge, huge[0] as DestinationServiceAccount]), undefined);
+  assert.equal(validateDestinationServiceAccounts([...huge, huge[0] as DestinationServiceAccount]).valid, false);
+});
