@@ -11,6 +11,7 @@ import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
+import { ConflictError } from './status.ts';
 import { appsAffectedByCluster, appsAffectedByProject, appsAffectedBySettings } from './requeue.ts';
 import type { AppIndexEntry } from './requeue.ts';
 import type { WatchEvent, WatchedObject } from './watch.ts';
@@ -214,8 +215,11 @@ export class Manager {
     cache.secrets.on((e) => this.onSecret(e));
     cache.start();
     await cache.synced();
-    const onError = (kind: string) => (key: string, err: unknown) =>
-      this.log.error({ application: key, queue: kind, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; retrying with backoff');
+    const onError = (kind: string) => (key: string, err: unknown) => {
+      // A conflict only means the cache was behind the API server: routine, retried at once-ish.
+      const level = err instanceof ConflictError ? 'debug' : 'error';
+      this.log[level]({ application: key, queue: kind, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; retrying with backoff');
+    };
     this.refreshQueue.run(this.opts.statusProcessors ?? 20, (k) => this.handle('refresh', k), onError('refresh'));
     this.operationQueue.run(this.opts.operationProcessors ?? 10, (k) => this.handle('operation', k), onError('operation'));
     for (const k of cache.appKeys()) this.refreshQueue.add(k);

@@ -9,6 +9,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { applyRaw, grantRole, startControlPlane } from '../support/index.ts';
+import { application, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
+import { TestRepo } from '../support/git.ts';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -38,5 +43,53 @@ test('impersync run with no flag syncs example 1 as its ServiceAccount and repor
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     await rm(cwd, { recursive: true, force: true });
+  }
+});
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+test('impersync run --kubeconfig --leader-elect: leads, serves /readyz and /metrics, syncs as the ServiceAccount, stops on SIGTERM', { timeout: 180_000 }, async () => {
+  const cp = await startControlPlane();
+  const repo = await TestRepo.create();
+  const cwd = await mkdtemp(path.join(os.tmpdir(), 'impersync-run-'));
+  let child: ReturnType<typeof spawn> | undefined;
+  try {
+    await repo.commit(guestbookFiles());
+    await grantControllerRights(cp);
+    await grantRole(cp.admin, { name: 'impersync-lease', namespace: 'argocd', to: 'controller', rules: [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create', 'get', 'update'] },
+    ] });
+    await deployer(cp, 'guestbook', 'generic-deployer');
+    await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+    await applyRaw(cp.admin, project('my-project', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'generic-deployer' }] }));
+    await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
+    const port = await freePort();
+    const kubeconfig = await cp.kubeconfigFileFor('controller');
+    const env = { ...process.env, IMPERSYNC_CACHE_DIR: cwd, POD_NAME: 'test-pod' };
+    child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'run', '--kubeconfig', kubeconfig, '--namespace=argocd', `--health-port=${port}`, '--leader-elect', '--leader-election-lease=impersync-controller', '--log-level=info', '--status-processors=2', '--operation-processors=1'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout?.on('data', (c: Buffer) => { out += c.toString('utf8'); });
+    child.stderr?.on('data', (c: Buffer) => { out += c.toString('utf8'); });
+    const exited = new Promise<number | null>((resolve) => child?.on('exit', (code) => resolve(code)));
+    const app = await waitForApp(cp, 'guestbook', 'Succeeded', (a) => operationPhase(a) === 'Succeeded', 60_000).catch((err: Error) => { throw new Error(`${err.message}\noutput:\n${out.slice(-3000)}`); });
+    assert.match(JSON.stringify(app.status), /system:serviceaccount:guestbook:generic-deployer/);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+    assert.match(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), /impersync_syncs_total\{phase="Succeeded"\} 1/);
+    const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(lines.some((l) => l['msg'] === 'leading: starting the controller'), 'JSON logs say it leads');
+    assert.ok(lines.some((l) => l['application'] === 'argocd/guestbook' && l['serviceAccount'] === 'system:serviceaccount:guestbook:generic-deployer' && l['project'] === 'my-project'));
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0, out.slice(-2000));
+  } finally {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await repo.remove();
+    await rm(cwd, { recursive: true, force: true });
+    await cp.stop();
   }
 });
