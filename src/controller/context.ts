@@ -7,6 +7,9 @@ import { decideIdentity, globMatch, readImpersonationSettings, resolveDestinatio
 import type { Identity as IdentityDecision, ImpersonationSettings } from '../impersonation/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ClientRefusal, DestinationClient } from '../kube/types.ts';
+import { isRefusal } from '../kube/types.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { instrumentClient } from './instrument.ts';
 import type { ControllerCache } from './cache.ts';
 import type { LimitsPort } from './ports.ts';
 import { CONDITION } from './status.ts';
@@ -33,6 +36,7 @@ export interface PrepareDeps {
   cache: ControllerCache;
   factory: DestinationClientFactory;
   limits: LimitsPort;
+  metrics?: Metrics;
 }
 
 /** "system:serviceaccount:ns:sa" or "the controller's own credential", for messages. */
@@ -108,6 +112,8 @@ export function prepare(deps: PrepareDeps, raw: unknown): Prepared {
   if (limits.length > 0) return invalid(app, settings, limits.join('; '));
   const projects = deps.cache.allProjects();
   const identity = decideIdentity({ application: app, project, projects, settings, resolvedServer: dest.cluster.server });
-  const client = deps.factory.forDecision(identity, dest.cluster);
+  const built = deps.factory.forDecision(identity, dest.cluster);
+  const m = deps.metrics;
+  const client = m && !isRefusal(built) ? instrumentClient(built, (code, kind) => m.apiRequests.inc({ code, identity: kind })) : built;
   return { ok: true, ctx: { app, project, projects, cluster: dest.cluster, settings, identity, client, identityConditions: identityConditions(identity) } };
 }
