@@ -120,3 +120,21 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
   assert.equal((done.status?.['operationState'] as { message: string }).message, 'Operation terminated');
   assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'slow' }), undefined);
 });
+
+test('an invalid spec (missing project, unknown cluster, invalid destinationServiceAccounts) is an InvalidSpecError and nothing is synced', async () => {
+  await applyRaw(cp.admin, application('no-project', fx.repo.fileURL, { project: 'does-not-exist', destination: { server: IN_CLUSTER, namespace: 'nowhere' } }));
+  await applyRaw(cp.admin, application('no-cluster', fx.repo.fileURL, { project: 'heal', destination: { name: 'mars', namespace: 'nowhere' } }));
+  await applyRaw(cp.admin, project('invalid', { destinationServiceAccounts: [{ server: '!https://kubernetes.default.svc', namespace: 'nowhere', defaultServiceAccount: 'sa' }] }));
+  await applyRaw(cp.admin, application('invalid-project', fx.repo.fileURL, { project: 'invalid', destination: { server: IN_CLUSTER, namespace: 'nowhere' } }));
+  const a = await waitForApp(cp, 'no-project', 'InvalidSpecError', (x) => condition(x, 'InvalidSpecError') !== undefined);
+  assert.equal(condition(a, 'InvalidSpecError'), 'Application referencing project does-not-exist which does not exist');
+  const b = await waitForApp(cp, 'no-cluster', 'InvalidSpecError', (x) => condition(x, 'InvalidSpecError') !== undefined);
+  assert.match(condition(b, 'InvalidSpecError') ?? '', /spec\.destination\.name: destination cluster name 'mars' not found/);
+  const c = await waitForApp(cp, 'invalid-project', 'InvalidSpecError', (x) => condition(x, 'InvalidSpecError') !== undefined);
+  assert.equal(condition(c, 'InvalidSpecError'), "AppProject invalid: spec.destinationServiceAccounts[0].server: server has an invalid format, '!https://kubernetes.default.svc'");
+  for (const x of [a, b, c]) {
+    assert.equal((x.status?.['sync'] as { status: string }).status, 'Unknown');
+    assert.equal(x['operation'], undefined, 'no automated sync started');
+  }
+  assert.deepEqual((await cp.readAudit()).filter((r) => r.namespace === 'nowhere').map((r) => r.requestURI), []);
+});
