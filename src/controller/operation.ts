@@ -18,7 +18,7 @@ import type { ReconcileResult } from './manager.ts';
 import { appendHistory, isCompleted, mayRetry, retryDelayMs } from './operation-policy.ts';
 import type { HistoryEntry, OperationState } from './operation-policy.ts';
 import type { Ports } from './ports.ts';
-import { appPath, CONDITION, mergeConditions, patchApplication, writeStatus } from './status.ts';
+import { appPath, CONDITION, ConflictError, mergeConditions, patchApplication, writeStatus } from './status.ts';
 import type { AppCondition, ApplicationStatus } from './status.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
@@ -165,21 +165,36 @@ export class Operator {
   /** Final operationState, history on success, SyncError condition on failure, then clear `operation`. */
   private async complete(raw: Raw, state: OperationState, end: { phase: 'Succeeded' | 'Failed' | 'Error'; message: string }, extraConditions: AppCondition[] = [], revision?: string): Promise<ReconcileResult> {
     const now = this.now();
-    const status = (raw['status'] ?? {}) as ApplicationStatus;
-    const finalState: OperationState = { ...state, phase: end.phase, message: end.message, finishedAt: now };
-    let history = status.history as HistoryEntry[] | undefined;
-    if (end.phase === 'Succeeded' && revision !== undefined && !state.operation.sync?.dryRun) {
-      history = appendHistory(history, { revision, source: state.syncResult?.source, deployedAt: now, deployStartedAt: state.startedAt, initiatedBy: state.operation.initiatedBy });
-    }
-    const others = (status.conditions ?? []).filter((c) => c.type !== CONDITION.SyncError && !extraConditions.some((e) => e.type === c.type));
-    const conds = end.phase === 'Succeeded' ? others : [{ type: CONDITION.SyncError, message: end.message }, ...extraConditions, ...others];
-    const next: ApplicationStatus = {
-      ...status,
-      operationState: finalState as unknown as Record<string, unknown>,
-      conditions: mergeConditions(status.conditions, conds, now),
-      ...(history ? { history: history as unknown as Array<Record<string, unknown>> } : {}),
+    const build = (status: ApplicationStatus): ApplicationStatus => {
+      const finalState: OperationState = { ...state, phase: end.phase, message: end.message, finishedAt: now };
+      let history = status.history as HistoryEntry[] | undefined;
+      if (end.phase === 'Succeeded' && revision !== undefined && !state.operation.sync?.dryRun) {
+        history = appendHistory(history, { revision, source: state.syncResult?.source, deployedAt: now, deployStartedAt: state.startedAt, initiatedBy: state.operation.initiatedBy });
+      }
+      const others = (status.conditions ?? []).filter((c) => c.type !== CONDITION.SyncError && !extraConditions.some((e) => e.type === c.type));
+      const conds = end.phase === 'Succeeded' ? others : [{ type: CONDITION.SyncError, message: end.message }, ...extraConditions, ...others];
+      return {
+        ...status,
+        operationState: finalState as unknown as Record<string, unknown>,
+        conditions: mergeConditions(status.conditions, conds, now),
+        ...(history ? { history: history as unknown as Array<Record<string, unknown>> } : {}),
+      };
     };
-    await writeStatus(this.d.api, raw, next);
+    // The work is done: a conflicting write (a refresh wrote status meanwhile) must not make it run
+    // again, so re-read and write the outcome onto the newer object while it still is this operation.
+    let current = raw;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writeStatus(this.d.api, current, build((current['status'] ?? {}) as ApplicationStatus));
+        break;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= 5) throw err;
+        const fresh = await this.fresh(`${raw.metadata.namespace}/${raw.metadata.name}`);
+        const st = (fresh?.['status'] as ApplicationStatus | undefined)?.operationState as OperationState | undefined;
+        if (!fresh || !st || st.startedAt !== state.startedAt || isCompleted(st.phase)) return {};
+        current = fresh;
+      }
+    }
     await patchApplication(this.d.api, raw.metadata.namespace, raw.metadata.name, { operation: null });
     this.d.metrics?.syncs.inc({ phase: end.phase });
     const involved = involvedApplication(raw as never);
@@ -187,6 +202,7 @@ export class Operator {
     this.d.logger.info({ application: `${raw.metadata.namespace}/${raw.metadata.name}`, phase: end.phase }, end.message);
     return {};
   }
+
 
   /**
    * Deletion (spec §10): with the resources finalizer, delete the Application's resources as its
