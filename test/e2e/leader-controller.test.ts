@@ -102,7 +102,8 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   // First revision: synced by the leader alone.
   await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
   const first = await waitForApp(cp, 'guestbook', 'the first sync', (x) => operationPhase(x) === 'Succeeded' && ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 1);
-  assert.equal(completed(leader).length, 1);
+  // The event is recorded just after the status is written.
+  await until('the leader to record the completion', () => completed(leader).length === 1);
   assert.deepEqual(completed(standby), []);
   const firstRevision = (first.status?.['history'] as { revision: string }[])[0]?.revision;
 
@@ -118,7 +119,7 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   const done = await waitForApp(cp, 'guestbook', 'the second sync', (x) => ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 2 && operationPhase(x) === 'Succeeded');
   const revisions = (done.status?.['history'] as { revision: string }[]).map((h) => h.revision);
   assert.deepEqual(revisions, [firstRevision, second]);
-  assert.equal(completed(standby).length, 1);
+  await until('the new leader to record the completion', () => completed(standby).length === 1);
   assert.equal(completed(leader).length, 1, 'the old leader ran nothing after it died');
   // Every sync ran once: one completion per revision across both replicas.
   const all = [...completed(leader), ...completed(standby)];
