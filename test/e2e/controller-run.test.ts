@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { applyRaw, grantRole, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
 import { application, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
 import { TestRepo } from '../support/git.ts';
 
@@ -88,6 +88,57 @@ test('impersync run --kubeconfig --leader-elect: leads, serves /readyz and /metr
     assert.equal(await exited, 0, out.slice(-2000));
   } finally {
     if (child && child.exitCode === null) child.kill('SIGKILL');
+    await repo.remove();
+    await rm(cwd, { recursive: true, force: true });
+    await cp.stop();
+  }
+});
+
+test('a controller killed (SIGKILL) in the middle of a sync: the next one resumes the Running operation and finishes it once', { timeout: 240_000 }, async () => {
+  const cp = await startControlPlane();
+  const repo = await TestRepo.create();
+  const cwd = await mkdtemp(path.join(os.tmpdir(), 'impersync-run-'));
+  const children: Array<ReturnType<typeof spawn>> = [];
+  try {
+    // Wave 0 is a LoadBalancer Service: Progressing until someone writes its address, which holds
+    // the sync in its wait; wave 1 comes after.
+    await repo.commit({
+      'app/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n',
+      'app/after.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
+    });
+    await grantControllerRights(cp);
+    await deployer(cp, 'guestbook', 'generic-deployer');
+    await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+    await applyRaw(cp.admin, project('my-project', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' }] }));
+    const kubeconfig = await cp.kubeconfigFileFor('controller');
+    const start = () => {
+      const c = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'run', '--kubeconfig', kubeconfig, '--namespace=argocd', '--health-port=0'], { cwd, env: { ...process.env, IMPERSYNC_CACHE_DIR: cwd }, stdio: 'ignore' });
+      children.push(c);
+      return c;
+    };
+    const first = start();
+    await applyRaw(cp.admin, { ...application('crash', repo.fileURL, { project: 'my-project', automated: false }), operation: { sync: {}, initiatedBy: { username: 'alice' } } });
+    const running = await waitForApp(cp, 'crash', 'Running, waiting on wave 0', (a) => operationPhase(a) === 'Running', 60_000);
+    const startedAt = (running.status?.['operationState'] as { startedAt: string }).startedAt;
+    const lbRef = { apiVersion: 'v1', kind: 'Service', name: 'lb', namespace: 'guestbook' };
+    const end = Date.now() + 30_000;
+    while (!(await getRaw(cp.admin, lbRef))) {
+      if (Date.now() > end) assert.fail('wave 0 was never applied');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    first.kill('SIGKILL');
+    await new Promise((r) => first.on('exit', r));
+    assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'after', namespace: 'guestbook' }), undefined, 'wave 1 not reached before the crash');
+    start();
+    // The "cloud" gives the load balancer an address: wave 0 becomes healthy.
+    const lb = await getRaw(cp.admin, lbRef);
+    await requestOk(cp.admin, { method: 'PUT', path: '/api/v1/namespaces/guestbook/services/lb/status', body: { ...lb, status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } } });
+    const done = await waitForApp(cp, 'crash', 'Succeeded', (a) => operationPhase(a) === 'Succeeded' && a['operation'] === undefined, 90_000);
+    assert.equal((done.status?.['operationState'] as { startedAt: string }).startedAt, startedAt, 'the same operation, continued');
+    assert.equal(((done.status?.['history'] ?? []) as unknown[]).length, 1, 'recorded once');
+    assert.ok(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'after', namespace: 'guestbook' }), 'wave 1 applied after the restart');
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await repo.remove();
     await rm(cwd, { recursive: true, force: true });
     await cp.stop();
