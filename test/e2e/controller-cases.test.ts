@@ -134,3 +134,24 @@ test('example 4: a remote credential that may only impersonate and create selfsu
   assert.ok(all.some((r) => r.verb === 'patch' && !r.dryRun));
   for (const r of all) assert.equal(r.impersonatedUser, 'system:serviceaccount:guestbook-four:guestbook-deployer', `${r.verb} ${r.requestURI}`);
 });
+
+test('a cluster Secret change requeues the Applications on that cluster at once (a revoked token shows, a good one heals)', async () => {
+  const good = await remote.tokenFor({ serviceAccount: 'argocd-admin', namespace: 'default' });
+  await clusterSecret(remote.server, { bearerToken: 'not-a-valid-token', tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') } });
+  // The default refresh interval is 120 s: seeing this within 20 s means the Secret change requeued it.
+  await waitForApp(cp, 'remote4', 'ComparisonError after the token change', (a) => /Unauthorized|401/i.test(condition(a, 'ComparisonError') ?? ''), 20_000);
+  await clusterSecret(remote.server, { bearerToken: good, tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') } });
+  await waitForApp(cp, 'remote4', 'Synced again', (a) => condition(a, 'ComparisonError') === undefined && (a.status?.['sync'] as { status?: string }).status === 'Synced', 20_000);
+});
+
+test('a dry-run sync of selected resources writes nothing and records no history', async () => {
+  await deployer(cp, 'dry', 'deployer');
+  await applyRaw(cp.admin, project('dry', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'dry', defaultServiceAccount: 'deployer' }] }));
+  const app = application('dry', fx.repo.fileURL, { project: 'dry', destination: { server: IN_CLUSTER, namespace: 'dry' }, automated: false });
+  await applyRaw(cp.admin, { ...app, operation: { sync: { dryRun: true, resources: [{ kind: 'ConfigMap', name: 'guestbook-config' }] }, initiatedBy: { username: 'alice' } } });
+  const done = await waitForApp(cp, 'dry', 'Succeeded', (a) => operationPhase(a) === 'Succeeded' && a['operation'] === undefined);
+  assert.equal(done.status?.['history'], undefined);
+  const results = ((done.status?.['operationState'] as { syncResult: { resources: Array<{ kind: string }> } }).syncResult.resources).map((r) => r.kind);
+  assert.deepEqual(results, ['ConfigMap'], 'only the selected resource');
+  assert.deepEqual(writes(await cp.readAudit(), 'dry', cp.controllerUserName).map((r) => r.requestURI), [], 'no non-dry-run write');
+});
