@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, createNamespace, createServiceAccount, applyRaw, getRaw, listRaw, request, ApiError } from '../support/index.ts';
 import type { TestControlPlane, KubeObject } from '../support/index.ts';
-import { applyAll, find, helmTemplate } from '../deploy/render.ts';
+import { applyAll, chartDir, find, helmTemplate, runTool } from '../deploy/render.ts';
 
 let cp: TestControlPlane;
 
@@ -86,4 +86,26 @@ test('resourceNames-limited impersonation: only the listed ServiceAccounts; fall
   assert.match(await attempt('system:serviceaccount:team-a:w'), /cannot impersonate resource \\"serviceaccounts\\"/);
   // fallback: the controller's own credential reads tenant namespaces.
   assert.equal(await read('team-a'), 200);
+});
+
+test('helm itself installs, upgrades and uninstalls a release on the control plane', async () => {
+  await createNamespace(cp.admin, 'helm-real');
+  const kubeconfig = ['--kubeconfig', cp.adminKubeconfigPath, '--namespace', 'helm-real'];
+  // The admission policy is cluster-wide and already owned by the first release's apply.
+  const install = runTool('helm', ['install', 'real', chartDir, ...kubeconfig, '--set', 'admission.enabled=false', '--wait=false']);
+  assert.equal(install.status, 0, install.stderr);
+  assert.match(install.stdout, /STATUS: deployed/);
+  assert.match(install.stdout, /RBAC shape: strict/);
+  const dep = await getRaw(cp.admin, { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'helm-real', name: 'real-impersync' });
+  assert.equal((dep?.metadata['labels'] as Record<string, string> | undefined)?.['app.kubernetes.io/managed-by'], 'Helm');
+  const upgrade = runTool('helm', ['upgrade', 'real', chartDir, ...kubeconfig, '--reuse-values', '--set', 'rbac.shape=fallback', '--set', 'argocdCm.impersonation.enforced=false']);
+  assert.equal(upgrade.status, 0, upgrade.stderr);
+  assert.ok(await getRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'real-impersync-fallback' }));
+  const cm = await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'helm-real', name: 'argocd-cm' });
+  assert.equal((cm?.['data'] as Record<string, string>)['application.sync.impersonation.enforced'], 'false');
+  const uninstall = runTool('helm', ['uninstall', 'real', ...kubeconfig]);
+  assert.equal(uninstall.status, 0, uninstall.stderr);
+  assert.equal(await getRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'real-impersync-fallback' }), undefined);
+  // The CRDs stay: they hold the Applications.
+  assert.ok(await getRaw(cp.admin, { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'applications.argoproj.io' }));
 });
