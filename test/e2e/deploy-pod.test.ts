@@ -118,6 +118,9 @@ test('the Pod leads under its name, answers its probes, and syncs example 1 as i
   const writes = (await cp.readAudit()).filter((r) => r.namespace === 'guestbook' && ['create', 'patch', 'update'].includes(r.verb) && r.user === 'system:serviceaccount:argocd:impersync-controller');
   assert.ok(writes.length > 0);
   for (const w of writes) assert.equal(w.impersonatedUser, 'system:serviceaccount:guestbook:generic-deployer');
+  // The strict RBAC was enough: nothing the Pod asked as itself (Lease, watches, status, events) was refused.
+  const refused = (await cp.readAudit()).filter((r) => r.user === 'system:serviceaccount:argocd:impersync-controller' && r.impersonatedUser === undefined && r.code === 403);
+  assert.deepEqual(refused.map((r) => `${r.verb} ${r.requestURI}`), []);
 });
 
 test('SIGTERM: the Pod exits 0 and has released the Lease', async () => {
