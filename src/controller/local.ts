@@ -4,7 +4,7 @@
 // repository, installs examples 1, 6 and 7 (renamed so they can live side by side) with automated
 // sync, runs the controller, and prints who synced as whom and who was refused, and why.
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -12,6 +12,7 @@ import { parseAllDocuments } from 'yaml';
 import { IN_CLUSTER } from '../api/index.ts';
 import type { KubeObject } from '../api/index.ts';
 import { startControlPlane } from '../controlplane/controlplane.ts';
+import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig, loadKubeConfig } from '../kube/credentials.ts';
 import { createLogger } from '../observability/logger.ts';
@@ -64,13 +65,22 @@ export async function runLocal(opts: { write: (line: string) => void }): Promise
   say('impersync: no cluster given: starting a local control plane (etcd, kube-apiserver, kube-controller-manager)...');
   const cp = await startControlPlane({ dir: path.resolve('.state/run'), keepDir: true });
   say(`impersync: control plane up at ${cp.server} in ${(cp.startupMs / 1000).toFixed(1)} s; admin kubeconfig: ${cp.adminKubeconfigPath}`);
+  const repoDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-examples-'));
+  try {
+    return await runOn(cp, repoDir, say);
+  } finally {
+    await cp.stop();
+    await rm(repoDir, { recursive: true, force: true });
+  }
+}
+
+async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => void): Promise<number> {
   const admin = new DestinationClientFactory(await credentialFromKubeConfig(loadKubeConfig({ kubeconfig: cp.adminKubeconfigPath })));
   const client = admin.forIdentity(IN_CLUSTER, { controller: true });
   const apply = async (o: KubeObject) => {
     const r = await client.apply(o, { fieldManager: 'impersync-run' });
     if (!r.ok) throw new Error(`applying ${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}: ${r.error.message}`);
   };
-  const repoDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-examples-'));
   for (const [file, content] of Object.entries(GUESTBOOK)) {
     await mkdir(path.dirname(path.join(repoDir, file)), { recursive: true });
     await writeFile(path.join(repoDir, file), content);
@@ -132,6 +142,5 @@ export async function runLocal(opts: { write: (line: string) => void }): Promise
   say('impersync: stopping');
   await controller.stop();
   await admin.close();
-  await cp.stop();
   return 0;
 }
