@@ -1,0 +1,34 @@
+// Counting requests in the API server's audit log: by user, within a time window, and broken down
+// by what they were (verb, resource, dry-run, as itself or impersonating), to say where time goes.
+import type { AuditRecord, TestControlPlane } from '../../test/support/index.ts';
+import { sleep } from './report.ts';
+
+export type Window = { from: number; to: number };
+
+function at(r: AuditRecord): number {
+  return r.time ? Date.parse(r.time) : Number.NaN;
+}
+
+/** Requests made with `user`'s credentials (impersonated or not) received within the window. */
+export async function requestsBy(cp: TestControlPlane, user: string, window: Window): Promise<AuditRecord[]> {
+  // The server writes a line a moment after answering: give the log a second to catch up.
+  await sleep(1500);
+  return (await cp.readAudit()).filter((r) => r.user === user && at(r) >= window.from && at(r) <= window.to);
+}
+
+/** "verb resource[/sub] [dry-run] [as SA]" → count, largest first. */
+export function breakdown(records: AuditRecord[]): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const r of records) {
+    const what = [r.verb, `${r.resource ?? r.requestURI.split('?')[0]}${r.subresource ? `/${r.subresource}` : ''}`, r.dryRun ? 'dry-run' : '', r.impersonatedUser ? 'as SA' : 'as controller'].filter(Boolean).join(' ');
+    counts.set(what, (counts.get(what) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]);
+}
+
+/** Requests that failed (code >= 400), by code: conflicts and throttling show up here. */
+export function failures(records: AuditRecord[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of records) if ((r.code ?? 0) >= 400) out[String(r.code)] = (out[String(r.code)] ?? 0) + 1;
+  return out;
+}

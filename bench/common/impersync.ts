@@ -1,0 +1,105 @@
+// impersync's side of a benchmark: the control namespace `argocd` with the controller's installed
+// rights, argocd-cm with impersonation enabled and enforced, one AppProject mapping `app-*` to the
+// `deployer` ServiceAccount, a local Git repository with one folder per Application, and the
+// Applications themselves (automated sync).
+import { applyRaw, createNamespace, grantImpersonation, grantRole, listRaw, type KubeObject, type TestControlPlane } from '../../test/support/index.ts';
+import { TestRepo } from '../../test/support/git.ts';
+import { pool, sleep } from './report.ts';
+import { DEPLOYER, writeManifests } from './tenants.ts';
+
+export const NS = 'argocd';
+export const PROJECT = 'bench';
+const IN_CLUSTER = 'https://kubernetes.default.svc';
+
+/** Rights as deploy/install/base grants them, argocd-cm and the AppProject. */
+export async function prepareControlNamespace(cp: TestControlPlane, settings: Record<string, string> = {}): Promise<void> {
+  await createNamespace(cp.admin, NS);
+  await grantRole(cp.admin, {
+    name: 'impersync-controller',
+    namespace: NS,
+    to: 'controller',
+    rules: [
+      { apiGroups: ['argoproj.io'], resources: ['applications', 'appprojects'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['argoproj.io'], resources: ['applications/status', 'appprojects/status', 'applications/finalizers'], verbs: ['get', 'update', 'patch'] },
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
+  });
+  await grantImpersonation(cp.admin, { name: 'impersync-impersonate' });
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS },
+    data: { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'true', ...settings },
+  }, { force: true });
+  await applyRaw(cp.admin, {
+    apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: PROJECT, namespace: NS },
+    spec: {
+      sourceRepos: ['*'],
+      destinations: [{ server: IN_CLUSTER, namespace: 'app-*' }],
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'app-*', defaultServiceAccount: DEPLOYER }],
+    },
+  });
+}
+
+/** One repository, one folder per Application (plain Directory source). */
+export async function createRepo(names: string[]): Promise<TestRepo> {
+  const repo = await TestRepo.create();
+  await writeManifests(repo.dir, names);
+  await repo.commit({}, `${names.length} applications`);
+  return repo;
+}
+
+export function application(name: string, repoURL: string, opts: { selfHeal?: boolean } = {}): KubeObject {
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, namespace: NS },
+    spec: {
+      project: PROJECT,
+      source: { repoURL, targetRevision: 'HEAD', path: name },
+      destination: { server: IN_CLUSTER, namespace: name },
+      syncPolicy: { automated: { prune: true, ...(opts.selfHeal ? { selfHeal: true } : {}) } },
+    },
+  };
+}
+
+export async function createApplications(cp: TestControlPlane, names: string[], repoURL: string, opts: { selfHeal?: boolean } = {}): Promise<void> {
+  await pool(names, 16, (name) => applyRaw(cp.admin, application(name, repoURL, opts), { fieldManager: 'bench' }));
+}
+
+type AppStatus = { sync?: { status?: string; revision?: string }; operationState?: { phase?: string; message?: string }; health?: { status?: string } };
+
+/**
+ * Done means: sync status Synced and the last operation Succeeded. Not Healthy: without kubelets a
+ * Deployment stays Progressing forever, so health is reported, not waited for.
+ */
+export function isDone(status: AppStatus | undefined): boolean {
+  return status?.sync?.status === 'Synced' && status.operationState?.phase === 'Succeeded';
+}
+
+/** Lists the Applications every `everyMs` until all of `names` are done; returns when, and the last list. */
+export async function waitAllDone(cp: TestControlPlane, names: string[], timeoutMs: number, everyMs = 1000): Promise<{ doneAt: number; apps: KubeObject[] }> {
+  const want = new Set(names);
+  const deadline = Date.now() + timeoutMs;
+  let apps: KubeObject[] = [];
+  for (;;) {
+    apps = await listRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespace: NS });
+    const done = apps.filter((a) => want.has(a.metadata.name) && isDone(a['status'] as AppStatus | undefined)).length;
+    if (done === want.size) return { doneAt: Date.now(), apps };
+    if (Date.now() > deadline) {
+      const stuck = apps.filter((a) => want.has(a.metadata.name) && !isDone(a['status'] as AppStatus | undefined)).slice(0, 3);
+      throw new Error(`${want.size - done} of ${want.size} Applications not Synced+Succeeded after ${timeoutMs / 1000} s; e.g. ${JSON.stringify(stuck.map((a) => ({ name: a.metadata.name, status: a['status'] })), null, 1).slice(0, 3000)}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** Health of the synced Applications, e.g. { Progressing: 100 } (Deployments without kubelets). */
+export function healthCounts(apps: KubeObject[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const a of apps) {
+    const h = (a['status'] as AppStatus | undefined)?.health?.status ?? 'none';
+    out[h] = (out[h] ?? 0) + 1;
+  }
+  return out;
+}

@@ -1,0 +1,87 @@
+// The controller as a separate process (`impersync run`), so that its memory and CPU time are its
+// own: read from /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat (utime, stime, and
+// cutime+cstime for the git processes it waited for).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86-64
+
+export type ProcSample = {
+  /** Resident set size now, bytes. */
+  rss: number;
+  /** Peak resident set size so far (VmHWM), bytes. */
+  peakRss: number;
+  /** CPU seconds of the process itself (user + system). */
+  cpu: number;
+  /** CPU seconds of its exited, waited-for children (git). */
+  childCpu: number;
+};
+
+export function sample(pid: number): ProcSample {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14 .. cstime 17.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const at = (field: number) => f[field - 3] ?? 0;
+  return { rss: kb('VmRSS'), peakRss: kb('VmHWM'), cpu: (at(14) + at(15)) / TICKS_PER_SECOND, childCpu: (at(16) + at(17)) / TICKS_PER_SECOND };
+}
+
+export type ControllerProcess = {
+  child: ChildProcess;
+  pid: number;
+  sample(): ProcSample;
+  /** Log lines seen so far (JSON, from stdout and stderr). */
+  lines: string[];
+  stop(): Promise<void>;
+};
+
+/** Starts `impersync run` against `kubeconfig` and resolves once it logged 'controller started'. */
+export async function startControllerProcess(kubeconfig: string, extraArgs: string[] = []): Promise<ControllerProcess> {
+  const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-bench-cache-'));
+  const node = path.join(ROOT, 'node_modules', '.bin', 'node');
+  const child = spawn(node, ['--disable-warning=ExperimentalWarning', path.join(ROOT, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--namespace', 'argocd', '--health-port', '0', '--log-level', 'info', ...extraArgs], {
+    env: { ...process.env, IMPERSYNC_CACHE_DIR: cacheDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let started!: () => void;
+  let failed!: (err: Error) => void;
+  const ready = new Promise<void>((res, rej) => { started = res; failed = rej; });
+  const take = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line) continue;
+      if (lines.length < 200_000) lines.push(line);
+      if (line.includes('controller started')) started();
+    }
+  };
+  child.stdout?.on('data', take);
+  child.stderr?.on('data', take);
+  const exited = new Promise<void>((res) => child.once('exit', () => res()));
+  child.once('exit', (code, signal) => failed(new Error(`impersync run exited early (code ${code}, signal ${signal}):\n${lines.slice(-20).join('\n')}`)));
+  const timer = setTimeout(() => failed(new Error(`impersync run did not log 'controller started' within 60 s:\n${lines.slice(-20).join('\n')}`)), 60_000);
+  try {
+    await ready;
+  } finally {
+    clearTimeout(timer);
+  }
+  const pid = child.pid as number;
+  return {
+    child,
+    pid,
+    lines,
+    sample: () => sample(pid),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timeout = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timeout);
+      await rm(cacheDir, { recursive: true, force: true });
+    },
+  };
+}
