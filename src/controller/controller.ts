@@ -84,6 +84,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     metrics,
     ...(health ? { health } : {}),
     stop: async () => {
+      operator.abandonAll();
       await m.stop();
       await factory.close();
       await health?.close();

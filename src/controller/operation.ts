@@ -56,6 +56,17 @@ export class Operator {
     return res.body as Raw;
   }
 
+  private stopping = false;
+
+  /**
+   * Shutdown (or lost leadership): abort the syncs in flight and leave their operations Running,
+   * for the next controller to resume, rather than waiting minutes for waves to become healthy.
+   */
+  abandonAll(): void {
+    this.stopping = true;
+    for (const ac of this.running.values()) ac.abort();
+  }
+
   /** `argocd app terminate-op` sets operationState.phase to Terminating: abort the sync in flight. */
   terminate(key: string): boolean {
     const ac = this.running.get(key);
@@ -136,6 +147,10 @@ export class Operator {
       outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op, abort.signal);
     } finally {
       this.running.delete(key);
+    }
+    if (abort.signal.aborted && this.stopping) {
+      this.d.logger.info({ application: key }, 'controller stopping: operation left Running for the next controller to resume');
+      return {};
     }
     if (abort.signal.aborted) {
       // The Terminating write changed the Application: finish from what the API server has now.

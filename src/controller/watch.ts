@@ -147,8 +147,11 @@ export class Watch {
           await this.relist();
           needList = false;
         }
+        const began = Date.now();
         await this.watchOnce();
         failures = 0;
+        // A server that closes watches at once must not make this loop spin.
+        if (Date.now() - began < 1000) await this.sleep(this.opts.backoffInitialMs);
       } catch (err) {
         if (this.stopped) break;
         this.restarts++;

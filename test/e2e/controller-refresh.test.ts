@@ -138,3 +138,33 @@ test('an invalid spec (missing project, unknown cluster, invalid destinationServ
   }
   assert.deepEqual((await cp.readAudit()).filter((r) => r.namespace === 'nowhere').map((r) => r.requestURI), []);
 });
+
+test('a graceful stop during a sync leaves the operation Running (no waiting on waves); the next controller finishes it', async () => {
+  await deployer(cp, 'handover', 'deployer');
+  await fx.repo.commit({
+    'lbwaves/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n',
+    'lbwaves/after.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
+  }, 'lb waves');
+  await applyRaw(cp.admin, project('handover', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'handover', defaultServiceAccount: 'deployer' }] }));
+  const app = application('handover', fx.repo.fileURL, { project: 'handover', path: 'lbwaves', destination: { server: IN_CLUSTER, namespace: 'handover' }, automated: false });
+  await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' } } });
+  const lbRef = { apiVersion: 'v1', kind: 'Service', name: 'lb', namespace: 'handover' };
+  const end = Date.now() + 30_000;
+  while (!(await getRaw(cp.admin, lbRef))) {
+    if (Date.now() > end) assert.fail('wave 0 was never applied');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const startedAt = ((await waitForApp(cp, 'handover', 'Running', (a) => operationPhase(a) === 'Running')).status?.['operationState'] as { startedAt: string }).startedAt;
+  const stopBegan = Date.now();
+  await fx.restart(async () => {
+    // Stopping did not wait for the 20 s wave timeout, and left the operation Running.
+    assert.ok(Date.now() - stopBegan < 10_000, `stop took ${Date.now() - stopBegan} ms`);
+    const app = await waitForApp(cp, 'handover', 'still Running', (a) => operationPhase(a) === 'Running');
+    assert.equal((app.status?.['operationState'] as { startedAt: string }).startedAt, startedAt);
+    const lb = await getRaw(cp.admin, lbRef);
+    await requestOk(cp.admin, { method: 'PUT', path: '/api/v1/namespaces/handover/services/lb/status', body: { ...lb, status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } } });
+  });
+  const done = await waitForApp(cp, 'handover', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  assert.equal((done.status?.['operationState'] as { startedAt: string }).startedAt, startedAt);
+  assert.ok(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'after', namespace: 'handover' }));
+});
