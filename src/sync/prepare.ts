@@ -81,6 +81,8 @@ export async function prepareDesired(client: DestinationClient, desired: readonl
     const target = withTrackingId(obj, opts.appName, opts.namespace);
     const key = objectKey(target);
     const hook = isHook(target);
+    // Only hooks may be named by generateName (sync names them); anything else needs a name to be applied.
+    if (!hook && !obj.metadata.name) error ??= { code: 0, reason: 'Invalid', message: `${obj.apiVersion}, Kind=${obj.kind}: metadata.name is required` };
     if (!hook) {
       const count = (seen.get(key) ?? 0) + 1;
       seen.set(key, count);

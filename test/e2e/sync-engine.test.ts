@@ -326,6 +326,22 @@ test('ApplyOutOfSyncOnly=true applies only what differs; a dry-run sync writes n
   assert.equal(await live('ConfigMap', 'dry-only'), undefined);
 });
 
+test('bad input (an unknown kind, an object without a name) fails the sync before any write, naming the object', async () => {
+  const desired: KubeObject[] = [
+    cm('valid-but-blocked', { a: '1' }),
+    { apiVersion: 'nothing.example.com/v1', kind: 'Gizmo', metadata: { name: 'g' } },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: '' }, data: {} },
+  ];
+  const diff = await compare(client, desired, [], opts({ appName: 'bad-app' }));
+  assert.equal(diff.syncStatus, 'Unknown');
+  assert.match(diff.errors.join('\n'), /Gizmo g: no matches for kind "Gizmo" in version "nothing.example.com\/v1"/);
+  const result = await sync(client, desired, [], opts({ appName: 'bad-app' }));
+  assert.equal(result.phase, 'Failed');
+  assert.equal(result.message, 'one or more synchronization tasks are not valid: no matches for kind "Gizmo" in version "nothing.example.com/v1"; v1, Kind=ConfigMap: metadata.name is required');
+  assert.deepEqual(result.resources.map((r) => [r.kind, r.status]), [['Gizmo', 'SyncFailed'], ['ConfigMap', 'SyncFailed']]);
+  assert.equal(await live('ConfigMap', 'valid-but-blocked'), undefined);
+});
+
 test('a named hook is deleted before it is created again (BeforeHookCreation, the default policy)', async () => {
   const desired = [cm('seed', { a: '1' }, { 'argocd.argoproj.io/hook': 'PreSync' }), cm('seeded', { a: '1' })];
   assert.equal((await sync(client, desired, [], opts({ appName: 'bhc-app' }))).phase, 'Succeeded');
