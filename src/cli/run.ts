@@ -97,6 +97,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`impersync run: ${n}\n`);
       return 2;
     }
+    if (n === 0 && name !== 'health-port') {
+      process.stderr.write(`impersync run: --${name} must be at least 1\n`);
+      return 2;
+    }
     numbers[name] = n;
   }
   if (argv.length === 0 && !inCluster() && !process.env['KUBECONFIG']) {
