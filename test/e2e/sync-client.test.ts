@@ -3,6 +3,7 @@
 // that sees a CRD created a moment ago, field validation, the factory's caching and refusals, and
 // a remote cluster reached through a cluster Secret's credential.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import type { Cluster } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
@@ -49,6 +50,10 @@ test('apply as the ServiceAccount: the object lands with the impersync field man
   assert.equal(rec?.user, cp.controllerUserName);
   assert.equal(rec?.impersonatedUser, saUser);
   assert.equal(rec?.fieldManager, 'impersync');
+  // User only (spec §5): the groups are the ones the API server derives for a ServiceAccount, no uid, no extra.
+  const raw = (await readFile(cp.auditLogPath, 'utf8')).split('\n').filter((l) => l.includes(`"auditID":"${rec?.auditID}"`) && l.includes('ResponseComplete'));
+  const event = JSON.parse(raw[0] ?? '{}') as { impersonatedUser?: { username?: string; groups?: string[]; uid?: string; extra?: unknown } };
+  assert.deepEqual(event.impersonatedUser, { username: saUser, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'] });
 });
 
 test('a dry-run apply writes nothing', async () => {
