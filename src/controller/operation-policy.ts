@@ -105,7 +105,9 @@ export function autoSyncDecision(app: Application, comparison: Comparison, lastS
     return { sync: false, reason: 'Skipping sync attempt: only resources to prune are out of sync and automated prune is off' };
   }
   const last = lastState;
-  if (last && last.operation.initiatedBy?.automated && last.syncResult?.revision === comparison.revision) {
+  // Argo CD compares the source too (targetRevision aside): a new path or parameters on the same
+  // commit is a new desired state and is synced again.
+  if (last && last.operation.initiatedBy?.automated && last.syncResult?.revision === comparison.revision && sameSource(last.syncResult.source, app.spec.source)) {
     if (last.phase !== 'Succeeded') {
       return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${comparison.revision}` };
     }
@@ -124,6 +126,20 @@ export function autoSyncDecision(app: Application, comparison: Comparison, lastS
     ...(policy?.retry ? { retry: policy.retry } : {}),
   };
   return { sync: true, operation };
+}
+
+/** Key order differs between what the API server returns and what the schemas parse, so sort. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const entries = Object.entries(v).filter(([k, x]) => x !== undefined && k !== 'targetRevision').sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v ?? null);
+}
+
+function sameSource(recorded: unknown, current: unknown): boolean {
+  return recorded === undefined || canonical(recorded) === canonical(current);
 }
 
 /** Appends a successful sync to the history, keeping the last HISTORY_LIMIT entries. */
