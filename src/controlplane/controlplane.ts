@@ -61,6 +61,11 @@ export type ControlPlane = {
   startupMs: number;
   /** Stops everything (also safe to call twice) and removes the folder unless kept. */
   stop(): Promise<void>;
+  /**
+   * Fault injection: stops kube-apiserver (etcd keeps its data), and starts it again on the same
+   * port, certificates and flags; start() resolves once /readyz answers 200.
+   */
+  apiServer: { stop(): Promise<void>; start(): Promise<void> };
 };
 
 const attempts = 3;
@@ -177,7 +182,7 @@ async function startOnce(binaries: Binaries, dir: string, keepDir: boolean, opts
       return res?.ok === true && ((await res.json()) as { health?: string }).health === 'true';
     });
 
-    const api = start('kube-apiserver', apiserverArgs(l, ports));
+    let api = start('kube-apiserver', apiserverArgs(l, ports));
     const certFile = join(l.certDir, 'apiserver.crt');
     const caPem = await waitFor(api, 'kube-apiserver to write its serving certificate', timeoutMs, async () =>
       existsSync(certFile) ? caFromChain(await readFile(certFile, 'utf8')) : undefined,
@@ -223,6 +228,21 @@ async function startOnce(binaries: Binaries, dir: string, keepDir: boolean, opts
       processes,
       startupMs: 0,
       stop,
+      apiServer: {
+        stop: async () => {
+          await api.stop();
+        },
+        start: async () => {
+          if (halted) throw new Error('the control plane was stopped; its API server cannot be started again');
+          if (!api.exit) return;
+          processes.splice(processes.indexOf(api), 1);
+          api = start('kube-apiserver', apiserverArgs(l, ports));
+          await waitFor(api, 'kube-apiserver to become ready again (/readyz)', timeoutMs, async () => {
+            const res = await request(admin, { path: '/readyz', timeoutMs: 5000 }).catch(() => undefined);
+            return res?.status === 200;
+          });
+        },
+      },
     };
   } catch (err) {
     await halt();
