@@ -100,9 +100,9 @@ async function compareOne(client: DestinationClient, p: PreparedObject, opts: Co
 async function compareExtra(client: DestinationClient, entry: InventoryEntry, appName: string): Promise<ResourceComparison | null> {
   const coords = { group: entry.group ?? '', version: entry.version ?? '', kind: entry.kind, namespace: entry.namespace ?? '', name: entry.name };
   const unknown = (e: KubeError): ResourceComparison => ({ ...coords, status: 'Unknown', health: null, diff: '', requiresPruning: false, message: e.message });
-  const info = entry.version
-    ? await client.resolve(entry.group ? `${entry.group}/${entry.version}` : entry.version, entry.kind)
-    : await client.resolveGroupKind(entry.group ?? '', entry.kind);
+  // The recorded version may no longer be served; the group's preferred one finds the same object.
+  let info = entry.version ? await client.resolve(entry.group ? `${entry.group}/${entry.version}` : entry.version, entry.kind) : undefined;
+  if (!info || (!info.ok && info.error.code === 404)) info = await client.resolveGroupKind(entry.group ?? '', entry.kind);
   // The kind is gone from the server (its CRD was deleted): so are its objects.
   if (!info.ok) return info.error.code === 404 ? null : unknown(info.error);
   const got = await client.get({ apiVersion: info.value.apiVersion, kind: entry.kind, name: entry.name, namespace: entry.namespace });
