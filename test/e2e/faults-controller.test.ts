@@ -1,0 +1,81 @@
+// The controller process SIGKILLed in the middle of an operation (a real `impersync run
+// --kubeconfig` child process) and started again: the operation completes exactly once, history
+// has one entry, and no wave is applied twice.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import { TestRepo } from '../support/git.ts';
+import { spawnController, until } from '../support/faults.ts';
+import type { ControllerProcess } from '../support/faults.ts';
+import { application, deployer, grantControllerRights, IN_CLUSTER, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
+
+let cp: TestControlPlane;
+let repo: TestRepo;
+let cacheDir: string;
+let ctl: ControllerProcess | undefined;
+
+before(async () => {
+  cp = await startControlPlane();
+  await grantControllerRights(cp);
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  await deployer(cp, 'killed', 'deployer');
+  await applyRaw(cp.admin, project('faults', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'killed', defaultServiceAccount: 'deployer' }] }));
+  repo = await TestRepo.create();
+  // Wave 0: a LoadBalancer Service, Progressing until the test writes its address; wave 1: a ConfigMap.
+  await repo.commit({
+    'held/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
+    'held/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
+  });
+  cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-faults-'));
+});
+
+after(async () => {
+  await ctl?.kill();
+  await repo?.remove();
+  if (cacheDir) await rm(cacheDir, { recursive: true, force: true });
+  await cp?.stop();
+});
+
+test('controller SIGKILLed mid-operation and restarted: the operation completes exactly once, one history entry', { timeout: 150_000 }, async () => {
+  const kubeconfig = await cp.kubeconfigFileFor('controller');
+  ctl = spawnController({ kubeconfig, cacheDir });
+  const first = ctl;
+  await applyRaw(cp.admin, application('killed', repo.fileURL, { project: 'faults', path: 'held', destination: { server: IN_CLUSTER, namespace: 'killed' } }));
+  const running = await waitForApp(cp, 'killed', 'Running, waiting for wave 0', (a) => operationPhase(a) === 'Running', 60_000)
+    .catch((err: Error) => { throw new Error(`${err.message}\ncontroller output:\n${first.output().slice(-3000)}`); });
+  const startedAt = (running.status?.['operationState'] as { startedAt: string }).startedAt;
+  await until('wave 0 applied', async () => (await getRaw(cp.admin, { apiVersion: 'v1', kind: 'Service', name: 'lb', namespace: 'killed' })) !== undefined);
+
+  await ctl.kill('SIGKILL');
+  assert.equal((await first.exited).signal, 'SIGKILL');
+  // While no controller runs: the wave becomes healthy (what a cloud controller would write).
+  await requestOk(cp.admin, {
+    method: 'PATCH',
+    path: '/api/v1/namespaces/killed/services/lb/status',
+    body: { status: { loadBalancer: { ingress: [{ ip: '192.0.2.10' }] } } },
+    contentType: 'application/merge-patch+json',
+  });
+  const stillRunning = await waitForApp(cp, 'killed', 'still Running (nobody finished it)', () => true);
+  assert.equal(operationPhase(stillRunning), 'Running');
+
+  ctl = spawnController({ kubeconfig, cacheDir });
+  const second = ctl;
+  const done = await waitForApp(cp, 'killed', 'Succeeded and operation cleared', (a) => operationPhase(a) === 'Succeeded' && a['operation'] === undefined, 60_000)
+    .catch((err: Error) => { throw new Error(`${err.message}\ncontroller output:\n${second.output().slice(-3000)}`); });
+  const state = done.status?.['operationState'] as { startedAt: string; syncResult: { resources: Array<{ kind: string; name: string; status: string }> } };
+  assert.equal(state.startedAt, startedAt, 'the interrupted operation was resumed, not started anew');
+  assert.deepEqual(state.syncResult.resources.map((r) => `${r.kind}/${r.name}:${r.status}`).sort(), ['ConfigMap/later:Synced', 'Service/lb:Synced']);
+  assert.ok(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'killed' }));
+
+  // Exactly once: one history entry now and after a few more reconciles, and wave 1 written once.
+  await new Promise((r) => setTimeout(r, 3000));
+  const after = await waitForApp(cp, 'killed', 'settled', () => true);
+  assert.equal(((after.status?.['history'] ?? []) as unknown[]).length, 1, JSON.stringify(after.status?.['history']));
+  const laterWrites = (await cp.readAudit()).filter((r) => r.namespace === 'killed' && r.resource === 'configmaps' && r.name === 'later' && ['create', 'patch', 'update'].includes(r.verb) && !r.dryRun);
+  assert.equal(laterWrites.length, 1, laterWrites.map((r) => `${r.verb} ${r.requestURI}`).join('\n'));
+  for (const w of laterWrites) assert.equal(w.impersonatedUser, 'system:serviceaccount:killed:deployer');
+});
