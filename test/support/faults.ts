@@ -14,8 +14,9 @@ import { kubeconfigYaml } from '../../src/controlplane/identities.ts';
 import type { TestControlPlane } from './controlplane.ts';
 
 export interface CuttableProxy {
-  /** https://127.0.0.1:<port>: the API server's certificate names 127.0.0.1, so TLS still verifies. */
+  /** <target's scheme>://127.0.0.1:<port>: the API server's certificate names 127.0.0.1, so TLS still verifies. */
   server: string;
+  port: number;
   /** Connections accepted so far (to check that traffic really went through it). */
   connections(): number;
   /** Destroys every open connection; with `refuse`, new ones are closed at once until resume(). */
@@ -24,8 +25,11 @@ export interface CuttableProxy {
   close(): Promise<void>;
 }
 
-/** A plain TCP relay from a free loopback port to `target` (https://127.0.0.1:<port>). */
-export async function startCuttableProxy(target: string): Promise<CuttableProxy> {
+/**
+ * A plain TCP relay from a loopback port (free, or `port`: a proxy closed and started again on the
+ * same address, so that a URL is refused for a while) to `target` (http(s)://127.0.0.1:<port>).
+ */
+export async function startCuttableProxy(target: string, opts: { port?: number } = {}): Promise<CuttableProxy> {
   const url = new URL(target);
   const open = new Set<net.Socket>();
   let refusing = false;
@@ -50,14 +54,18 @@ export async function startCuttableProxy(target: string): Promise<CuttableProxy>
     client.pipe(upstream);
     upstream.pipe(client);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   const cutAll = () => {
     for (const s of open) s.destroy();
     open.clear();
   };
   return {
-    server: `https://127.0.0.1:${port}`,
+    server: `${url.protocol}//127.0.0.1:${port}`,
+    port,
     connections: () => count,
     cut: (opts = {}) => {
       refusing = opts.refuse === true;
