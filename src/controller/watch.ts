@@ -176,7 +176,10 @@ export class Watch {
     do {
       const extra: Record<string, string> = { limit: String(this.opts.pageSize) };
       if (cont) extra['continue'] = cont;
-      const res = await this.api.request('GET', this.query(extra), { timeoutMs: 60_000 });
+      // Abortable, so that stop() does not wait for a slow list.
+      const ac = new AbortController();
+      this.abort = ac;
+      const res = await this.api.request('GET', this.query(extra), { timeoutMs: 60_000, signal: ac.signal });
       if (res.status === 410) {
         // The continue token expired mid-list: start the list over.
         cont = '';
