@@ -1,7 +1,8 @@
 // The benchmark's tenants: per Application a namespace, a `deployer` ServiceAccount with a Role on
 // exactly the five kinds it deploys, and five manifests (ConfigMap, Secret, Service, Deployment,
-// ServiceAccount). The same YAML text goes to Git (for impersync), to disk (for kubectl) and,
-// parsed, to the minimal client, so all three apply identical objects.
+// ServiceAccount). The Service is headless: the harness's service range is a /24, too small for
+// hundreds of ClusterIPs. The same YAML text goes to Git (for impersync), to disk (for kubectl)
+// and, parsed, to the minimal client, so all three apply identical objects.
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -20,7 +21,7 @@ export function manifestFiles(name: string, version = 'v1'): Record<string, stri
   return {
     'configmap.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    app: ${name}\ndata:\n  version: "${version}"\n  greeting: hello from ${name}\n`,
     'secret.yaml': `apiVersion: v1\nkind: Secret\nmetadata:\n  name: credentials\n  labels:\n    app: ${name}\ntype: Opaque\ndata:\n  password: ${b64}\n`,
-    'service.yaml': `apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  labels:\n    app: ${name}\nspec:\n  selector:\n    app: ${name}\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n    protocol: TCP\n`,
+    'service.yaml': `apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  labels:\n    app: ${name}\nspec:\n  clusterIP: None\n  selector:\n    app: ${name}\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n    protocol: TCP\n`,
     'deployment.yaml': `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    app: ${name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: ${name}\n  template:\n    metadata:\n      labels:\n        app: ${name}\n    spec:\n      serviceAccountName: runtime\n      containers:\n      - name: web\n        image: registry.invalid/web:1.0\n        ports:\n        - containerPort: 8080\n`,
     'serviceaccount.yaml': `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: runtime\n  labels:\n    app: ${name}\n`,
   };
