@@ -94,7 +94,8 @@ function toResult(t: SyncTask): ResourceResult {
 
 /** Argo CD's failure message: `<what>, reason: <messages of the failed tasks>`. */
 function failureMessage(what: string, tasks: readonly SyncTask[]): string {
-  const reasons = [...new Set(tasks.filter((t) => t.result === 'SyncFailed' && t.message).map((t) => t.message))];
+  // Tasks in Error after a successful apply (the live object unreadable) say why too.
+  const reasons = [...new Set(tasks.filter((t) => (t.result === 'SyncFailed' || t.operationState === 'Error') && t.message).map((t) => t.message))];
   return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
 }
 

@@ -128,6 +128,12 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
     if (t.operationState !== 'Running' || !t.target) continue;
     const got = await ctx.client.get(refOf(t.target));
     if (!got.ok) {
+      if (got.error.code === 401 || got.error.code === 403) {
+        // The identity lost its right to read what it applied (RBAC revoked mid-sync): waiting
+        // cannot help. The apply stays reported as done; the task ends in Error saying who was refused.
+        setResult(ctx, t, undefined, 'Error', `Failed to get live resource: ${got.error.message}`);
+        continue;
+      }
       // A read that fails now may succeed at the next poll; the deadline bounds the waiting.
       t.message = `Failed to get live resource ${got.error.message}`;
       running = true;
