@@ -54,8 +54,9 @@ export function parseDuration(s: string | undefined): number | undefined {
     total += Number(m[1]) * (unit[m[2] as string] ?? 0);
     consumed = re.lastIndex;
   }
-  if (/^\d+$/.test(text)) return Number(text) * 1000; // Argo CD accepts bare seconds
-  return consumed === text.length && consumed > 0 ? total : undefined;
+  // Argo CD accepts bare seconds; a value too large to be a duration (Go: past ~292 years) is none.
+  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : consumed === text.length && consumed > 0 ? total : undefined;
+  return ms !== undefined && Number.isFinite(ms) ? ms : undefined;
 }
 
 /** Argo CD's retry backoff: duration·factor^retries, capped at maxDuration (defaults 5s, 2, 3m). */

@@ -16,6 +16,9 @@ export interface QueueOptions {
 
 export type Handler = (key: string) => Promise<void>;
 
+/** The longest delay a Node timer honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface QueueStats {
   depth: number;
   processing: number;
@@ -82,10 +85,11 @@ export class WorkQueue {
     const pending = this.delayed.get(key);
     if (pending && pending.at <= at) return;
     if (pending) clearTimeout(pending.timer);
+    // Node fires a timer longer than 2^31-1 ms after 1 ms: cap it, or a long interval becomes a hot loop.
     const timer = setTimeout(() => {
       this.delayed.delete(key);
       this.add(key);
-    }, ms);
+    }, Math.min(ms, MAX_TIMER_MS));
     timer.unref?.();
     this.delayed.set(key, { at, timer });
   }

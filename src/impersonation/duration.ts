@@ -10,7 +10,7 @@ export type DurationResult = { ok: true; seconds: number } | { ok: false; error:
 /** Parses a Go duration or a number of seconds; negative durations are refused. */
 export function parseDurationSeconds(raw: string): DurationResult {
   const text = raw.trim();
-  if (/^\d+(\.\d*)?$/.test(text)) return { ok: true, seconds: Number(text) };
+  if (/^\d+(\.\d*)?$/.test(text)) return bounded(raw, Number(text));
   if (text === '0') return { ok: true, seconds: 0 };
   const body = text.startsWith('+') ? text.slice(1) : text;
   if (body.startsWith('-')) return { ok: false, error: `negative duration '${raw}'` };
@@ -24,5 +24,13 @@ export function parseDurationSeconds(raw: string): DurationResult {
     consumed = component.lastIndex;
   }
   if (body === '' || consumed !== body.length) return { ok: false, error: `invalid duration '${raw}' (expected e.g. "180s", "3m" or a number of seconds)` };
+  return bounded(raw, seconds);
+}
+
+/** Go's durations end at 2^63-1 ns (about 292 years): anything longer is an error there too. */
+const MAX_SECONDS = 9_223_372_036;
+
+function bounded(raw: string, seconds: number): DurationResult {
+  if (!Number.isFinite(seconds) || seconds > MAX_SECONDS) return { ok: false, error: `duration '${raw}' is too large (at most ${MAX_SECONDS} seconds)` };
   return { ok: true, seconds };
 }
