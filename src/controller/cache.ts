@@ -24,6 +24,7 @@ export class ControllerCache {
   readonly secrets: Watch;
   readonly namespace: string;
   private readonly appNamespaces: string[];
+  private readonly parsedProjects = new WeakMap<WatchedObject, AppProject | null>();
 
   constructor(api: KubeApi, opts: CacheOptions) {
     this.namespace = opts.namespace;
@@ -81,11 +82,18 @@ export class ControllerCache {
   allProjects(): AppProject[] {
     const out: AppProject[] = [];
     for (const raw of this.projects.list()) {
-      try {
-        out.push(parseAppProject(raw));
-      } catch {
-        // reported where the project is used
+      // Parsed once per stored object (the store replaces an object when it changes): every
+      // reconcile needs all projects for global-project inheritance.
+      let parsed = this.parsedProjects.get(raw);
+      if (parsed === undefined) {
+        try {
+          parsed = parseAppProject(raw);
+        } catch {
+          parsed = null; // reported where the project is used
+        }
+        this.parsedProjects.set(raw, parsed);
       }
+      if (parsed) out.push(parsed);
     }
     return out;
   }
