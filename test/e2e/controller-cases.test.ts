@@ -78,7 +78,8 @@ test("manifests that hard-code another namespace are applied as the Application'
     method: 'PATCH', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/hard`,
     body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'hard' } } }, contentType: 'application/merge-patch+json',
   });
-  const synced = await waitForApp(cp, 'hard', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+  const synced = await waitForApp(cp, 'hard', 'Succeeded, annotation gone', (a) => operationPhase(a) === 'Succeeded' &&
+    ((a['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'] === undefined);
   assert.equal(((synced['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'], undefined, 'refresh annotation removed');
   const applied = writes(await cp.readAudit(), 'team-b', cp.controllerUserName);
   assert.ok(applied.some((r) => r.verb === 'patch' && r.name === 'hard-coded'));

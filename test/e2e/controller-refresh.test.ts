@@ -49,7 +49,7 @@ test('a failing sync is retried per syncPolicy.retry, then ends Failed with the 
   await applyRaw(cp.admin, project('retry', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'retry', defaultServiceAccount: 'cm-only' }] }));
   const app = application('retry', fx.repo.fileURL, { project: 'retry', destination: { server: IN_CLUSTER, namespace: 'retry' }, automated: false });
   await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' }, retry: { limit: 2, backoff: { duration: '1s', factor: 1 } } } });
-  const failed = await waitForApp(cp, 'retry', 'Failed after retries', (a) => operationPhase(a) === 'Failed', 60_000);
+  const failed = await waitForApp(cp, 'retry', 'Failed after retries, operation cleared', (a) => operationPhase(a) === 'Failed' && a['operation'] === undefined, 60_000);
   const state = failed.status?.['operationState'] as { retryCount: number; message: string };
   assert.equal(state.retryCount, 2);
   assert.match(state.message, /services .* is forbidden: User "system:serviceaccount:retry:cm-only"/);
