@@ -245,9 +245,9 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       if (await attempt()) {
         lastRenew = now();
       } else if (!stopped && now() - lastRenew >= renewMs) {
-        // Not awaited: the loop stands as candidate meanwhile, and cannot win before the Lease
-        // expires, which is later than the renew deadline that just passed.
-        void stopLeading('lost');
+        // Awaited: this process stands as candidate again only once its old work has stopped, so
+        // that winning the Lease back (still recorded as ours) never runs two controllers at once.
+        await stopLeading('lost');
         if (opts.rejoinAfterLoss === false) {
           stopped = true;
           break;
