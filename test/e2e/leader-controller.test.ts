@@ -37,7 +37,7 @@ async function startReplica(name: string): Promise<Replica> {
     // As `impersync run --leader-elect` wires it: the controller runs only while leading.
     election: runWhileLeading({
       kc: cp.controller, namespace: NS, name: 'impersync-controller', identity: name,
-      leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250,
+      leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 300,
       start: async () => {
         replica.starts++;
         current = await startController({
