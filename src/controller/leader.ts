@@ -227,10 +227,12 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
 
   const loop = async () => {
     while (!stopped) {
+      // Renewal time counts from when the attempt began (conservative: the request may be slow).
+      const began = now();
       if (!leading) {
         if (await attempt()) {
           if (stopped) break;
-          lastRenew = now();
+          lastRenew = began;
           leading = new AbortController();
           const signal = leading.signal;
           Promise.resolve()
@@ -243,7 +245,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
         continue;
       }
       if (await attempt()) {
-        lastRenew = now();
+        lastRenew = began;
       } else if (!stopped && now() - lastRenew >= renewMs) {
         // Awaited: this process stands as candidate again only once its old work has stopped, so
         // that winning the Lease back (still recorded as ours) never runs two controllers at once.
