@@ -1,7 +1,8 @@
 // The ServiceAccount's rights taken away after the diff: its RoleBinding deleted before the sync,
-// or between two waves of a running sync, and the ServiceAccount object itself deleted. A failed
-// operation with a SyncError that names the ServiceAccount; every resource's result says whether
-// it was applied, so no partial write goes unreported; the audit log agrees.
+// or between two waves of a running sync, and the ServiceAccount object deleted with or without its
+// binding. Rights gone: a failed operation with a SyncError that names the ServiceAccount; every
+// resource's result says whether it was applied, so no partial write goes unreported; the audit
+// log agrees. Only the object gone: still that identity, never another.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyRaw, deleteRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
@@ -114,4 +115,22 @@ test('ServiceAccount deleted together with its binding between diff and sync: th
   // The controller keeps reconciling: the Application is compared again and says why.
   const later = await getApp(cp, 'sa-gone');
   assert.equal(later['operation'], undefined, 'the failed operation is not retried without a retry policy');
+});
+
+test('ServiceAccount object deleted alone (its RoleBinding kept): Kubernetes still authorizes the impersonated name, so the sync proceeds as that name', { timeout: 90_000 }, async () => {
+  await deployer(cp, 'sa-only', 'deployer');
+  await applyRaw(cp.admin, application('sa-only', fx.repo.fileURL, { project: 'faults', destination: { server: IN_CLUSTER, namespace: 'sa-only' }, automated: false }));
+  await waitForApp(cp, 'sa-only', 'OutOfSync', (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'OutOfSync');
+  await deleteRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', name: 'deployer', namespace: 'sa-only' });
+  await startOperation('sa-only', 'app');
+  const done = await waitForApp(cp, 'sa-only', 'operation ended', (a) => ['Succeeded', 'Failed', 'Error'].includes(operationPhase(a) ?? ''), 30_000);
+  const message = (done.status?.['operationState'] as { message: string }).message;
+  // Impersonating a ServiceAccount name needs no ServiceAccount object (the API server checks only
+  // the controller's impersonate right and RBAC for the name), as in Argo CD: revoke the binding to
+  // stop it. What must hold is that the identity never silently changes.
+  assert.equal(operationPhase(done), 'Succeeded', message);
+  assert.ok(message.includes(sa('sa-only')), message);
+  const writes = (await cp.readAudit()).filter(realWrite('sa-only'));
+  assert.ok(writes.length >= 2);
+  for (const w of writes) assert.equal(w.impersonatedUser, sa('sa-only'), `${w.verb} ${w.requestURI}`);
 });
