@@ -89,7 +89,7 @@ export interface Fixture {
   stop(): Promise<void>;
 }
 
-export async function startFixture(cp: TestControlPlane, files: Record<string, string>, opts: { applicationNamespaces?: string[] } = {}): Promise<Fixture> {
+export async function startFixture(cp: TestControlPlane, files: Record<string, string>, opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number } = {}): Promise<Fixture> {
   const repo = await TestRepo.create();
   await repo.commit(files, 'guestbook');
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-ctl-'));
@@ -100,7 +100,7 @@ export async function startFixture(cp: TestControlPlane, files: Record<string, s
     kc: cp.controller,
     namespace: NS,
     logger: createLogger({ level: 'debug' }, sink),
-    ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
+    ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: opts.waitTimeoutMs ?? 20_000 }),
     events: [events],
     healthPort: 0,
     ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),

@@ -36,7 +36,8 @@ before(async () => {
   proxy = await startCuttableProxy(cp.server);
   const kc = new KubeConfig();
   kc.loadFromFile(await controllerKubeconfigVia(cp, proxy.server));
-  fx = await startFixture({ ...cp, controller: kc }, { ...guestbookFiles(), ...held });
+  // A wave may wait out an API server restart, which takes longer on a loaded machine.
+  fx = await startFixture({ ...cp, controller: kc }, { ...guestbookFiles(), ...held }, { waitTimeoutMs: 120_000 });
 });
 
 after(async () => {
