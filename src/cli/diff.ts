@@ -4,11 +4,11 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { AppProject, Application, KubeObject } from '../api/index.ts';
-import { applicationKey, groupOf, projectName } from '../api/index.ts';
+import { applicationKey, projectName } from '../api/index.ts';
 import { resolveDestination } from '../impersonation/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity, isRefusal } from '../kube/types.ts';
-import { checkApplicationLimits, checkResourceLimits, describeViolation } from '../project/index.ts';
+import { projectLimits } from '../controller/limits.ts';
 import { SourceRenderer } from '../source/index.ts';
 import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
 import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
@@ -121,7 +121,8 @@ async function compareLive(opts: DiffOptions, factory: DestinationClientFactory)
   const identityLine = `identity: ${who} (${how})`;
   const fail = (message: string) => ({ identityLine, report: { ...base, identity: who, syncStatus: 'Unknown' as const, health: { status: 'Unknown' as const }, resources: [], errors: [message] } });
 
-  const appViolations = checkApplicationLimits(project, app, { server: cluster.server, name: cluster.name }).map(describeViolation);
+  const limits = projectLimits();
+  const appViolations = limits.checkApplication(project, app, cluster);
   if (appViolations.length) return fail(appViolations.join('; '));
   let objects: KubeObject[];
   let revision = '';
@@ -132,14 +133,7 @@ async function compareLive(opts: DiffOptions, factory: DestinationClientFactory)
   } catch (err) {
     return fail((err as Error).message);
   }
-  const scopes = new Map<string, boolean | undefined>();
-  for (const o of objects) {
-    const key = `${groupOf(o.apiVersion)}/${o.kind}`;
-    if (scopes.has(key)) continue;
-    const info = await client.resolve(o.apiVersion, o.kind);
-    scopes.set(key, info.ok ? info.value.namespaced : undefined);
-  }
-  const violations = checkResourceLimits({ project, cluster: { server: cluster.server, name: cluster.name }, destinationNamespace: app.spec.destination?.namespace, objects, isNamespaced: (g, k) => scopes.get(`${g}/${k}`) }).map(describeViolation);
+  const violations = await limits.checkObjects(client, project, app, cluster, objects);
   const comparison = await compare(client, objects, inventoryOf(app), { appName: appInstanceName(app, opts.namespace), namespace: app.spec.destination?.namespace ?? '' });
   return {
     identityLine,
