@@ -62,6 +62,16 @@ export class Transport {
 
   /** Sends one request; a network failure comes back as a KubeError value, never a throw. */
   async send(req: HttpRequest): Promise<HttpResponse | KubeError> {
+    const first = await this.#sendOnce(req);
+    // An HTTP/2 GOAWAY ends the streams still open on that connection without an answer (the API
+    // server sends one, for instance, as a connection's credential stops authenticating). Asking
+    // again on a fresh connection gets the server's real answer (401, 200...). Every method we send
+    // but POST is idempotent (server-side apply, GET, DELETE), so those are asked once more.
+    if (!isHttpResponse(first) && req.method !== 'POST' && first.message.includes('GOAWAY')) return this.#sendOnce(req);
+    return first;
+  }
+
+  async #sendOnce(req: HttpRequest): Promise<HttpResponse | KubeError> {
     try {
       const headers: Record<string, string> = { 'user-agent': 'impersync', accept: 'application/json', ...req.headers };
       const auth = await this.#authorization();
