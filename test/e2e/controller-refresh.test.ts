@@ -2,7 +2,7 @@
 // the controller that react to time and to objects other than the Application.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, createNamespace, deleteRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
+import { ApiError, applyRaw, createNamespace, deleteRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
@@ -108,14 +108,23 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
   await applyRaw(cp.admin, project('slow', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'slow', defaultServiceAccount: 'deployer' }] }));
   const app = application('slow', fx.repo.fileURL, { project: 'slow', path: 'waves', destination: { server: IN_CLUSTER, namespace: 'slow' }, automated: false });
   await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' } } });
-  const running = await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
-  // What `argocd app terminate-op` writes.
-  const state = running.status?.['operationState'] as Record<string, unknown>;
-  await requestOk(cp.admin, {
-    method: 'PUT',
-    path: `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/slow/status`,
-    body: { ...running, status: { ...running.status, operationState: { ...state, phase: 'Terminating' } } },
-  });
+  await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
+  // What `argocd app terminate-op` writes. The controller may write status between our read and our
+  // write (409 Conflict): read again and retry, as any client of the status subresource must.
+  for (let attempt = 1; ; attempt++) {
+    const running = await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
+    const state = running.status?.['operationState'] as Record<string, unknown>;
+    try {
+      await requestOk(cp.admin, {
+        method: 'PUT',
+        path: `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/slow/status`,
+        body: { ...running, status: { ...running.status, operationState: { ...state, phase: 'Terminating' } } },
+      });
+      break;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 409) || attempt >= 10) throw err;
+    }
+  }
   const done = await waitForApp(cp, 'slow', 'Failed: terminated', (a) => operationPhase(a) === 'Failed', 15_000);
   assert.equal((done.status?.['operationState'] as { message: string }).message, 'Operation terminated');
   assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'slow' }), undefined);
