@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `impersync` command: dispatches to one module per subcommand. Each module exports
 // `main(argv: string[]): Promise<number>` and returns the process exit code.
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 type Command = { summary: string; load: () => Promise<{ main: (argv: string[]) => Promise<number> }> };
@@ -34,7 +35,18 @@ export async function dispatch(argv: string[]): Promise<number> {
   return mod.main(rest);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+// Run when started as the program, also through a symlink (npm's bin links, npx).
+function startedAsProgram(): boolean {
+  const argv1 = process.argv[1];
+  if (!argv1) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(argv1)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (startedAsProgram()) {
   dispatch(process.argv.slice(2)).then(
     (code) => { process.exitCode = code; },
     (err: unknown) => {
