@@ -35,3 +35,33 @@ export function outputFormat(values: Flags): { ok: true; format: 'text' | 'json'
   if (v === 'text' || v === 'json') return { ok: true, format: v };
   return { ok: false, error: `-o/--output must be 'text' or 'json', not '${v}'` };
 }
+
+/** What every reporting command does first: parse flags, answer --help, check -o. */
+export type CommandStart =
+  | { done: true; code: number }
+  | { done: false; values: Flags; positionals: string[]; format: 'text' | 'json' };
+
+export function startCommand(
+  name: string,
+  argv: string[],
+  options: Options,
+  usage: string,
+  io: { stdout: (text: string) => void; stderr: (text: string) => void },
+  allowPositionals = false,
+): CommandStart {
+  const flags = parseFlags(argv, options, allowPositionals);
+  if (!flags.ok) {
+    io.stderr(`impersync ${name}: ${flags.error}\n${usage}`);
+    return { done: true, code: 2 };
+  }
+  if (flags.values['help'] === true) {
+    io.stdout(usage);
+    return { done: true, code: 0 };
+  }
+  const format = outputFormat(flags.values);
+  if (!format.ok) {
+    io.stderr(`impersync ${name}: ${format.error}\n`);
+    return { done: true, code: 2 };
+  }
+  return { done: false, values: flags.values, positionals: flags.positionals, format: format.format };
+}

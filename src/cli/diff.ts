@@ -12,7 +12,7 @@ import { projectLimits } from '../controller/limits.ts';
 import { SourceRenderer } from '../source/index.ts';
 import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
 import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
-import { outputFormat, parseFlags, stringFlag } from './args.ts';
+import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
 import { processIO, type CommandIO } from './io.ts';
 import { loadLiveInventory } from './live.ts';
@@ -151,20 +151,8 @@ async function compareLive(opts: DiffOptions, factory: DestinationClientFactory)
 }
 
 export async function run(argv: string[], io: CommandIO, factory?: DestinationClientFactory): Promise<number> {
-  const flags = parseFlags(argv, FLAGS, true);
-  if (!flags.ok) {
-    io.stderr(`impersync diff: ${flags.error}\n${DIFF_USAGE}`);
-    return 2;
-  }
-  if (flags.values.help === true) {
-    io.stdout(DIFF_USAGE);
-    return 0;
-  }
-  const format = outputFormat(flags.values);
-  if (!format.ok) {
-    io.stderr(`impersync diff: ${format.error}\n`);
-    return 2;
-  }
+  const flags = startCommand('diff', argv, FLAGS, DIFF_USAGE, io, true);
+  if (flags.done) return flags.code;
   if (flags.positionals.length !== 1) {
     io.stderr(`impersync diff: give exactly one Application name\n${DIFF_USAGE}`);
     return 2;
@@ -193,7 +181,7 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
   }
   const { report, identityLine } = result;
   for (const w of report.warnings) io.stderr(`warning: ${w}\n`);
-  io.stdout(format.format === 'json' ? JSON.stringify(report, null, 2) + '\n' : formatText(report, identityLine));
+  io.stdout(flags.format === 'json' ? JSON.stringify(report, null, 2) + '\n' : formatText(report, identityLine));
   return exitCode(report.syncStatus, report.errors);
 }
 

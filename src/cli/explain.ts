@@ -1,6 +1,6 @@
 // `impersync explain`: which ServiceAccount an Application syncs as, and why (spec §3–§7, §10).
 // Exit 0 whenever an explanation was produced, whatever the decision; 2 when the input is unusable.
-import { listFlag, outputFormat, parseFlags, stringFlag } from './args.ts';
+import { listFlag, startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
 import { formatExplanation } from './explain-format.ts';
 import { processIO, type CommandIO } from './io.ts';
@@ -24,20 +24,8 @@ Exit status: 0 when an explanation was produced, 2 when the input is unusable.
 `;
 
 export async function run(argv: string[], io: CommandIO): Promise<number> {
-  const flags = parseFlags(argv, { ...INPUT_FLAGS, app: { type: 'string' } });
-  if (!flags.ok) {
-    io.stderr(`impersync explain: ${flags.error}\n${EXPLAIN_USAGE}`);
-    return 2;
-  }
-  if (flags.values.help === true) {
-    io.stdout(EXPLAIN_USAGE);
-    return 0;
-  }
-  const format = outputFormat(flags.values);
-  if (!format.ok) {
-    io.stderr(`impersync explain: ${format.error}\n`);
-    return 2;
-  }
+  const flags = startCommand('explain', argv, { ...INPUT_FLAGS, app: { type: 'string' } }, EXPLAIN_USAGE, io);
+  if (flags.done) return flags.code;
   const namespace = stringFlag(flags.values, 'namespace', DEFAULT_CONTROL_NAMESPACE);
   const app = typeof flags.values.app === 'string' ? flags.values.app : undefined;
   const appNamespace = app?.includes('/') ? app.slice(0, app.indexOf('/')) : undefined;
@@ -60,7 +48,7 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     io.stderr(`impersync explain: ${oneLine(result.error)}\n`);
     return 2;
   }
-  io.stdout(format.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value));
+  io.stdout(flags.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value));
   return 0;
 }
 

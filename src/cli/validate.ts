@@ -1,7 +1,7 @@
 // `impersync validate`: checks every AppProject's destinationServiceAccounts against spec §8.
 // Exit 0 when all are valid, 1 when any is invalid, 2 when the input is unusable.
 import { validateProject, type ValidationFailure } from '../impersonation/index.ts';
-import { listFlag, outputFormat, parseFlags, stringFlag } from './args.ts';
+import { listFlag, startCommand, stringFlag } from './args.ts';
 import { oneLine } from './explain.ts';
 import type { Inventory } from './inventory.ts';
 import { processIO, type CommandIO } from './io.ts';
@@ -56,20 +56,8 @@ export function formatValidation(result: ValidateResult): string {
 }
 
 export async function run(argv: string[], io: CommandIO): Promise<number> {
-  const flags = parseFlags(argv, INPUT_FLAGS);
-  if (!flags.ok) {
-    io.stderr(`impersync validate: ${flags.error}\n${VALIDATE_USAGE}`);
-    return 2;
-  }
-  if (flags.values.help === true) {
-    io.stdout(VALIDATE_USAGE);
-    return 0;
-  }
-  const format = outputFormat(flags.values);
-  if (!format.ok) {
-    io.stderr(`impersync validate: ${format.error}\n`);
-    return 2;
-  }
+  const flags = startCommand('validate', argv, INPUT_FLAGS, VALIDATE_USAGE, io);
+  if (flags.done) return flags.code;
   const input = await loadInput(
     {
       files: listFlag(flags.values, 'filename'),
@@ -88,7 +76,7 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     return 2;
   }
   const result = validateInventory(input.value.inventory);
-  io.stdout(format.format === 'json' ? JSON.stringify(result.reports, null, 2) + '\n' : formatValidation(result));
+  io.stdout(flags.format === 'json' ? JSON.stringify(result.reports, null, 2) + '\n' : formatValidation(result));
   return result.reports.every((r) => r.valid) ? 0 : 1;
 }
 
