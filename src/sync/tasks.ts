@@ -28,6 +28,8 @@ export interface SyncTask extends Orderable {
   order?: number;
   /** A pruned object the server no longer has (until then, later waves wait, as Argo CD does). */
   gone?: boolean;
+  /** When reads of this task's object started being refused (401/403), while waiting for its health. */
+  refusedSince?: number;
 }
 
 export interface TaskContext {
@@ -115,6 +117,9 @@ export async function deleteHooks(ctx: TaskContext, tasks: readonly SyncTask[], 
   }
 }
 
+/** How long reads may be refused before the identity is taken to have lost its rights. */
+const FORBIDDEN_GRACE_MS = 5_000;
+
 /** Refreshes every running task from the server; true while any is still running or being deleted. */
 export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[]): Promise<boolean> {
   let running = false;
@@ -131,9 +136,18 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
       if (got.error.code === 401 || got.error.code === 403) {
         // The identity lost its right to read what it applied (RBAC revoked mid-sync): waiting
         // cannot help. The apply stays reported as done; the task ends in Error saying who was refused.
-        setResult(ctx, t, undefined, 'Error', `Failed to get live resource: ${got.error.message}`);
+        // A refusal that lasts less than FORBIDDEN_GRACE_MS is waited out: an API server that has
+        // just restarted refuses for a moment while its RBAC caches fill.
+        t.refusedSince ??= Date.now();
+        if (Date.now() - t.refusedSince >= FORBIDDEN_GRACE_MS) {
+          setResult(ctx, t, undefined, 'Error', `Failed to get live resource: ${got.error.message}`);
+          continue;
+        }
+        t.message = `Failed to get live resource: ${got.error.message}`;
+        running = true;
         continue;
       }
+      t.refusedSince = undefined;
       // A read that fails now may succeed at the next poll; the deadline bounds the waiting.
       t.message = `Failed to get live resource ${got.error.message}`;
       running = true;
@@ -144,6 +158,7 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
       setResult(ctx, t, 'SyncFailed', 'Error', `Resource ${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.name} is missing, it might have been deleted`);
       continue;
     }
+    t.refusedSince = undefined;
     t.live = got.value;
     const { phase, message } = operationPhaseOf(got.value, t.hook);
     setResult(ctx, t, undefined, phase, message);
