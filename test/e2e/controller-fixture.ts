@@ -70,6 +70,17 @@ export function application(name: string, repoURL: string, opts: { project?: str
 }
 
 /** Objects that are healthy without a kubelet: a ConfigMap and a ClusterIP Service. */
+/**
+ * A sync held between waves: wave 0 is a LoadBalancer Service, Progressing until a test writes its
+ * ingress address; wave 1 is a ConfigMap that is applied only after that. Path `held`.
+ */
+export function heldWaveFiles(): Record<string, string> {
+  return {
+    'held/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
+    'held/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
+  };
+}
+
 export function guestbookFiles(extra: Record<string, string> = {}): Record<string, string> {
   return {
     'app/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-config\ndata:\n  greeting: hello\n',

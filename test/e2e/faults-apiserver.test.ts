@@ -10,19 +10,13 @@ import type { TestControlPlane } from '../support/index.ts';
 import { controllerKubeconfigVia, startCuttableProxy, until } from '../support/faults.ts';
 import type { CuttableProxy } from '../support/faults.ts';
 import {
-  application, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp,
+  application, deployer, grantControllerRights, guestbookFiles, heldWaveFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
 let proxy: CuttableProxy;
 let fx: Fixture;
-
-/** Wave 0: a LoadBalancer Service, Progressing until a test writes its address; wave 1: a ConfigMap. */
-const held = {
-  'held/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
-  'held/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
-};
 
 before(async () => {
   cp = await startControlPlane();
@@ -37,7 +31,7 @@ before(async () => {
   const kc = new KubeConfig();
   kc.loadFromFile(await controllerKubeconfigVia(cp, proxy.server));
   // A wave may wait out an API server restart, which takes longer on a loaded machine.
-  fx = await startFixture({ ...cp, controller: kc }, { ...guestbookFiles(), ...held }, { waitTimeoutMs: 120_000 });
+  fx = await startFixture({ ...cp, controller: kc }, { ...guestbookFiles(), ...heldWaveFiles() }, { waitTimeoutMs: 120_000 });
 });
 
 after(async () => {

@@ -11,7 +11,7 @@ import type { TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { spawnController, until } from '../support/faults.ts';
 import type { ControllerProcess } from '../support/faults.ts';
-import { application, deployer, grantControllerRights, IN_CLUSTER, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
+import { application, deployer, grantControllerRights, heldWaveFiles, IN_CLUSTER, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
 let repo: TestRepo;
@@ -25,11 +25,7 @@ before(async () => {
   await deployer(cp, 'killed', 'deployer');
   await applyRaw(cp.admin, project('faults', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'killed', defaultServiceAccount: 'deployer' }] }));
   repo = await TestRepo.create();
-  // Wave 0: a LoadBalancer Service, Progressing until the test writes its address; wave 1: a ConfigMap.
-  await repo.commit({
-    'held/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
-    'held/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
-  });
+  await repo.commit(heldWaveFiles());
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-faults-'));
 });
 

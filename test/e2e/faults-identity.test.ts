@@ -9,17 +9,12 @@ import { applyRaw, deleteRaw, getRaw, requestOk, startControlPlane } from '../su
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
-  application, condition, deployer, getApp, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp,
+  application, condition, deployer, getApp, grantControllerRights, guestbookFiles, heldWaveFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
 let fx: Fixture;
-
-const held = {
-  'held/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
-  'held/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
-};
 
 before(async () => {
   cp = await startControlPlane();
@@ -27,7 +22,7 @@ before(async () => {
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
   for (const ns of ['revoked', 'midway', 'sa-gone']) await deployer(cp, ns, 'deployer');
   await applyRaw(cp.admin, project('faults', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'deployer' }] }));
-  fx = await startFixture(cp, { ...guestbookFiles(), ...held });
+  fx = await startFixture(cp, { ...guestbookFiles(), ...heldWaveFiles() });
 });
 
 after(async () => {
