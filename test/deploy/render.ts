@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { getRaw, parseYamlDocuments, pathFor, requestOk } from '../support/index.ts';
+import { ApiError, applyRaw, getRaw, parseYamlDocuments, pathFor, requestOk } from '../support/index.ts';
 import type { KubeObject } from '../support/index.ts';
 
 export const repoRoot = new URL('../../', import.meta.url).pathname;
@@ -112,4 +112,31 @@ export function find(objects: KubeObject[], kind: string, name?: string): KubeOb
   const found = objects.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
   if (!found) throw new Error(`no ${kind}${name ? ` ${name}` : ''} in the rendered objects (${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')})`);
   return found;
+}
+
+/** Polls `check` every 200 ms until it returns a value, or fails naming `what`. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (true) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * The message with which admission refuses a dry-run apply of `obj` (422), waiting for a policy just
+ * installed to take effect; any other failure is thrown.
+ */
+export async function admissionDenial(kc: KubeConfig, obj: KubeObject): Promise<string> {
+  return until('the policy to take effect', async () => {
+    try {
+      await applyRaw(kc, obj, { dryRun: true });
+      return undefined;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 422) return err.message;
+      throw err;
+    }
+  });
 }

@@ -4,9 +4,9 @@
 // controller impersonate only the listed ServiceAccounts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startControlPlane, createNamespace, createServiceAccount, applyRaw, getRaw, listRaw, request, ApiError } from '../support/index.ts';
+import { startControlPlane, createNamespace, createServiceAccount, getRaw, listRaw, request } from '../support/index.ts';
 import type { TestControlPlane, KubeObject } from '../support/index.ts';
-import { applyAll, chartDir, find, helmTemplate, runTool } from '../deploy/render.ts';
+import { admissionDenial, applyAll, chartDir, find, helmTemplate, runTool, until } from '../deploy/render.ts';
 
 let cp: TestControlPlane;
 
@@ -20,16 +20,6 @@ after(async () => {
   await cp?.stop();
 });
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (true) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 test('the default release applies, and its admission policy rejects a bad AppProject', async () => {
   const objects = helmTemplate({ release: 'impersync', namespace: 'argocd' });
   await applyAll(cp.admin, objects);
@@ -37,15 +27,7 @@ test('the default release applies, and its admission policy rejects a bad AppPro
     assert.ok(await getRaw(cp.admin, { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace }), `${o.kind} ${o.metadata.name} stored`);
   }
   const bad = { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'bad', namespace: 'argocd' }, spec: { destinationServiceAccounts: [{ server: '[z-a]', defaultServiceAccount: 'sa' }] } };
-  const message = await until('the policy to take effect', async () => {
-    try {
-      await applyRaw(cp.admin, bad, { dryRun: true });
-      return undefined;
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 422) return err.message;
-      throw err;
-    }
-  });
+  const message = await admissionDenial(cp.admin, bad);
   assert.match(message, /denied request: server has an invalid format, '\[z-a\]'$/);
   const rs = await until('a ReplicaSet', async () => (await listRaw(cp.admin, { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'argocd' }))[0]);
   assert.equal((rs['spec'] as { replicas: number }).replicas, 2);

@@ -9,25 +9,15 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startControlPlane, createNamespace, createServiceAccount, grantRole, applyRaw, listRaw, request, parseYamlDocuments, readYamlFile, ApiError } from '../support/index.ts';
+import { startControlPlane, createNamespace, createServiceAccount, grantRole, applyRaw, listRaw, request, parseYamlDocuments, readYamlFile } from '../support/index.ts';
 import type { TestControlPlane, KubeObject } from '../support/index.ts';
-import { applyAll, kustomizeBuild, repoRoot } from '../deploy/render.ts';
+import { admissionDenial, applyAll, kustomizeBuild, repoRoot, until } from '../deploy/render.ts';
 import { startLeaderElection } from '../../src/controller/leader.ts';
 
 let cp: TestControlPlane;
 let sa: KubeConfig;
 const controllerUser = 'system:serviceaccount:argocd:impersync-controller';
 const deployer = 'system:serviceaccount:guestbook:guestbook-deployer';
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (true) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** HTTP status of a request made as `kc`. */
 async function statusOf(kc: KubeConfig, method: string, path: string, body?: unknown, asUser?: string): Promise<number> {
@@ -138,15 +128,7 @@ test('strict RBAC: the ServiceAccount creates and holds its Lease, and no other'
 
 test('the admission policy of the install rejects a bad AppProject', async () => {
   const bad = { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'bad', namespace: 'argocd' }, spec: { destinationServiceAccounts: [{ server: '*', namespace: 'x', defaultServiceAccount: 'a/b' }] } };
-  const message = await until('the policy to take effect', async () => {
-    try {
-      await applyRaw(cp.admin, bad, { dryRun: true });
-      return undefined;
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 422) return err.message;
-      throw err;
-    }
-  });
+  const message = await admissionDenial(cp.admin, bad);
   assert.match(message, /denied request: defaultServiceAccount has an invalid format, 'a\/b'$/);
 });
 
