@@ -70,7 +70,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
       },
     },
     sync: {
-      sync: async (client, app, objects, op, signal) => {
+      sync: async (client, app, objects, op, signal, beforeWave) => {
         const r = await sync(client, objects, inventoryOf(app), {
           ...common(app),
           ...(op.revision !== undefined ? { revision: op.revision } : {}),
@@ -80,6 +80,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
           ...(op.resources ? { resources: op.resources } : {}),
           ...(opts.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.waitTimeoutMs } : {}),
           ...(signal ? { signal } : {}),
+          ...(beforeWave ? { beforeWave } : {}),
         });
         return { phase: r.phase, message: r.message, resources: r.resources as unknown as Array<Record<string, unknown>> };
       },

@@ -4,20 +4,24 @@
 // Running state found after a restart is continued (applies are idempotent server-side applies),
 // and a completed one of the current generation (its `operation` not yet cleared) is only cleared,
 // never run again. A new operation, even an identical one (self-heal), bumps the generation.
+// A sync as an impersonated ServiceAccount first checks that the ServiceAccount exists (sa-check.ts).
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import type { Application, SyncOperation } from '../api/index.ts';
+import type { Application, Cluster, SyncOperation } from '../api/index.ts';
 import { isRefusal } from '../kube/types.ts';
+import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { identityLabel, prepare } from './context.ts';
 import type { PrepareDeps } from './context.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
+import { instrumentClient } from './instrument.ts';
 import type { KubeApi } from './kubeapi.ts';
 import type { ReconcileResult } from './manager.ts';
 import { appendHistory, isCompleted, mayRetry, retryDelayMs } from './operation-policy.ts';
 import type { HistoryEntry, OperationState } from './operation-policy.ts';
 import type { Ports } from './ports.ts';
+import { ServiceAccountCheck } from './sa-check.ts';
 import { appPath, CONDITION, ConflictError, mergeConditions, patchApplication, writeStatus } from './status.ts';
 import type { AppCondition, ApplicationStatus } from './status.ts';
 
@@ -38,9 +42,11 @@ export class Operator {
   private readonly d: OperatorDeps;
   /** Syncs in flight, by Application key: terminate() aborts one. */
   private readonly running = new Map<string, AbortController>();
+  private readonly saCheck: ServiceAccountCheck;
 
   constructor(deps: OperatorDeps) {
     this.d = deps;
+    this.saCheck = new ServiceAccountCheck(deps.logger);
   }
 
   private now(): string {
@@ -139,12 +145,24 @@ export class Operator {
     }
     const violations = await this.d.ports.limits.checkObjects(ctx.client, ctx.project, ctx.app, ctx.cluster, rendered.objects);
     if (violations.length > 0) return this.complete(raw, state, { phase: 'Failed', message: violations.join('; ') });
+    // The impersonated ServiceAccount must still exist: now, and again before each later wave.
+    const check = this.saCheck.guard(ctx.client, () => this.ownClient(ctx.cluster));
+    const checkServiceAccount = check && (async (): Promise<string | null> => {
+      const missing = await check();
+      if (missing !== null) {
+        log.warn(missing);
+        await this.d.events.record(involved, 'Warning', 'ServiceAccountNotFound', missing);
+      }
+      return missing;
+    });
+    const missing = checkServiceAccount ? await checkServiceAccount() : null;
+    if (missing !== null) return this.failOrRetry(raw, state, missing, 'Failed');
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const abort = new AbortController();
     this.running.set(key, abort);
     let outcome;
     try {
-      outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op, abort.signal);
+      outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op, abort.signal, checkServiceAccount);
     } finally {
       this.running.delete(key);
     }
@@ -162,6 +180,13 @@ export class Operator {
     if (outcome.phase !== 'Succeeded') return this.failOrRetry(raw, { ...state, syncResult }, outcome.message, outcome.phase);
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
     return this.complete(raw, { ...state, syncResult }, { phase: 'Succeeded', message: `successfully synced (all tasks run) as ${who}` }, [], rendered.revision);
+  }
+
+  /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */
+  private ownClient(cluster: Cluster): DestinationClient {
+    const client = this.d.factory.forIdentity(cluster, { controller: true });
+    const m = this.d.metrics;
+    return m ? instrumentClient(client, (code, kind) => m.apiRequests.inc({ code, identity: kind })) : client;
   }
 
   /** syncPolicy.retry / operation.retry: stay Running and try again after the backoff, or end. */

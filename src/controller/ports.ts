@@ -46,8 +46,12 @@ export interface ComparePort {
 }
 
 export interface SyncPort {
-  /** `signal` aborts when the operation is terminated (operationState.phase Terminating). */
-  sync(client: DestinationClient, app: Application, objects: readonly KubeObject[], operation: SyncOperation, signal?: AbortSignal): Promise<SyncOutcome>;
+  /**
+   * `signal` aborts when the operation is terminated (operationState.phase Terminating).
+   * `beforeWave` runs before each wave after the first; a message it returns ends the sync Failed
+   * with it, nothing more applied (the ServiceAccount check, sa-check.ts).
+   */
+  sync(client: DestinationClient, app: Application, objects: readonly KubeObject[], operation: SyncOperation, signal?: AbortSignal, beforeWave?: () => Promise<string | null>): Promise<SyncOutcome>;
   /** Deletes every resource the Application manages (finalizer), as its identity. */
   deleteResources(client: DestinationClient, app: Application): Promise<{ ok: boolean; message: string; remaining: number }>;
 }

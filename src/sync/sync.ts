@@ -39,6 +39,12 @@ export interface SyncOptions extends CompareOptions {
   signal?: AbortSignal;
   /** Called with Argo CD's running messages ("waiting for healthy state of ..."). */
   onProgress?: (message: string) => void;
+  /**
+   * Called before each wave after the first (the caller checks what it needs before calling
+   * sync()): a message stops the sync there, Failed with that message, nothing more applied and
+   * what was applied reported. It carries no identity: the caller owns whatever it checks with.
+   */
+  beforeWave?: () => Promise<string | null>;
   startedAt?: Date;
 }
 
@@ -218,6 +224,8 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
   for (let i = 0; i < groups.length; i++) {
     const group = groups[i] as SyncTask[];
     if (options.signal?.aborted) return finish('Failed', 'Operation terminated', comparison);
+    const stop = i > 0 && options.beforeWave ? await options.beforeWave() : null;
+    if (stop !== null) return finish('Failed', stop, comparison);
     options.onProgress?.('one or more tasks are running');
     const waitForIt = !ctx.dryRun && (i < groups.length - 1 || group.some((t) => t.hook));
     const applied = await runGroup(ctx, group, Date.now() + waitMs, waitForIt, options.onProgress);
