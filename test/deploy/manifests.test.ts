@@ -61,8 +61,8 @@ test('kustomize: the strict install has the documented objects and no right on t
   const rules = rulesOf(objects);
   assert.ok(rules.every(tenantFree), JSON.stringify(rules.filter((r) => !tenantFree(r))));
   assert.ok(rules.every((r) => !(r.rule.verbs.includes('*') || (r.rule.resources ?? []).includes('*'))));
-  // Outside its namespace: impersonating ServiceAccounts, nothing else.
-  assert.deepEqual(rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule), [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'] }]);
+  // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist.
+  assert.deepEqual(rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule), [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate', 'get'] }]);
   assert.ok(rules.filter((r) => r.kind === 'Role').every((r) => r.namespace === 'argocd'));
   const cm = rules.find((r) => r.rule.resources?.includes('configmaps'));
   assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm']);
@@ -161,6 +161,8 @@ test('helm template: values reach the objects', () => {
   // resourceNames-limited impersonation: one Role per namespace, no ClusterRole for it.
   const impersonation = rulesOf(objects).filter((r) => r.rule.verbs.includes('impersonate'));
   assert.deepEqual(impersonation.map((r) => [r.kind, r.namespace, r.rule.resourceNames]), [['Role', 'a', ['x', 'y']], ['Role', 'b', ['z']]]);
+  // The existence check before a sync reads the same ServiceAccounts, with the same narrowing.
+  for (const r of impersonation) assert.deepEqual(r.rule.verbs, ['impersonate', 'get']);
   const lease = rulesOf(objects).find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(lease?.rule.resourceNames, ['ops-lease']);
 });
