@@ -1,5 +1,5 @@
 // Shared set-up of the controller end-to-end tests: a control plane, the controller's RBAC as
-// deploy/install/base grants it (its namespace, plus impersonate on ServiceAccounts), a Git
+// deploy/install/base grants it (its namespace, plus impersonate and get on ServiceAccounts), a Git
 // repository served from disk, and the controller running in-process with the real modules.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,8 +17,12 @@ import { TestRepo } from '../support/git.ts';
 export const NS = 'argocd';
 export const IN_CLUSTER = 'https://kubernetes.default.svc';
 
-/** The controller's rights in its own namespace (deploy/install/base/role.yaml) and impersonate. */
-export async function grantControllerRights(cp: TestControlPlane, namespace = NS): Promise<void> {
+/**
+ * The controller's rights in its own namespace (deploy/install/base/role.yaml), and impersonate and
+ * get on ServiceAccounts (deploy/install/base/impersonate.yaml); `getServiceAccounts: false` leaves
+ * out the get, as a custom install might (the ServiceAccount check then cannot run).
+ */
+export async function grantControllerRights(cp: TestControlPlane, namespace = NS, opts: { getServiceAccounts?: boolean } = {}): Promise<void> {
   await createNamespace(cp.admin, namespace);
   await grantRole(cp.admin, {
     name: 'impersync-controller',
@@ -32,7 +36,7 @@ export async function grantControllerRights(cp: TestControlPlane, namespace = NS
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   });
-  await grantImpersonation(cp.admin, { name: 'impersync-impersonate' });
+  await grantImpersonation(cp.admin, { name: 'impersync-impersonate', verbs: opts.getServiceAccounts === false ? ['impersonate'] : ['impersonate', 'get'] });
 }
 
 /** A ServiceAccount with full rights in its namespace (a tenant deployer). */

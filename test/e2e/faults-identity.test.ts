@@ -1,8 +1,10 @@
 // The ServiceAccount's rights taken away after the diff: its RoleBinding deleted before the sync,
 // or between two waves of a running sync, and the ServiceAccount object deleted with or without its
-// binding. Rights gone: a failed operation with a SyncError that names the ServiceAccount; every
-// resource's result says whether it was applied, so no partial write goes unreported; the audit
-// log agrees. Only the object gone: still that identity, never another.
+// binding, before the sync or between two waves. Rights gone: a failed operation with a SyncError
+// that names the ServiceAccount; every resource's result says whether it was applied, so no partial
+// write goes unreported; the audit log agrees. Only the object gone: the API server would still
+// authorise the name, so the controller checks the object (src/controller/sa-check.ts) and refuses
+// to write as it. Without the controller's `get` on serviceaccounts: faults-sa-check.test.ts.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyRaw, deleteRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
@@ -20,7 +22,7 @@ before(async () => {
   cp = await startControlPlane();
   await grantControllerRights(cp);
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  for (const ns of ['revoked', 'midway', 'sa-gone']) await deployer(cp, ns, 'deployer');
+  for (const ns of ['revoked', 'midway', 'sa-gone', 'sa-only', 'sa-midway']) await deployer(cp, ns, 'deployer');
   await applyRaw(cp.admin, project('faults', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'deployer' }] }));
   fx = await startFixture(cp, { ...guestbookFiles(), ...heldWaveFiles() });
 });
@@ -34,6 +36,14 @@ type Result = { kind: string; name: string; status: string; message?: string };
 const sa = (ns: string) => `system:serviceaccount:${ns}:deployer`;
 const revoke = (ns: string) => deleteRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', name: 'deployer-all', namespace: ns });
 const realWrite = (ns: string) => (r: AuditRecord) => r.namespace === ns && ['create', 'patch', 'update', 'delete'].includes(r.verb) && !r.dryRun && r.user === cp.controllerUserName;
+const missing = (ns: string) => `ServiceAccount "deployer" not found in namespace "${ns}": refusing to sync as ${sa(ns)}`;
+const deleteServiceAccount = (ns: string) => deleteRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', name: 'deployer', namespace: ns });
+/** When the API server received the deletion of the ServiceAccount (audit time, RFC 3339 with microseconds). */
+async function deletedAt(ns: string): Promise<string> {
+  const [rec] = await cp.waitForAudit((r) => r.verb === 'delete' && r.resource === 'serviceaccounts' && r.namespace === ns && r.name === 'deployer');
+  assert.ok(rec?.time, 'the deletion is in the audit log');
+  return rec.time;
+}
 
 async function startOperation(name: string, path: string): Promise<void> {
   await requestOk(cp.admin, {
@@ -100,32 +110,67 @@ test('Role revoked between two waves: wave 0 reported applied, wave 1 not, the f
 test('ServiceAccount deleted together with its binding between diff and sync: the operation fails naming it, nothing written', { timeout: 90_000 }, async () => {
   await applyRaw(cp.admin, application('sa-gone', fx.repo.fileURL, { project: 'faults', destination: { server: IN_CLUSTER, namespace: 'sa-gone' }, automated: false }));
   await waitForApp(cp, 'sa-gone', 'OutOfSync', (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'OutOfSync');
-  await deleteRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', name: 'deployer', namespace: 'sa-gone' });
+  await deleteServiceAccount('sa-gone');
   await revoke('sa-gone');
   await startOperation('sa-gone', 'app');
   const done = await waitForApp(cp, 'sa-gone', 'operation ended', (a) => ['Failed', 'Error'].includes(operationPhase(a) ?? ''), 30_000);
   const message = (done.status?.['operationState'] as { message: string }).message;
-  assert.ok(message.includes(sa('sa-gone')), message);
-  assert.ok((await cp.readAudit()).filter(realWrite('sa-gone')).every((w) => w.code === 403));
+  assert.equal(message, missing('sa-gone'));
+  // The check stopped it before the first write: not even a refused attempt.
+  assert.deepEqual((await cp.readAudit()).filter(realWrite('sa-gone')).map((w) => `${w.code} ${w.verb} ${w.requestURI}`), []);
   // The controller keeps reconciling: the Application is compared again and says why.
   const later = await getApp(cp, 'sa-gone');
   assert.equal(later['operation'], undefined, 'the failed operation is not retried without a retry policy');
 });
 
-test('ServiceAccount object deleted alone (its RoleBinding kept): Kubernetes still authorizes the impersonated name, so the sync proceeds as that name', { timeout: 90_000 }, async () => {
-  await deployer(cp, 'sa-only', 'deployer');
+test('ServiceAccount object deleted alone (its RoleBinding kept) after a sync: the next sync fails naming it, and nothing is written as that name any more', { timeout: 90_000 }, async () => {
   await applyRaw(cp.admin, application('sa-only', fx.repo.fileURL, { project: 'faults', destination: { server: IN_CLUSTER, namespace: 'sa-only' }, automated: false }));
-  await waitForApp(cp, 'sa-only', 'OutOfSync', (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'OutOfSync');
-  await deleteRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', name: 'deployer', namespace: 'sa-only' });
   await startOperation('sa-only', 'app');
-  const done = await waitForApp(cp, 'sa-only', 'operation ended', (a) => ['Succeeded', 'Failed', 'Error'].includes(operationPhase(a) ?? ''), 30_000);
+  await waitForApp(cp, 'sa-only', 'first sync Succeeded', (a) => operationPhase(a) === 'Succeeded', 30_000);
+  assert.ok((await cp.readAudit()).filter(realWrite('sa-only')).some((w) => w.impersonatedUser === sa('sa-only') && w.code !== undefined && w.code < 300), 'the first sync wrote as the ServiceAccount');
+
+  // The API server would still authorise the name (RBAC alone): the controller checks the object.
+  await deleteServiceAccount('sa-only');
+  const since = await deletedAt('sa-only');
+  await startOperation('sa-only', 'app');
+  const done = await waitForApp(cp, 'sa-only', 'second sync Failed', (a) => operationPhase(a) === 'Failed', 30_000);
   const message = (done.status?.['operationState'] as { message: string }).message;
-  // Impersonating a ServiceAccount name needs no ServiceAccount object (the API server checks only
-  // the controller's impersonate right and RBAC for the name), as in Argo CD: revoke the binding to
-  // stop it. What must hold is that the identity never silently changes.
-  assert.equal(operationPhase(done), 'Succeeded', message);
-  assert.ok(message.includes(sa('sa-only')), message);
-  const writes = (await cp.readAudit()).filter(realWrite('sa-only'));
-  assert.ok(writes.length >= 2);
-  for (const w of writes) assert.equal(w.impersonatedUser, sa('sa-only'), `${w.verb} ${w.requestURI}`);
+  assert.equal(message, missing('sa-only'));
+  assert.equal(condition(done, 'SyncError'), missing('sa-only'));
+  assert.ok(fx.events.events.some((e) => e.reason === 'ServiceAccountNotFound' && e.message === missing('sa-only') && e.object.name === 'sa-only'), 'a Warning event says why');
+  assert.ok(fx.events.events.some((e) => e.reason === 'OperationFailed' && e.message.includes(missing('sa-only'))));
+  const audit = await cp.readAudit();
+  // The check itself: the controller's own GET of the ServiceAccount, answered 404.
+  assert.ok(audit.some((r) => r.user === cp.controllerUserName && r.impersonatedUser === undefined && r.verb === 'get' && r.resource === 'serviceaccounts' && r.namespace === 'sa-only' && r.code === 404 && (r.time ?? '') > since));
+  const after = audit.filter(realWrite('sa-only')).filter((w) => (w.time ?? '') > since);
+  assert.deepEqual(after.map((w) => `${w.code} ${w.verb} ${w.requestURI} as ${w.impersonatedUser ?? 'the controller'}`), [], 'no write after the deletion');
+  assert.equal(((done.status?.['history'] ?? []) as unknown[]).length, 1, 'only the first sync is in history');
+});
+
+test('ServiceAccount object deleted between two waves: wave 0 reported applied, wave 1 never sent, the failure names it', { timeout: 90_000 }, async () => {
+  await applyRaw(cp.admin, application('sa-midway', fx.repo.fileURL, { project: 'faults', destination: { server: IN_CLUSTER, namespace: 'sa-midway' }, automated: false }));
+  await startOperation('sa-midway', 'held');
+  await waitForApp(cp, 'sa-midway', 'Running', (a) => operationPhase(a) === 'Running');
+  await until('wave 0 applied', async () => (await getRaw(cp.admin, { apiVersion: 'v1', kind: 'Service', name: 'lb', namespace: 'sa-midway' })) !== undefined);
+  await deleteServiceAccount('sa-midway');
+  const since = await deletedAt('sa-midway');
+  await requestOk(cp.admin, {
+    method: 'PATCH',
+    path: '/api/v1/namespaces/sa-midway/services/lb/status',
+    body: { status: { loadBalancer: { ingress: [{ ip: '192.0.2.10' }] } } },
+    contentType: 'application/merge-patch+json',
+  });
+
+  const done = await waitForApp(cp, 'sa-midway', 'operation ended', (a) => ['Failed', 'Error'].includes(operationPhase(a) ?? ''), 45_000);
+  assert.equal(operationPhase(done), 'Failed');
+  assert.equal((done.status?.['operationState'] as { message: string }).message, missing('sa-midway'));
+  assert.equal(condition(done, 'SyncError'), missing('sa-midway'));
+  // What was applied is reported as such; the ConfigMap was never sent, and is not reported Synced.
+  const results = Object.fromEntries(resultsOf(done).map((r) => [`${r.kind}/${r.name}`, r]));
+  assert.equal(results['Service/lb']?.status, 'Synced', JSON.stringify(resultsOf(done)));
+  assert.notEqual(results['ConfigMap/later']?.status, 'Synced');
+  const writes = (await cp.readAudit()).filter(realWrite('sa-midway'));
+  assert.ok(writes.some((r) => r.resource === 'services' && r.name === 'lb' && r.code !== undefined && r.code < 300), 'the Service write is in the audit log');
+  assert.deepEqual(writes.filter((w) => (w.time ?? '') > since).map((w) => `${w.code} ${w.verb} ${w.requestURI}`), [], 'nothing sent after the deletion');
+  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'sa-midway' }), undefined);
 });

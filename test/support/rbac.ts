@@ -74,19 +74,22 @@ export async function grantRole(kc: KubeConfig, grant: Grant): Promise<void> {
 /**
  * Lets `to` impersonate ServiceAccounts: only the listed ones (RBAC resourceNames, one Role per
  * namespace, as the design recommends), or every ServiceAccount when `serviceAccounts` is omitted.
+ * `verbs` replaces `['impersonate']` (the install grants `['impersonate', 'get']`: the controller
+ * checks that a ServiceAccount exists before syncing as it).
  */
 export async function grantImpersonation(
   kc: KubeConfig,
-  opts: { name: string; to?: Subject; serviceAccounts?: { namespace: string; name: string }[] },
+  opts: { name: string; to?: Subject; serviceAccounts?: { namespace: string; name: string }[]; verbs?: string[] },
 ): Promise<void> {
   const to = opts.to ?? 'controller';
+  const verbs = opts.verbs ?? ['impersonate'];
   if (opts.serviceAccounts === undefined) {
-    await grantRole(kc, { name: opts.name, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'] }] });
+    await grantRole(kc, { name: opts.name, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs }] });
     return;
   }
   const byNamespace = new Map<string, string[]>();
   for (const sa of opts.serviceAccounts) byNamespace.set(sa.namespace, [...(byNamespace.get(sa.namespace) ?? []), sa.name]);
   for (const [namespace, names] of byNamespace) {
-    await grantRole(kc, { name: opts.name, namespace, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'], resourceNames: names }] });
+    await grantRole(kc, { name: opts.name, namespace, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs, resourceNames: names }] });
   }
 }
