@@ -2,11 +2,15 @@
 // request carries `Impersonate-User` and nothing else of the impersonation family: no groups, no
 // uid (spec §5); the API server adds the ServiceAccount's groups itself. Callers cannot add
 // headers, so they cannot change who the client acts as.
+import { createHash } from 'node:crypto';
 import type { KubeObject } from '../api/index.ts';
 import type { DiscoveryCache } from './discovery.ts';
 import { errorFromResponse, fail, localError, ok, parseWarnings } from './errors.ts';
+import { LiveObjectCache } from './live-cache.ts';
+import type { LiveCacheOptions } from './live-cache.ts';
 import type { Transport } from './transport.ts';
 import { isHttpResponse } from './transport.ts';
+import type { WatchTransport } from './watch.ts';
 import type {
   ApplyOptions, DeleteOptions, DestinationClient, Identity, KubeResult, ListOptions, ObjectRef, RawRequest, ResourceInfo,
 } from './types.ts';
@@ -36,24 +40,78 @@ function describe(ref: { kind: string; name?: string | undefined; namespace?: st
   return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name ?? '<unnamed>'}`;
 }
 
+// A dry-run apply's answer depends on the object sent and the live object it lands on; while both
+// are unchanged it is reused rather than asked again. The hour bounds what it cannot see (a CRD's
+// new defaults, a webhook's new mutation).
+const DRY_RUN_MEMO_MS = 3_600_000;
+const DRY_RUN_MEMO_MAX = 10_000;
+
+interface DryRunMemo {
+  liveRv: string;
+  request: string;
+  at: number;
+  value: KubeObject;
+  warnings: readonly string[];
+}
+
 export class KubeDestinationClient implements DestinationClient {
   /** The destination as the Application names it (`https://kubernetes.default.svc` included). */
   readonly server: string;
   readonly identity: Identity;
   readonly #transport: Transport;
   readonly #discovery: DiscoveryCache;
+  /** Live objects from watches made as this identity; absent when the caller wants plain reads. */
+  readonly #live: LiveObjectCache | undefined;
+  readonly #dryRuns = new Map<string, DryRunMemo>();
 
-  constructor(server: string, identity: Identity, transport: Transport, discovery: DiscoveryCache) {
+  constructor(server: string, identity: Identity, transport: Transport, discovery: DiscoveryCache, live?: LiveCacheOptions) {
     this.server = server;
     this.identity = Object.freeze({ ...identity });
     this.#transport = transport;
     this.#discovery = discovery;
+    this.#live = live ? new LiveObjectCache(this.#watchTransport(), live) : undefined;
+  }
+
+  /** Watches running for the live-object cache (0 without one). */
+  get liveWatchCount(): number {
+    return this.#live?.watchCount ?? 0;
+  }
+
+  /** Stops the live-object cache's watches. */
+  async close(): Promise<void> {
+    await this.#live?.close();
+  }
+
+  #identityHeaders(): Record<string, string> {
+    // spec §5: the user only; groups and uid are left for the API server to derive.
+    return 'impersonate' in this.identity ? { 'impersonate-user': this.identity.impersonate } : {};
+  }
+
+  /** The cache's lists and watches go out as this client's identity, like every other read. */
+  #watchTransport(): WatchTransport {
+    return {
+      get: async (path, signal) => {
+        if (signal.aborted) return { status: 0, body: undefined, text: 'aborted' };
+        const res = await this.#transport.send({ method: 'GET', path, headers: this.#identityHeaders() });
+        if (!isHttpResponse(res)) throw new Error(res.message);
+        let body: unknown;
+        try {
+          body = res.body === '' ? undefined : JSON.parse(res.body);
+        } catch {
+          body = undefined;
+        }
+        return { status: res.status, body, text: res.body };
+      },
+      stream: async (path, signal) => {
+        const res = await this.#transport.stream(path, this.#identityHeaders(), signal);
+        if ('code' in res) throw new Error(res.message);
+        return { status: res.status, chunks: res.body, discard: res.discard };
+      },
+    };
   }
 
   async request<T = unknown>(req: RawRequest): Promise<KubeResult<T>> {
-    const headers: Record<string, string> = {};
-    // spec §5: the user only; groups and uid are left for the API server to derive.
-    if ('impersonate' in this.identity) headers['impersonate-user'] = this.identity.impersonate;
+    const headers = this.#identityHeaders();
     let body: string | undefined;
     if (req.body !== undefined) {
       body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
@@ -106,19 +164,39 @@ export class KubeDestinationClient implements DestinationClient {
     const body = structuredClone(obj);
     // A cluster-scoped object carries no namespace (Argo CD fills in the destination on all of them).
     if (!where.value.info.namespaced) delete body.metadata.namespace;
-    return this.request<KubeObject>({
-      method: 'PATCH',
-      path: where.value.path,
-      query: {
-        fieldManager: opts.fieldManager ?? DEFAULT_FIELD_MANAGER,
-        force: String(opts.force ?? true),
-        dryRun: opts.dryRun ? 'All' : undefined,
-        fieldValidation: opts.fieldValidation,
-      },
-      // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
-      contentType: 'application/apply-patch+yaml',
-      body: JSON.stringify(body),
-    });
+    const query = {
+      fieldManager: opts.fieldManager ?? DEFAULT_FIELD_MANAGER,
+      force: String(opts.force ?? true),
+      dryRun: opts.dryRun ? 'All' : undefined,
+      fieldValidation: opts.fieldValidation,
+    };
+    const text = JSON.stringify(body);
+    const { info, collection, path, name } = where.value;
+    let memo: { key: string; liveRv: string; request: string } | undefined;
+    if (opts.dryRun && this.#live) {
+      const liveRv = this.#live.resourceVersion(info, collection, name);
+      if (liveRv !== undefined) {
+        memo = { key: path, liveRv, request: createHash('sha256').update(JSON.stringify(query)).update(text).digest('base64') };
+        const hit = this.#dryRuns.get(path);
+        if (hit && hit.liveRv === liveRv && hit.request === memo.request && Date.now() - hit.at < DRY_RUN_MEMO_MS) {
+          return ok(structuredClone(hit.value), hit.warnings);
+        }
+      }
+    }
+    // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
+    const res = await this.request<KubeObject>({ method: 'PATCH', path, query, contentType: 'application/apply-patch+yaml', body: text });
+    if (res.ok && memo) this.#remember(memo.key, { liveRv: memo.liveRv, request: memo.request, at: Date.now(), value: structuredClone(res.value), warnings: res.warnings });
+    if (res.ok && !opts.dryRun) this.#live?.noteWrite(collection, name, res.value);
+    return res;
+  }
+
+  #remember(key: string, memo: DryRunMemo): void {
+    this.#dryRuns.delete(key);
+    this.#dryRuns.set(key, memo);
+    if (this.#dryRuns.size > DRY_RUN_MEMO_MAX) {
+      const oldest = this.#dryRuns.keys().next();
+      if (!oldest.done) this.#dryRuns.delete(oldest.value);
+    }
   }
 
   async create(obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<KubeResult<KubeObject>> {
@@ -126,12 +204,16 @@ export class KubeDestinationClient implements DestinationClient {
     if (!where.ok) return where;
     const body = structuredClone(obj);
     if (!where.value.info.namespaced) delete body.metadata.namespace;
-    return this.request<KubeObject>({ method: 'POST', path: where.value.collection, query: { dryRun: opts.dryRun ? 'All' : undefined }, body });
+    const res = await this.request<KubeObject>({ method: 'POST', path: where.value.collection, query: { dryRun: opts.dryRun ? 'All' : undefined }, body });
+    if (res.ok && !opts.dryRun) this.#live?.noteWrite(where.value.collection, res.value.metadata.name, res.value);
+    return res;
   }
 
   async get(ref: ObjectRef): Promise<KubeResult<KubeObject | null>> {
     const where = await this.#locate(ref);
     if (!where.ok) return where;
+    const cached = this.#live?.lookup(where.value.info, where.value.collection, where.value.name);
+    if (cached?.hit) return ok(cached.object);
     const res = await this.request<KubeObject>({ method: 'GET', path: where.value.path });
     if (!res.ok && res.error.code === 404) return ok(null);
     return res;
@@ -159,6 +241,7 @@ export class KubeDestinationClient implements DestinationClient {
     if (opts.dryRun) body['dryRun'] = ['All'];
     const res = await this.request({ method: 'DELETE', path: where.value.path, body });
     if (!res.ok) return res.error.code === 404 ? ok('absent') : res;
+    if (!opts.dryRun) this.#live?.noteWrite(where.value.collection, where.value.name, null);
     return ok('deleted', res.warnings);
   }
 }

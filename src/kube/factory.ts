@@ -2,12 +2,13 @@
 // DestinationClient (ARCHITECTURE.md, the identity rule; spec §5). Clients are cached per
 // (cluster, identity); connection pools per cluster credential; discovery per cluster.
 import { createHash } from 'node:crypto';
-import type { Cluster } from '../api/index.ts';
+import type { Cluster, KubeObject } from '../api/index.ts';
 import { IN_CLUSTER } from '../api/index.ts';
 import { KubeDestinationClient } from './client.ts';
 import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
 import { DiscoveryCache } from './discovery.ts';
+import type { LiveCacheOptions } from './live-cache.ts';
 import { Transport } from './transport.ts';
 import type { ClientRefusal, DestinationClient, Identity } from './types.ts';
 
@@ -52,15 +53,23 @@ function fingerprint(cred: Credential, cluster: Cluster): string {
   return h.digest('hex').slice(0, 16);
 }
 
+/** Live-object caches for the clients this factory builds (the controller turns them on; the CLI does not). */
+export interface LiveObjectsOptions extends Omit<LiveCacheOptions, 'onChange'> {
+  /** Someone else changed an object a client's cache holds: `server` is the destination. */
+  onChange?: (server: string, object: KubeObject) => void;
+}
+
 export class DestinationClientFactory {
   readonly #controller: Credential;
+  readonly #live: LiveObjectsOptions | undefined;
   // destination server -> its pool; replaced (and the old one closed) when the credential changes.
   readonly #transports = new Map<string, { fp: string; transport: Transport }>();
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
 
-  constructor(controller: Credential) {
+  constructor(controller: Credential, opts: { liveObjects?: LiveObjectsOptions } = {}) {
     this.#controller = controller;
+    this.#live = opts.liveObjects;
   }
 
   static async fromKubeConfig(source: KubeConfigSource = {}): Promise<DestinationClientFactory> {
@@ -75,7 +84,11 @@ export class DestinationClientFactory {
     if (existing) {
       // The Secret changed (rotated token, new CA): clients built on the old pool go with it.
       void existing.transport.close();
-      for (const key of [...this.#clients.keys()]) if (key.startsWith(`${cluster.server}\n`)) this.#clients.delete(key);
+      for (const [key, client] of [...this.#clients]) {
+        if (!key.startsWith(`${cluster.server}\n`)) continue;
+        this.#clients.delete(key);
+        void client.close();
+      }
     }
     const transport = new Transport(cred);
     this.#transports.set(cluster.server, { fp, transport });
@@ -94,7 +107,9 @@ export class DestinationClientFactory {
         discovery = new DiscoveryCache();
         this.#discovery.set(cluster.server, discovery);
       }
-      client = new KubeDestinationClient(cluster.server, identity, transport, discovery);
+      const live = this.#live;
+      const onChange = live?.onChange;
+      client = new KubeDestinationClient(cluster.server, identity, transport, discovery, live ? { ...live, onChange: onChange ? (o) => onChange(cluster.server, o) : undefined } : undefined);
       this.#clients.set(key, client);
     }
     return client;
@@ -114,8 +129,10 @@ export class DestinationClientFactory {
 
   async close(): Promise<void> {
     const pools = [...this.#transports.values()];
+    const clients = [...this.#clients.values()];
     this.#transports.clear();
     this.#clients.clear();
+    await Promise.all(clients.map((c) => c.close()));
     await Promise.all(pools.map((p) => p.transport.close()));
   }
 }

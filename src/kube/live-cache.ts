@@ -1,0 +1,187 @@
+// The live objects one identity reads, kept by watches instead of fetched on every comparison.
+//
+// One list+watch per namespaced collection the identity has read (for instance the Deployments of
+// namespace team-a as system:serviceaccount:team-a:deployer), started on the first read, made as
+// that identity (so it sees exactly what a GET would), stopped after it goes unused. Reads are
+// answered from the watch once it has listed; until then, for cluster-scoped kinds, for kinds the
+// identity may not list or watch (a 403 stops that watch, retried later), and for an object this
+// client has just written and the watch has not yet shown, the caller GETs as before.
+//
+// Watch events other than the echo of our own writes are reported through `onChange`, which the
+// controller turns into a refresh of the Application that tracks the object: a live edit is seen
+// in seconds, not at the next periodic refresh.
+import type { KubeObject } from '../api/index.ts';
+import type { ResourceInfo } from './types.ts';
+import { Watch } from './watch.ts';
+import type { WatchEvent, WatchHttpError, WatchTransport } from './watch.ts';
+
+export interface LiveCacheOptions {
+  /** A change made by someone else to a cached object (not reported for the initial list). */
+  onChange?: ((object: KubeObject) => void) | undefined;
+  /** A watch not read for this long is stopped (default 30 min, more than a refresh interval). */
+  idleMs?: number | undefined;
+  /** After a 403 or 404 on list/watch, reads of that collection go to the server for this long (default 10 min). */
+  refusedRetryMs?: number | undefined;
+  /** Server-side watch timeout; renewing costs one request, so it is long (default 30-60 min, random). */
+  watchTimeoutSeconds?: (() => number) | undefined;
+  onError?: ((collection: string, err: Error) => void) | undefined;
+}
+
+export type Lookup = { readonly hit: true; readonly object: KubeObject | null } | { readonly hit: false };
+
+const MISS: Lookup = { hit: false };
+// Our own write not yet seen by the watch: after this long, stop waiting for its echo.
+const PENDING_WRITE_MS = 60_000;
+
+interface Entry {
+  watch: Watch | undefined;
+  lastUsed: number;
+  refusedUntil: number;
+}
+
+function rvOf(o: KubeObject): string | undefined {
+  const rv = o.metadata.resourceVersion;
+  return typeof rv === 'string' && rv !== '' ? rv : undefined;
+}
+
+function nameOf(o: { metadata: { name: string } }): string {
+  return o.metadata.name;
+}
+
+export class LiveObjectCache {
+  readonly #transport: WatchTransport;
+  readonly #opts: LiveCacheOptions;
+  readonly #entries = new Map<string, Entry>();
+  // `${collection}/${name}` → the resourceVersion our write produced (null: we deleted it).
+  readonly #pending = new Map<string, { rv: string | null; at: number }>();
+  readonly #sweeper: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(transport: WatchTransport, opts: LiveCacheOptions = {}) {
+    this.#transport = transport;
+    this.#opts = opts;
+    this.#sweeper = setInterval(() => this.#sweep(), 60_000);
+    this.#sweeper.unref();
+  }
+
+  /** Watches currently running (for metrics and tests). */
+  get watchCount(): number {
+    let n = 0;
+    for (const e of this.#entries.values()) if (e.watch) n++;
+    return n;
+  }
+
+  /**
+   * The live object from the cache (null: the watch knows it does not exist), or a miss: the
+   * caller reads it from the server. A read also starts the collection's watch.
+   */
+  lookup(info: ResourceInfo, collection: string, name: string): Lookup {
+    if (this.#closed || !info.namespaced || !collection.includes('/namespaces/')) return MISS;
+    if (!info.verbs.includes('list') || !info.verbs.includes('watch')) return MISS;
+    const now = Date.now();
+    let entry = this.#entries.get(collection);
+    if (!entry) {
+      entry = { watch: undefined, lastUsed: now, refusedUntil: 0 };
+      this.#entries.set(collection, entry);
+    }
+    entry.lastUsed = now;
+    if (!entry.watch) {
+      if (now < entry.refusedUntil) return MISS;
+      entry.watch = this.#start(collection, info, entry);
+      return MISS;
+    }
+    const watch = entry.watch;
+    if (!watch.isSynced || watch.failed) return MISS;
+    const key = `${collection}/${name}`;
+    const cached = watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined;
+    const pending = this.#pending.get(key);
+    if (pending) {
+      const caughtUp = pending.rv === null ? cached === undefined : cached?.metadata.resourceVersion === pending.rv;
+      if (!caughtUp && now - pending.at < PENDING_WRITE_MS) return MISS;
+      this.#pending.delete(key);
+      if (!caughtUp) return MISS;
+    }
+    return { hit: true, object: cached ? structuredClone(cached) : null };
+  }
+
+  /**
+   * The resourceVersion the cache holds for an object, '' when it knows the object is absent, or
+   * undefined when it cannot say (no synced watch, a write in flight). For memoised dry-runs.
+   */
+  resourceVersion(info: ResourceInfo, collection: string, name: string): string | undefined {
+    const found = this.lookup(info, collection, name);
+    if (!found.hit) return undefined;
+    return found.object ? rvOf(found.object) : '';
+  }
+
+  /** This client wrote (or deleted: null) the object; reads wait for the watch to show it. */
+  noteWrite(collection: string, name: string, result: KubeObject | null): void {
+    if (!this.#entries.has(collection)) return;
+    const rv = result ? rvOf(result) : null;
+    if (rv === undefined) return;
+    this.#pending.set(`${collection}/${name}`, { rv, at: Date.now() });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweeper);
+    const watches = [...this.#entries.values()].map((e) => e.watch).filter((w): w is Watch => w !== undefined);
+    this.#entries.clear();
+    this.#pending.clear();
+    await Promise.all(watches.map((w) => w.stop()));
+  }
+
+  #namespaceOf(collection: string): string {
+    const m = /\/namespaces\/([^/]+)\//.exec(collection);
+    return m ? decodeURIComponent(m[1] ?? '') : '';
+  }
+
+  #start(collection: string, info: ResourceInfo, entry: Entry): Watch {
+    const timeout = this.#opts.watchTimeoutSeconds?.() ?? 1800 + Math.floor(Math.random() * 1800);
+    const watch = new Watch(this.#transport, {
+      path: collection,
+      kind: info.kind,
+      apiVersion: info.apiVersion,
+      watchTimeoutSeconds: timeout,
+      // The API server sends a bookmark about every minute; a longer silence is a dead stream.
+      livenessMs: 330_000,
+      fatalStatuses: [401, 403, 404],
+      onFatal: (err: WatchHttpError) => {
+        // Not allowed to list or watch here (or the kind went away): GET as before, ask again later.
+        entry.watch = undefined;
+        entry.refusedUntil = Date.now() + (this.#opts.refusedRetryMs ?? 600_000);
+        this.#opts.onError?.(collection, err);
+      },
+      onError: (err) => this.#opts.onError?.(collection, err),
+    });
+    watch.on((e) => this.#onEvent(collection, watch, e));
+    watch.start();
+    return watch;
+  }
+
+  #onEvent(collection: string, watch: Watch, e: WatchEvent): void {
+    // The initial list is not a change; a relist after 410 is (it may carry missed edits).
+    if (!watch.isSynced || e.type === 'RESYNC') return;
+    const key = `${collection}/${nameOf(e.object)}`;
+    const pending = this.#pending.get(key);
+    if (pending) {
+      const echo = e.type === 'DELETED' ? pending.rv === null : pending.rv === e.object.metadata.resourceVersion;
+      if (echo) {
+        this.#pending.delete(key);
+        return;
+      }
+    }
+    this.#opts.onChange?.(e.object as KubeObject);
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    const idle = this.#opts.idleMs ?? 1_800_000;
+    for (const [collection, entry] of this.#entries) {
+      if (now - entry.lastUsed < idle) continue;
+      this.#entries.delete(collection);
+      void entry.watch?.stop();
+    }
+    for (const [key, p] of this.#pending) if (now - p.at >= PENDING_WRITE_MS) this.#pending.delete(key);
+  }
+}

@@ -1,0 +1,339 @@
+// A list+watch loop with a local cache, made to survive what client-node's informers do not:
+// list, then watch from the list's resourceVersion with bookmarks; reconnect with jittered
+// exponential backoff; relist on 410 Gone ("too old resource version"); restart a watch that has
+// been silent longer than the liveness limit; re-emit every cached object periodically (resync).
+// It runs over any WatchTransport: the controller's own connection (controller/kubeapi.ts) or a
+// DestinationClient's identity (live-cache.ts).
+
+/** What a Watch needs from a connection: one GET answered whole, and one GET read as a stream. */
+export interface WatchTransport {
+  get(pathAndQuery: string, signal: AbortSignal): Promise<{ status: number; body: unknown; text: string }>;
+  stream(pathAndQuery: string, signal: AbortSignal): Promise<WatchStream>;
+}
+
+export interface WatchStream {
+  status: number;
+  chunks: AsyncIterable<Uint8Array | string>;
+  /** Throws the rest of the body away (a refused watch). */
+  discard(): void;
+}
+
+/** A list or watch the server refused with an HTTP status (403, 404...). */
+export class WatchHttpError extends Error {
+  readonly status: number;
+  constructor(message: string, status: number) {
+    super(message);
+    this.name = 'WatchHttpError';
+    this.status = status;
+  }
+}
+
+export interface WatchedObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'RESYNC';
+
+export interface WatchEvent {
+  type: WatchEventType;
+  object: WatchedObject;
+  /** The cached object this event replaces (MODIFIED, DELETED). */
+  old?: WatchedObject;
+}
+
+export interface WatchOptions {
+  /** Collection path, e.g. /apis/argoproj.io/v1alpha1/namespaces/argocd/applications. */
+  path: string;
+  /** Kind of the items (lists return items without kind). */
+  kind: string;
+  apiVersion: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** No event nor bookmark for this long → the watch is restarted (default 330 s). */
+  livenessMs?: number;
+  /** Server-side watch timeout, renewed without relisting (default 300 s). */
+  watchTimeoutSeconds?: number;
+  /** Re-emit all cached objects this often; 0 disables (default 0). */
+  resyncMs?: number;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+  /** Page size for the list. */
+  pageSize?: number;
+  onError?: (err: Error) => void;
+  /**
+   * Statuses that end the watch for good instead of being retried (a 403: the identity may not
+   * list or watch). The loop stops, `failed` is set and `onFatal` is called.
+   */
+  fatalStatuses?: readonly number[];
+  onFatal?: (err: WatchHttpError) => void;
+}
+
+export function objectStoreKey(o: { metadata: { name: string; namespace?: string } }): string {
+  return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+}
+
+/** Raised inside the loop for 410 Gone: the resourceVersion has been compacted away. */
+class GoneError extends Error {}
+
+export class Watch {
+  readonly store = new Map<string, WatchedObject>();
+  /** Watch (re)starts after the first: errors, liveness expiry, 410. For metrics. */
+  restarts = 0;
+  relists = 0;
+  isSynced = false;
+  /** Set when a fatal status ended the loop. */
+  failed: WatchHttpError | undefined;
+  readonly synced: Promise<void>;
+  private resolveSynced!: () => void;
+  private readonly handlers: Array<(e: WatchEvent) => void> = [];
+  private readonly opts: Required<Omit<WatchOptions, 'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal'>> & WatchOptions;
+  private readonly transport: WatchTransport;
+  private stopped = false;
+  private abort: AbortController | undefined;
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private resourceVersion = '';
+  private loopDone: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(transport: WatchTransport, opts: WatchOptions) {
+    this.transport = transport;
+    this.opts = {
+      livenessMs: 330_000,
+      watchTimeoutSeconds: 300,
+      resyncMs: 0,
+      backoffInitialMs: 200,
+      backoffMaxMs: 30_000,
+      pageSize: 500,
+      ...opts,
+    };
+    this.synced = new Promise((resolve) => { this.resolveSynced = resolve; });
+  }
+
+  on(handler: (e: WatchEvent) => void): void {
+    this.handlers.push(handler);
+  }
+
+  list(): WatchedObject[] {
+    return [...this.store.values()];
+  }
+
+  get(key: string): WatchedObject | undefined {
+    return this.store.get(key);
+  }
+
+  start(): void {
+    if (this.loopDone) return;
+    this.loopDone = this.loop();
+    if (this.opts.resyncMs > 0) {
+      this.resyncTimer = setInterval(() => {
+        for (const object of this.store.values()) this.emit({ type: 'RESYNC', object });
+      }, this.opts.resyncMs);
+      this.resyncTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.abort?.abort();
+    this.wake?.();
+    await this.loopDone;
+  }
+
+  private emit(e: WatchEvent): void {
+    for (const h of this.handlers) {
+      try {
+        h(e);
+      } catch (err) {
+        this.opts.onError?.(err as Error);
+      }
+    }
+  }
+
+  private query(extra: Record<string, string>): string {
+    const q = new URLSearchParams();
+    if (this.opts.labelSelector) q.set('labelSelector', this.opts.labelSelector);
+    if (this.opts.fieldSelector) q.set('fieldSelector', this.opts.fieldSelector);
+    for (const [k, v] of Object.entries(extra)) q.set(k, v);
+    return `${this.opts.path}?${q.toString()}`;
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => { clearTimeout(t); resolve(); };
+    });
+    this.wake = undefined;
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    let needList = true;
+    while (!this.stopped) {
+      try {
+        if (needList) {
+          await this.relist();
+          needList = false;
+        }
+        const began = Date.now();
+        await this.watchOnce();
+        failures = 0;
+        // A server that closes watches at once must not make this loop spin.
+        if (Date.now() - began < 1000) await this.sleep(this.opts.backoffInitialMs);
+      } catch (err) {
+        if (this.stopped) break;
+        this.restarts++;
+        if (err instanceof GoneError) {
+          needList = true;
+          continue;
+        }
+        if (err instanceof WatchHttpError && this.opts.fatalStatuses?.includes(err.status)) {
+          this.failed = err;
+          this.opts.onFatal?.(err);
+          break;
+        }
+        this.opts.onError?.(err as Error);
+        failures++;
+        // Full jitter over an exponential ceiling, so many watches do not reconnect in step.
+        const ceiling = Math.min(this.opts.backoffMaxMs, this.opts.backoffInitialMs * 2 ** Math.min(failures - 1, 20));
+        await this.sleep(ceiling / 2 + Math.random() * (ceiling / 2));
+      }
+    }
+  }
+
+  /** List all pages, replace the cache and emit the differences as events. */
+  private async relist(): Promise<void> {
+    const items: WatchedObject[] = [];
+    let cont = '';
+    let rv = '';
+    do {
+      const extra: Record<string, string> = { limit: String(this.opts.pageSize) };
+      if (cont) extra['continue'] = cont;
+      // Abortable, so that stop() does not wait for a slow list.
+      const ac = new AbortController();
+      this.abort = ac;
+      const timer = setTimeout(() => ac.abort(new Error(`list ${this.opts.path}: no response after 60 s`)), 60_000);
+      let res: { status: number; body: unknown; text: string };
+      try {
+        res = await this.transport.get(this.query(extra), ac.signal);
+      } finally {
+        clearTimeout(timer);
+      }
+      if (res.status === 410) {
+        // The continue token expired mid-list: start the list over.
+        cont = '';
+        items.length = 0;
+        continue;
+      }
+      if (res.status !== 200) throw new WatchHttpError(`list ${this.opts.path}: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 200)}`, res.status);
+      const body = res.body as { metadata?: { resourceVersion?: string; continue?: string }; items?: WatchedObject[] };
+      for (const it of body.items ?? []) items.push({ apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...it });
+      cont = body.metadata?.continue ?? '';
+      rv = body.metadata?.resourceVersion ?? '';
+    } while (cont);
+    this.relists++;
+    const seen = new Set<string>();
+    for (const object of items) {
+      const key = objectStoreKey(object);
+      seen.add(key);
+      const old = this.store.get(key);
+      this.store.set(key, object);
+      if (!old) this.emit({ type: 'ADDED', object });
+      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.emit({ type: 'MODIFIED', object, old });
+    }
+    for (const [key, old] of [...this.store]) {
+      if (!seen.has(key)) {
+        this.store.delete(key);
+        this.emit({ type: 'DELETED', object: old, old });
+      }
+    }
+    this.resourceVersion = rv;
+    if (!this.isSynced) {
+      this.isSynced = true;
+      this.resolveSynced();
+    }
+  }
+
+  /** One watch request, until the server closes it (normal), it fails, or it goes silent. */
+  private async watchOnce(): Promise<void> {
+    const abort = new AbortController();
+    this.abort = abort;
+    let silent = false;
+    let liveness: NodeJS.Timeout | undefined;
+    const kick = () => {
+      if (liveness) clearTimeout(liveness);
+      liveness = setTimeout(() => { silent = true; abort.abort(); }, this.opts.livenessMs);
+    };
+    kick();
+    try {
+      const path = this.query({
+        watch: '1',
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: 'true',
+        timeoutSeconds: String(this.opts.watchTimeoutSeconds),
+      });
+      let res: WatchStream;
+      try {
+        res = await this.transport.stream(path, abort.signal);
+      } catch (err) {
+        if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`, { cause: err });
+        throw err;
+      }
+      if (res.status === 410) {
+        res.discard();
+        throw new GoneError();
+      }
+      if (res.status !== 200) {
+        let text = '';
+        for await (const c of res.chunks) text += typeof c === 'string' ? c : Buffer.from(c).toString('utf8');
+        throw new WatchHttpError(`watch ${this.opts.path}: ${res.status} ${text.slice(0, 200)}`, res.status);
+      }
+      let buf = '';
+      const decoder = new TextDecoder();
+      try {
+        for await (const chunk of res.chunks) {
+          kick();
+          buf += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+          let nl: number;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (line) this.handleLine(line);
+          }
+        }
+      } catch (err) {
+        if (this.stopped) return;
+        if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`);
+        throw err;
+      }
+      if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`);
+    } finally {
+      if (liveness) clearTimeout(liveness);
+    }
+  }
+
+  private handleLine(line: string): void {
+    const ev = JSON.parse(line) as { type: string; object: WatchedObject & { code?: number; message?: string } };
+    const obj = ev.object;
+    if (ev.type === 'ERROR') {
+      if (obj.code === 410) throw new GoneError(obj.message ?? 'Gone');
+      throw new Error(`watch ${this.opts.path}: ${obj.message ?? line.slice(0, 200)}`);
+    }
+    const rv = obj.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+    if (ev.type === 'BOOKMARK') return;
+    const object: WatchedObject = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...obj };
+    const key = objectStoreKey(object);
+    const old = this.store.get(key);
+    if (ev.type === 'DELETED') {
+      this.store.delete(key);
+      this.emit({ type: 'DELETED', object, ...(old ? { old } : {}) });
+    } else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
+      this.store.set(key, object);
+      this.emit(old ? { type: 'MODIFIED', object, old } : { type: 'ADDED', object });
+    }
+  }
+}
