@@ -115,6 +115,13 @@ export class DestinationClientFactory {
     return client;
   }
 
+  /** Watches the clients' live-object caches hold open. */
+  liveWatchCount(): number {
+    let n = 0;
+    for (const c of this.#clients.values()) n += c.liveWatchCount;
+    return n;
+  }
+
   /** spec §5: impersonate, fall back to the controller, or refuse with the decision's message. */
   forDecision(decision: IdentityDecisionLike, cluster: Cluster): DestinationClient | ClientRefusal {
     const identity = identityFor(decision);

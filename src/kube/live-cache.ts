@@ -18,8 +18,8 @@ import type { WatchEvent, WatchHttpError, WatchTransport } from './watch.ts';
 export interface LiveCacheOptions {
   /** A change made by someone else to a cached object (not reported for the initial list). */
   onChange?: ((object: KubeObject) => void) | undefined;
-  /** A watch not read for this long is stopped (default 30 min, more than a refresh interval). */
-  idleMs?: number | undefined;
+  /** A watch not read for this long is stopped (default 30 min); longer than a refresh interval. */
+  idleMs?: (() => number) | undefined;
   /** After a 403 or 404 on list/watch, reads of that collection go to the server for this long (default 10 min). */
   refusedRetryMs?: number | undefined;
   /** Server-side watch timeout; renewing costs one request, so it is long (default 30-60 min, random). */
@@ -176,7 +176,7 @@ export class LiveObjectCache {
 
   #sweep(): void {
     const now = Date.now();
-    const idle = this.#opts.idleMs ?? 1_800_000;
+    const idle = this.#opts.idleMs?.() ?? 1_800_000;
     for (const [collection, entry] of this.#entries) {
       if (now - entry.lastUsed < idle) continue;
       this.#entries.delete(collection);

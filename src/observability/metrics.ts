@@ -10,6 +10,7 @@ export interface Metrics {
   queueDepth: Gauge<'queue'>;
   queueLatency: Histogram<'queue'>;
   watchRestarts: Gauge<'resource'>;
+  liveWatches: Gauge;
 }
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
@@ -46,6 +47,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 60],
       registers,
     }),
+    liveWatches: new Gauge({ name: 'impersync_live_object_watches', help: 'Watches of managed objects open (one per namespace, kind and identity read).', registers }),
     watchRestarts: new Gauge({ name: 'impersync_watch_restarts', help: 'Watch restarts (errors, silence, 410 Gone) since start, by resource.', labelNames: ['resource'], registers }),
   };
 }
