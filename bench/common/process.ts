@@ -38,6 +38,8 @@ export type ControllerProcess = {
   sample(): ProcSample;
   /** Log lines seen so far (JSON, from stdout and stderr). */
   lines: string[];
+  /** One sample of a gauge or counter from its /metrics (NaN when absent). */
+  metric(name: string): Promise<number>;
   stop(): Promise<void>;
 };
 
@@ -71,10 +73,18 @@ export async function startControllerProcess(kubeconfig: string, extraArgs: stri
     clearTimeout(timer);
   }
   const pid = child.pid as number;
+  const portLine = lines.find((l) => l.includes('serving /healthz'));
+  const port = portLine ? (JSON.parse(portLine) as { port?: number }).port : undefined;
   return {
     child,
     pid,
     lines,
+    metric: async (name) => {
+      if (port === undefined) return Number.NaN;
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : Number.NaN;
+    },
     sample: () => sample(pid),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

@@ -27,6 +27,7 @@ try {
   }
   const s1 = env.controller.sample();
   const to = Date.now();
+  const watches = await env.controller.metric('impersync_live_object_watches');
   const minutes = (to - from) / 60_000;
   const requests = await requestsBy(env.cp, env.cp.controllerUserName, { from, to });
   const cpu = s1.cpu - s0.cpu;
@@ -42,6 +43,7 @@ try {
     ['  per minute', fixed(requests.length / minutes, 1)],
     ['  per minute per Application', fixed(requests.length / minutes / N, 2)],
     ['  failed (by code)', JSON.stringify(failures(requests))],
+    ['live-object watches open (each renewed every 30-60 min)', String(watches)],
   ]);
   table('requests by kind, per minute', ['request', 'per minute', 'total'], breakdown(requests).slice(0, 20).map(([what, n]) => [what, fixed(n / minutes, 1), String(n)]));
 } finally {

@@ -132,6 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     // A standby replica is ready (it serves nothing but may take over); a leader once its caches synced.
     readiness: () => (controller ? (controller.cache.notSynced() ? `caches not synced: ${controller.cache.notSynced()}` : '') : leaderElect ? '' : 'starting'),
   });
+  logger.info({ port: health.port }, 'serving /healthz, /readyz and /metrics');
   const start = async () => {
     controller = await startController({
       kc,
