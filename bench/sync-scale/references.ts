@@ -1,15 +1,15 @@
 // The two references impersync is compared with, on the same manifests and the same identities
 // (the controller's credentials impersonating each namespace's `deployer`):
 //   (a) what a user would script: `kubectl apply --server-side --as=<sa>` per Application, 8 at a time;
-//   (b) the practical limit: a minimal client (undici, keep-alive) sending only the server-side
-//       applies, as many in flight as the sweep level; the best level is the limit.
+//   (b) the practical limit: the minimal client (bench/common/direct.ts) sending only the
+//       server-side applies, as many in flight as the sweep level; the best level is the limit.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Agent, request } from 'undici';
-import type { KubeObject, TestControlPlane } from '../../test/support/index.ts';
+import type { TestControlPlane } from '../../test/support/index.ts';
+import { applyDirect } from '../common/direct.ts';
 import { pool } from '../common/report.ts';
 import { deployerUser, manifestObjects, writeManifests } from '../common/tenants.ts';
 
@@ -48,35 +48,8 @@ export async function kubectlReference(cp: TestControlPlane, kubectl: string, na
   }
 }
 
-const PLURAL: Record<string, string> = { ConfigMap: 'configmaps', Secret: 'secrets', Service: 'services', ServiceAccount: 'serviceaccounts', Deployment: 'deployments' };
-
-function applyPath(o: KubeObject): string {
-  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
-  const plural = PLURAL[o.kind];
-  if (!plural) throw new Error(`no plural for kind ${o.kind}`);
-  return `${base}/namespaces/${o.metadata.namespace}/${plural}/${o.metadata.name}?fieldManager=direct-bench&force=true`;
-}
-
 /** (b) every object of every Application applied with `concurrency` requests in flight. */
 export async function directReference(cp: TestControlPlane, names: string[], concurrency: number): Promise<ReferenceResult> {
-  const token = await cp.tokenFor('controller');
-  const agent = new Agent({ connect: { ca: cp.caPem }, connections: concurrency, keepAliveTimeout: 30_000 });
-  const work = names.flatMap((ns) => manifestObjects(ns, ns).map((o) => ({ ns, o, body: JSON.stringify(o) })));
-  try {
-    const from = Date.now();
-    await pool(work, concurrency, async ({ ns, o, body }) => {
-      const res = await request(`${cp.server}${applyPath(o)}`, {
-        method: 'PATCH',
-        dispatcher: agent,
-        headers: { authorization: `Bearer ${token}`, 'impersonate-user': deployerUser(ns), 'content-type': 'application/apply-patch+yaml', accept: 'application/json' },
-        body,
-      });
-      const text = await res.body.text();
-      if (res.statusCode >= 300) throw new Error(`apply ${o.kind} ${ns}/${o.metadata.name}: HTTP ${res.statusCode} ${text.slice(0, 500)}`);
-    });
-    const to = Date.now();
-    return { label: `(b) minimal client, ${concurrency} in flight`, ms: to - from, from, to };
-  } finally {
-    await agent.close();
-  }
+  const writes = names.flatMap((ns) => manifestObjects(ns, ns).map((object) => ({ object, asUser: deployerUser(ns) })));
+  return { label: `(b) minimal client, ${concurrency} in flight`, ...(await applyDirect(cp, writes, concurrency)) };
 }
