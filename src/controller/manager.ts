@@ -53,14 +53,19 @@ function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
   return { key, project: projectName({ spec } as never), destination: { server: spec.destination?.server, name: spec.destination?.name } };
 }
 
-/** Whether an Application change is one the controller must react to (not its own status write). */
+/**
+ * Whether an Application change is one the refresh must react to (not its own status write).
+ * A newly set `operation` alone is not: the operation worker compares as part of the sync and
+ * queues a refresh when it finishes (`handle`), so a refresh now would be a comparison more on
+ * every sync. A cleared `operation` still is: that refresh is the one that sees the final state.
+ */
 export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: WatchedObject): boolean {
   if (!old) return true;
   const m0 = old.metadata as Record<string, unknown>;
   const m1 = cur.metadata as Record<string, unknown>;
   return (
     !isDeepStrictEqual(old['spec'], cur['spec']) ||
-    !isDeepStrictEqual(old['operation'], cur['operation']) ||
+    (cur['operation'] === undefined && old['operation'] !== undefined) ||
     !isDeepStrictEqual(m0['annotations'], m1['annotations']) ||
     !isDeepStrictEqual(m0['labels'], m1['labels']) ||
     m0['deletionTimestamp'] !== m1['deletionTimestamp'] ||

@@ -1,18 +1,108 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appChangeNeedsRefresh, hasOperationWork } from '../../src/controller/manager.ts';
+import { appChangeNeedsRefresh, hasOperationWork, Manager } from '../../src/controller/manager.ts';
+import type { ReconcileResult } from '../../src/controller/manager.ts';
+import type { ControllerCache } from '../../src/controller/cache.ts';
 import { identityConditions } from '../../src/controller/context.ts';
-import type { WatchedObject } from '../../src/controller/watch.ts';
+import type { WatchedObject, WatchEvent } from '../../src/controller/watch.ts';
+import { createLogger } from '../../src/observability/logger.ts';
 
 const base: WatchedObject = { metadata: { name: 'a', namespace: 'argocd', resourceVersion: '1', annotations: {} }, spec: { project: 'p' }, status: { sync: { status: 'Synced' } } };
 
-test('a status-only change (the controller’s own write) does not requeue; spec, operation, annotations, deletion do', () => {
+test('a status-only change (the controller’s own write) does not requeue; spec, annotations, deletion, a cleared operation do', () => {
   assert.equal(appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, resourceVersion: '2' }, status: { sync: { status: 'OutOfSync' } } }), false);
   assert.equal(appChangeNeedsRefresh(base, { ...base, spec: { project: 'q' } }), true);
-  assert.equal(appChangeNeedsRefresh(base, { ...base, operation: { sync: {} } }), true);
+  assert.equal(appChangeNeedsRefresh({ ...base, operation: { sync: {} } }, base), true);
   assert.equal(appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, annotations: { 'argocd.argoproj.io/refresh': 'hard' } } }), true);
   assert.equal(appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, deletionTimestamp: 'now' } }), true);
   assert.equal(appChangeNeedsRefresh(undefined, base), true);
+});
+
+test('a newly set or replaced operation alone does not requeue a refresh (the operation worker compares and refreshes after); with another change it does', () => {
+  const op = { sync: { revision: 'abc' } };
+  assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op }), false);
+  assert.equal(appChangeNeedsRefresh({ ...base, operation: op }, { ...base, operation: { sync: { revision: 'def' } } }), false);
+  // ... while the operation itself is still queued: it is operation work.
+  assert.equal(hasOperationWork({ ...base, operation: op }), true);
+  const refresh = { ...base.metadata, annotations: { 'argocd.argoproj.io/refresh': 'normal' } };
+  assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op, metadata: refresh }), true);
+  assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op, spec: { project: 'q' } }), true);
+  assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op, metadata: { ...base.metadata, deletionTimestamp: 'now' } }), true);
+  assert.equal(appChangeNeedsRefresh(undefined, { ...base, operation: op }), true);
+});
+
+/**
+ * The Manager's wiring with its own parts stood in for: a cache that only delivers the events a
+ * test emits (the real watches are exercised in test/e2e/controller-*.test.ts), workers that count.
+ */
+function harness() {
+  const apps = new Map<string, WatchedObject>();
+  let emit: (e: WatchEvent) => void = () => {};
+  const none = { on: () => {} };
+  const cache = {
+    apps: { on: (h: (e: WatchEvent) => void) => { emit = h; } },
+    projects: none, configMaps: none, secrets: none,
+    start: () => {}, synced: async () => {}, stop: async () => {},
+    watchesNamespace: () => true,
+    app: (k: string) => apps.get(k),
+    appKeys: () => [],
+    allProjects: () => [],
+    settingsConfigMap: () => undefined,
+    watches: () => [],
+  } as unknown as ControllerCache;
+  const calls: string[] = [];
+  const waiters: Array<{ what: string; n: number; resolve: () => void }> = [];
+  const record = (what: string) => {
+    calls.push(what);
+    for (const w of waiters.filter((x) => calls.filter((c) => c === x.what).length >= x.n)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+  };
+  let releaseOperation: () => void = () => {};
+  const operationHeld = new Promise<void>((resolve) => { releaseOperation = resolve; });
+  const manager = new Manager({
+    cache,
+    logger: createLogger({ level: 'silent' }),
+    workers: {
+      refresh: async (): Promise<ReconcileResult> => { record('refresh'); return {}; },
+      operate: async (): Promise<ReconcileResult> => { record('operate'); await operationHeld; record('operated'); return {}; },
+    },
+  });
+  return {
+    manager, calls, releaseOperation,
+    set: (o: WatchedObject) => apps.set(`${o.metadata.namespace}/${o.metadata.name}`, o),
+    emit: (e: WatchEvent) => emit(e),
+    /** Resolves once `what` has happened `n` times in all. */
+    seen: (what: string, n: number) => new Promise<void>((resolve) => {
+      if (calls.filter((c) => c === what).length >= n) return resolve();
+      waiters.push({ what, n, resolve });
+    }),
+  };
+}
+
+test('an operation-only change queues the operation and no refresh; the refresh follows the operation; a refresh annotation still refreshes', async () => {
+  const h = harness();
+  h.set(base);
+  await h.manager.start();
+  try {
+    const withOp = { ...base, metadata: { ...base.metadata, resourceVersion: '2' }, operation: { sync: { revision: 'abc' } } };
+    h.set(withOp);
+    h.emit({ type: 'MODIFIED', old: base, object: withOp });
+    await h.seen('operate', 1);
+    // The refresh queue is live: an annotation set while the operation runs is refreshed at once.
+    const annotated = { ...withOp, metadata: { ...withOp.metadata, resourceVersion: '3', annotations: { 'argocd.argoproj.io/refresh': 'normal' } } };
+    h.set(annotated);
+    h.emit({ type: 'MODIFIED', old: withOp, object: annotated });
+    await h.seen('refresh', 1);
+    assert.deepEqual(h.calls, ['operate', 'refresh']);
+    h.releaseOperation();
+    await h.seen('refresh', 2);
+    assert.deepEqual(h.calls, ['operate', 'refresh', 'operated', 'refresh']);
+  } finally {
+    h.releaseOperation();
+    await h.manager.stop();
+  }
 });
 
 test('operation work: an operation, a Running state to resume, or a deletion', () => {
