@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig } from '../kube/credentials.ts';
+import { WatchHttpError } from '../kube/watch.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
 import { createMetrics } from '../observability/metrics.ts';
@@ -32,6 +33,11 @@ export interface ControllerOptions {
   metrics?: Metrics;
   /** Watch liveness limit; tests shorten it. */
   watchLivenessMs?: number;
+  /**
+   * Keep managed objects from watches made as each identity (default true): comparisons read the
+   * cache and a live edit refreshes its Application at once. False: every comparison GETs.
+   */
+  liveObjects?: boolean;
 }
 
 export interface RunningController {
@@ -53,11 +59,28 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(opts.watchLivenessMs !== undefined ? { livenessMs: opts.watchLivenessMs } : {}),
     onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
   });
-  const factory = new DestinationClientFactory(await credentialFromKubeConfig(opts.kc));
+  const holder: { manager?: Manager } = {};
+  const factory = new DestinationClientFactory(await credentialFromKubeConfig(opts.kc), opts.liveObjects === false ? {} : {
+    liveObjects: {
+      onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
+      // Kept while Applications read them: three refresh intervals without a read, at least 30 min
+      // (0, no periodic refresh: kept for as long as the controller runs).
+      idleMs: () => {
+        const interval = holder.manager?.refreshIntervalMs() ?? 0;
+        return interval > 0 ? Math.max(1_800_000, 3 * interval) : Number.POSITIVE_INFINITY;
+      },
+      onError: (collection, err) => {
+        if (err instanceof WatchHttpError) {
+          log.info({ collection, err: err.message }, 'cannot list or watch these objects: comparisons GET them one by one (grant list and watch for cheaper refreshes and self-heal within seconds); asking again in 10 min');
+        } else {
+          log.debug({ collection, err: err.message }, 'live-object watch interrupted; reconnecting');
+        }
+      },
+    },
+  });
   const recorder = new EventRecorder(api);
   recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
   const events = teeEvents(recorder, ...(opts.events ?? []));
-  const holder: { manager?: Manager } = {};
   const refreshIntervalMs = () => holder.manager?.refreshIntervalMs() ?? 120_000;
   const common = { cache, factory, limits: opts.ports.limits, api, ports: opts.ports, events, logger: log, metrics };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
@@ -71,6 +94,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
   });
   holder.manager = manager;
+  const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
+  liveWatches.unref();
   let health: HealthServer | undefined;
   if (opts.healthPort !== undefined) {
     health = await startHealthServer({ port: opts.healthPort, registry: metrics.registry, readiness: () => (cache.notSynced() ? `caches not synced: ${cache.notSynced()}` : '') });
@@ -84,6 +109,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     metrics,
     ...(health ? { health } : {}),
     stop: async () => {
+      clearInterval(liveWatches);
       operator.abandonAll();
       await m.stop();
       await factory.close();

@@ -9,6 +9,7 @@ import type { AppProject, Cluster, Operation } from '../api/index.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { trackedApp } from '../sync/tracking.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
 import { ConflictError } from './status.ts';
@@ -54,6 +55,16 @@ function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
 }
 
 /**
+ * Annotations changed, other than the controller's own removal of the refresh annotation at the
+ * end of the refresh it asked for (which would otherwise cost a second comparison each time).
+ */
+function annotationsNeedRefresh(a0: Record<string, string> | undefined, a1: Record<string, string> | undefined): boolean {
+  const { [REFRESH_ANNOTATION]: r0, ...rest0 } = a0 ?? {};
+  const { [REFRESH_ANNOTATION]: r1, ...rest1 } = a1 ?? {};
+  return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0);
+}
+
+/**
  * Whether an Application change is one the refresh must react to (not its own status write).
  * A newly set `operation` alone is not: the operation worker compares as part of the sync and
  * queues a refresh when it finishes (`handle`), so a refresh now would be a comparison more on
@@ -66,7 +77,7 @@ export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: Watch
   return (
     !isDeepStrictEqual(old['spec'], cur['spec']) ||
     (cur['operation'] === undefined && old['operation'] !== undefined) ||
-    !isDeepStrictEqual(m0['annotations'], m1['annotations']) ||
+    annotationsNeedRefresh(m0['annotations'] as Record<string, string> | undefined, m1['annotations'] as Record<string, string> | undefined) ||
     !isDeepStrictEqual(m0['labels'], m1['labels']) ||
     m0['deletionTimestamp'] !== m1['deletionTimestamp'] ||
     !isDeepStrictEqual(m0['finalizers'], m1['finalizers'])
@@ -179,6 +190,19 @@ export class Manager {
     const before = e.type === 'ADDED' ? undefined : parse(e.old);
     const after = e.type === 'DELETED' ? undefined : parse(e.object);
     this.requeue(appsAffectedByCluster(this.appIndex(), before, after), `cluster Secret ${e.object.metadata.name} changed`);
+  }
+
+  /**
+   * Someone changed an object an Application manages (a live-object watch saw it): refresh that
+   * Application now rather than at the next periodic refresh, as Argo CD does. Its tracking id
+   * names it: `<name>` in the control namespace, `<namespace>_<name>` elsewhere.
+   */
+  managedObjectChanged(object: { metadata: { annotations?: Record<string, string> | undefined } }): void {
+    const app = trackedApp(object as Parameters<typeof trackedApp>[0]);
+    if (!app) return;
+    const sep = app.indexOf('_');
+    const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
+    if (this.opts.cache.app(key)) this.refreshQueue.add(key);
   }
 
   private requeue(keys: string[], why: string): void {

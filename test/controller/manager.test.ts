@@ -18,6 +18,15 @@ test('a status-only change (the controller’s own write) does not requeue; spec
   assert.equal(appChangeNeedsRefresh(undefined, base), true);
 });
 
+test('the controller removing the refresh annotation after the refresh it asked for does not requeue; setting or changing it does', () => {
+  const withRefresh = (value: string) => ({ ...base, metadata: { ...base.metadata, annotations: { team: 'a', 'argocd.argoproj.io/refresh': value } } });
+  const without = { ...base, metadata: { ...base.metadata, annotations: { team: 'a' } } };
+  assert.equal(appChangeNeedsRefresh(withRefresh('normal'), without), false);
+  assert.equal(appChangeNeedsRefresh(without, withRefresh('normal')), true);
+  assert.equal(appChangeNeedsRefresh(withRefresh('normal'), withRefresh('hard')), true);
+  assert.equal(appChangeNeedsRefresh(withRefresh('normal'), { ...base, metadata: { ...base.metadata, annotations: { team: 'b' } } }), true, 'another annotation changed with it');
+});
+
 test('a newly set or replaced operation alone does not requeue a refresh (the operation worker compares and refreshes after); with another change it does', () => {
   const op = { sync: { revision: 'abc' } };
   assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op }), false);
