@@ -26,7 +26,7 @@ export async function prepareControlNamespace(cp: TestControlPlane, settings: Re
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   });
-  await grantImpersonation(cp.admin, { name: 'impersync-impersonate' });
+  await grantImpersonation(cp.admin, { name: 'impersync-impersonate', verbs: ['impersonate', 'get'] });
   await applyRaw(cp.admin, {
     apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS },
     data: { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'true', ...settings },
