@@ -1,8 +1,8 @@
 // Benchmark: how fast the controller reacts. Over N synced, self-healing Applications:
-//   1. a live edit of a managed ConfigMap until it is corrected (self-heal), found by the periodic
-//      refresh only (impersync watches Applications, not the managed objects);
-//   2. the same edit followed by the refresh annotation (argocd.argoproj.io/refresh: normal), what
-//      a resource watch or a webhook would trigger: the controller's own work;
+//   1. a live edit of a managed ConfigMap until it is corrected (self-heal), with no trigger: the
+//      controller's watch of the managed objects (src/kube/live-cache.ts) has to see it;
+//   2. the same edit followed by the refresh annotation (argocd.argoproj.io/refresh: normal), as a
+//      webhook or a user would send: whichever comes first, the annotation or the watch;
 //   3. a new commit until the ConfigMap holds the new value, with the refresh annotation (a Git webhook);
 //   4. a new commit with the periodic refresh only (polling).
 // Each trial uses the next Application, so self-heal's 5 s pause after a sync never applies.
@@ -48,7 +48,7 @@ try {
   let commits = 0;
   const scenarios: Array<{ label: string; trial: (app: string) => Promise<number> }> = [
     {
-      label: 'live edit → corrected (periodic refresh)',
+      label: 'live edit → corrected (no trigger: the watch of managed objects)',
       trial: async (app) => {
         const t = Date.now();
         await call('PATCH', cmPath(app), { data: { version: 'tampered' } });
