@@ -71,15 +71,17 @@ async function compareOne(client: DestinationClient, p: PreparedObject, opts: Co
   const base = { ...coordinates(p.target), requiresPruning: false, target: p.target };
   if (p.error) return { ...base, status: 'Unknown', health: null, diff: '', message: p.error.message };
   let live: KubeObject | null = null;
-  if (!p.pendingCrd) {
-    const got = await client.get(refOf(p.target));
-    if (!got.ok) return { ...base, status: 'Unknown', health: null, diff: '', message: got.error.message };
-    live = got.value;
-  }
   let predicted: KubeObject = p.target;
   let note: KubeError | undefined;
   if (!p.pendingCrd) {
-    const dry = await client.apply(p.target, { dryRun: true, ...(opts.fieldValidation ? { fieldValidation: opts.fieldValidation } : {}) });
+    // Neither request needs the other's answer: one round trip instead of two. A failed read still
+    // decides the result, as if the dry-run (which writes nothing) had not been sent.
+    const [got, dry] = await Promise.all([
+      client.get(refOf(p.target)),
+      client.apply(p.target, { dryRun: true, ...(opts.fieldValidation ? { fieldValidation: opts.fieldValidation } : {}) }),
+    ]);
+    if (!got.ok) return { ...base, status: 'Unknown', health: null, diff: '', message: got.error.message };
+    live = got.value;
     if (dry.ok) predicted = dry.value;
     else if (live) return { ...base, live, status: 'Unknown', health: resourceHealth(live), diff: '', message: dry.error.message };
     // A missing object is OutOfSync whatever the dry-run said; its refusal is worth showing, except
