@@ -1,6 +1,8 @@
 // Counting requests in the API server's audit log: by user, within a time window, and broken down
 // by what they were (verb, resource, dry-run, as itself or impersonating), to say where time goes.
-import type { AuditRecord, TestControlPlane } from '../../test/support/index.ts';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { readAudit, type AuditRecord, type TestControlPlane } from '../../test/support/index.ts';
 import { sleep } from './report.ts';
 
 export type Window = { from: number; to: number };
@@ -31,4 +33,23 @@ export function failures(records: AuditRecord[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of records) if ((r.code ?? 0) >= 400) out[String(r.code)] = (out[String(r.code)] ?? 0) + 1;
   return out;
+}
+
+/**
+ * Every audit record, the rotated files included: kube-apiserver starts a new audit.log every
+ * 100 MB (its default --audit-log-maxsize), keeping the old one as audit-<time>.log beside it, and
+ * cp.readAudit() reads only the current file. A benchmark of tens of thousands of requests needs all.
+ */
+export async function readAllAudit(cp: TestControlPlane): Promise<AuditRecord[]> {
+  const dir = path.dirname(cp.auditLogPath);
+  const base = path.basename(cp.auditLogPath, '.log');
+  const files = (await readdir(dir)).filter((f) => f.startsWith(base) && f.endsWith('.log'));
+  const out: AuditRecord[] = [];
+  for (const f of files) for (const r of await readAudit(path.join(dir, f))) out.push(r);
+  return out;
+}
+
+/** The records of `user` received within the window (as requestsBy, on records already read). */
+export function byUserWithin(records: AuditRecord[], user: string, window: Window): AuditRecord[] {
+  return records.filter((r) => r.user === user && at(r) >= window.from && at(r) <= window.to);
 }
