@@ -7,6 +7,7 @@
 // the next reconcile computes the same status, so a write never causes another.
 import { isDeepStrictEqual } from 'node:util';
 import type { KubeApi } from './kubeapi.ts';
+import { fitStatus, isTooLarge } from './status-size.ts';
 
 /** Argo CD's condition types, plus impersync's identity and §10 warning conditions. */
 export const CONDITION = {
@@ -100,7 +101,10 @@ export class ConflictError extends Error {}
 export async function writeStatus(api: KubeApi, raw: Record<string, unknown>, status: ApplicationStatus): Promise<Record<string, unknown>> {
   const meta = raw['metadata'] as { name: string; namespace: string };
   const path = `${appPath(meta.namespace, meta.name)}/status`;
-  const res = await api.request('PUT', path, { body: { ...raw, status } });
+  let res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status) } });
+  // Still refused for its size (a smaller etcd limit than the budget assumes): without any sync
+  // results, so that a finished operation is recorded rather than run again.
+  if (isTooLarge(res.status, res.text)) res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status, 0) } });
   if (res.status === 409) throw new ConflictError(`Application ${meta.namespace}/${meta.name}: status update conflict, will retry`);
   if (res.status < 200 || res.status >= 300) {
     throw new Error(`Application ${meta.namespace}/${meta.name}: writing status failed: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 300)}`);
