@@ -15,7 +15,7 @@ function at(r: AuditRecord): number {
 export async function requestsBy(cp: TestControlPlane, user: string, window: Window): Promise<AuditRecord[]> {
   // The server writes a line a moment after answering: give the log a second to catch up.
   await sleep(1500);
-  return (await cp.readAudit()).filter((r) => r.user === user && at(r) >= window.from && at(r) <= window.to);
+  return byUserWithin(await readAllAudit(cp), user, window);
 }
 
 /** "verb resource[/sub] [dry-run] [as SA]" → count, largest first. */
