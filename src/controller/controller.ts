@@ -110,8 +110,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(health ? { health } : {}),
     stop: async () => {
       clearInterval(liveWatches);
+      // Order matters: the queues refuse new work first (synchronously, inside m.stop()), then the
+      // syncs in flight are aborted and left Running, then their handlers are waited for.
+      const stopped = m.stop();
       operator.abandonAll();
-      await m.stop();
+      await stopped;
       await factory.close();
       await health?.close();
     },

@@ -263,9 +263,15 @@ export class Manager {
     }
   }
 
+  /**
+   * Starts no further work: both queues refuse and drop every key before anything here awaits (a
+   * watch event, a retry timer or a handler finishing meanwhile would otherwise start a refresh and
+   * with it a new sync), then the watches stop and the handlers in flight are waited for.
+   */
   async stop(): Promise<void> {
     if (this.metricsTimer) clearInterval(this.metricsTimer);
+    const drained = Promise.all([this.refreshQueue.shutdown(), this.operationQueue.shutdown()]);
     await this.opts.cache.stop();
-    await Promise.all([this.refreshQueue.shutdown(), this.operationQueue.shutdown()]);
+    await drained;
   }
 }

@@ -157,6 +157,11 @@ export class Operator {
     });
     const missing = checkServiceAccount ? await checkServiceAccount() : null;
     if (missing !== null) return this.failOrRetry(raw, state, missing, 'Failed');
+    if (this.stopping) {
+      // abandonAll() came while this operation was being prepared (render, checks): apply nothing.
+      this.d.logger.info({ application: key }, 'controller stopping: operation left Running for the next controller to resume');
+      return {};
+    }
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const abort = new AbortController();
     this.running.set(key, abort);

@@ -1,6 +1,8 @@
 // A work queue in client-go's shape: one entry per key however many times it is added; a key being
 // processed that is added again is processed once more afterwards, never concurrently; per-key
-// exponential backoff on failure; an overall token bucket; delayed adds; N workers; draining shutdown.
+// exponential backoff on failure; an overall token bucket; delayed adds; N workers. Shutdown starts
+// nothing more: the keys queued, delayed, backing off or re-added while running are dropped (the
+// next controller lists everything again), and it resolves once the handlers in flight return.
 
 export interface QueueOptions {
   /** Per-key backoff after the first failure (client-go: 5 ms). */
@@ -63,6 +65,8 @@ export class WorkQueue {
   }
 
   private enqueue(key: string): void {
+    // The one way into the queue (adds, delayed adds, retries, re-adds after processing).
+    if (this.shuttingDown) return;
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
@@ -127,10 +131,11 @@ export class WorkQueue {
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.opts.ratePerSecond) * 1000);
   }
 
-  /** Next key to work on, or undefined when shut down and empty. */
+  /** Next key to work on, or undefined once shut down (whatever is still queued). */
   async get(): Promise<string | undefined> {
-    while (this.queue.length === 0) {
+    for (;;) {
       if (this.shuttingDown) return undefined;
+      if (this.queue.length > 0) break;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     const key = this.queue.shift() as string;
@@ -145,7 +150,7 @@ export class WorkQueue {
   /** Processing of `key` ended; if it was added meanwhile, it is queued again. */
   done(key: string): void {
     this.processing.delete(key);
-    // A key added while it ran is still owed a run, even during a draining shutdown.
+    // A key added while it ran is owed a run, unless shutdown began (enqueue refuses it then).
     if (this.dirty.delete(key)) this.enqueue(key);
   }
 
@@ -171,11 +176,19 @@ export class WorkQueue {
     }
   }
 
-  /** Stop accepting keys, drop delayed ones, let the running workers finish what is queued. */
+  /**
+   * Start nothing more: refuse keys, cancel delayed adds and backoff retries, drop what is queued
+   * or owed a re-run; resolves when the handlers already running have returned. Its synchronous
+   * part is the whole refusal, so a caller that shuts down before awaiting anything leaves no gap.
+   */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
     for (const { timer } of this.delayed.values()) clearTimeout(timer);
     this.delayed.clear();
+    this.queue.length = 0;
+    this.queued.clear();
+    this.addedAt.clear();
+    this.dirty.clear();
     for (const w of this.waiters.splice(0)) w();
     await Promise.all(this.workers);
   }

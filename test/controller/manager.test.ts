@@ -44,14 +44,14 @@ test('a newly set or replaced operation alone does not requeue a refresh (the op
  * The Manager's wiring with its own parts stood in for: a cache that only delivers the events a
  * test emits (the real watches are exercised in test/e2e/controller-*.test.ts), workers that count.
  */
-function harness() {
+function harness(opts: { cacheStopped?: Promise<void> } = {}) {
   const apps = new Map<string, WatchedObject>();
   let emit: (e: WatchEvent) => void = () => {};
   const none = { on: () => {} };
   const cache = {
     apps: { on: (h: (e: WatchEvent) => void) => { emit = h; } },
     projects: none, configMaps: none, secrets: none,
-    start: () => {}, synced: async () => {}, stop: async () => {},
+    start: () => {}, synced: async () => {}, stop: () => opts.cacheStopped ?? Promise.resolve(),
     watchesNamespace: () => true,
     app: (k: string) => apps.get(k),
     appKeys: () => [],
@@ -112,6 +112,29 @@ test('an operation-only change queues the operation and no refresh; the refresh 
     h.releaseOperation();
     await h.manager.stop();
   }
+});
+
+test('once stop() begins nothing more runs: not the refresh an ending operation asks for, nor its own re-add, even while the watches take their time to stop', async () => {
+  let cacheStopped!: () => void;
+  const h = harness({ cacheStopped: new Promise<void>((resolve) => { cacheStopped = resolve; }) });
+  h.set(base);
+  await h.manager.start();
+  const withOp = { ...base, metadata: { ...base.metadata, resourceVersion: '2' }, operation: { sync: { revision: 'abc' } } };
+  h.set(withOp);
+  h.emit({ type: 'MODIFIED', old: base, object: withOp });
+  await h.seen('operate', 1);
+  const stopped = h.manager.stop();
+  // While the watches are still stopping: an event for the key, the operation returning (which
+  // asks for a refresh), and time for any worker to pick up what that queued.
+  const changed = { ...withOp, metadata: { ...withOp.metadata, resourceVersion: '3' }, spec: { project: 'q' }, operation: { sync: { revision: 'def' } } };
+  h.set(changed);
+  h.emit({ type: 'MODIFIED', old: withOp, object: changed });
+  h.releaseOperation();
+  await h.seen('operated', 1);
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  cacheStopped();
+  await stopped;
+  assert.deepEqual(h.calls, ['operate', 'operated']);
 });
 
 test('operation work: an operation, a Running state to resume, or a deletion', () => {

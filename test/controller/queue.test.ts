@@ -20,6 +20,8 @@ test('a key added while processing runs again after, never concurrently', async 
   const firstStarted = new Promise<void>((resolve) => { release = resolve; });
   let unblock!: () => void;
   const blocker = new Promise<void>((resolve) => { unblock = resolve; });
+  let secondDone!: () => void;
+  const second = new Promise<void>((resolve) => { secondDone = resolve; });
   q.run(4, async () => {
     running++;
     maxRunning = Math.max(maxRunning, running);
@@ -29,6 +31,7 @@ test('a key added while processing runs again after, never concurrently', async 
       await blocker;
     }
     running--;
+    if (runs === 2) secondDone();
   });
   q.add('k');
   await firstStarted;
@@ -36,6 +39,7 @@ test('a key added while processing runs again after, never concurrently', async 
   q.add('k');
   assert.equal(q.length, 0, 'not queued while processing');
   unblock();
+  await second;
   await q.shutdown();
   assert.equal(runs, 2);
   assert.equal(maxRunning, 1);
@@ -100,15 +104,73 @@ test('a failing handler is retried with backoff, then succeeds', async () => {
   assert.equal(q.numRequeues('k'), 0);
 });
 
-test('shutdown drains what is queued and refuses new keys', async () => {
+test('shutdown starts none of the keys still queued and refuses new ones', async () => {
   const q = new WorkQueue();
   const seen: string[] = [];
+  let started!: () => void;
+  const firstStarted = new Promise<void>((resolve) => { started = resolve; });
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
   q.add('a');
   q.add('b');
   q.add('c');
-  q.run(2, async (k) => { seen.push(k); });
+  q.run(1, async (k) => {
+    seen.push(k);
+    started();
+    await held;
+  });
+  await firstStarted;
   const done = q.shutdown();
   q.add('d');
+  release();
   await done;
-  assert.deepEqual(seen.sort(), ['a', 'b', 'c']);
+  assert.deepEqual(seen, ['a'], 'only the key already running when shutdown began');
+  assert.equal(q.length, 0);
+});
+
+test('after shutdown begins neither a delayed key nor a key backing off after a failure runs, and shutdown resolves', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+  const q = new WorkQueue({ baseDelayMs: 1000, ratePerSecond: 0, now: () => Date.now() });
+  const runs: string[] = [];
+  let failed!: () => void;
+  const firstFailure = new Promise<void>((resolve) => { failed = resolve; });
+  q.run(2, async (k) => {
+    runs.push(k);
+    if (k === 'flaky') throw new Error('boom');
+  }, () => failed());
+  q.addAfter('later', 5000);
+  q.add('flaky');
+  await firstFailure;
+  assert.equal(q.numRequeues('flaky'), 1, 'the failure was re-queued with backoff');
+  const stopped = q.shutdown();
+  t.mock.timers.tick(10_000_000);
+  await stopped;
+  assert.deepEqual(runs, ['flaky'], 'only the run that happened before shutdown');
+  assert.equal(q.length, 0);
+});
+
+test('a key running when shutdown begins is not run again, whether it was re-added meanwhile or fails', async () => {
+  const q = new WorkQueue({ baseDelayMs: 0, ratePerSecond: 0 });
+  const runs: string[] = [];
+  let started!: () => void;
+  const bothStarted = new Promise<void>((resolve) => { let n = 0; started = () => { if (++n === 2) resolve(); }; });
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  q.run(2, async (k) => {
+    runs.push(k);
+    started();
+    await held;
+    if (k === 'fails') throw new Error('aborted by the shutdown');
+  });
+  q.add('requeued');
+  q.add('fails');
+  await bothStarted;
+  q.add('requeued'); // owed a re-run after this one, as a handler finishing an operation does
+  q.add('waiting');
+  const stopped = q.shutdown();
+  q.add('requeued'); // a re-add from the handler itself after shutdown began
+  release();
+  await stopped;
+  assert.deepEqual(runs.sort(), ['fails', 'requeued']);
+  assert.equal(q.length, 0);
 });
