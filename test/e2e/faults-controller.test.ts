@@ -1,13 +1,14 @@
 // The controller process SIGKILLed in the middle of an operation (a real `impersync run
 // --kubeconfig` child process) and started again: the operation completes exactly once, history
-// has one entry, and no wave is applied twice.
+// has one entry, and no wave is applied twice. And SIGTERMed in the middle of one: it leaves the
+// operation Running and starts no work at all on its way out.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
-import type { TestControlPlane } from '../support/index.ts';
+import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { spawnController, until } from '../support/faults.ts';
 import type { ControllerProcess } from '../support/faults.ts';
@@ -74,4 +75,44 @@ test('controller SIGKILLed mid-operation and restarted: the operation completes 
   const laterWrites = (await cp.readAudit()).filter((r) => r.namespace === 'killed' && r.resource === 'configmaps' && r.name === 'later' && ['create', 'patch', 'update'].includes(r.verb) && !r.dryRun);
   assert.equal(laterWrites.length, 1, laterWrites.map((r) => `${r.verb} ${r.requestURI}`).join('\n'));
   for (const w of laterWrites) assert.equal(w.impersonatedUser, 'system:serviceaccount:killed:deployer');
+});
+
+test('controller SIGTERMed mid-operation: the operation is left Running and nothing new starts before the process exits', { timeout: 150_000 }, async () => {
+  await ctl?.kill();
+  await deployer(cp, 'termed', 'deployer');
+  await applyRaw(cp.admin, project('faults-term', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'termed', defaultServiceAccount: 'deployer' }] }));
+  const kubeconfig = await cp.kubeconfigFileFor('controller');
+  ctl = spawnController({ kubeconfig, cacheDir });
+  const proc = ctl;
+  await applyRaw(cp.admin, application('termed', repo.fileURL, { project: 'faults-term', path: 'held', destination: { server: IN_CLUSTER, namespace: 'termed' } }));
+  const running = await waitForApp(cp, 'termed', 'Running, waiting for wave 0', (a) => operationPhase(a) === 'Running', 60_000)
+    .catch((err: Error) => { throw new Error(`${err.message}\ncontroller output:\n${proc.output().slice(-3000)}`); });
+  const startedAt = (running.status?.['operationState'] as { startedAt: string }).startedAt;
+  const isLbWrite = (r: AuditRecord) => r.namespace === 'termed' && r.resource === 'services' && r.name === 'lb' && ['create', 'patch', 'update'].includes(r.verb) && !r.dryRun;
+  await cp.waitForAudit(isLbWrite);
+
+  proc.child.kill('SIGTERM');
+  await until('the controller to exit after SIGTERM', () => proc.child.exitCode !== null || proc.child.signalCode !== null, 60_000, () => proc.output().slice(-4000));
+  const exit = await proc.exited;
+  const output = proc.output();
+  assert.deepEqual(exit, { code: 0, signal: null }, output.slice(-3000));
+  const lines = output.split('\n').flatMap((l) => { try { return [JSON.parse(l) as { msg?: string; time?: number }]; } catch { return []; } });
+  const stopping = lines.find((l) => l.msg === 'stopping');
+  assert.ok(stopping?.time, 'the controller logged that it was stopping');
+  assert.ok(lines.some((l) => l.msg?.includes('operation left Running')), output.slice(-3000));
+  const afterStop = lines.filter((l) => (l.time ?? 0) >= (stopping.time ?? 0));
+  assert.deepEqual(afterStop.filter((l) => l.msg === 'sync started'), [], 'no sync started once stopping');
+
+  // Everything the server answered before this marker request is in the log.
+  await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'marker-after-exit', namespace: 'termed' });
+  await cp.waitForAudit((r) => r.name === 'marker-after-exit');
+  const audit = await cp.readAudit();
+  const lbWrites = audit.filter(isLbWrite);
+  assert.equal(lbWrites.length, 1, `wave 0 applied once, not again on the way out:\n${lbWrites.map((r) => `${r.time} ${r.verb} ${r.requestURI}`).join('\n')}`);
+  const destinationWritesAfterStop = audit.filter((r) => r.namespace === 'termed' && r.user === 'impersync-controller' && !['get', 'list', 'watch'].includes(r.verb) && !r.dryRun && Date.parse(r.time ?? '') >= (stopping.time ?? 0));
+  assert.deepEqual(destinationWritesAfterStop.map((r) => `${r.verb} ${r.requestURI}`), []);
+  const left = await waitForApp(cp, 'termed', 'read back', () => true);
+  assert.equal(operationPhase(left), 'Running');
+  assert.equal((left.status?.['operationState'] as { startedAt: string }).startedAt, startedAt, 'the same operation, for the next controller to resume');
+  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'termed' }), undefined, 'wave 1 not applied');
 });
