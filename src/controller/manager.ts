@@ -27,6 +27,12 @@ export interface ReconcileResult {
   requeueAfterMs?: number;
   /** An automated operation to set once the status is written (reconciler internal). */
   startOperation?: Operation;
+  /**
+   * The operation finished and cleared `operation`: the watch event of that clear refreshes the
+   * Application, from a cache that then holds the final status (a refresh queued at once would
+   * read the older one, conflict on its status write and compare again).
+   */
+  operationCleared?: boolean;
 }
 
 export interface Workers {
@@ -202,7 +208,10 @@ export class Manager {
     if (!app) return;
     const sep = app.indexOf('_');
     const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
-    if (this.opts.cache.app(key)) this.refreshQueue.add(key);
+    const raw = this.opts.cache.app(key);
+    // While an operation runs, its own writes and what they set off (a Deployment's status) would
+    // each cost a refresh and a conflicting status write; the refresh after the operation sees all.
+    if (raw && !hasOperationWork(raw)) this.refreshQueue.add(key);
   }
 
   private requeue(keys: string[], why: string): void {
@@ -231,7 +240,7 @@ export class Manager {
     }
     if (!this.opts.cache.app(key)) return;
     if (result.operation) this.operationQueue.add(key);
-    if (kind === 'operation') this.refreshQueue.add(key);
+    if (kind === 'operation' && !result.operationCleared) this.refreshQueue.add(key);
     if (result.requeueAfterMs !== undefined) (kind === 'refresh' ? this.refreshQueue : this.operationQueue).addAfter(key, result.requeueAfterMs);
     if (kind === 'refresh') this.scheduleRefresh(key);
   }

@@ -245,7 +245,7 @@ export class Operator {
     const involved = involvedApplication(raw as never);
     await this.d.events.record(involved, end.phase === 'Succeeded' ? 'Normal' : 'Warning', end.phase === 'Succeeded' ? 'OperationCompleted' : 'OperationFailed', `Sync operation to ${revision ?? state.operation.sync?.revision ?? ''} ${end.phase === 'Succeeded' ? 'succeeded' : 'failed'}: ${end.message}`);
     this.d.logger.info({ application: `${raw.metadata.namespace}/${raw.metadata.name}`, phase: end.phase }, end.message);
-    return {};
+    return raw['operation'] !== undefined ? { operationCleared: true } : {};
   }
 
 
