@@ -25,6 +25,7 @@ export interface HttpRequest {
 const KEEP_ALIVE_MS = 60_000;
 const HEADERS_TIMEOUT_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 10_000;
+const GOAWAY_ATTEMPTS = 8;
 
 export class Transport {
   readonly server: string;
@@ -62,13 +63,17 @@ export class Transport {
 
   /** Sends one request; a network failure comes back as a KubeError value, never a throw. */
   async send(req: HttpRequest): Promise<HttpResponse | KubeError> {
-    const first = await this.#sendOnce(req);
-    // An HTTP/2 GOAWAY ends the streams still open on that connection without an answer (the API
-    // server sends one, for instance, as a connection's credential stops authenticating). Asking
-    // again on a fresh connection gets the server's real answer (401, 200...). Every method we send
-    // but POST is idempotent (server-side apply, GET, DELETE), so those are asked once more.
-    if (!isHttpResponse(first) && req.method !== 'POST' && first.message.includes('GOAWAY')) return this.#sendOnce(req);
-    return first;
+    // An HTTP/2 GOAWAY ends the streams still open on that connection without an answer. The API
+    // server sends one with every 401 (it closes connections that fail to authenticate), so with a
+    // bad credential each of several requests in flight on a connection but one is cut off, again
+    // on the next connection. The cut-off ones were not processed: asking again on a fresh
+    // connection gets the server's real answer (401, 200...). Every method we send but POST is
+    // idempotent (server-side apply, GET, DELETE), so those are asked again, a few times.
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.#sendOnce(req);
+      if (isHttpResponse(res) || req.method === 'POST' || !res.message.includes('GOAWAY') || attempt >= GOAWAY_ATTEMPTS) return res;
+      await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+    }
   }
 
   async #sendOnce(req: HttpRequest): Promise<HttpResponse | KubeError> {
