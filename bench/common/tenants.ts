@@ -47,25 +47,29 @@ export async function writeManifests(root: string, names: string[], version = 'v
   }
 }
 
-/** Namespace, ServiceAccount `deployer`, Role and RoleBinding for each name (8 tenants at a time). */
-export async function createTenants(cp: TestControlPlane, names: string[]): Promise<void> {
+const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+/** The five kinds of manifestFiles(). */
+export const TENANT_RULES = [
+  { apiGroups: [''], resources: ['configmaps', 'secrets', 'services', 'serviceaccounts'], verbs: ALL_VERBS },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ALL_VERBS },
+];
+
+/** Namespace `ns`, ServiceAccount `deployer`, a Role with `rules` and its RoleBinding. */
+export async function createTenant(cp: TestControlPlane, ns: string, rules: unknown[] = TENANT_RULES): Promise<void> {
   const m = { fieldManager: 'bench-setup' };
-  await pool(names, 8, async (ns) => {
-    await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, m);
-    await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEPLOYER, namespace: ns } }, m);
-    await applyRaw(cp.admin, {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: DEPLOYER, namespace: ns },
-      rules: [
-        { apiGroups: [''], resources: ['configmaps', 'secrets', 'services', 'serviceaccounts'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-        { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-      ],
-    }, m);
-    await applyRaw(cp.admin, {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: DEPLOYER, namespace: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: DEPLOYER },
-      subjects: [{ kind: 'ServiceAccount', name: DEPLOYER, namespace: ns }],
-    }, m);
-  });
+  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, m);
+  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEPLOYER, namespace: ns } }, m);
+  await applyRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: DEPLOYER, namespace: ns }, rules }, m);
+  await applyRaw(cp.admin, {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: DEPLOYER, namespace: ns },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: DEPLOYER },
+    subjects: [{ kind: 'ServiceAccount', name: DEPLOYER, namespace: ns }],
+  }, m);
+}
+
+/** A tenant (createTenant) for each name, 8 at a time. */
+export async function createTenants(cp: TestControlPlane, names: string[]): Promise<void> {
+  await pool(names, 8, (ns) => createTenant(cp, ns));
 }
 
 export function deployerUser(namespace: string): string {

@@ -3,8 +3,8 @@
 // deploys them: a namespace, a `deployer` ServiceAccount and a Role on configmaps only. The same
 // YAML text goes to Git (for impersync) and, parsed, to the minimal client.
 import { parseAllDocuments } from 'yaml';
-import { applyRaw, type KubeObject, type TestControlPlane } from '../../test/support/index.ts';
-import { DEPLOYER } from '../common/tenants.ts';
+import type { KubeObject, TestControlPlane } from '../../test/support/index.ts';
+import { createTenant } from '../common/tenants.ts';
 
 export const PER_FILE = 100;
 
@@ -32,16 +32,5 @@ export function configMapObjects(files: Record<string, string>, namespace: strin
 
 /** Namespace `ns`, ServiceAccount `deployer` and a Role + RoleBinding on configmaps (list and watch included: the controller keeps live objects in watches). */
 export async function createConfigMapTenant(cp: TestControlPlane, ns: string): Promise<void> {
-  const m = { fieldManager: 'bench-setup' };
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, m);
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEPLOYER, namespace: ns } }, m);
-  await applyRaw(cp.admin, {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: DEPLOYER, namespace: ns },
-    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }],
-  }, m);
-  await applyRaw(cp.admin, {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: DEPLOYER, namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: DEPLOYER },
-    subjects: [{ kind: 'ServiceAccount', name: DEPLOYER, namespace: ns }],
-  }, m);
+  await createTenant(cp, ns, [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
 }
