@@ -172,20 +172,25 @@ export class KubeDestinationClient implements DestinationClient {
     };
     const text = JSON.stringify(body);
     const { info, collection, path, name } = where.value;
-    let memo: { key: string; liveRv: string; request: string } | undefined;
-    if (opts.dryRun && this.#live) {
-      const liveRv = this.#live.resourceVersion(info, collection, name);
-      if (liveRv !== undefined) {
-        memo = { key: path, liveRv, request: createHash('sha256').update(JSON.stringify(query)).update(text).digest('base64') };
-        const hit = this.#dryRuns.get(path);
-        if (hit && hit.liveRv === liveRv && hit.request === memo.request && Date.now() - hit.at < DRY_RUN_MEMO_MS) {
-          return ok(structuredClone(hit.value), hit.warnings);
-        }
+    // What a dry-run of this body would send: the memo's key, whichever way its answer was learnt.
+    const request = this.#live ? createHash('sha256').update(JSON.stringify({ ...query, dryRun: 'All' })).update(text).digest('base64') : undefined;
+    if (opts.dryRun && request !== undefined) {
+      const liveRv = this.#live?.resourceVersion(info, collection, name);
+      const hit = this.#dryRuns.get(path);
+      if (liveRv !== undefined && hit && hit.liveRv === liveRv && hit.request === request && Date.now() - hit.at < DRY_RUN_MEMO_MS) {
+        return ok(structuredClone(hit.value), hit.warnings);
       }
     }
     // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
     const res = await this.request<KubeObject>({ method: 'PATCH', path, query, contentType: 'application/apply-patch+yaml', body: text });
-    if (res.ok && memo) this.#remember(memo.key, { liveRv: memo.liveRv, request: memo.request, at: Date.now(), value: structuredClone(res.value), warnings: res.warnings });
+    if (res.ok && request !== undefined) {
+      // The answer says which live object it holds for: a dry-run leaves the live object's
+      // resourceVersion as it was (none when it would create it), and an apply's answer is the new
+      // live object, on which the same dry-run would change nothing. Either is reused while the
+      // live object keeps that version.
+      const rv = res.value.metadata.resourceVersion;
+      this.#remember(path, { liveRv: typeof rv === 'string' ? rv : '', request, at: Date.now(), value: structuredClone(res.value), warnings: opts.dryRun ? res.warnings : [] });
+    }
     if (res.ok && !opts.dryRun) this.#live?.noteWrite(collection, name, res.value);
     return res;
   }

@@ -69,6 +69,13 @@ test('a live edit of a managed object is seen by the watch and self-healed in se
 test('a refresh of a synced Application reads the cache and reuses its dry-runs: no GET, no dry-run as the ServiceAccount', async () => {
   await deployer(cp, 'rest', 'deployer');
   await syncedApp('rest', false);
+  // The first comparison's dry-run is reused by the sync's own comparison, and the apply's answer by
+  // the comparison after it: one dry-run per object unless the watch was still catching up.
+  const dryRuns = (await cp.readAudit()).filter((r) => r.namespace === 'rest' && r.verb === 'patch' && r.dryRun && r.impersonatedUser === sa('rest'));
+  for (const name of ['guestbook-config', 'guestbook-ui']) {
+    const n = dryRuns.filter((r) => r.name === name).length;
+    assert.ok(n >= 1 && n <= 2, `${name}: ${n} dry-runs from creation to Synced (expected 1, at most 2)`);
+  }
   await refresh('rest'); // the first refresh after the sync may still read (the watch catching up)
   await new Promise((r) => setTimeout(r, 1000));
   const seen = (await cp.readAudit()).length;
