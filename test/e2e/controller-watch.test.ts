@@ -3,6 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, createNamespace } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
 import { KubeApi } from '../../src/controller/kubeapi.ts';
 import { Watch } from '../../src/controller/watch.ts';
 import type { WatchEvent } from '../../src/controller/watch.ts';
@@ -20,14 +21,6 @@ before(async () => {
 after(async () => {
   await cp?.stop();
 });
-
-async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function configMap(name: string, data: Record<string, string>) {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'argocd' }, data };

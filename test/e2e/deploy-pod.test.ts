@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { applyRaw, getRaw, readYamlFile, startControlPlane } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
 import { kubeconfigYaml } from '../../src/controlplane/identities.ts';
 import { applyAll, find, kustomizeBuild, repoRoot } from '../deploy/render.ts';
@@ -39,12 +40,9 @@ async function freePort(): Promise<number> {
   return p;
 }
 
-async function until(what: string, cond: () => Promise<boolean>, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}; output:\n${output.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+/** Waits for `cond`, with the pods' output in the error when it never holds. */
+function waitFor(what: string, cond: () => Promise<boolean>, ms = 60_000): Promise<void> {
+  return until(what, cond, ms, () => `output:\n${output.slice(-3000)}`);
 }
 
 const holder = async () => ((await getRaw(cp.admin, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'argocd', name: 'impersync-controller' }))?.['spec'] as { holderIdentity?: string } | undefined)?.holderIdentity ?? '';
@@ -105,8 +103,8 @@ after(async () => {
 });
 
 test('the Pod leads under its name, answers its probes, and syncs example 1 as its ServiceAccount', async () => {
-  await until('the Lease held by the Pod', async () => (await holder()).startsWith('impersync-controller-5d8c7-x2x9q_'));
-  await until('/healthz and /readyz', async () => (await probe('/healthz')) === 200 && (await probe('/readyz')) === 200);
+  await waitFor('the Lease held by the Pod', async () => (await holder()).startsWith('impersync-controller-5d8c7-x2x9q_'));
+  await waitFor('/healthz and /readyz', async () => (await probe('/healthz')) === 200 && (await probe('/readyz')) === 200);
   assert.equal(await probe('/metrics'), 200);
   const objects = await readYamlFile(path.join(repoRoot, 'examples/01-all-namespaces.yaml'));
   const app = find(objects, 'Application');

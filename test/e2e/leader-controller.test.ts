@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { applyRaw, getRaw, grantRole, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
 import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
@@ -53,14 +54,6 @@ async function startReplica(name: string): Promise<Replica> {
   };
   replicas.push(replica);
   return replica;
-}
-
-async function until(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 before(async () => {
@@ -153,7 +146,7 @@ test('two `impersync run --leader-elect` processes: SIGKILL the leader, the othe
   const p2 = await startProcess('process-2');
   try {
     let leaderName = '';
-    await untilAsync('a process to hold the Lease', async () => {
+    await until('a process to hold the Lease', async () => {
       leaderName = (await holder()).split('_')[0] ?? '';
       return leaderName === 'process-1' || leaderName === 'process-2';
     }, 60_000);
@@ -166,7 +159,7 @@ test('two `impersync run --leader-elect` processes: SIGKILL the leader, the othe
     assert.doesNotMatch(standby.out, /leading: starting the controller/);
 
     leader.child.kill('SIGKILL');
-    await untilAsync('the standby to take the Lease', async () => (await holder()).startsWith(`${standby.name}_`), 60_000);
+    await until('the standby to take the Lease', async () => (await holder()).startsWith(`${standby.name}_`), 60_000);
     const fourth = await repo.commit({ 'app/fourth.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fourth\ndata:\n  a: "4"\n' }, 'fourth');
     await refresh();
     const app = await waitForApp(cp, 'guestbook', 'the fourth revision synced by the new leader', (x) => lastRevision(x) === fourth && operationPhase(x) === 'Succeeded', 60_000);
@@ -184,14 +177,6 @@ test('two `impersync run --leader-elect` processes: SIGKILL the leader, the othe
     }
   }
 });
-
-async function untilAsync(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 async function refresh(): Promise<void> {
   await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: NS, annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, { fieldManager: 'refresher' });

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startControlPlane, createNamespace, getRaw, grantRole, deleteRaw } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
 import { startLeaderElection, checkTimings, microTime, defaultIdentity, runWhileLeading } from '../../src/controller/leader.ts';
 import type { LeaderElection, LeaderElectionOptions } from '../../src/controller/leader.ts';
 
@@ -19,14 +20,6 @@ before(async () => {
 after(async () => {
   await cp?.stop();
 });
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 type Lease = { spec: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number } };
 
