@@ -64,10 +64,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     liveObjects: {
       onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
       // Kept while Applications read them: three refresh intervals without a read, at least 30 min
-      // (0, no periodic refresh: kept for as long as the controller runs).
+      // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
       idleMs: () => {
         const interval = holder.manager?.refreshIntervalMs() ?? 0;
-        return interval > 0 ? Math.max(1_800_000, 3 * interval) : Number.POSITIVE_INFINITY;
+        return interval > 0 ? Math.max(1_800_000, 3 * interval) : 86_400_000;
       },
       onError: (collection, err) => {
         if (err instanceof WatchHttpError) {

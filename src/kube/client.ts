@@ -92,7 +92,7 @@ export class KubeDestinationClient implements DestinationClient {
     return {
       get: async (path, signal) => {
         if (signal.aborted) return { status: 0, body: undefined, text: 'aborted' };
-        const res = await this.#transport.send({ method: 'GET', path, headers: this.#identityHeaders() });
+        const res = await this.#transport.send({ method: 'GET', path, headers: this.#identityHeaders(), signal });
         if (!isHttpResponse(res)) throw new Error(res.message);
         let body: unknown;
         try {

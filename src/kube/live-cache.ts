@@ -91,7 +91,9 @@ export class LiveObjectCache {
       return MISS;
     }
     const watch = entry.watch;
-    if (!watch.isSynced || watch.failed) return MISS;
+    // Only while a stream is delivering: a watch in backoff, relisting or gone silent may be
+    // missing changes, and a stale object would compare as Synced.
+    if (!watch.isSynced || !watch.streaming || watch.failed) return MISS;
     const key = `${collection}/${name}`;
     const cached = watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined;
     const pending = this.#pending.get(key);
@@ -143,8 +145,8 @@ export class LiveObjectCache {
       kind: info.kind,
       apiVersion: info.apiVersion,
       watchTimeoutSeconds: timeout,
-      // The API server sends a bookmark about every minute; a longer silence is a dead stream.
-      livenessMs: 330_000,
+      // The API server sends a bookmark every minute: two and a half without one is a dead stream.
+      livenessMs: 150_000,
       fatalStatuses: [401, 403, 404],
       onFatal: (err: WatchHttpError) => {
         // Not allowed to list or watch here (or the kind went away): GET as before, ask again later.

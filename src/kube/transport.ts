@@ -19,6 +19,8 @@ export interface HttpRequest {
   path: string;
   headers: Record<string, string>;
   body?: string;
+  /** Abandons the request (a watch's list when the watch is stopped). */
+  signal?: AbortSignal;
 }
 
 // Long enough to span the requests of one reconcile; the API server closes idle connections itself.
@@ -85,6 +87,7 @@ export class Transport {
         method: req.method,
         headers,
         ...(req.body !== undefined ? { body: req.body } : {}),
+        ...(req.signal ? { signal: req.signal } : {}),
         dispatcher: this.#agent,
       });
       const body = await res.body.text();

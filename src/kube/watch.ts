@@ -86,6 +86,11 @@ export class Watch {
   isSynced = false;
   /** Set when a fatal status ended the loop. */
   failed: WatchHttpError | undefined;
+  /**
+   * A watch stream is open and delivering: the cache is as fresh as the server's last event. False
+   * during a relist, a reconnect's backoff, or once a stream has ended or gone silent.
+   */
+  streaming = false;
   readonly synced: Promise<void>;
   private resolveSynced!: () => void;
   private readonly handlers: Array<(e: WatchEvent) => void> = [];
@@ -209,7 +214,7 @@ export class Watch {
     const items: WatchedObject[] = [];
     let cont = '';
     let rv = '';
-    do {
+    for (;;) {
       const extra: Record<string, string> = { limit: String(this.opts.pageSize) };
       if (cont) extra['continue'] = cont;
       // Abortable, so that stop() does not wait for a slow list.
@@ -223,8 +228,10 @@ export class Watch {
         clearTimeout(timer);
       }
       if (res.status === 410) {
-        // The continue token expired mid-list: start the list over.
+        // The continue token expired mid-list: start the list over (a `continue` in a do-while
+        // would have tested the emptied token and ended the list with nothing in it).
         cont = '';
+        rv = '';
         items.length = 0;
         continue;
       }
@@ -233,7 +240,8 @@ export class Watch {
       for (const it of body.items ?? []) items.push({ apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...it });
       cont = body.metadata?.continue ?? '';
       rv = body.metadata?.resourceVersion ?? '';
-    } while (cont);
+      if (!cont) break;
+    }
     this.relists++;
     const seen = new Set<string>();
     for (const object of items) {
@@ -291,6 +299,7 @@ export class Watch {
         for await (const c of res.chunks) text += typeof c === 'string' ? c : Buffer.from(c).toString('utf8');
         throw new WatchHttpError(`watch ${this.opts.path}: ${res.status} ${text.slice(0, 200)}`, res.status);
       }
+      this.streaming = true;
       let buf = '';
       const decoder = new TextDecoder();
       try {
@@ -311,6 +320,7 @@ export class Watch {
       }
       if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`);
     } finally {
+      this.streaming = false;
       if (liveness) clearTimeout(liveness);
     }
   }
