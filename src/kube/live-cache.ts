@@ -76,8 +76,25 @@ export class LiveObjectCache {
    * caller reads it from the server. A read also starts the collection's watch.
    */
   lookup(info: ResourceInfo, collection: string, name: string): Lookup {
-    if (this.#closed || !info.namespaced || !collection.includes('/namespaces/')) return MISS;
-    if (!info.verbs.includes('list') || !info.verbs.includes('watch')) return MISS;
+    const cached = this.#peek(info, collection, name);
+    if (cached === undefined) return MISS;
+    return { hit: true, object: cached ? structuredClone(cached) : null };
+  }
+
+  /**
+   * The resourceVersion the cache holds for an object, '' when it knows the object is absent, or
+   * undefined when it cannot say (no delivering watch, a write in flight). For memoised dry-runs.
+   */
+  resourceVersion(info: ResourceInfo, collection: string, name: string): string | undefined {
+    const cached = this.#peek(info, collection, name);
+    if (cached === undefined) return undefined;
+    return cached ? rvOf(cached) : '';
+  }
+
+  /** The cached object itself (not a copy), null when known absent, undefined on a miss. */
+  #peek(info: ResourceInfo, collection: string, name: string): KubeObject | null | undefined {
+    if (this.#closed || !info.namespaced || !collection.includes('/namespaces/')) return undefined;
+    if (!info.verbs.includes('list') || !info.verbs.includes('watch')) return undefined;
     const now = Date.now();
     let entry = this.#entries.get(collection);
     if (!entry) {
@@ -86,34 +103,22 @@ export class LiveObjectCache {
     }
     entry.lastUsed = now;
     if (!entry.watch) {
-      if (now < entry.refusedUntil) return MISS;
-      entry.watch = this.#start(collection, info, entry);
-      return MISS;
+      if (now >= entry.refusedUntil) entry.watch = this.#start(collection, info, entry);
+      return undefined;
     }
-    const watch = entry.watch;
-    // Only while a stream is delivering: a watch in backoff, relisting or gone silent may be
-    // missing changes, and a stale object would compare as Synced.
-    if (!watch.isSynced || !watch.streaming || watch.failed) return MISS;
+    // Only while a stream is delivering (which follows a complete list): a watch in backoff,
+    // relisting or gone silent may be missing changes, and a stale object would compare as Synced.
+    if (!entry.watch.streaming) return undefined;
     const key = `${collection}/${name}`;
-    const cached = watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined;
+    const cached = (entry.watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined) ?? null;
     const pending = this.#pending.get(key);
     if (pending) {
-      const caughtUp = pending.rv === null ? cached === undefined : cached?.metadata.resourceVersion === pending.rv;
-      if (!caughtUp && now - pending.at < PENDING_WRITE_MS) return MISS;
+      const caughtUp = pending.rv === null ? cached === null : cached?.metadata.resourceVersion === pending.rv;
+      if (!caughtUp && now - pending.at < PENDING_WRITE_MS) return undefined;
       this.#pending.delete(key);
-      if (!caughtUp) return MISS;
+      if (!caughtUp) return undefined;
     }
-    return { hit: true, object: cached ? structuredClone(cached) : null };
-  }
-
-  /**
-   * The resourceVersion the cache holds for an object, '' when it knows the object is absent, or
-   * undefined when it cannot say (no synced watch, a write in flight). For memoised dry-runs.
-   */
-  resourceVersion(info: ResourceInfo, collection: string, name: string): string | undefined {
-    const found = this.lookup(info, collection, name);
-    if (!found.hit) return undefined;
-    return found.object ? rvOf(found.object) : '';
+    return cached;
   }
 
   /** This client wrote (or deleted: null) the object; reads wait for the watch to show it. */

@@ -65,7 +65,7 @@ export interface WatchOptions {
   onError?: (err: Error) => void;
   /**
    * Statuses that end the watch for good instead of being retried (a 403: the identity may not
-   * list or watch). The loop stops, `failed` is set and `onFatal` is called.
+   * list or watch). The loop stops and `onFatal` is called.
    */
   fatalStatuses?: readonly number[];
   onFatal?: (err: WatchHttpError) => void;
@@ -84,8 +84,6 @@ export class Watch {
   restarts = 0;
   relists = 0;
   isSynced = false;
-  /** Set when a fatal status ended the loop. */
-  failed: WatchHttpError | undefined;
   /**
    * A watch stream is open and delivering: the cache is as fresh as the server's last event. False
    * during a relist, a reconnect's backoff, or once a stream has ended or gone silent.
@@ -196,7 +194,6 @@ export class Watch {
           continue;
         }
         if (err instanceof WatchHttpError && this.opts.fatalStatuses?.includes(err.status)) {
-          this.failed = err;
           this.opts.onFatal?.(err);
           break;
         }
