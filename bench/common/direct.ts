@@ -3,7 +3,7 @@
 // the controller's credentials impersonating the identity the caller names (as impersync acts).
 import { Agent, request } from 'undici';
 import type { KubeObject, TestControlPlane } from '../../test/support/index.ts';
-import { pool } from './report.ts';
+import { mapLimit } from '../../src/sync/util.ts';
 
 export type DirectWrite = { object: KubeObject; asUser: string };
 
@@ -23,7 +23,7 @@ export async function applyDirect(cp: TestControlPlane, writes: DirectWrite[], c
   const work = writes.map(({ object, asUser }) => ({ object, asUser, path: applyPath(object, fieldManager), body: JSON.stringify(object) }));
   try {
     const from = Date.now();
-    await pool(work, concurrency, async ({ object: o, asUser, path, body }) => {
+    await mapLimit(work, concurrency, async ({ object: o, asUser, path, body }) => {
       const res = await request(`${cp.server}${path}`, {
         method: 'PATCH',
         dispatcher: agent,

@@ -2,9 +2,10 @@
 // rights, argocd-cm with impersonation enabled and enforced, one AppProject mapping `app-*` to the
 // `deployer` ServiceAccount, a local Git repository with one folder per Application, and the
 // Applications themselves (automated sync).
-import { applyRaw, createNamespace, grantImpersonation, grantRole, listRaw, type KubeObject, type TestControlPlane } from '../../test/support/index.ts';
+import { applyRaw, grantInstalledControllerRights, listRaw, type KubeObject, type TestControlPlane } from '../../test/support/index.ts';
 import { TestRepo } from '../../test/support/git.ts';
-import { pool, sleep } from './report.ts';
+import { mapLimit } from '../../src/sync/util.ts';
+import { sleep } from './report.ts';
 import { DEPLOYER, writeManifests } from './tenants.ts';
 
 export const NS = 'argocd';
@@ -13,20 +14,7 @@ const IN_CLUSTER = 'https://kubernetes.default.svc';
 
 /** Rights as deploy/install/base grants them, argocd-cm and the AppProject. */
 export async function prepareControlNamespace(cp: TestControlPlane, settings: Record<string, string> = {}): Promise<void> {
-  await createNamespace(cp.admin, NS);
-  await grantRole(cp.admin, {
-    name: 'impersync-controller',
-    namespace: NS,
-    to: 'controller',
-    rules: [
-      { apiGroups: ['argoproj.io'], resources: ['applications', 'appprojects'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-      { apiGroups: ['argoproj.io'], resources: ['applications/status', 'appprojects/status', 'applications/finalizers'], verbs: ['get', 'update', 'patch'] },
-      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-    ],
-  });
-  await grantImpersonation(cp.admin, { name: 'impersync-impersonate', verbs: ['impersonate', 'get'] });
+  await grantInstalledControllerRights(cp.admin, NS);
   await applyRaw(cp.admin, {
     apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS },
     data: { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'true', ...settings },
@@ -64,7 +52,7 @@ export function application(name: string, repoURL: string, opts: { selfHeal?: bo
 }
 
 export async function createApplications(cp: TestControlPlane, names: string[], repoURL: string, opts: { selfHeal?: boolean } = {}): Promise<void> {
-  await pool(names, 16, (name) => applyRaw(cp.admin, application(name, repoURL, opts), { fieldManager: 'bench' }));
+  await mapLimit(names, 16, (name) => applyRaw(cp.admin, application(name, repoURL, opts), { fieldManager: 'bench' }));
 }
 
 type AppStatus = { sync?: { status?: string; revision?: string }; operationState?: { phase?: string; message?: string }; health?: { status?: string } };

@@ -21,20 +21,6 @@ export const seconds = (ms: number): string => (ms / 1000).toFixed(2);
 export const mib = (bytes: number): string => (bytes / 1024 / 1024).toFixed(0);
 export const fixed = (n: number, digits = 1): string => n.toFixed(digits);
 
-/** Runs `fn` over `items` with at most `limit` in flight; results in input order. */
-export async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i] as T, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
 /** Parses `--name value` integer flags with defaults; unknown flags are an error with the usage. */
 export function intFlags<K extends string>(usage: string, defaults: Record<K, number>): Record<K, number> {
   const options = Object.fromEntries(Object.keys(defaults).map((k) => [k, { type: 'string' as const }]));

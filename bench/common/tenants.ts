@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { applyRaw, type KubeObject, type TestControlPlane } from '../../test/support/index.ts';
-import { pool } from './report.ts';
+import { mapLimit } from '../../src/sync/util.ts';
 
 export const DEPLOYER = 'deployer';
 
@@ -69,7 +69,7 @@ export async function createTenant(cp: TestControlPlane, ns: string, rules: unkn
 
 /** A tenant (createTenant) for each name, 8 at a time. */
 export async function createTenants(cp: TestControlPlane, names: string[]): Promise<void> {
-  await pool(names, 8, (ns) => createTenant(cp, ns));
+  await mapLimit(names, 8, (ns) => createTenant(cp, ns));
 }
 
 export function deployerUser(namespace: string): string {

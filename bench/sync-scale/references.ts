@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestControlPlane } from '../../test/support/index.ts';
 import { applyDirect } from '../common/direct.ts';
-import { pool } from '../common/report.ts';
+import { mapLimit } from '../../src/sync/util.ts';
 import { deployerUser, manifestObjects, writeManifests } from '../common/tenants.ts';
 
 export type ReferenceResult = { label: string; ms: number; from: number; to: number; childCpu?: number };
@@ -40,7 +40,7 @@ export async function kubectlReference(cp: TestControlPlane, kubectl: string, na
     const cacheDir = path.join(dir, '.kube-cache');
     const cpuBefore = childrenCpu();
     const from = Date.now();
-    await pool(names, 8, (ns) => run(kubectl, ['--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir, 'apply', '--server-side', '--field-manager', 'kubectl-bench', `--as=${deployerUser(ns)}`, '-n', ns, '-f', path.join(dir, ns)]));
+    await mapLimit(names, 8, (ns) => run(kubectl, ['--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir, 'apply', '--server-side', '--field-manager', 'kubectl-bench', `--as=${deployerUser(ns)}`, '-n', ns, '-f', path.join(dir, ns)]));
     const to = Date.now();
     return { label: '(a) kubectl apply --server-side --as, 8 at a time', ms: to - from, from, to, childCpu: childrenCpu() - cpuBefore };
   } finally {

@@ -10,33 +10,16 @@ import type { RunningController } from '../../src/controller/controller.ts';
 import { defaultPorts } from '../../src/controller/adapters.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { applyRaw, createNamespace, getRaw, grantImpersonation, grantRole, requestOk } from '../support/index.ts';
+import { applyRaw, createNamespace, getRaw, grantInstalledControllerRights, grantRole, requestOk } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 
 export const NS = 'argocd';
 export const IN_CLUSTER = 'https://kubernetes.default.svc';
 
-/**
- * The controller's rights in its own namespace (deploy/install/base/role.yaml), and impersonate and
- * get on ServiceAccounts (deploy/install/base/impersonate.yaml); `getServiceAccounts: false` leaves
- * out the get, as a custom install might (the ServiceAccount check then cannot run).
- */
-export async function grantControllerRights(cp: TestControlPlane, namespace = NS, opts: { getServiceAccounts?: boolean } = {}): Promise<void> {
-  await createNamespace(cp.admin, namespace);
-  await grantRole(cp.admin, {
-    name: 'impersync-controller',
-    namespace,
-    to: 'controller',
-    rules: [
-      { apiGroups: ['argoproj.io'], resources: ['applications', 'appprojects'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-      { apiGroups: ['argoproj.io'], resources: ['applications/status', 'appprojects/status', 'applications/finalizers'], verbs: ['get', 'update', 'patch'] },
-      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-    ],
-  });
-  await grantImpersonation(cp.admin, { name: 'impersync-impersonate', verbs: opts.getServiceAccounts === false ? ['impersonate'] : ['impersonate', 'get'] });
+/** The controller's installed rights in `namespace` (test/support/rbac.ts `grantInstalledControllerRights`). */
+export function grantControllerRights(cp: TestControlPlane, namespace = NS, opts: { getServiceAccounts?: boolean } = {}): Promise<void> {
+  return grantInstalledControllerRights(cp.admin, namespace, opts);
 }
 
 /** A ServiceAccount with full rights in its namespace (a tenant deployer). */

@@ -93,3 +93,25 @@ export async function grantImpersonation(
     await grantRole(kc, { name: opts.name, namespace, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs, resourceNames: names }] });
   }
 }
+
+/**
+ * The controller's rights in its own namespace (deploy/install/base/role.yaml), and impersonate and
+ * get on ServiceAccounts (deploy/install/base/impersonate.yaml); `getServiceAccounts: false` leaves
+ * out the get, as a custom install might (the ServiceAccount check then cannot run).
+ */
+export async function grantInstalledControllerRights(kc: KubeConfig, namespace: string, opts: { getServiceAccounts?: boolean } = {}): Promise<void> {
+  await createNamespace(kc, namespace);
+  await grantRole(kc, {
+    name: 'impersync-controller',
+    namespace,
+    to: 'controller',
+    rules: [
+      { apiGroups: ['argoproj.io'], resources: ['applications', 'appprojects'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['argoproj.io'], resources: ['applications/status', 'appprojects/status', 'applications/finalizers'], verbs: ['get', 'update', 'patch'] },
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
+  });
+  await grantImpersonation(kc, { name: 'impersync-impersonate', verbs: opts.getServiceAccounts === false ? ['impersonate'] : ['impersonate', 'get'] });
+}
