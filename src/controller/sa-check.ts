@@ -6,9 +6,9 @@
 // sync with a message naming the ServiceAccount; a refused or failed read never does, since a
 // custom install may not grant the controller `get` on serviceaccounts (logged once at info).
 import type { Logger } from 'pino';
+import { SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
 import type { DestinationClient, Identity, KubeError, KubeResult } from '../kube/types.ts';
 
-const SA_PREFIX = 'system:serviceaccount:';
 // What the API server accepts (apimachinery validation): a namespace is a DNS-1123 label, a
 // ServiceAccount name a DNS-1123 subdomain. A name outside them cannot exist, so it is not asked for.
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -23,8 +23,8 @@ export interface ServiceAccountRef {
 
 /** The ServiceAccount an identity impersonates; null for the controller's own credential. */
 export function impersonatedServiceAccount(identity: Identity): ServiceAccountRef | null {
-  if (!('impersonate' in identity) || !identity.impersonate.startsWith(SA_PREFIX)) return null;
-  const rest = identity.impersonate.slice(SA_PREFIX.length);
+  if (!('impersonate' in identity) || !identity.impersonate.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) return null;
+  const rest = identity.impersonate.slice(SERVICE_ACCOUNT_USER_PREFIX.length);
   const colon = rest.indexOf(':');
   // spec §3.4 builds `system:serviceaccount:` + `ns:name`; without a second colon there is no name.
   if (colon < 0) return { namespace: rest, name: '', user: identity.impersonate };

@@ -1,5 +1,6 @@
 // Resolving the ServiceAccount an Application syncs as (spec §3): the first destinationServiceAccounts
 // entry whose server and namespace globs both match decides, in list order, with no ranking.
+import { SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
 import { testGlob } from './glob.ts';
 
 /** One destinationServiceAccounts entry, with the AppProject it came from (its own or a global one, §7). */
@@ -35,7 +36,6 @@ export type Resolution =
   | { outcome: 'none'; trace: EntryTrace[] }
   | { outcome: 'error'; error: string; index: number; trace: EntryTrace[] };
 
-const SERVICE_ACCOUNT_USER_PREFIX = 'system:serviceaccount:';
 /** Characters a defaultServiceAccount may not contain (spec §3.3, §8.3). */
 export const SERVICE_ACCOUNT_DISALLOWED_CHARS = '!*[]{}\\/';
 

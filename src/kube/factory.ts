@@ -3,7 +3,7 @@
 // (cluster, identity); connection pools per cluster credential; discovery per cluster.
 import { createHash } from 'node:crypto';
 import type { Cluster, KubeObject } from '../api/index.ts';
-import { IN_CLUSTER } from '../api/index.ts';
+import { IN_CLUSTER, SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
 import { KubeDestinationClient } from './client.ts';
 import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
@@ -23,11 +23,10 @@ export interface IdentityDecisionLike {
   message?: string | undefined;
 }
 
-const SA_PREFIX = 'system:serviceaccount:';
 
 /** The user name the API server impersonates: `system:serviceaccount:<ns>:<name>` (spec §3.4). */
 export function impersonatedUser(serviceAccount: string): string {
-  return serviceAccount.startsWith(SA_PREFIX) ? serviceAccount : SA_PREFIX + serviceAccount;
+  return serviceAccount.startsWith(SERVICE_ACCOUNT_USER_PREFIX) ? serviceAccount : SERVICE_ACCOUNT_USER_PREFIX + serviceAccount;
 }
 
 /** The identity a decision asks for, or the refusal that stands in for a client. */
