@@ -157,11 +157,8 @@ export class Operator {
     });
     const missing = checkServiceAccount ? await checkServiceAccount() : null;
     if (missing !== null) return this.failOrRetry(raw, state, missing, 'Failed');
-    if (this.stopping) {
-      // abandonAll() came while this operation was being prepared (render, checks): apply nothing.
-      this.d.logger.info({ application: key }, 'controller stopping: operation left Running for the next controller to resume');
-      return {};
-    }
+    // abandonAll() came while this operation was being prepared (render, checks): apply nothing.
+    if (this.stopping) return this.leftRunning(key);
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const abort = new AbortController();
     this.running.set(key, abort);
@@ -171,10 +168,7 @@ export class Operator {
     } finally {
       this.running.delete(key);
     }
-    if (abort.signal.aborted && this.stopping) {
-      this.d.logger.info({ application: key }, 'controller stopping: operation left Running for the next controller to resume');
-      return {};
-    }
+    if (abort.signal.aborted && this.stopping) return this.leftRunning(key);
     if (abort.signal.aborted) {
       // The Terminating write changed the Application: finish from what the API server has now.
       const now = await this.fresh(key);
@@ -185,6 +179,12 @@ export class Operator {
     if (outcome.phase !== 'Succeeded') return this.failOrRetry(raw, { ...state, syncResult }, outcome.message, outcome.phase);
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
     return this.complete(raw, { ...state, syncResult }, { phase: 'Succeeded', message: `successfully synced (all tasks run) as ${who}` }, [], rendered.revision);
+  }
+
+  /** Shutdown: the operation stays Running, for the next controller to resume. */
+  private leftRunning(key: string): ReconcileResult {
+    this.d.logger.info({ application: key }, 'controller stopping: operation left Running for the next controller to resume');
+    return {};
   }
 
   /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */
@@ -247,7 +247,6 @@ export class Operator {
     this.d.logger.info({ application: `${raw.metadata.namespace}/${raw.metadata.name}`, phase: end.phase }, end.message);
     return raw['operation'] !== undefined ? { operationCleared: true } : {};
   }
-
 
   /**
    * Deletion (spec §10): with the resources finalizer, delete the Application's resources as its
