@@ -18,7 +18,9 @@ for (const script of ['scripts/control-plane-binaries', 'scripts/tool-binaries']
   if (built.status === 0) {
     process.stderr.write(`run-tests: ${script} ready in ${seconds} s: ${built.stdout.trim().split('\n').pop()}\n`);
   } else {
-    process.stderr.write(`run-tests: ${script} failed after ${seconds} s; the tests that need it will fail and say how to get it\n`);
+    process.stderr.write(
+      `run-tests: ${script} failed after ${seconds} s; the tests that need it will fail and say how to get it\n`,
+    );
   }
 }
 

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { intFlags } from './report.ts';
 
-const USAGE = 'usage: node bench/common/all.ts [--apps N (default 100)] [--steady-seconds S (default 300)] [--trials T (default 20)] [--max-apps N: also sync-scale at 500 and 1000 up to N] [--objects N: also large-repo with N manifests]';
+const USAGE =
+  'usage: node bench/common/all.ts [--apps N (default 100)] [--steady-seconds S (default 300)] [--trials T (default 20)] [--max-apps N: also sync-scale at 500 and 1000 up to N] [--objects N: also large-repo with N manifests]';
 const flags = intFlags(USAGE, { apps: 100, 'steady-seconds': 300, trials: 20, 'max-apps': 1, objects: 1 });
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const node = path.join(root, 'node_modules', '.bin', 'node');
@@ -23,11 +24,21 @@ const runs: Array<[string, string[]]> = [
   ['react', ['--trials', String(flags.trials)]],
   ...(flags.objects > 1 ? [['large-repo', ['--objects', String(flags.objects)]] as [string, string[]]] : []),
 ];
-console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`);
+console.log(
+  `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
+);
 let failed = 0;
 for (const [name, args] of runs) {
-  console.log(`\n=== bench/${name} ${args.join(' ')} (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}, ${new Date().toISOString()})`);
-  const r = spawnSync(node, ['--disable-warning=ExperimentalWarning', path.join(root, 'bench', name, 'main.ts'), ...args], { stdio: 'inherit', cwd: root });
+  console.log(
+    `\n=== bench/${name} ${args.join(' ')} (load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}, ${new Date().toISOString()})`,
+  );
+  const r = spawnSync(
+    node,
+    ['--disable-warning=ExperimentalWarning', path.join(root, 'bench', name, 'main.ts'), ...args],
+    { stdio: 'inherit', cwd: root },
+  );
   if (r.status !== 0) {
     failed++;
     console.error(`bench/${name} failed (exit ${r.status ?? r.signal})`);

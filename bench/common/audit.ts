@@ -22,7 +22,14 @@ export async function requestsBy(cp: TestControlPlane, user: string, window: Win
 export function breakdown(records: AuditRecord[]): Array<[string, number]> {
   const counts = new Map<string, number>();
   for (const r of records) {
-    const what = [r.verb, `${r.resource ?? r.requestURI.split('?')[0]}${r.subresource ? `/${r.subresource}` : ''}`, r.dryRun ? 'dry-run' : '', r.impersonatedUser ? 'as SA' : 'as controller'].filter(Boolean).join(' ');
+    const what = [
+      r.verb,
+      `${r.resource ?? r.requestURI.split('?')[0]}${r.subresource ? `/${r.subresource}` : ''}`,
+      r.dryRun ? 'dry-run' : '',
+      r.impersonatedUser ? 'as SA' : 'as controller',
+    ]
+      .filter(Boolean)
+      .join(' ');
     counts.set(what, (counts.get(what) ?? 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1]);

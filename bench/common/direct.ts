@@ -7,7 +7,13 @@ import { mapLimit } from '../../src/sync/util.ts';
 
 export type DirectWrite = { object: KubeObject; asUser: string };
 
-const PLURAL: Record<string, string> = { ConfigMap: 'configmaps', Secret: 'secrets', Service: 'services', ServiceAccount: 'serviceaccounts', Deployment: 'deployments' };
+const PLURAL: Record<string, string> = {
+  ConfigMap: 'configmaps',
+  Secret: 'secrets',
+  Service: 'services',
+  ServiceAccount: 'serviceaccounts',
+  Deployment: 'deployments',
+};
 
 function applyPath(o: KubeObject, fieldManager: string): string {
   const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
@@ -17,21 +23,39 @@ function applyPath(o: KubeObject, fieldManager: string): string {
 }
 
 /** Applies every write with `concurrency` requests in flight; the first failure rejects. */
-export async function applyDirect(cp: TestControlPlane, writes: DirectWrite[], concurrency: number, fieldManager = 'direct-bench'): Promise<{ ms: number; from: number; to: number }> {
+export async function applyDirect(
+  cp: TestControlPlane,
+  writes: DirectWrite[],
+  concurrency: number,
+  fieldManager = 'direct-bench',
+): Promise<{ ms: number; from: number; to: number }> {
   const token = await cp.tokenFor('controller');
   const agent = new Agent({ connect: { ca: cp.caPem }, connections: concurrency, keepAliveTimeout: 30_000 });
-  const work = writes.map(({ object, asUser }) => ({ object, asUser, path: applyPath(object, fieldManager), body: JSON.stringify(object) }));
+  const work = writes.map(({ object, asUser }) => ({
+    object,
+    asUser,
+    path: applyPath(object, fieldManager),
+    body: JSON.stringify(object),
+  }));
   try {
     const from = Date.now();
     await mapLimit(work, concurrency, async ({ object: o, asUser, path, body }) => {
       const res = await request(`${cp.server}${path}`, {
         method: 'PATCH',
         dispatcher: agent,
-        headers: { authorization: `Bearer ${token}`, 'impersonate-user': asUser, 'content-type': 'application/apply-patch+yaml', accept: 'application/json' },
+        headers: {
+          authorization: `Bearer ${token}`,
+          'impersonate-user': asUser,
+          'content-type': 'application/apply-patch+yaml',
+          accept: 'application/json',
+        },
         body,
       });
       const text = await res.body.text();
-      if (res.statusCode >= 300) throw new Error(`apply ${o.kind} ${o.metadata.namespace}/${o.metadata.name}: HTTP ${res.statusCode} ${text.slice(0, 500)}`);
+      if (res.statusCode >= 300)
+        throw new Error(
+          `apply ${o.kind} ${o.metadata.namespace}/${o.metadata.name}: HTTP ${res.statusCode} ${text.slice(0, 500)}`,
+        );
     });
     const to = Date.now();
     return { ms: to - from, from, to };

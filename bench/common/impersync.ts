@@ -2,7 +2,13 @@
 // rights, argocd-cm with impersonation enabled and enforced, one AppProject mapping `app-*` to the
 // `deployer` ServiceAccount, a local Git repository with one folder per Application, and the
 // Applications themselves (automated sync).
-import { applyRaw, grantInstalledControllerRights, listRaw, type KubeObject, type TestControlPlane } from '../../test/support/index.ts';
+import {
+  applyRaw,
+  grantInstalledControllerRights,
+  listRaw,
+  type KubeObject,
+  type TestControlPlane,
+} from '../../test/support/index.ts';
 import { TestRepo } from '../../test/support/git.ts';
 import { mapLimit } from '../../src/sync/util.ts';
 import { sleep } from './report.ts';
@@ -13,14 +19,29 @@ export const PROJECT = 'bench';
 const IN_CLUSTER = 'https://kubernetes.default.svc';
 
 /** Rights as deploy/install/base grants them, argocd-cm and the AppProject. */
-export async function prepareControlNamespace(cp: TestControlPlane, settings: Record<string, string> = {}): Promise<void> {
+export async function prepareControlNamespace(
+  cp: TestControlPlane,
+  settings: Record<string, string> = {},
+): Promise<void> {
   await grantInstalledControllerRights(cp.admin, NS);
+  await applyRaw(
+    cp.admin,
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'argocd-cm', namespace: NS },
+      data: {
+        'application.sync.impersonation.enabled': 'true',
+        'application.sync.impersonation.enforced': 'true',
+        ...settings,
+      },
+    },
+    { force: true },
+  );
   await applyRaw(cp.admin, {
-    apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS },
-    data: { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'true', ...settings },
-  }, { force: true });
-  await applyRaw(cp.admin, {
-    apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: PROJECT, namespace: NS },
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AppProject',
+    metadata: { name: PROJECT, namespace: NS },
     spec: {
       sourceRepos: ['*'],
       destinations: [{ server: IN_CLUSTER, namespace: 'app-*' }],
@@ -51,11 +72,20 @@ export function application(name: string, repoURL: string, opts: { selfHeal?: bo
   };
 }
 
-export async function createApplications(cp: TestControlPlane, names: string[], repoURL: string, opts: { selfHeal?: boolean } = {}): Promise<void> {
+export async function createApplications(
+  cp: TestControlPlane,
+  names: string[],
+  repoURL: string,
+  opts: { selfHeal?: boolean } = {},
+): Promise<void> {
   await mapLimit(names, 16, (name) => applyRaw(cp.admin, application(name, repoURL, opts), { fieldManager: 'bench' }));
 }
 
-type AppStatus = { sync?: { status?: string; revision?: string }; operationState?: { phase?: string; message?: string }; health?: { status?: string } };
+type AppStatus = {
+  sync?: { status?: string; revision?: string };
+  operationState?: { phase?: string; message?: string };
+  health?: { status?: string };
+};
 
 /**
  * Done means: sync status Synced and the last operation Succeeded. Not Healthy: without kubelets a
@@ -66,7 +96,12 @@ export function isDone(status: AppStatus | undefined): boolean {
 }
 
 /** Lists the Applications every `everyMs` until all of `names` are done; returns when, and the last list. */
-export async function waitAllDone(cp: TestControlPlane, names: string[], timeoutMs: number, everyMs = 1000): Promise<{ doneAt: number; apps: KubeObject[] }> {
+export async function waitAllDone(
+  cp: TestControlPlane,
+  names: string[],
+  timeoutMs: number,
+  everyMs = 1000,
+): Promise<{ doneAt: number; apps: KubeObject[] }> {
   const want = new Set(names);
   const deadline = Date.now() + timeoutMs;
   let apps: KubeObject[] = [];
@@ -75,8 +110,16 @@ export async function waitAllDone(cp: TestControlPlane, names: string[], timeout
     const done = apps.filter((a) => want.has(a.metadata.name) && isDone(a['status'] as AppStatus | undefined)).length;
     if (done === want.size) return { doneAt: Date.now(), apps };
     if (Date.now() > deadline) {
-      const stuck = apps.filter((a) => want.has(a.metadata.name) && !isDone(a['status'] as AppStatus | undefined)).slice(0, 3);
-      throw new Error(`${want.size - done} of ${want.size} Applications not Synced+Succeeded after ${timeoutMs / 1000} s; e.g. ${JSON.stringify(stuck.map((a) => ({ name: a.metadata.name, status: a['status'] })), null, 1).slice(0, 3000)}`);
+      const stuck = apps
+        .filter((a) => want.has(a.metadata.name) && !isDone(a['status'] as AppStatus | undefined))
+        .slice(0, 3);
+      throw new Error(
+        `${want.size - done} of ${want.size} Applications not Synced+Succeeded after ${timeoutMs / 1000} s; e.g. ${JSON.stringify(
+          stuck.map((a) => ({ name: a.metadata.name, status: a['status'] })),
+          null,
+          1,
+        ).slice(0, 3000)}`,
+      );
     }
     await sleep(everyMs);
   }

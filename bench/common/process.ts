@@ -27,9 +27,17 @@ export function sample(pid: number): ProcSample {
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces): state is field 3, utime 14 .. cstime 17.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   const at = (field: number) => f[field - 3] ?? 0;
-  return { rss: kb('VmRSS'), peakRss: kb('VmHWM'), cpu: (at(14) + at(15)) / TICKS_PER_SECOND, childCpu: (at(16) + at(17)) / TICKS_PER_SECOND };
+  return {
+    rss: kb('VmRSS'),
+    peakRss: kb('VmHWM'),
+    cpu: (at(14) + at(15)) / TICKS_PER_SECOND,
+    childCpu: (at(16) + at(17)) / TICKS_PER_SECOND,
+  };
 }
 
 export type ControllerProcess = {
@@ -47,14 +55,34 @@ export type ControllerProcess = {
 export async function startControllerProcess(kubeconfig: string, extraArgs: string[] = []): Promise<ControllerProcess> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-bench-cache-'));
   const node = path.join(ROOT, 'node_modules', '.bin', 'node');
-  const child = spawn(node, ['--disable-warning=ExperimentalWarning', path.join(ROOT, 'src', 'cli', 'main.ts'), 'run', '--kubeconfig', kubeconfig, '--namespace', 'argocd', '--health-port', '0', '--log-level', 'info', ...extraArgs], {
-    env: { ...process.env, IMPERSYNC_CACHE_DIR: cacheDir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    node,
+    [
+      '--disable-warning=ExperimentalWarning',
+      path.join(ROOT, 'src', 'cli', 'main.ts'),
+      'run',
+      '--kubeconfig',
+      kubeconfig,
+      '--namespace',
+      'argocd',
+      '--health-port',
+      '0',
+      '--log-level',
+      'info',
+      ...extraArgs,
+    ],
+    {
+      env: { ...process.env, IMPERSYNC_CACHE_DIR: cacheDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const lines: string[] = [];
   let started!: () => void;
   let failed!: (err: Error) => void;
-  const ready = new Promise<void>((res, rej) => { started = res; failed = rej; });
+  const ready = new Promise<void>((res, rej) => {
+    started = res;
+    failed = rej;
+  });
   const take = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (!line) continue;
@@ -65,8 +93,14 @@ export async function startControllerProcess(kubeconfig: string, extraArgs: stri
   child.stdout?.on('data', take);
   child.stderr?.on('data', take);
   const exited = new Promise<void>((res) => child.once('exit', () => res()));
-  child.once('exit', (code, signal) => failed(new Error(`impersync run exited early (code ${code}, signal ${signal}):\n${lines.slice(-20).join('\n')}`)));
-  const timer = setTimeout(() => failed(new Error(`impersync run did not log 'controller started' within 60 s:\n${lines.slice(-20).join('\n')}`)), 60_000);
+  child.once('exit', (code, signal) =>
+    failed(new Error(`impersync run exited early (code ${code}, signal ${signal}):\n${lines.slice(-20).join('\n')}`)),
+  );
+  const timer = setTimeout(
+    () =>
+      failed(new Error(`impersync run did not log 'controller started' within 60 s:\n${lines.slice(-20).join('\n')}`)),
+    60_000,
+  );
   try {
     await ready;
   } finally {

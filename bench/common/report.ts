@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 
 export function table(title: string, header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
   const out = [`\n${title}`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
   console.log(out);
   return out;
@@ -26,7 +27,11 @@ export function intFlags<K extends string>(usage: string, defaults: Record<K, nu
   const options = Object.fromEntries(Object.keys(defaults).map((k) => [k, { type: 'string' as const }]));
   let values: Record<string, string | boolean | undefined>;
   try {
-    values = parseArgs({ args: process.argv.slice(2), options: { ...options, help: { type: 'boolean' } }, allowPositionals: false }).values;
+    values = parseArgs({
+      args: process.argv.slice(2),
+      options: { ...options, help: { type: 'boolean' } },
+      allowPositionals: false,
+    }).values;
   } catch (err) {
     console.error(`${(err as Error).message}\n${usage}`);
     process.exit(2);

@@ -15,11 +15,15 @@ export type SyncedEnvironment = {
   stop(): Promise<void>;
 };
 
-export async function syncedEnvironment(n: number, opts: { settings?: Record<string, string>; selfHeal?: boolean; timeoutMs?: number } = {}): Promise<SyncedEnvironment> {
+export async function syncedEnvironment(
+  n: number,
+  opts: { settings?: Record<string, string>; selfHeal?: boolean; timeoutMs?: number } = {},
+): Promise<SyncedEnvironment> {
   const cp = await startControlPlane();
   const stops: Array<() => Promise<void>> = [() => cp.stop()];
   const stop = async () => {
-    for (const s of stops.reverse()) await s().catch((err: unknown) => console.error(`cleanup: ${(err as Error).message}`));
+    for (const s of stops.reverse())
+      await s().catch((err: unknown) => console.error(`cleanup: ${(err as Error).message}`));
   };
   try {
     await prepareControlNamespace(cp, opts.settings);

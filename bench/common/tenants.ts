@@ -43,7 +43,8 @@ export async function writeManifests(root: string, names: string[], version = 'v
   for (const name of names) {
     const dir = path.join(root, name);
     await mkdir(dir, { recursive: true });
-    for (const [file, text] of Object.entries(manifestFiles(name, version))) await writeFile(path.join(dir, file), text);
+    for (const [file, text] of Object.entries(manifestFiles(name, version)))
+      await writeFile(path.join(dir, file), text);
   }
 }
 
@@ -58,13 +59,27 @@ export const TENANT_RULES = [
 export async function createTenant(cp: TestControlPlane, ns: string, rules: unknown[] = TENANT_RULES): Promise<void> {
   const m = { fieldManager: 'bench-setup' };
   await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, m);
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEPLOYER, namespace: ns } }, m);
-  await applyRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: DEPLOYER, namespace: ns }, rules }, m);
-  await applyRaw(cp.admin, {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: DEPLOYER, namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: DEPLOYER },
-    subjects: [{ kind: 'ServiceAccount', name: DEPLOYER, namespace: ns }],
-  }, m);
+  await applyRaw(
+    cp.admin,
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEPLOYER, namespace: ns } },
+    m,
+  );
+  await applyRaw(
+    cp.admin,
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: DEPLOYER, namespace: ns }, rules },
+    m,
+  );
+  await applyRaw(
+    cp.admin,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: DEPLOYER, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: DEPLOYER },
+      subjects: [{ kind: 'ServiceAccount', name: DEPLOYER, namespace: ns }],
+    },
+    m,
+  );
 }
 
 /** A tenant (createTenant) for each name, 8 at a time. */

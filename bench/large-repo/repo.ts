@@ -13,7 +13,8 @@ export function configMapFiles(objects: number): Record<string, string> {
   const files: Record<string, string> = {};
   for (let f = 0; f * PER_FILE < objects; f++) {
     const docs: string[] = [];
-    for (let i = 0; i < PER_FILE && f * PER_FILE + i < objects; i++) docs.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: f${f}-cm-${i}\ndata:\n  i: "${i}"\n`);
+    for (let i = 0; i < PER_FILE && f * PER_FILE + i < objects; i++)
+      docs.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: f${f}-cm-${i}\ndata:\n  i: "${i}"\n`);
     files[`f${f}.yaml`] = docs.join('---\n');
   }
   return files;
@@ -32,5 +33,11 @@ export function configMapObjects(files: Record<string, string>, namespace: strin
 
 /** Namespace `ns`, ServiceAccount `deployer` and a Role + RoleBinding on configmaps (list and watch included: the controller keeps live objects in watches). */
 export async function createConfigMapTenant(cp: TestControlPlane, ns: string): Promise<void> {
-  await createTenant(cp, ns, [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
+  await createTenant(cp, ns, [
+    {
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+    },
+  ]);
 }

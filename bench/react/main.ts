@@ -13,18 +13,29 @@ import { fixed, intFlags, percentile, sleep, table } from '../common/report.ts';
 import { syncedEnvironment } from '../common/synced.ts';
 import { manifestFiles } from '../common/tenants.ts';
 
-const USAGE = 'usage: node bench/react/main.ts [--apps N (default 20)] [--trials T per scenario (default 20)] [--reconciliation SECONDS for timeout.reconciliation (default 10)]';
+const USAGE =
+  'usage: node bench/react/main.ts [--apps N (default 20)] [--trials T per scenario (default 20)] [--reconciliation SECONDS for timeout.reconciliation (default 10)]';
 const flags = intFlags(USAGE, { apps: 20, trials: 20, reconciliation: 10 });
 
-console.log(`react: ${flags.apps} Applications (selfHeal), ${flags.trials} trials per scenario, timeout.reconciliation ${flags.reconciliation}s; node ${process.version}`);
-const env = await syncedEnvironment(flags.apps, { selfHeal: true, settings: { 'timeout.reconciliation': `${flags.reconciliation}s` } });
+console.log(
+  `react: ${flags.apps} Applications (selfHeal), ${flags.trials} trials per scenario, timeout.reconciliation ${flags.reconciliation}s; node ${process.version}`,
+);
+const env = await syncedEnvironment(flags.apps, {
+  selfHeal: true,
+  settings: { 'timeout.reconciliation': `${flags.reconciliation}s` },
+});
 const agent = new Agent({ connect: { ca: env.cp.caPem }, connections: 4 });
 try {
   const token = await env.cp.tokenFor('admin');
   const call = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
     const res = await request(`${env.cp.server}${path}`, {
-      method, dispatcher: agent,
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body ? { 'content-type': 'application/merge-patch+json' } : {}) },
+      method,
+      dispatcher: agent,
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'application/json',
+        ...(body ? { 'content-type': 'application/merge-patch+json' } : {}),
+      },
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.body.text();
@@ -32,8 +43,12 @@ try {
     return JSON.parse(text) as Record<string, unknown>;
   };
   const cmPath = (app: string) => `/api/v1/namespaces/${app}/configmaps/settings`;
-  const version = async (app: string) => ((await call('GET', cmPath(app)))['data'] as Record<string, string> | undefined)?.['version'];
-  const refresh = (app: string) => call('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${app}`, { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } });
+  const version = async (app: string) =>
+    ((await call('GET', cmPath(app)))['data'] as Record<string, string> | undefined)?.['version'];
+  const refresh = (app: string) =>
+    call('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${app}`, {
+      metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } },
+    });
   /** Polls every 50 ms until the ConfigMap's version is `want`; the milliseconds since `since`. */
   const until = async (app: string, want: string, since: number): Promise<number> => {
     const deadline = since + (3 * flags.reconciliation + 60) * 1000;
@@ -69,7 +84,9 @@ try {
       trial: async (app: string) => {
         const next = `v${++commits + 1}`;
         versions.set(app, next);
-        const files = Object.fromEntries(Object.entries(manifestFiles(app, next)).map(([f, text]) => [`${app}/${f}`, text]));
+        const files = Object.fromEntries(
+          Object.entries(manifestFiles(app, next)).map(([f, text]) => [`${app}/${f}`, text]),
+        );
         const t = Date.now();
         await env.repo.commit(files, `${app} ${next}`);
         if (how !== 'periodic refresh') await refresh(app);
@@ -88,9 +105,19 @@ try {
       await sleep(300);
     }
     console.log(`${s.label}: ${samples.map((ms) => fixed(ms / 1000, 2)).join(' ')}`);
-    rows.push([s.label, fixed(percentile(samples, 50) / 1000, 2), fixed(percentile(samples, 95) / 1000, 2), fixed(Math.min(...samples) / 1000, 2), fixed(Math.max(...samples) / 1000, 2)]);
+    rows.push([
+      s.label,
+      fixed(percentile(samples, 50) / 1000, 2),
+      fixed(percentile(samples, 95) / 1000, 2),
+      fixed(Math.min(...samples) / 1000, 2),
+      fixed(Math.max(...samples) / 1000, 2),
+    ]);
   }
-  table(`react: seconds from the change to the corrected/updated ConfigMap, ${flags.trials} trials each, timeout.reconciliation ${flags.reconciliation}s, ${flags.apps} Applications`, ['scenario', 'p50 s', 'p95 s', 'min s', 'max s'], rows);
+  table(
+    `react: seconds from the change to the corrected/updated ConfigMap, ${flags.trials} trials each, timeout.reconciliation ${flags.reconciliation}s, ${flags.apps} Applications`,
+    ['scenario', 'p50 s', 'p95 s', 'min s', 'max s'],
+    rows,
+  );
 } finally {
   await agent.close();
   await env.stop();

@@ -18,22 +18,42 @@ const ROUND_MS = 100;
 const ROUNDS = 5;
 
 function literalEntry(i: number): ServiceAccountEntry {
-  return { server: `https://cluster-${i}.example:6443`, namespace: `team-${i}`, defaultServiceAccount: `sa-${i}`, fromProject: 'bench' };
+  return {
+    server: `https://cluster-${i}.example:6443`,
+    namespace: `team-${i}`,
+    defaultServiceAccount: `sa-${i}`,
+    fromProject: 'bench',
+  };
 }
 function globEntry(i: number): ServiceAccountEntry {
-  return { server: `https://cluster-${i}-*.example:6443`, namespace: `team-${i}-{dev,prod}-[a-z]*`, defaultServiceAccount: `sa-${i}`, fromProject: 'bench' };
+  return {
+    server: `https://cluster-${i}-*.example:6443`,
+    namespace: `team-${i}-{dev,prod}-[a-z]*`,
+    defaultServiceAccount: `sa-${i}`,
+    fromProject: 'bench',
+  };
 }
-const matching: ServiceAccountEntry = { server: IN, namespace: 'guestbook-*', defaultServiceAccount: 'deployer', fromProject: 'bench' };
+const matching: ServiceAccountEntry = {
+  server: IN,
+  namespace: 'guestbook-*',
+  defaultServiceAccount: 'deployer',
+  fromProject: 'bench',
+};
 
 function list(size: number, kind: 'mixed' | 'literal' | 'glob'): ServiceAccountEntry[] {
   const out: ServiceAccountEntry[] = [];
-  for (let i = 0; i < size - 1; i++) out.push(kind === 'literal' || (kind === 'mixed' && i % 2 === 0) ? literalEntry(i) : globEntry(i));
+  for (let i = 0; i < size - 1; i++)
+    out.push(kind === 'literal' || (kind === 'mixed' && i % 2 === 0) ? literalEntry(i) : globEntry(i));
   out.push(matching);
   return out;
 }
 
 function targets(apps: number): ResolveTarget[] {
-  return Array.from({ length: apps }, (_, i) => ({ resolvedServer: IN, destinationNamespace: `guestbook-${i}`, applicationNamespace: 'argocd' }));
+  return Array.from({ length: apps }, (_, i) => ({
+    resolvedServer: IN,
+    destinationNamespace: `guestbook-${i}`,
+    applicationNamespace: 'argocd',
+  }));
 }
 
 /** Resolutions per second, cycling over `apps` targets: the best of ROUNDS timed rounds, after a warm-up. */
@@ -66,7 +86,8 @@ function measure(entries: ServiceAccountEntry[], apps: ResolveTarget[]): number 
 
 function table(title: string, header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
   console.log(`\n${title}`);
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
@@ -74,9 +95,11 @@ function table(title: string, header: string[], rows: string[][]): void {
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-const perEntryNs = (rps: number, size: number) => ((1e9 / rps) / size).toFixed(1);
+const perEntryNs = (rps: number, size: number) => (1e9 / rps / size).toFixed(1);
 
-console.log(`impersync resolver benchmark, node ${process.version}, match last, best of ${ROUNDS} rounds of ${ROUND_MS} ms per row`);
+console.log(
+  `impersync resolver benchmark, node ${process.version}, match last, best of ${ROUNDS} rounds of ${ROUND_MS} ms per row`,
+);
 
 const sizes = [10, 100, 1000];
 table(

@@ -4,21 +4,30 @@
 //   node bench/sync-scale/main.ts [--apps 100] [--timeout 1800]
 import { startControlPlane } from '../../test/support/index.ts';
 import { breakdown, failures, requestsBy } from '../common/audit.ts';
-import { createApplications, createRepo, healthCounts, prepareControlNamespace, waitAllDone } from '../common/impersync.ts';
+import {
+  createApplications,
+  createRepo,
+  healthCounts,
+  prepareControlNamespace,
+  waitAllDone,
+} from '../common/impersync.ts';
 import { findKubectl } from '../common/kubectl.ts';
 import { startControllerProcess } from '../common/process.ts';
 import { fixed, intFlags, mib, seconds, table } from '../common/report.ts';
 import { appName, createTenants } from '../common/tenants.ts';
 import { directReference, kubectlReference, type ReferenceResult } from './references.ts';
 
-const USAGE = 'usage: node bench/sync-scale/main.ts [--apps N (default 100; try 500, 1000)] [--timeout SECONDS (default 1800)]';
+const USAGE =
+  'usage: node bench/sync-scale/main.ts [--apps N (default 100; try 500, 1000)] [--timeout SECONDS (default 1800)]';
 const flags = intFlags(USAGE, { apps: 100, timeout: 1800 });
 const N = flags.apps;
 const SWEEP = [4, 16, 64];
 const names = (prefix: string) => Array.from({ length: N }, (_, i) => appName(prefix, i));
 
 const kubectl = findKubectl();
-console.log(`sync-scale: ${N} Applications × 5 resources; kubectl ${kubectl.version} (${kubectl.path}); node ${process.version}`);
+console.log(
+  `sync-scale: ${N} Applications × 5 resources; kubectl ${kubectl.version} (${kubectl.path}); node ${process.version}`,
+);
 const cp = await startControlPlane();
 try {
   await prepareControlNamespace(cp);
@@ -28,15 +37,33 @@ try {
   await createTenants(cp, apps);
   const repo = await createRepo(apps);
   const ctl = await startControllerProcess(cp.controllerKubeconfigPath);
-  let imp: { ms: number; from: number; to: number; cpu: number; gitCpu: number; peakRss: number; health: Record<string, number> };
+  let imp: {
+    ms: number;
+    from: number;
+    to: number;
+    cpu: number;
+    gitCpu: number;
+    peakRss: number;
+    health: Record<string, number>;
+  };
   try {
     const s0 = ctl.sample();
     const from = Date.now();
     await createApplications(cp, apps, repo.fileURL);
     const done = await waitAllDone(cp, apps, flags.timeout * 1000);
     const s1 = ctl.sample();
-    imp = { ms: done.doneAt - from, from, to: done.doneAt, cpu: s1.cpu - s0.cpu, gitCpu: s1.childCpu - s0.childCpu, peakRss: s1.peakRss, health: healthCounts(done.apps) };
-    console.log(`impersync: all ${N} Synced + Succeeded after ${seconds(imp.ms)} s (health: ${JSON.stringify(imp.health)}); startup CPU ${fixed(s0.cpu, 2)} s`);
+    imp = {
+      ms: done.doneAt - from,
+      from,
+      to: done.doneAt,
+      cpu: s1.cpu - s0.cpu,
+      gitCpu: s1.childCpu - s0.childCpu,
+      peakRss: s1.peakRss,
+      health: healthCounts(done.apps),
+    };
+    console.log(
+      `impersync: all ${N} Synced + Succeeded after ${seconds(imp.ms)} s (health: ${JSON.stringify(imp.health)}); startup CPU ${fixed(s0.cpu, 2)} s`,
+    );
   } finally {
     await ctl.stop();
     await repo.remove();
@@ -61,25 +88,58 @@ try {
   }
   const b = sweep.reduce((best, r) => (r.ms < best.ms ? r : best));
 
-  const row = (label: string, ms: number, requests: number, cpu: string, rss: string) =>
-    [label, seconds(ms), fixed(N / (ms / 1000), 1), fixed(ms / N, 1), fixed(requests / N, 1), cpu, rss];
+  const row = (label: string, ms: number, requests: number, cpu: string, rss: string) => [
+    label,
+    seconds(ms),
+    fixed(N / (ms / 1000), 1),
+    fixed(ms / N, 1),
+    fixed(requests / N, 1),
+    cpu,
+    rss,
+  ];
   table(
     `sync-scale: ${N} Applications, 5 resources each, impersonated (time until every Application is Synced with its operation Succeeded)`,
     ['', 'total s', 'apps/s', 'ms/app', 'requests/app', 'CPU s', 'peak RSS MiB'],
     [
-      row('impersync (controller process)', imp.ms, impRequests.length, `${fixed(imp.cpu, 1)} + git ${fixed(imp.gitCpu, 1)}`, mib(imp.peakRss)),
-      row('(a) kubectl --server-side --as, 8 at a time', a.ms, aRequests.length, `${fixed(a.childCpu ?? 0, 1)} (all kubectl)`, '-'),
+      row(
+        'impersync (controller process)',
+        imp.ms,
+        impRequests.length,
+        `${fixed(imp.cpu, 1)} + git ${fixed(imp.gitCpu, 1)}`,
+        mib(imp.peakRss),
+      ),
+      row(
+        '(a) kubectl --server-side --as, 8 at a time',
+        a.ms,
+        aRequests.length,
+        `${fixed(a.childCpu ?? 0, 1)} (all kubectl)`,
+        '-',
+      ),
       ...sweep.map((r) => row(`${r.label}${r === b ? ' (best)' : ''}`, r.ms, r.requests, '-', '-')),
     ],
   );
-  table('ratios (time)', ['', 'ratio'], [
-    ['impersync / (a) kubectl', `${fixed(imp.ms / a.ms, 2)}×`],
-    ['impersync / (b) practical limit', `${fixed(imp.ms / b.ms, 2)}×`],
-  ]);
-  table(`where impersync's requests went (controller user, per Application; failures by code: ${JSON.stringify(failures(impRequests))})`, ['request', 'per app', 'total'],
-    breakdown(impRequests).slice(0, 20).map(([what, n]) => [what, fixed(n / N, 2), String(n)]));
-  table('kubectl requests per Application', ['request', 'per app', 'total'],
-    breakdown(aRequests).slice(0, 10).map(([what, n]) => [what, fixed(n / N, 2), String(n)]));
+  table(
+    'ratios (time)',
+    ['', 'ratio'],
+    [
+      ['impersync / (a) kubectl', `${fixed(imp.ms / a.ms, 2)}×`],
+      ['impersync / (b) practical limit', `${fixed(imp.ms / b.ms, 2)}×`],
+    ],
+  );
+  table(
+    `where impersync's requests went (controller user, per Application; failures by code: ${JSON.stringify(failures(impRequests))})`,
+    ['request', 'per app', 'total'],
+    breakdown(impRequests)
+      .slice(0, 20)
+      .map(([what, n]) => [what, fixed(n / N, 2), String(n)]),
+  );
+  table(
+    'kubectl requests per Application',
+    ['request', 'per app', 'total'],
+    breakdown(aRequests)
+      .slice(0, 10)
+      .map(([what, n]) => [what, fixed(n / N, 2), String(n)]),
+  );
 } finally {
   await cp.stop();
 }

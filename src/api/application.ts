@@ -8,24 +8,32 @@ export const ApplicationSourceSchema = z.looseObject({
   path: z.string().optional(),
   targetRevision: z.string().optional(),
   chart: z.string().optional(),
-  directory: z.looseObject({
-    recurse: z.boolean().optional(),
-    include: z.string().optional(),
-    exclude: z.string().optional(),
-  }).optional(),
-  helm: z.looseObject({
-    releaseName: z.string().optional(),
-    valueFiles: z.array(z.string()).optional(),
-    values: z.string().optional(),
-    valuesObject: z.record(z.string(), z.unknown()).optional(),
-    parameters: z.array(z.looseObject({ name: z.string(), value: z.string().optional(), forceString: z.boolean().optional() })).optional(),
-  }).optional(),
-  kustomize: z.looseObject({
-    namePrefix: z.string().optional(),
-    nameSuffix: z.string().optional(),
-    images: z.array(z.string()).optional(),
-    commonLabels: z.record(z.string(), z.string()).optional(),
-  }).optional(),
+  directory: z
+    .looseObject({
+      recurse: z.boolean().optional(),
+      include: z.string().optional(),
+      exclude: z.string().optional(),
+    })
+    .optional(),
+  helm: z
+    .looseObject({
+      releaseName: z.string().optional(),
+      valueFiles: z.array(z.string()).optional(),
+      values: z.string().optional(),
+      valuesObject: z.record(z.string(), z.unknown()).optional(),
+      parameters: z
+        .array(z.looseObject({ name: z.string(), value: z.string().optional(), forceString: z.boolean().optional() }))
+        .optional(),
+    })
+    .optional(),
+  kustomize: z
+    .looseObject({
+      namePrefix: z.string().optional(),
+      nameSuffix: z.string().optional(),
+      images: z.array(z.string()).optional(),
+      commonLabels: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
 });
 export type ApplicationSource = z.infer<typeof ApplicationSourceSchema>;
 
@@ -46,21 +54,25 @@ export type ResourceRef = z.infer<typeof ResourceRefSchema>;
 
 export const RetryStrategySchema = z.looseObject({
   limit: z.number().int().optional(),
-  backoff: z.looseObject({
-    duration: z.string().optional(),
-    factor: z.number().optional(),
-    maxDuration: z.string().optional(),
-  }).optional(),
+  backoff: z
+    .looseObject({
+      duration: z.string().optional(),
+      factor: z.number().optional(),
+      maxDuration: z.string().optional(),
+    })
+    .optional(),
 });
 export type RetryStrategy = z.infer<typeof RetryStrategySchema>;
 
 export const SyncPolicySchema = z.looseObject({
-  automated: z.looseObject({
-    prune: z.boolean().optional(),
-    selfHeal: z.boolean().optional(),
-    allowEmpty: z.boolean().optional(),
-    enabled: z.boolean().optional(),
-  }).optional(),
+  automated: z
+    .looseObject({
+      prune: z.boolean().optional(),
+      selfHeal: z.boolean().optional(),
+      allowEmpty: z.boolean().optional(),
+      enabled: z.boolean().optional(),
+    })
+    .optional(),
   syncOptions: z.array(z.string()).optional(),
   retry: RetryStrategySchema.optional(),
 });

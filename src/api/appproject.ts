@@ -26,17 +26,19 @@ export const AppProjectSchema = z.looseObject({
   apiVersion: z.string().optional(),
   kind: z.literal('AppProject').optional(),
   metadata: ObjectMetaSchema,
-  spec: z.looseObject({
-    description: z.string().optional(),
-    sourceRepos: z.array(z.string()).optional(),
-    sourceNamespaces: z.array(z.string()).optional(),
-    destinations: z.array(ProjectDestinationSchema).optional(),
-    destinationServiceAccounts: z.array(DestinationServiceAccountSchema).optional(),
-    clusterResourceWhitelist: z.array(GroupKindSchema).optional(),
-    clusterResourceBlacklist: z.array(GroupKindSchema).optional(),
-    namespaceResourceWhitelist: z.array(GroupKindSchema).optional(),
-    namespaceResourceBlacklist: z.array(GroupKindSchema).optional(),
-  }).default({}),
+  spec: z
+    .looseObject({
+      description: z.string().optional(),
+      sourceRepos: z.array(z.string()).optional(),
+      sourceNamespaces: z.array(z.string()).optional(),
+      destinations: z.array(ProjectDestinationSchema).optional(),
+      destinationServiceAccounts: z.array(DestinationServiceAccountSchema).optional(),
+      clusterResourceWhitelist: z.array(GroupKindSchema).optional(),
+      clusterResourceBlacklist: z.array(GroupKindSchema).optional(),
+      namespaceResourceWhitelist: z.array(GroupKindSchema).optional(),
+      namespaceResourceBlacklist: z.array(GroupKindSchema).optional(),
+    })
+    .default({}),
   status: z.record(z.string(), z.unknown()).optional(),
 });
 export type AppProject = z.infer<typeof AppProjectSchema>;

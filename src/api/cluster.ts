@@ -21,13 +21,15 @@ export const ClusterConfigSchema = z.looseObject({
   bearerToken: z.string().optional(),
   username: z.string().optional(),
   password: z.string().optional(),
-  tlsClientConfig: z.looseObject({
-    insecure: z.boolean().optional(),
-    caData: z.string().optional(),
-    certData: z.string().optional(),
-    keyData: z.string().optional(),
-    serverName: z.string().optional(),
-  }).optional(),
+  tlsClientConfig: z
+    .looseObject({
+      insecure: z.boolean().optional(),
+      caData: z.string().optional(),
+      certData: z.string().optional(),
+      keyData: z.string().optional(),
+      serverName: z.string().optional(),
+    })
+    .optional(),
 });
 export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
 
@@ -68,7 +70,12 @@ export function parseClusterSecret(raw: unknown): Cluster {
     const parsed = ClusterConfigSchema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new DocumentError('Secret', ref, `${where('config')}${issue ? '.' + formatPath(issue.path) : ''}`, issue?.message ?? 'invalid');
+      throw new DocumentError(
+        'Secret',
+        ref,
+        `${where('config')}${issue ? '.' + formatPath(issue.path) : ''}`,
+        issue?.message ?? 'invalid',
+      );
     }
     config = parsed.data;
   }

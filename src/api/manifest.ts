@@ -26,6 +26,10 @@ export function groupOf(apiVersion: string): string {
 }
 
 /** Identity of an object for matching desired against live: group, kind, namespace, name. */
-export function objectKey(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string | undefined } }): string {
+export function objectKey(o: {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string | undefined };
+}): string {
   return `${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 }

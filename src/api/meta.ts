@@ -82,7 +82,10 @@ export function parseObject<S extends z.ZodType>(kind: string, schema: S, raw: u
   let reason = issue?.message ?? 'invalid document';
   if (issue && issue.code === 'invalid_type') {
     const actual = valueAt(raw, issue.path);
-    reason = actual === undefined ? `required field is missing (expected ${issue.expected})` : `expected ${issue.expected}, got ${describe(actual)}`;
+    reason =
+      actual === undefined
+        ? `required field is missing (expected ${issue.expected})`
+        : `expected ${issue.expected}, got ${describe(actual)}`;
   } else if (issue && issue.code === 'too_small' && issue.origin === 'string') {
     reason = 'must not be empty';
   }

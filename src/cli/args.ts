@@ -38,8 +38,7 @@ export function outputFormat(values: Flags): { ok: true; format: 'text' | 'json'
 
 /** What every reporting command does first: parse flags, answer --help, check -o. */
 export type CommandStart =
-  | { done: true; code: number }
-  | { done: false; values: Flags; positionals: string[]; format: 'text' | 'json' };
+  { done: true; code: number } | { done: false; values: Flags; positionals: string[]; format: 'text' | 'json' };
 
 export function startCommand(
   name: string,

@@ -31,14 +31,20 @@ function describe(label: string, cp: ControlPlane): string {
 }
 
 function readyFile(cp: ControlPlane): string {
-  return JSON.stringify({
-    server: cp.server,
-    adminKubeconfig: cp.adminKubeconfigPath,
-    controllerKubeconfig: cp.controllerKubeconfigPath,
-    auditLog: cp.auditLogPath,
-    pid: process.pid,
-    startupMs: cp.startupMs,
-  }, null, 2) + '\n';
+  return (
+    JSON.stringify(
+      {
+        server: cp.server,
+        adminKubeconfig: cp.adminKubeconfigPath,
+        controllerKubeconfig: cp.controllerKubeconfigPath,
+        auditLog: cp.auditLogPath,
+        pid: process.pid,
+        startupMs: cp.startupMs,
+      },
+      null,
+      2,
+    ) + '\n'
+  );
 }
 
 export async function main(argv: string[]): Promise<number> {

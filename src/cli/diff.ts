@@ -58,9 +58,19 @@ export interface DiffReport {
 function inventoryOf(app: Application): InventoryEntry[] {
   const list = app.status?.['resources'];
   if (!Array.isArray(list)) return [];
-  return list.flatMap((r: Record<string, unknown>) => (typeof r['kind'] === 'string' && typeof r['name'] === 'string'
-    ? [{ kind: r['kind'], name: r['name'], group: typeof r['group'] === 'string' ? r['group'] : '', namespace: typeof r['namespace'] === 'string' ? r['namespace'] : '', ...(typeof r['version'] === 'string' ? { version: r['version'] } : {}) }]
-    : []));
+  return list.flatMap((r: Record<string, unknown>) =>
+    typeof r['kind'] === 'string' && typeof r['name'] === 'string'
+      ? [
+          {
+            kind: r['kind'],
+            name: r['name'],
+            group: typeof r['group'] === 'string' ? r['group'] : '',
+            namespace: typeof r['namespace'] === 'string' ? r['namespace'] : '',
+            ...(typeof r['version'] === 'string' ? { version: r['version'] } : {}),
+          },
+        ]
+      : [],
+  );
 }
 
 function header(r: { group: string; kind: string; namespace: string; name: string }): string {
@@ -77,7 +87,9 @@ function formatText(report: DiffReport, identityLine: string): string {
     if (r.diff) out.push(r.diff.replace(/\n$/, ''));
   }
   const count = (s: string) => report.resources.filter((r) => r.status === s).length;
-  out.push(`${report.resources.length} resources: ${count('Synced')} Synced, ${count('OutOfSync')} OutOfSync${count('Unknown') ? `, ${count('Unknown')} Unknown` : ''}; sync status ${report.syncStatus}`);
+  out.push(
+    `${report.resources.length} resources: ${count('Synced')} Synced, ${count('OutOfSync')} OutOfSync${count('Unknown') ? `, ${count('Unknown')} Unknown` : ''}; sync status ${report.syncStatus}`,
+  );
   for (const e of report.errors) out.push(`error: ${e}`);
   return out.join('\n') + '\n';
 }
@@ -95,17 +107,40 @@ interface DiffOptions {
   cacheDir: string;
 }
 
-async function compareLive(opts: DiffOptions, factory: DestinationClientFactory): Promise<{ report: DiffReport; identityLine: string } | { error: string }> {
+async function compareLive(
+  opts: DiffOptions,
+  factory: DestinationClientFactory,
+): Promise<{ report: DiffReport; identityLine: string } | { error: string }> {
   const appNamespace = opts.name.includes('/') ? opts.name.slice(0, opts.name.indexOf('/')) : opts.namespace;
-  const loaded = await loadLiveInventory({ kubeconfig: opts.kubeconfig, context: opts.context, namespace: opts.namespace, applicationNamespace: appNamespace });
+  const loaded = await loadLiveInventory({
+    kubeconfig: opts.kubeconfig,
+    context: opts.context,
+    namespace: opts.namespace,
+    applicationNamespace: appNamespace,
+  });
   if (!loaded.ok) return { error: loaded.error };
   const inventory = loaded.value;
-  const explained = explain(inventory, { app: opts.name.includes('/') ? opts.name : `${appNamespace}/${opts.name}`, namespace: opts.namespace, source: `namespace ${appNamespace}` });
+  const explained = explain(inventory, {
+    app: opts.name.includes('/') ? opts.name : `${appNamespace}/${opts.name}`,
+    namespace: opts.namespace,
+    source: `namespace ${appNamespace}`,
+  });
   if (!explained.ok) return { error: explained.error };
   const { report: why, identity } = explained.value;
-  const app = inventory.applications.map((a) => a.value).find((a) => applicationKey({ metadata: { name: a.metadata.name, namespace: a.metadata.namespace ?? opts.namespace } }) === why.application) as Application;
-  const project: AppProject = inventory.projects.map((p) => p.value).find((p) => p.metadata.name === projectName(app)) ?? { metadata: { name: 'default' }, spec: {} };
-  const destination = resolveDestination(app, inventory.clusters.map((c) => c.value));
+  const app = inventory.applications
+    .map((a) => a.value)
+    .find(
+      (a) =>
+        applicationKey({ metadata: { name: a.metadata.name, namespace: a.metadata.namespace ?? opts.namespace } }) ===
+        why.application,
+    ) as Application;
+  const project: AppProject = inventory.projects
+    .map((p) => p.value)
+    .find((p) => p.metadata.name === projectName(app)) ?? { metadata: { name: 'default' }, spec: {} };
+  const destination = resolveDestination(
+    app,
+    inventory.clusters.map((c) => c.value),
+  );
   if (!destination.ok) return { error: `${destination.field}: ${destination.error}` };
   const cluster = destination.cluster;
   const warnings = [...why.warnings];
@@ -114,12 +149,37 @@ async function compareLive(opts: DiffOptions, factory: DestinationClientFactory)
   const client = factory.forDecision(identity, cluster);
   if (isRefusal(client)) {
     const refused = refusedComparison(client, []);
-    return { identityLine: `identity: none (${identity.decision}: ${client.message})`, report: { ...base, identity: 'none', syncStatus: refused.syncStatus, health: refused.health, resources: [], errors: refused.errors } };
+    return {
+      identityLine: `identity: none (${identity.decision}: ${client.message})`,
+      report: {
+        ...base,
+        identity: 'none',
+        syncStatus: refused.syncStatus,
+        health: refused.health,
+        resources: [],
+        errors: refused.errors,
+      },
+    };
   }
   const who = describeIdentity(client.identity);
-  const how = identity.decision === 'impersonate' ? 'impersonated' : identity.decision === 'fallback' ? `fallback: ${identity.message}` : 'impersonation disabled';
+  const how =
+    identity.decision === 'impersonate'
+      ? 'impersonated'
+      : identity.decision === 'fallback'
+        ? `fallback: ${identity.message}`
+        : 'impersonation disabled';
   const identityLine = `identity: ${who} (${how})`;
-  const fail = (message: string) => ({ identityLine, report: { ...base, identity: who, syncStatus: 'Unknown' as const, health: { status: 'Unknown' as const }, resources: [], errors: [message] } });
+  const fail = (message: string) => ({
+    identityLine,
+    report: {
+      ...base,
+      identity: who,
+      syncStatus: 'Unknown' as const,
+      health: { status: 'Unknown' as const },
+      resources: [],
+      errors: [message],
+    },
+  });
 
   const limits = projectLimits();
   const appViolations = limits.checkApplication(project, app, cluster);
@@ -134,7 +194,10 @@ async function compareLive(opts: DiffOptions, factory: DestinationClientFactory)
     return fail((err as Error).message);
   }
   const violations = await limits.checkObjects(client, project, app, cluster, objects);
-  const comparison = await compare(client, objects, inventoryOf(app), { appName: appInstanceName(app, opts.namespace), namespace: app.spec.destination?.namespace ?? '' });
+  const comparison = await compare(client, objects, inventoryOf(app), {
+    appName: appInstanceName(app, opts.namespace),
+    namespace: app.spec.destination?.namespace ?? '',
+  });
   return {
     identityLine,
     report: {
@@ -162,13 +225,19 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
     namespace: stringFlag(flags.values, 'namespace', DEFAULT_CONTROL_NAMESPACE),
     kubeconfig: typeof flags.values.kubeconfig === 'string' ? flags.values.kubeconfig : undefined,
     context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
-    cacheDir: stringFlag(flags.values, 'cache-dir', path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source')),
+    cacheDir: stringFlag(
+      flags.values,
+      'cache-dir',
+      path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source'),
+    ),
   };
   let result: Awaited<ReturnType<typeof compareLive>>;
   // The factory holds keep-alive connections: one made here is closed here, or the process lingers.
   let own: DestinationClientFactory | undefined;
   try {
-    own = factory ? undefined : await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+    own = factory
+      ? undefined
+      : await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
     result = await compareLive(opts, (factory ?? own) as DestinationClientFactory);
   } catch (err) {
     result = { error: (err as Error).message };

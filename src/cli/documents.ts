@@ -23,7 +23,10 @@ export function describeWhere(where: Where): string {
 }
 
 /** Reads and parses every file in order; the first unreadable or unparsable one is the error. */
-export async function readDocuments(files: readonly string[], io: Pick<CommandIO, 'readFile' | 'readStdin'>): Promise<Loaded<RawDocument[]>> {
+export async function readDocuments(
+  files: readonly string[],
+  io: Pick<CommandIO, 'readFile' | 'readStdin'>,
+): Promise<Loaded<RawDocument[]>> {
   const out: RawDocument[] = [];
   let stdinUsed = false;
   for (const file of files) {
@@ -39,12 +42,20 @@ export async function readDocuments(files: readonly string[], io: Pick<CommandIO
       }
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      const reason = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory (give the files in it)' : e.message;
+      const reason =
+        e.code === 'ENOENT'
+          ? 'no such file'
+          : e.code === 'EISDIR'
+            ? 'is a directory (give the files in it)'
+            : e.message;
       return { ok: false, error: `${name}: cannot read: ${reason}` };
     }
     try {
       for (const parsed of parseManifests(text, name)) {
-        out.push({ object: parsed.object as unknown as Record<string, unknown>, where: { file: name, document: parsed.location.document } });
+        out.push({
+          object: parsed.object as unknown as Record<string, unknown>,
+          where: { file: name, document: parsed.location.document },
+        });
       }
     } catch (err) {
       // parseManifests' messages already start with the file name (and line or document).

@@ -2,8 +2,13 @@
 // identity one Application syncs as (spec §3–§7, §10), or to the reason the input is unusable.
 import { applicationKey, projectName, type AppProject, type Application } from '../api/index.ts';
 import {
-  decideIdentity, readImpersonationSettings, resolveDestination,
-  type DecisionKind, type Identity, type ImpersonationSettings, type MatchedEntry,
+  decideIdentity,
+  readImpersonationSettings,
+  resolveDestination,
+  type DecisionKind,
+  type Identity,
+  type ImpersonationSettings,
+  type MatchedEntry,
 } from '../impersonation/index.ts';
 import { describeWhere, type Loaded } from './documents.ts';
 import type { Inventory, Located } from './inventory.ts';
@@ -49,22 +54,36 @@ function withNamespace(app: Application, namespace: string): Application {
 }
 
 function selectApplication(inventory: Inventory, options: ExplainOptions): Loaded<Located<Application>> {
-  const apps = inventory.applications.map((a) => ({ value: withNamespace(a.value, options.namespace), where: a.where }));
+  const apps = inventory.applications.map((a) => ({
+    value: withNamespace(a.value, options.namespace),
+    where: a.where,
+  }));
   const keys = () => apps.map((a) => applicationKey(a.value)).join(', ');
   if (options.app !== undefined) {
     const slash = options.app.indexOf('/');
     const wantNs = slash >= 0 ? options.app.slice(0, slash) : undefined;
     const wantName = slash >= 0 ? options.app.slice(slash + 1) : options.app;
-    const found = apps.filter((a) => a.value.metadata.name === wantName && (wantNs === undefined || a.value.metadata.namespace === wantNs));
+    const found = apps.filter(
+      (a) => a.value.metadata.name === wantName && (wantNs === undefined || a.value.metadata.namespace === wantNs),
+    );
     if (found.length === 1) return { ok: true, value: found[0] as Located<Application> };
     if (found.length === 0) {
-      return { ok: false, error: `--app ${options.app}: no such Application in ${options.source}${apps.length > 0 ? ` (found: ${keys()})` : ''}` };
+      return {
+        ok: false,
+        error: `--app ${options.app}: no such Application in ${options.source}${apps.length > 0 ? ` (found: ${keys()})` : ''}`,
+      };
     }
-    return { ok: false, error: `--app ${options.app}: ${found.length} Applications have that name in ${options.source} (${found.map((a) => applicationKey(a.value)).join(', ')}); give NAMESPACE/NAME` };
+    return {
+      ok: false,
+      error: `--app ${options.app}: ${found.length} Applications have that name in ${options.source} (${found.map((a) => applicationKey(a.value)).join(', ')}); give NAMESPACE/NAME`,
+    };
   }
   if (apps.length === 1) return { ok: true, value: apps[0] as Located<Application> };
   if (apps.length === 0) return { ok: false, error: `no Application in ${options.source}` };
-  return { ok: false, error: `${apps.length} Applications in ${options.source} (${keys()}); choose one with --app NAMESPACE/NAME` };
+  return {
+    ok: false,
+    error: `${apps.length} Applications in ${options.source} (${keys()}); choose one with --app NAMESPACE/NAME`,
+  };
 }
 
 /** Argo CD always has a `default` project; without one in the input, an empty one stands in. */
@@ -88,20 +107,38 @@ export function explain(inventory: Inventory, options: ExplainOptions): Loaded<E
   const projName = projectName(app);
   let project = findProject(inventory, projName, options.namespace);
   if (!project) {
-    if (projName !== 'default') return { ok: false, error: `${appRef}: spec.project: AppProject '${projName}' not found in ${options.source}` };
+    if (projName !== 'default')
+      return { ok: false, error: `${appRef}: spec.project: AppProject '${projName}' not found in ${options.source}` };
     project = builtinDefaultProject(options.namespace);
-    warnings.push(`AppProject 'default' not found in ${options.source}: using Argo CD's built-in default project (no destinationServiceAccounts)`);
+    warnings.push(
+      `AppProject 'default' not found in ${options.source}: using Argo CD's built-in default project (no destinationServiceAccounts)`,
+    );
   }
-  const projects = inventory.projects.map((p) => ({ ...p.value, metadata: { ...p.value.metadata, namespace: p.value.metadata.namespace ?? options.namespace } }));
-  const projectWithNs = { ...project, metadata: { ...project.metadata, namespace: project.metadata.namespace ?? options.namespace } };
+  const projects = inventory.projects.map((p) => ({
+    ...p.value,
+    metadata: { ...p.value.metadata, namespace: p.value.metadata.namespace ?? options.namespace },
+  }));
+  const projectWithNs = {
+    ...project,
+    metadata: { ...project.metadata, namespace: project.metadata.namespace ?? options.namespace },
+  };
 
-  const destination = resolveDestination(app, inventory.clusters.map((c) => c.value));
+  const destination = resolveDestination(
+    app,
+    inventory.clusters.map((c) => c.value),
+  );
   if (!destination.ok) return { ok: false, error: `${appRef}: ${destination.field}: ${destination.error}` };
 
   const settings = readImpersonationSettings(inventory.configMap?.value ?? inventory.configMapError);
   if (settings.source === 'absent') warnings.push(missingConfigMapWarning(options.source));
 
-  const identity = decideIdentity({ application: app, project: projectWithNs, projects, settings, resolvedServer: destination.cluster.server });
+  const identity = decideIdentity({
+    application: app,
+    project: projectWithNs,
+    projects,
+    settings,
+    resolvedServer: destination.cluster.server,
+  });
   const report: ExplainReport = {
     application: applicationKey(app),
     project: projName,

@@ -6,7 +6,12 @@ const q = (s: string) => `'${s}'`;
 
 function settingsLine(x: Explanation): string {
   const s = x.settings;
-  const from = s.source === 'configmap' ? 'from argocd-cm' : s.source === 'absent' ? 'defaults: no argocd-cm' : 'defaults: argocd-cm unreadable';
+  const from =
+    s.source === 'configmap'
+      ? 'from argocd-cm'
+      : s.source === 'absent'
+        ? 'defaults: no argocd-cm'
+        : 'defaults: argocd-cm unreadable';
   return `${s.enabled ? 'enabled' : 'disabled'}, ${s.enforced ? 'enforced' : 'not enforced'} (${from})`;
 }
 
@@ -14,11 +19,14 @@ function outcomeLines(x: Explanation): string[] {
   const r = x.report;
   switch (r.decision) {
     case 'disabled':
-      return ['DISABLED: sync impersonation is off; every request uses the controller\'s own credential'];
+      return ["DISABLED: sync impersonation is off; every request uses the controller's own credential"];
     case 'impersonate':
-      return [`IMPERSONATE ${r.serviceAccount ?? ''}`, '  every request to the destination carries Impersonate-User with this name (no groups)'];
+      return [
+        `IMPERSONATE ${r.serviceAccount ?? ''}`,
+        '  every request to the destination carries Impersonate-User with this name (no groups)',
+      ];
     case 'fallback':
-      return ['FALLBACK to the controller\'s own credential (enforced is off)', `  logged: ${r.message}`];
+      return ["FALLBACK to the controller's own credential (enforced is off)", `  logged: ${r.message}`];
     case 'deny':
       return ['DENY: the sync fails with phase Error', `  message: ${r.message}`];
     case 'error':
@@ -31,16 +39,24 @@ export function formatExplanation(x: Explanation): string {
   const id = x.identity;
   const lines: string[] = [];
   lines.push(`Application:   ${r.application}`);
-  lines.push(`Project:       ${r.project}${id.globalProjects.length > 0 ? ` (inherits from global projects: ${id.globalProjects.join(', ')})` : ''}`);
+  lines.push(
+    `Project:       ${r.project}${id.globalProjects.length > 0 ? ` (inherits from global projects: ${id.globalProjects.join(', ')})` : ''}`,
+  );
   const dest = r.destination.name !== '' ? `name ${q(r.destination.name)}` : `server ${q(r.destination.server)}`;
-  lines.push(`Destination:   ${dest}, namespace ${q(r.destination.namespace)}${r.destination.namespace === '' ? ' (empty: a bare ServiceAccount name goes to the Application\'s namespace)' : ''}`);
+  lines.push(
+    `Destination:   ${dest}, namespace ${q(r.destination.namespace)}${r.destination.namespace === '' ? " (empty: a bare ServiceAccount name goes to the Application's namespace)" : ''}`,
+  );
   lines.push(`Cluster:       ${x.clusterName} -> ${r.resolvedServer}`);
   lines.push(`Impersonation: ${settingsLine(x)}`);
   lines.push('');
   if (r.decision === 'disabled') {
-    lines.push(`destinationServiceAccounts: ${id.entries.length} entr${id.entries.length === 1 ? 'y' : 'ies'} (not consulted while impersonation is disabled)`);
+    lines.push(
+      `destinationServiceAccounts: ${id.entries.length} entr${id.entries.length === 1 ? 'y' : 'ies'} (not consulted while impersonation is disabled)`,
+    );
   } else {
-    lines.push(`destinationServiceAccounts, in order (server matched against ${q(r.resolvedServer)}, namespace against ${q(r.destination.namespace)}):`);
+    lines.push(
+      `destinationServiceAccounts, in order (server matched against ${q(r.resolvedServer)}, namespace against ${q(r.destination.namespace)}):`,
+    );
     if (id.entries.length === 0) lines.push('  (none)');
     const visited = new Set(id.trace.map((t) => t.index));
     for (const t of id.trace) {
@@ -48,12 +64,25 @@ export function formatExplanation(x: Explanation): string {
       const badServer = t.error?.startsWith('invalid glob pattern for destination server') ?? false;
       const badNamespace = t.error?.startsWith('invalid glob pattern for destination namespace') ?? false;
       const server = badServer ? 'is not a valid glob' : t.serverMatched ? 'matches' : 'does not match';
-      const namespace = badServer ? 'not evaluated' : badNamespace ? 'is not a valid glob' : t.namespaceMatched ? 'matches' : 'does not match';
-      const verdict = t.error ? `error: ${t.error}` : t.serverMatched && t.namespaceMatched ? 'MATCH, this entry decides' : 'no match';
-      lines.push(`  [${t.index}] server ${q(e.server)} ${server}, namespace ${q(e.namespace ?? '')} ${namespace}; defaultServiceAccount ${q(e.defaultServiceAccount)} (from ${e.fromProject}): ${verdict}`);
+      const namespace = badServer
+        ? 'not evaluated'
+        : badNamespace
+          ? 'is not a valid glob'
+          : t.namespaceMatched
+            ? 'matches'
+            : 'does not match';
+      const verdict = t.error
+        ? `error: ${t.error}`
+        : t.serverMatched && t.namespaceMatched
+          ? 'MATCH, this entry decides'
+          : 'no match';
+      lines.push(
+        `  [${t.index}] server ${q(e.server)} ${server}, namespace ${q(e.namespace ?? '')} ${namespace}; defaultServiceAccount ${q(e.defaultServiceAccount)} (from ${e.fromProject}): ${verdict}`,
+      );
     }
     const skipped = id.entries.length - visited.size;
-    if (skipped > 0) lines.push(`  ... ${skipped} later entr${skipped === 1 ? 'y' : 'ies'} not looked at (the first match decides)`);
+    if (skipped > 0)
+      lines.push(`  ... ${skipped} later entr${skipped === 1 ? 'y' : 'ies'} not looked at (the first match decides)`);
   }
   lines.push('');
   lines.push(...outcomeLines(x));

@@ -48,7 +48,9 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     io.stderr(`impersync explain: ${oneLine(result.error)}\n`);
     return 2;
   }
-  io.stdout(flags.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value));
+  io.stdout(
+    flags.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value),
+  );
   return 0;
 }
 

@@ -3,8 +3,17 @@
 // one of these kinds that does not fit its schema makes the input unusable; the error names the
 // file, the document, the object and the field.
 import {
-  ARGOCD_CM, DocumentError, isClusterSecret, parseAppProject, parseApplication, parseClusterSecret, parseConfigMap,
-  type AppProject, type Application, type Cluster, type ConfigMap,
+  ARGOCD_CM,
+  DocumentError,
+  isClusterSecret,
+  parseAppProject,
+  parseApplication,
+  parseClusterSecret,
+  parseConfigMap,
+  type AppProject,
+  type Application,
+  type Cluster,
+  type ConfigMap,
 } from '../api/index.ts';
 import { describeWhere, type Loaded, type RawDocument, type Where } from './documents.ts';
 
@@ -42,12 +51,18 @@ export function buildInventory(docs: readonly RawDocument[]): Loaded<Inventory> 
       else if (isArgo(object, 'AppProject')) inventory.projects.push({ value: parseAppProject(object), where });
       else if (object.kind === 'ConfigMap' && nameOf(object) === ARGOCD_CM) {
         if (inventory.configMap) {
-          return { ok: false, error: `${describeWhere(where)}: a second ${ARGOCD_CM} ConfigMap (the first is in ${describeWhere(inventory.configMap.where)}); give one` };
+          return {
+            ok: false,
+            error: `${describeWhere(where)}: a second ${ARGOCD_CM} ConfigMap (the first is in ${describeWhere(inventory.configMap.where)}); give one`,
+          };
         }
         inventory.configMap = { value: parseConfigMap(object), where };
       } else if (isClusterSecret(object)) inventory.clusters.push({ value: parseClusterSecret(object), where });
     } catch (err) {
-      const reason = err instanceof DocumentError ? err.message : `${String(object.kind)}: ${err instanceof Error ? err.message : String(err)}`;
+      const reason =
+        err instanceof DocumentError
+          ? err.message
+          : `${String(object.kind)}: ${err instanceof Error ? err.message : String(err)}`;
       return { ok: false, error: `${describeWhere(where)}: ${reason}` };
     }
   }

@@ -18,7 +18,13 @@ export interface LiveSource {
 
 const REQUEST_TIMEOUT_MS = 30_000;
 
-async function list(api: KubeApi, path: string, apiVersion: string, kind: string, where: string): Promise<RawDocument[]> {
+async function list(
+  api: KubeApi,
+  path: string,
+  apiVersion: string,
+  kind: string,
+  where: string,
+): Promise<RawDocument[]> {
   const body = (await api.call('GET', path, { timeoutMs: REQUEST_TIMEOUT_MS })) as { items?: unknown[] } | null;
   const items = Array.isArray(body?.items) ? body.items : [];
   // List items from the core API carry no apiVersion/kind; set them so the inventory can sort them.
@@ -42,16 +48,46 @@ export async function loadLiveInventory(source: LiveSource): Promise<Loaded<Inve
   const docs: RawDocument[] = [];
   let configMapError: Error | undefined;
   try {
-    docs.push(...(await list(api, `/apis/argoproj.io/v1alpha1/namespaces/${appNs}/applications`, 'argoproj.io/v1alpha1', 'Application', `${where}, namespace ${source.applicationNamespace ?? source.namespace}`)));
-    docs.push(...(await list(api, `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`, 'argoproj.io/v1alpha1', 'AppProject', `${where}, namespace ${source.namespace}`)));
+    docs.push(
+      ...(await list(
+        api,
+        `/apis/argoproj.io/v1alpha1/namespaces/${appNs}/applications`,
+        'argoproj.io/v1alpha1',
+        'Application',
+        `${where}, namespace ${source.applicationNamespace ?? source.namespace}`,
+      )),
+    );
+    docs.push(
+      ...(await list(
+        api,
+        `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`,
+        'argoproj.io/v1alpha1',
+        'AppProject',
+        `${where}, namespace ${source.namespace}`,
+      )),
+    );
     const selector = encodeURIComponent(`${SECRET_TYPE_LABEL}=cluster`);
-    docs.push(...(await list(api, `/api/v1/namespaces/${ns}/secrets?labelSelector=${selector}`, 'v1', 'Secret', `${where}, namespace ${source.namespace}`)));
+    docs.push(
+      ...(await list(
+        api,
+        `/api/v1/namespaces/${ns}/secrets?labelSelector=${selector}`,
+        'v1',
+        'Secret',
+        `${where}, namespace ${source.namespace}`,
+      )),
+    );
   } catch (err) {
     return { ok: false, error: `${where}: ${(err as Error).message}` };
   }
   try {
-    const cm = await api.call('GET', `/api/v1/namespaces/${ns}/configmaps/${ARGOCD_CM}`, { timeoutMs: REQUEST_TIMEOUT_MS });
-    if (cm !== null && typeof cm === 'object') docs.push({ object: { ...(cm as Record<string, unknown>), apiVersion: 'v1', kind: 'ConfigMap' }, where: { file: `${where}, namespace ${source.namespace}`, document: 0 } });
+    const cm = await api.call('GET', `/api/v1/namespaces/${ns}/configmaps/${ARGOCD_CM}`, {
+      timeoutMs: REQUEST_TIMEOUT_MS,
+    });
+    if (cm !== null && typeof cm === 'object')
+      docs.push({
+        object: { ...(cm as Record<string, unknown>), apiVersion: 'v1', kind: 'ConfigMap' },
+        where: { file: `${where}, namespace ${source.namespace}`, document: 0 },
+      });
   } catch (err) {
     // Not found: settings take their defaults (with explain's warning); other failures are §4 read errors.
     if (!(err instanceof ApiError && err.status === 404)) configMapError = err as Error;

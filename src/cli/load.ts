@@ -19,17 +19,26 @@ export interface LoadedInput {
   source: string;
 }
 
-export async function loadInput(choice: InputChoice, io: Pick<CommandIO, 'readFile' | 'readStdin'>): Promise<Loaded<LoadedInput>> {
+export async function loadInput(
+  choice: InputChoice,
+  io: Pick<CommandIO, 'readFile' | 'readStdin'>,
+): Promise<Loaded<LoadedInput>> {
   if (choice.files.length === 0) {
     const live = await loadLiveInventory(choice);
     if (!live.ok) return live;
-    return { ok: true, value: { inventory: live.value, source: `namespace ${choice.namespace} of the kubeconfig's cluster` } };
+    return {
+      ok: true,
+      value: { inventory: live.value, source: `namespace ${choice.namespace} of the kubeconfig's cluster` },
+    };
   }
   const docs = await readDocuments(choice.files, io);
   if (!docs.ok) return docs;
   const inventory = buildInventory(docs.value);
   if (!inventory.ok) return inventory;
-  return { ok: true, value: { inventory: inventory.value, source: choice.files.map((f) => (f === '-' ? '<stdin>' : f)).join(', ') } };
+  return {
+    ok: true,
+    value: { inventory: inventory.value, source: choice.files.map((f) => (f === '-' ? '<stdin>' : f)).join(', ') },
+  };
 }
 
 /** The flags explain and validate share. */

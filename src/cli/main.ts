@@ -7,17 +7,36 @@ import { pathToFileURL } from 'node:url';
 type Command = { summary: string; load: () => Promise<{ main: (argv: string[]) => Promise<number> }> };
 
 const commands: Record<string, Command> = {
-  run: { summary: 'run the controller (a local control plane and the examples when no cluster is given)', load: () => import('./run.ts') },
-  explain: { summary: 'show which ServiceAccount an Application syncs as, and why', load: () => import('./explain.ts') },
+  run: {
+    summary: 'run the controller (a local control plane and the examples when no cluster is given)',
+    load: () => import('./run.ts'),
+  },
+  explain: {
+    summary: 'show which ServiceAccount an Application syncs as, and why',
+    load: () => import('./explain.ts'),
+  },
   validate: { summary: "check AppProjects' destinationServiceAccounts", load: () => import('./validate.ts') },
-  diff: { summary: "compare an Application's desired and live state, as its identity", load: () => import('./diff.ts') },
-  cluster: { summary: 'start a local etcd + kube-apiserver + kube-controller-manager', load: () => import('./cluster.ts') },
+  diff: {
+    summary: "compare an Application's desired and live state, as its identity",
+    load: () => import('./diff.ts'),
+  },
+  cluster: {
+    summary: 'start a local etcd + kube-apiserver + kube-controller-manager',
+    load: () => import('./cluster.ts'),
+  },
 };
 
 export function usage(): string {
   const width = Math.max(...Object.keys(commands).map((c) => c.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return ['usage: impersync <command> [flags]', '', 'commands:', ...lines, '', "Run 'impersync <command> --help' for a command's flags."].join('\n');
+  return [
+    'usage: impersync <command> [flags]',
+    '',
+    'commands:',
+    ...lines,
+    '',
+    "Run 'impersync <command> --help' for a command's flags.",
+  ].join('\n');
 }
 
 export async function dispatch(argv: string[]): Promise<number> {
@@ -48,7 +67,9 @@ function startedAsProgram(): boolean {
 
 if (startedAsProgram()) {
   dispatch(process.argv.slice(2)).then(
-    (code) => { process.exitCode = code; },
+    (code) => {
+      process.exitCode = code;
+    },
     (err: unknown) => {
       process.stderr.write(`impersync: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;

@@ -44,7 +44,9 @@ function positiveInt(v: string | undefined, name: string): number | string | und
 }
 
 function inCluster(): boolean {
-  return Boolean(process.env['KUBERNETES_SERVICE_HOST']) && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token');
+  return (
+    Boolean(process.env['KUBERNETES_SERVICE_HOST']) && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')
+  );
 }
 
 /** Prints what a person running the controller wants to see: who synced as whom, who was refused. */
@@ -119,7 +121,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger({ level });
   const namespace = stringFlag(v, 'namespace', 'argocd');
-  const globs = stringFlag(v, 'application-namespaces', '').split(',').map((s) => s.trim()).filter(Boolean);
+  const globs = stringFlag(v, 'application-namespaces', '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const metrics = createMetrics({ defaultMetrics: true });
   const cacheDir = process.env['IMPERSYNC_CACHE_DIR'];
   const ports = defaultPorts({ controllerNamespace: namespace, ...(cacheDir ? { cacheDir } : {}) });
@@ -130,7 +135,14 @@ export async function main(argv: string[]): Promise<number> {
     port: numbers['health-port'] ?? 8080,
     registry: metrics.registry,
     // A standby replica is ready (it serves nothing but may take over); a leader once its caches synced.
-    readiness: () => (controller ? (controller.cache.notSynced() ? `caches not synced: ${controller.cache.notSynced()}` : '') : leaderElect ? '' : 'starting'),
+    readiness: () =>
+      controller
+        ? controller.cache.notSynced()
+          ? `caches not synced: ${controller.cache.notSynced()}`
+          : ''
+        : leaderElect
+          ? ''
+          : 'starting',
   });
   logger.info({ port: health.port }, 'serving /healthz, /readyz and /metrics');
   const start = async () => {
@@ -143,7 +155,9 @@ export async function main(argv: string[]): Promise<number> {
       metrics,
       events: [printerSink((line) => logger.info(line))],
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
-      ...(numbers['operation-processors'] !== undefined ? { operationProcessors: numbers['operation-processors'] } : {}),
+      ...(numbers['operation-processors'] !== undefined
+        ? { operationProcessors: numbers['operation-processors'] }
+        : {}),
     });
   };
   const stopController = async () => {
@@ -163,7 +177,13 @@ export async function main(argv: string[]): Promise<number> {
       onStartedLeading: (signal) => {
         logger.info({ lease }, 'leading: starting the controller');
         starting = start();
-        signal.addEventListener('abort', () => { void stopController(); }, { once: true });
+        signal.addEventListener(
+          'abort',
+          () => {
+            void stopController();
+          },
+          { once: true },
+        );
       },
       onStoppedLeading: (reason) => logger.info({ lease, reason }, 'no longer leading: controller stopped'),
       onNewLeader: (id) => logger.info({ lease, leader: id }, 'leader observed'),

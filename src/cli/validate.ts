@@ -48,7 +48,8 @@ export function formatValidation(result: ValidateResult): string {
   const lines: string[] = [];
   result.reports.forEach((r, i) => {
     lines.push(`${r.project}: ${r.valid ? 'valid' : 'INVALID'}`);
-    for (const f of result.failures[i] ?? []) lines.push(`  spec.destinationServiceAccounts[${f.index}].${f.field}: ${f.message}`);
+    for (const f of result.failures[i] ?? [])
+      lines.push(`  spec.destinationServiceAccounts[${f.index}].${f.field}: ${f.message}`);
   });
   const bad = result.reports.filter((r) => !r.valid).length;
   lines.push(`${result.reports.length} AppProject${result.reports.length === 1 ? '' : 's'} checked, ${bad} invalid`);

@@ -22,13 +22,15 @@ export interface DefaultPortsOptions {
 
 function inventoryOf(app: Application): InventoryEntry[] {
   const resources = (app.status?.['resources'] ?? []) as ResourceStatus[];
-  return resources.filter((r) => r.kind && r.name).map((r) => ({
-    kind: r.kind,
-    name: r.name,
-    ...(r.group ? { group: r.group } : {}),
-    ...(r.namespace ? { namespace: r.namespace } : {}),
-    ...(r.version ? { version: r.version } : {}),
-  }));
+  return resources
+    .filter((r) => r.kind && r.name)
+    .map((r) => ({
+      kind: r.kind,
+      name: r.name,
+      ...(r.group ? { group: r.group } : {}),
+      ...(r.namespace ? { namespace: r.namespace } : {}),
+      ...(r.version ? { version: r.version } : {}),
+    }));
 }
 
 /** Argo CD's status.resources entry of one compared object (no diff, no live object: status stays small). */
@@ -40,21 +42,32 @@ export function resourceStatus(r: ResourceComparison): ResourceStatus {
     ...(r.namespace ? { namespace: r.namespace } : {}),
     name: r.name,
     status: r.status,
-    ...(r.health ? { health: { status: r.health.status, ...(r.health.message ? { message: r.health.message } : {}) } } : {}),
+    ...(r.health
+      ? { health: { status: r.health.status, ...(r.health.message ? { message: r.health.message } : {}) } }
+      : {}),
     ...(r.requiresPruning ? { requiresPruning: true } : {}),
   };
 }
 
 export function defaultPorts(opts: DefaultPortsOptions): Ports {
-  const cacheDir = opts.cacheDir ?? path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source');
+  const cacheDir =
+    opts.cacheDir ??
+    path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source');
   const renderer = opts.renderer ?? new SourceRenderer({ cacheDir });
   const ns = opts.controllerNamespace;
-  const common = (app: Application) => ({ appName: appInstanceName(app, ns), namespace: app.spec.destination?.namespace ?? '' });
+  const common = (app: Application) => ({
+    appName: appInstanceName(app, ns),
+    namespace: app.spec.destination?.namespace ?? '',
+  });
   return {
     render: {
       render: async (app, o) => {
         const r = await renderer.render(app, o.revision !== undefined ? { revision: o.revision } : {});
-        return { revision: r.revision, sourceType: r.sourceType, objects: r.objects.map((p) => p.object as KubeObject) };
+        return {
+          revision: r.revision,
+          sourceType: r.sourceType,
+          objects: r.objects.map((p) => p.object as KubeObject),
+        };
       },
     },
     limits: projectLimits(),
@@ -82,7 +95,11 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
           ...(signal ? { signal } : {}),
           ...(beforeWave ? { beforeWave } : {}),
         });
-        return { phase: r.phase, message: r.message, resources: r.resources as unknown as Array<Record<string, unknown>> };
+        return {
+          phase: r.phase,
+          message: r.message,
+          resources: r.resources as unknown as Array<Record<string, unknown>>,
+        };
       },
       deleteResources: (client, app) => deleteAppResources(client, app, ns),
     },

@@ -36,15 +36,49 @@ export class ControllerCache {
     };
     const err = (what: string) => (e: Error) => opts.onError?.(what, e);
     // Apps in any namespace need a cluster-wide watch, filtered by the namespace globs below.
-    const appsPath = this.appNamespaces.length > 0 ? '/apis/argoproj.io/v1alpha1/applications' : `/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications`;
-    this.apps = new Watch(api, { path: appsPath, kind: 'Application', apiVersion: 'argoproj.io/v1alpha1', ...common, onError: err('applications') });
-    this.projects = new Watch(api, { path: `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`, kind: 'AppProject', apiVersion: 'argoproj.io/v1alpha1', ...common, onError: err('appprojects') });
-    this.configMaps = new Watch(api, { path: `/api/v1/namespaces/${ns}/configmaps`, kind: 'ConfigMap', apiVersion: 'v1', fieldSelector: `metadata.name=${ARGOCD_CM}`, ...common, onError: err('argocd-cm') });
-    this.secrets = new Watch(api, { path: `/api/v1/namespaces/${ns}/secrets`, kind: 'Secret', apiVersion: 'v1', labelSelector: `${SECRET_TYPE_LABEL}=cluster`, ...common, onError: err('cluster secrets') });
+    const appsPath =
+      this.appNamespaces.length > 0
+        ? '/apis/argoproj.io/v1alpha1/applications'
+        : `/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications`;
+    this.apps = new Watch(api, {
+      path: appsPath,
+      kind: 'Application',
+      apiVersion: 'argoproj.io/v1alpha1',
+      ...common,
+      onError: err('applications'),
+    });
+    this.projects = new Watch(api, {
+      path: `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`,
+      kind: 'AppProject',
+      apiVersion: 'argoproj.io/v1alpha1',
+      ...common,
+      onError: err('appprojects'),
+    });
+    this.configMaps = new Watch(api, {
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      fieldSelector: `metadata.name=${ARGOCD_CM}`,
+      ...common,
+      onError: err('argocd-cm'),
+    });
+    this.secrets = new Watch(api, {
+      path: `/api/v1/namespaces/${ns}/secrets`,
+      kind: 'Secret',
+      apiVersion: 'v1',
+      labelSelector: `${SECRET_TYPE_LABEL}=cluster`,
+      ...common,
+      onError: err('cluster secrets'),
+    });
   }
 
   watches(): Array<[string, Watch]> {
-    return [['applications', this.apps], ['appprojects', this.projects], ['argocd-cm', this.configMaps], ['cluster-secrets', this.secrets]];
+    return [
+      ['applications', this.apps],
+      ['appprojects', this.projects],
+      ['argocd-cm', this.configMaps],
+      ['cluster-secrets', this.secrets],
+    ];
   }
 
   start(): void {
@@ -61,7 +95,10 @@ export class ControllerCache {
 
   /** Empty when every cache has listed once; otherwise which have not (readiness). */
   notSynced(): string {
-    return this.watches().filter(([, w]) => !w.isSynced).map(([n]) => n).join(', ');
+    return this.watches()
+      .filter(([, w]) => !w.isSynced)
+      .map(([n]) => n)
+      .join(', ');
   }
 
   /** Whether Applications of this namespace are reconciled at all (the control namespace always). */

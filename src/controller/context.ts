@@ -3,7 +3,13 @@
 // destination client. Either a ready context, or the reason the Application cannot proceed.
 import { parseApplication, parseAppProject, projectName } from '../api/index.ts';
 import type { AppProject, Application, Cluster } from '../api/index.ts';
-import { decideIdentity, globMatch, readImpersonationSettings, resolveDestination, validateProject } from '../impersonation/index.ts';
+import {
+  decideIdentity,
+  globMatch,
+  readImpersonationSettings,
+  resolveDestination,
+  validateProject,
+} from '../impersonation/index.ts';
 import type { Identity as IdentityDecision, ImpersonationSettings } from '../impersonation/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ClientRefusal, DestinationClient } from '../kube/types.ts';
@@ -41,7 +47,9 @@ export interface PrepareDeps {
 
 /** "system:serviceaccount:ns:sa" or "the controller's own credential", for messages. */
 export function identityLabel(identity: Pick<IdentityDecision, 'decision' | 'serviceAccount'>): string {
-  return identity.decision === 'impersonate' && identity.serviceAccount ? identity.serviceAccount : "the controller's own credential";
+  return identity.decision === 'impersonate' && identity.serviceAccount
+    ? identity.serviceAccount
+    : "the controller's own credential";
 }
 
 /** The identity condition (spec §10): the decision and the ServiceAccount used for the comparison. */
@@ -54,7 +62,9 @@ export function identityConditions(identity: IdentityDecision): AppCondition[] {
       break;
     case 'impersonate': {
       const m = identity.matched;
-      const from = m ? ` (destinationServiceAccounts[${m.index}] of AppProject '${m.fromProject}': server '${m.server}', namespace '${m.namespace}')` : '';
+      const from = m
+        ? ` (destinationServiceAccounts[${m.index}] of AppProject '${m.fromProject}': server '${m.server}', namespace '${m.namespace}')`
+        : '';
       message = `comparison and sync run as ${identity.serviceAccount}${from}`;
       break;
     }
@@ -67,7 +77,8 @@ export function identityConditions(identity: IdentityDecision): AppCondition[] {
       break;
   }
   out.push({ type: CONDITION.ImpersonationInfo, message });
-  if (identity.warnings.length > 0) out.push({ type: CONDITION.ImpersonationWarning, message: identity.warnings.join('; ') });
+  if (identity.warnings.length > 0)
+    out.push({ type: CONDITION.ImpersonationWarning, message: identity.warnings.join('; ') });
   return out;
 }
 
@@ -101,19 +112,48 @@ export function prepare(deps: PrepareDeps, raw: unknown): Prepared {
   // Apps in any namespace: the project must list the Application's namespace in sourceNamespaces.
   const appNs = app.metadata.namespace ?? '';
   if (appNs !== deps.cache.namespace && !(project.spec.sourceNamespaces ?? []).some((g) => globMatch(g, appNs))) {
-    return invalid(app, settings, `application '${app.metadata.name}' in namespace '${appNs}' is not permitted to use project '${name}' (spec.sourceNamespaces)`);
+    return invalid(
+      app,
+      settings,
+      `application '${app.metadata.name}' in namespace '${appNs}' is not permitted to use project '${name}' (spec.sourceNamespaces)`,
+    );
   }
   const validation = validateProject(project);
   if (!validation.valid) {
     const first = validation.failures[0];
-    return invalid(app, settings, `AppProject ${name}: spec.destinationServiceAccounts[${first?.index ?? 0}].${first?.field ?? 'server'}: ${first?.message ?? 'invalid'}`);
+    return invalid(
+      app,
+      settings,
+      `AppProject ${name}: spec.destinationServiceAccounts[${first?.index ?? 0}].${first?.field ?? 'server'}: ${first?.message ?? 'invalid'}`,
+    );
   }
   const limits = deps.limits.checkApplication(project, app, dest.cluster);
   if (limits.length > 0) return invalid(app, settings, limits.join('; '));
   const projects = deps.cache.allProjects();
-  const identity = decideIdentity({ application: app, project, projects, settings, resolvedServer: dest.cluster.server });
+  const identity = decideIdentity({
+    application: app,
+    project,
+    projects,
+    settings,
+    resolvedServer: dest.cluster.server,
+  });
   const built = deps.factory.forDecision(identity, dest.cluster);
   const m = deps.metrics;
-  const client = m && !isRefusal(built) ? instrumentClient(built, (code, kind) => m.apiRequests.inc({ code, identity: kind })) : built;
-  return { ok: true, ctx: { app, project, projects, cluster: dest.cluster, settings, identity, client, identityConditions: identityConditions(identity) } };
+  const client =
+    m && !isRefusal(built)
+      ? instrumentClient(built, (code, kind) => m.apiRequests.inc({ code, identity: kind }))
+      : built;
+  return {
+    ok: true,
+    ctx: {
+      app,
+      project,
+      projects,
+      cluster: dest.cluster,
+      settings,
+      identity,
+      client,
+      identityConditions: identityConditions(identity),
+    },
+  };
 }

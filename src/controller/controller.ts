@@ -60,24 +60,32 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
   });
   const holder: { manager?: Manager } = {};
-  const factory = new DestinationClientFactory(await credentialFromKubeConfig(opts.kc), opts.liveObjects === false ? {} : {
-    liveObjects: {
-      onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
-      // Kept while Applications read them: three refresh intervals without a read, at least 30 min
-      // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
-      idleMs: () => {
-        const interval = holder.manager?.refreshIntervalMs() ?? 0;
-        return interval > 0 ? Math.max(1_800_000, 3 * interval) : 86_400_000;
-      },
-      onError: (collection, err) => {
-        if (err instanceof WatchHttpError) {
-          log.info({ collection, err: err.message }, 'cannot list or watch these objects: comparisons GET them one by one (grant list and watch for cheaper refreshes and self-heal within seconds); asking again in 10 min');
-        } else {
-          log.debug({ collection, err: err.message }, 'live-object watch interrupted; reconnecting');
-        }
-      },
-    },
-  });
+  const factory = new DestinationClientFactory(
+    await credentialFromKubeConfig(opts.kc),
+    opts.liveObjects === false
+      ? {}
+      : {
+          liveObjects: {
+            onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
+            // Kept while Applications read them: three refresh intervals without a read, at least 30 min
+            // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
+            idleMs: () => {
+              const interval = holder.manager?.refreshIntervalMs() ?? 0;
+              return interval > 0 ? Math.max(1_800_000, 3 * interval) : 86_400_000;
+            },
+            onError: (collection, err) => {
+              if (err instanceof WatchHttpError) {
+                log.info(
+                  { collection, err: err.message },
+                  'cannot list or watch these objects: comparisons GET them one by one (grant list and watch for cheaper refreshes and self-heal within seconds); asking again in 10 min',
+                );
+              } else {
+                log.debug({ collection, err: err.message }, 'live-object watch interrupted; reconnecting');
+              }
+            },
+          },
+        },
+  );
   const recorder = new EventRecorder(api);
   recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
   const events = teeEvents(recorder, ...(opts.events ?? []));
@@ -87,7 +95,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const operator = new Operator(common);
   const manager = new Manager({
     cache,
-    workers: { refresh: (k) => reconciler.refresh(k), operate: (k) => operator.operate(k), terminate: (k) => operator.terminate(k) },
+    workers: {
+      refresh: (k) => reconciler.refresh(k),
+      operate: (k) => operator.operate(k),
+      terminate: (k) => operator.terminate(k),
+    },
     logger: log,
     metrics,
     ...(opts.statusProcessors !== undefined ? { statusProcessors: opts.statusProcessors } : {}),
@@ -98,10 +110,17 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   liveWatches.unref();
   let health: HealthServer | undefined;
   if (opts.healthPort !== undefined) {
-    health = await startHealthServer({ port: opts.healthPort, registry: metrics.registry, readiness: () => (cache.notSynced() ? `caches not synced: ${cache.notSynced()}` : '') });
+    health = await startHealthServer({
+      port: opts.healthPort,
+      registry: metrics.registry,
+      readiness: () => (cache.notSynced() ? `caches not synced: ${cache.notSynced()}` : ''),
+    });
   }
   await manager.start();
-  log.info({ namespace: opts.namespace, applicationNamespaces: opts.applicationNamespaces ?? [] }, 'controller started');
+  log.info(
+    { namespace: opts.namespace, applicationNamespaces: opts.applicationNamespaces ?? [] },
+    'controller started',
+  );
   const m = manager;
   return {
     manager: m,

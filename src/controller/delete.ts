@@ -13,11 +13,18 @@ export interface DeletionResult {
   remaining: number;
 }
 
-export async function deleteAppResources(client: DestinationClient, app: Application, controllerNamespace: string): Promise<DeletionResult> {
+export async function deleteAppResources(
+  client: DestinationClient,
+  app: Application,
+  controllerNamespace: string,
+): Promise<DeletionResult> {
   const appName = appInstanceName(app, controllerNamespace);
   const inventory = ((app.status?.['resources'] ?? []) as ResourceStatus[]).filter((r) => r.kind && r.name);
   // Namespaced first: a Namespace deleted first would take the others with it, as the controller.
-  const ordered = [...inventory].sort((a, b) => Number(!a.namespace) - Number(!b.namespace) || Number(a.kind === 'Namespace') - Number(b.kind === 'Namespace'));
+  const ordered = [...inventory].sort(
+    (a, b) =>
+      Number(!a.namespace) - Number(!b.namespace) || Number(a.kind === 'Namespace') - Number(b.kind === 'Namespace'),
+  );
   const failures: string[] = [];
   let remaining = 0;
   for (const r of ordered) {
@@ -44,6 +51,7 @@ export async function deleteAppResources(client: DestinationClient, app: Applica
     if (!del.ok) failures.push(`${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${del.error.message}`);
     else if (del.value === 'deleted') remaining++;
   }
-  if (failures.length > 0) return { ok: false, message: `failed to delete resources: ${failures.join('; ')}`, remaining };
+  if (failures.length > 0)
+    return { ok: false, message: `failed to delete resources: ${failures.join('; ')}`, remaining };
   return { ok: true, message: '', remaining };
 }

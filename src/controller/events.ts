@@ -30,7 +30,10 @@ const COMPONENT = 'impersync-application-controller';
 /** Kubernetes rejects Event messages over 1 KiB... in practice keep them readable. */
 const MAX_MESSAGE = 1024;
 
-export function involvedApplication(app: { apiVersion?: string; metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string } }): InvolvedObject {
+export function involvedApplication(app: {
+  apiVersion?: string;
+  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string };
+}): InvolvedObject {
   return {
     apiVersion: app.apiVersion ?? 'argoproj.io/v1alpha1',
     kind: 'Application',
@@ -55,7 +58,12 @@ export class EventRecorder implements EventSink {
   /** Never throws: an event that cannot be written is reported through onError and dropped. */
   async record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
     try {
-      await this.write(object, type, reason, message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE - 3) + '...' : message);
+      await this.write(
+        object,
+        type,
+        reason,
+        message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE - 3) + '...' : message,
+      );
     } catch (err) {
       this.onError?.(err as Error);
     }
@@ -112,5 +120,9 @@ export class MemoryEvents implements EventSink {
 
 /** Sends each event to several sinks. */
 export function teeEvents(...sinks: EventSink[]): EventSink {
-  return { record: async (o, t, r, m) => { await Promise.all(sinks.map((s) => s.record(o, t, r, m))); } };
+  return {
+    record: async (o, t, r, m) => {
+      await Promise.all(sinks.map((s) => s.record(o, t, r, m)));
+    },
+  };
 }

@@ -5,7 +5,10 @@ import type { DestinationClient, KubeResult } from '../kube/types.ts';
 
 export type IdentityKind = 'serviceaccount' | 'controller';
 
-export function instrumentClient(client: DestinationClient, count: (code: string, identity: IdentityKind) => void): DestinationClient {
+export function instrumentClient(
+  client: DestinationClient,
+  count: (code: string, identity: IdentityKind) => void,
+): DestinationClient {
   const kind: IdentityKind = 'impersonate' in client.identity ? 'serviceaccount' : 'controller';
   const seen = async <T>(p: Promise<KubeResult<T>>): Promise<KubeResult<T>> => {
     const r = await p;

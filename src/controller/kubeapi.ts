@@ -61,7 +61,8 @@ export class KubeApi {
       headers: { Accept: 'application/json' },
     };
     await this.kc.applyToHTTPSOptions(reqOpts);
-    const payload = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    const payload =
+      opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     if (payload !== undefined) {
       (reqOpts.headers as Record<string, string>)['Content-Type'] = opts.contentType ?? 'application/json';
       (reqOpts.headers as Record<string, string | number>)['Content-Length'] = Buffer.byteLength(payload);
@@ -72,7 +73,9 @@ export class KubeApi {
       const req = lib.request({ ...reqOpts, signal: opts.signal }, resolve);
       req.on('error', reject);
       if (opts.timeoutMs !== undefined) {
-        req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`${method} ${path}: no response after ${opts.timeoutMs} ms`)));
+        req.setTimeout(opts.timeoutMs, () =>
+          req.destroy(new Error(`${method} ${path}: no response after ${opts.timeoutMs} ms`)),
+        );
       }
       if (payload !== undefined) req.write(payload);
       req.end();

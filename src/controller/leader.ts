@@ -98,8 +98,10 @@ export function microTime(d: Date): string {
 /** Validates the timing rules client-go enforces; returns the error message or undefined. */
 export function checkTimings(leaseMs: number, renewMs: number, retryMs: number): string | undefined {
   if (!(retryMs > 0)) return `leader election: retry period must be greater than zero (got ${retryMs} ms)`;
-  if (!(renewMs > retryMs * 1.2)) return `leader election: renew deadline (${renewMs} ms) must be greater than 1.2 × retry period (${retryMs} ms)`;
-  if (!(leaseMs > renewMs)) return `leader election: lease duration (${leaseMs} ms) must be greater than renew deadline (${renewMs} ms)`;
+  if (!(renewMs > retryMs * 1.2))
+    return `leader election: renew deadline (${renewMs} ms) must be greater than 1.2 × retry period (${retryMs} ms)`;
+  if (!(leaseMs > renewMs))
+    return `leader election: lease duration (${leaseMs} ms) must be greater than renew deadline (${renewMs} ms)`;
   return undefined;
 }
 
@@ -158,17 +160,28 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
     const got = await client.request('GET', leasePath, { timeoutMs });
     if (got.status === 404) {
       const lease: Lease = {
-        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
         metadata: { name: opts.name, namespace: opts.namespace },
-        spec: { holderIdentity: opts.identity, leaseDurationSeconds: leaseSeconds, acquireTime: time, renewTime: time, leaseTransitions: 0 },
+        spec: {
+          holderIdentity: opts.identity,
+          leaseDurationSeconds: leaseSeconds,
+          acquireTime: time,
+          renewTime: time,
+          leaseTransitions: 0,
+        },
       };
       const created = await client.request('POST', path, { body: lease, timeoutMs });
       if (created.status === 409) return false; // another candidate created it first
-      if (created.status < 200 || created.status > 299) throw new Error(`creating Lease ${opts.namespace}/${opts.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`);
+      if (created.status < 200 || created.status > 299)
+        throw new Error(
+          `creating Lease ${opts.namespace}/${opts.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`,
+        );
       observe(created.body as Lease);
       return true;
     }
-    if (got.status !== 200) throw new Error(`reading Lease ${opts.namespace}/${opts.name}: HTTP ${got.status} ${got.text.slice(0, 300)}`);
+    if (got.status !== 200)
+      throw new Error(`reading Lease ${opts.namespace}/${opts.name}: HTTP ${got.status} ${got.text.slice(0, 300)}`);
     const current = got.body as Lease;
     observe(current);
     const spec = current.spec ?? {};
@@ -184,14 +197,15 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
         holderIdentity: opts.identity,
         leaseDurationSeconds: leaseSeconds,
         renewTime: time,
-        acquireTime: amHolder ? spec.acquireTime ?? time : time,
-        leaseTransitions: amHolder ? spec.leaseTransitions ?? 0 : (spec.leaseTransitions ?? 0) + 1,
+        acquireTime: amHolder ? (spec.acquireTime ?? time) : time,
+        leaseTransitions: amHolder ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
       },
     };
     // resourceVersion is in next.metadata: the update fails with 409 if the Lease changed since.
     const put = await client.request('PUT', leasePath, { body: next, timeoutMs });
     if (put.status === 409) return false;
-    if (put.status < 200 || put.status > 299) throw new Error(`updating Lease ${opts.namespace}/${opts.name}: HTTP ${put.status} ${put.text.slice(0, 300)}`);
+    if (put.status < 200 || put.status > 299)
+      throw new Error(`updating Lease ${opts.namespace}/${opts.name}: HTTP ${put.status} ${put.text.slice(0, 300)}`);
     observe(put.body as Lease);
     return true;
   };
@@ -271,7 +285,8 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
     // With the resourceVersion we last wrote: if someone else took the Lease since, leave it alone.
     const res = await client.request('PUT', leasePath, { body, timeoutMs: renewMs });
     if (res.status === 409) return;
-    if (res.status < 200 || res.status > 299) throw new Error(`releasing Lease ${opts.namespace}/${opts.name}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
+    if (res.status < 200 || res.status > 299)
+      throw new Error(`releasing Lease ${opts.namespace}/${opts.name}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
     observe(res.body as Lease);
   };
 

@@ -25,25 +25,58 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 /** The guestbook of argocd-example-apps (without nodes its Deployment stays Progressing). */
 const GUESTBOOK: Record<string, string> = {
   'guestbook/guestbook-ui-deployment.yaml': [
-    'apiVersion: apps/v1', 'kind: Deployment', 'metadata:', '  name: guestbook-ui', 'spec:', '  replicas: 1',
-    '  revisionHistoryLimit: 3', '  selector:', '    matchLabels:', '      app: guestbook-ui', '  template:', '    metadata:',
-    '      labels:', '        app: guestbook-ui', '    spec:', '      containers:', '      - image: gcr.io/heptio-images/ks-guestbook-demo:0.2',
-    '        name: guestbook-ui', '        ports:', '        - containerPort: 80', '',
+    'apiVersion: apps/v1',
+    'kind: Deployment',
+    'metadata:',
+    '  name: guestbook-ui',
+    'spec:',
+    '  replicas: 1',
+    '  revisionHistoryLimit: 3',
+    '  selector:',
+    '    matchLabels:',
+    '      app: guestbook-ui',
+    '  template:',
+    '    metadata:',
+    '      labels:',
+    '        app: guestbook-ui',
+    '    spec:',
+    '      containers:',
+    '      - image: gcr.io/heptio-images/ks-guestbook-demo:0.2',
+    '        name: guestbook-ui',
+    '        ports:',
+    '        - containerPort: 80',
+    '',
   ].join('\n'),
-  'guestbook/guestbook-ui-svc.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
+  'guestbook/guestbook-ui-svc.yaml':
+    'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
 };
 
 function gitRepo(dir: string): void {
-  const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'impersync', GIT_AUTHOR_EMAIL: 'impersync@localhost', GIT_COMMITTER_NAME: 'impersync', GIT_COMMITTER_EMAIL: 'impersync@localhost' };
-  for (const args of [['init', '--quiet', '--initial-branch=main'], ['add', '--all'], ['commit', '--quiet', '-m', 'guestbook']]) {
+  const env = {
+    ...process.env,
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_AUTHOR_NAME: 'impersync',
+    GIT_AUTHOR_EMAIL: 'impersync@localhost',
+    GIT_COMMITTER_NAME: 'impersync',
+    GIT_COMMITTER_EMAIL: 'impersync@localhost',
+  };
+  for (const args of [
+    ['init', '--quiet', '--initial-branch=main'],
+    ['add', '--all'],
+    ['commit', '--quiet', '-m', 'guestbook'],
+  ]) {
     const r = spawnSync('git', args, { cwd: dir, env, encoding: 'utf8' });
-    if (r.error || r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.error?.message ?? r.stderr} (git is needed: apt-get install git)`);
+    if (r.error || r.status !== 0)
+      throw new Error(`git ${args.join(' ')}: ${r.error?.message ?? r.stderr} (git is needed: apt-get install git)`);
   }
 }
 
 async function examples(file: string): Promise<KubeObject[]> {
   const text = await readFile(path.join(root, 'examples', file), 'utf8');
-  return parseAllDocuments(text, { version: '1.1' }).map((d) => d.toJS() as KubeObject).filter(Boolean);
+  return parseAllDocuments(text, { version: '1.1' })
+    .map((d) => d.toJS() as KubeObject)
+    .filter(Boolean);
 }
 
 /** Example objects pointed at the local repository, with automated sync, the project renamed. */
@@ -64,7 +97,9 @@ export async function runLocal(opts: { write: (line: string) => void }): Promise
   const say = opts.write;
   say('impersync: no cluster given: starting a local control plane (etcd, kube-apiserver, kube-controller-manager)...');
   const cp = await startControlPlane({ dir: path.resolve('.state/run'), keepDir: true });
-  say(`impersync: control plane up at ${cp.server} in ${(cp.startupMs / 1000).toFixed(1)} s; admin kubeconfig: ${cp.adminKubeconfigPath}`);
+  say(
+    `impersync: control plane up at ${cp.server} in ${(cp.startupMs / 1000).toFixed(1)} s; admin kubeconfig: ${cp.adminKubeconfigPath}`,
+  );
   const repoDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-examples-'));
   try {
     return await runOn(cp, repoDir, say);
@@ -75,11 +110,16 @@ export async function runLocal(opts: { write: (line: string) => void }): Promise
 }
 
 async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => void): Promise<number> {
-  const admin = new DestinationClientFactory(await credentialFromKubeConfig(loadKubeConfig({ kubeconfig: cp.adminKubeconfigPath })));
+  const admin = new DestinationClientFactory(
+    await credentialFromKubeConfig(loadKubeConfig({ kubeconfig: cp.adminKubeconfigPath })),
+  );
   const client = admin.forIdentity(IN_CLUSTER, { controller: true });
   const apply = async (o: KubeObject) => {
     const r = await client.apply(o, { fieldManager: 'impersync-run' });
-    if (!r.ok) throw new Error(`applying ${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}: ${r.error.message}`);
+    if (!r.ok)
+      throw new Error(
+        `applying ${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}: ${r.error.message}`,
+      );
   };
   for (const [file, content] of Object.entries(GUESTBOOK)) {
     await mkdir(path.dirname(path.join(repoDir, file)), { recursive: true });
@@ -96,7 +136,8 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
       const o = d.toJS() as KubeObject & { subjects?: unknown[] };
       if (!o) continue;
       // The local control plane's controller identity is a static user, not the in-cluster ServiceAccount.
-      if (o.subjects) o.subjects = [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'impersync-controller' }];
+      if (o.subjects)
+        o.subjects = [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'impersync-controller' }];
       setup.push(o);
     }
   }
@@ -107,12 +148,15 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
     ...adapt(await examples('01-all-namespaces.yaml'), repoURL, undefined),
     ...adapt(await examples('06-several-matching-entries.yaml'), repoURL, 'several-entries'),
     ...adapt(await examples('07-no-destination-namespace.yaml'), repoURL, 'no-namespace').map((o) =>
-      o.kind === 'Application' ? { ...o, metadata: { ...o.metadata, name: 'guestbook-no-namespace' } } : o),
+      o.kind === 'Application' ? { ...o, metadata: { ...o.metadata, name: 'guestbook-no-namespace' } } : o,
+    ),
   ];
   // Namespaces and RBAC first, then projects, then Applications.
   const rank = (o: KubeObject) => (o.kind === 'Application' ? 2 : o.kind === 'AppProject' ? 1 : 0);
   for (const o of objects.sort((a, b) => rank(a) - rank(b))) await apply(o);
-  say('impersync: installed examples 1 (guestbook), 6 (guestbook-myns, guestbook-dev, guestbook-prod; their ServiceAccounts have no rights) and 7 (guestbook-no-namespace) with automated sync');
+  say(
+    'impersync: installed examples 1 (guestbook), 6 (guestbook-myns, guestbook-dev, guestbook-prod; their ServiceAccounts have no rights) and 7 (guestbook-no-namespace) with automated sync',
+  );
 
   const printer: EventSink = {
     record: async (obj, _type, reason, message) => {
@@ -131,7 +175,11 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
     kc: loadKubeConfig({ kubeconfig: cp.controllerKubeconfigPath }),
     namespace: 'argocd',
     logger,
-    ports: defaultPorts({ controllerNamespace: 'argocd', cacheDir: path.join(cp.dir, 'source-cache'), waitTimeoutMs: 30_000 }),
+    ports: defaultPorts({
+      controllerNamespace: 'argocd',
+      cacheDir: path.join(cp.dir, 'source-cache'),
+      waitTimeoutMs: 30_000,
+    }),
     events: [printer],
     healthPort: 0,
   });

@@ -57,14 +57,21 @@ export interface ManagerOptions {
 
 function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
   const spec = (raw['spec'] ?? {}) as { project?: string; destination?: { server?: string; name?: string } };
-  return { key, project: projectName({ spec } as never), destination: { server: spec.destination?.server, name: spec.destination?.name } };
+  return {
+    key,
+    project: projectName({ spec } as never),
+    destination: { server: spec.destination?.server, name: spec.destination?.name },
+  };
 }
 
 /**
  * Annotations changed, other than the controller's own removal of the refresh annotation at the
  * end of the refresh it asked for (which would otherwise cost a second comparison each time).
  */
-function annotationsNeedRefresh(a0: Record<string, string> | undefined, a1: Record<string, string> | undefined): boolean {
+function annotationsNeedRefresh(
+  a0: Record<string, string> | undefined,
+  a1: Record<string, string> | undefined,
+): boolean {
   const { [REFRESH_ANNOTATION]: r0, ...rest0 } = a0 ?? {};
   const { [REFRESH_ANNOTATION]: r1, ...rest1 } = a1 ?? {};
   return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0);
@@ -83,7 +90,10 @@ export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: Watch
   return (
     !isDeepStrictEqual(old['spec'], cur['spec']) ||
     (cur['operation'] === undefined && old['operation'] !== undefined) ||
-    annotationsNeedRefresh(m0['annotations'] as Record<string, string> | undefined, m1['annotations'] as Record<string, string> | undefined) ||
+    annotationsNeedRefresh(
+      m0['annotations'] as Record<string, string> | undefined,
+      m1['annotations'] as Record<string, string> | undefined,
+    ) ||
     !isDeepStrictEqual(m0['labels'], m1['labels']) ||
     m0['deletionTimestamp'] !== m1['deletionTimestamp'] ||
     !isDeepStrictEqual(m0['finalizers'], m1['finalizers'])
@@ -92,8 +102,13 @@ export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: Watch
 
 /** Whether the Application has operation work: an operation to run or a Running one to resume. */
 export function hasOperationWork(raw: WatchedObject): boolean {
-  const phase = ((raw['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase);
-  return raw['operation'] !== undefined || phase === 'Running' || phase === 'Terminating' || (raw.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined;
+  const phase = (raw['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase;
+  return (
+    raw['operation'] !== undefined ||
+    phase === 'Running' ||
+    phase === 'Terminating' ||
+    (raw.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined
+  );
 }
 
 export class Manager {
@@ -151,8 +166,11 @@ export class Manager {
     // Our own status writes (operationState) must not re-trigger the operation: only a new or
     // changed operation, a deletion, or a (re)list after a restart does (the worker re-reads the
     // Application from the API server before acting, never from this cache).
-    const opChanged = e.type !== 'MODIFIED' || !isDeepStrictEqual(e.old?.['operation'], e.object['operation']) ||
-      (e.old?.metadata as { deletionTimestamp?: string } | undefined)?.deletionTimestamp !== (e.object.metadata as { deletionTimestamp?: string }).deletionTimestamp;
+    const opChanged =
+      e.type !== 'MODIFIED' ||
+      !isDeepStrictEqual(e.old?.['operation'], e.object['operation']) ||
+      (e.old?.metadata as { deletionTimestamp?: string } | undefined)?.deletionTimestamp !==
+        (e.object.metadata as { deletionTimestamp?: string }).deletionTimestamp;
     if (opChanged && hasOperationWork(e.object)) this.operationQueue.add(key);
     const phase = (e.object['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase;
     if (phase === 'Terminating' && !this.opts.workers.terminate?.(key)) this.operationQueue.add(key);
@@ -168,7 +186,9 @@ export class Manager {
         const oldProject: AppProject = parseAppProject(e.old);
         const settings = readImpersonationSettings(this.opts.cache.settingsConfigMap());
         const all = this.opts.cache.allProjects();
-        const oldGlobals = matchingGlobalProjects(oldProject, all, settings.globalProjects).projects.map((g) => g.metadata.name);
+        const oldGlobals = matchingGlobalProjects(oldProject, all, settings.globalProjects).projects.map(
+          (g) => g.metadata.name,
+        );
         for (const k of appsAffectedByProject(this.appIndex(), name, () => oldGlobals)) keys.push(k);
       } catch {
         // the old project did not parse: the new one decides
@@ -195,7 +215,10 @@ export class Manager {
     };
     const before = e.type === 'ADDED' ? undefined : parse(e.old);
     const after = e.type === 'DELETED' ? undefined : parse(e.object);
-    this.requeue(appsAffectedByCluster(this.appIndex(), before, after), `cluster Secret ${e.object.metadata.name} changed`);
+    this.requeue(
+      appsAffectedByCluster(this.appIndex(), before, after),
+      `cluster Secret ${e.object.metadata.name} changed`,
+    );
   }
 
   /**
@@ -241,7 +264,8 @@ export class Manager {
     if (!this.opts.cache.app(key)) return;
     if (result.operation) this.operationQueue.add(key);
     if (kind === 'operation' && !result.operationCleared) this.refreshQueue.add(key);
-    if (result.requeueAfterMs !== undefined) (kind === 'refresh' ? this.refreshQueue : this.operationQueue).addAfter(key, result.requeueAfterMs);
+    if (result.requeueAfterMs !== undefined)
+      (kind === 'refresh' ? this.refreshQueue : this.operationQueue).addAfter(key, result.requeueAfterMs);
     if (kind === 'refresh') this.scheduleRefresh(key);
   }
 
@@ -256,10 +280,17 @@ export class Manager {
     const onError = (kind: string) => (key: string, err: unknown) => {
       // A conflict only means the cache was behind the API server: routine, retried at once-ish.
       const level = err instanceof ConflictError ? 'debug' : 'error';
-      this.log[level]({ application: key, queue: kind, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; retrying with backoff');
+      this.log[level](
+        { application: key, queue: kind, err: err instanceof Error ? err.message : String(err) },
+        'reconcile failed; retrying with backoff',
+      );
     };
     this.refreshQueue.run(this.opts.statusProcessors ?? 20, (k) => this.handle('refresh', k), onError('refresh'));
-    this.operationQueue.run(this.opts.operationProcessors ?? 10, (k) => this.handle('operation', k), onError('operation'));
+    this.operationQueue.run(
+      this.opts.operationProcessors ?? 10,
+      (k) => this.handle('operation', k),
+      onError('operation'),
+    );
     for (const k of cache.appKeys()) this.refreshQueue.add(k);
     if (this.opts.metrics) {
       const m = this.opts.metrics;

@@ -45,7 +45,7 @@ export function isCompleted(phase: OperationPhase | undefined): boolean {
 export function parseDuration(s: string | undefined): number | undefined {
   if (s === undefined || s.trim() === '') return undefined;
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
-  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
   let total = 0;
   let m: RegExpExecArray | null;
   let consumed = 0;
@@ -83,7 +83,8 @@ export interface Comparison {
   outOfSync: Array<{ requiresPruning: boolean }>;
 }
 
-export type AutoSyncDecision = { sync: true; operation: Operation } | { sync: false; reason: string; retryAfterMs?: number };
+export type AutoSyncDecision =
+  { sync: true; operation: Operation } | { sync: false; reason: string; retryAfterMs?: number };
 
 /** Argo CD's self-heal timeout: at least this long between two self-heal syncs of one revision. */
 export const SELF_HEAL_MS = 5_000;
@@ -93,29 +94,51 @@ export const SELF_HEAL_MS = 5_000;
  * revision unless self-heal; never an empty set unless allowEmpty; not when only pruning is
  * needed and prune is off; no repeat of an attempt that failed on the same revision.
  */
-export function autoSyncDecision(app: Application, comparison: Comparison, lastState: OperationState | undefined, nowMs: number = Date.now()): AutoSyncDecision {
+export function autoSyncDecision(
+  app: Application,
+  comparison: Comparison,
+  lastState: OperationState | undefined,
+  nowMs: number = Date.now(),
+): AutoSyncDecision {
   const policy = app.spec.syncPolicy;
   const auto = policy?.automated;
   if (!auto || auto.enabled === false) return { sync: false, reason: 'automated sync is not enabled' };
   if (app.operation) return { sync: false, reason: 'an operation is already in progress' };
   if (comparison.syncStatus !== 'OutOfSync') return { sync: false, reason: `sync status is ${comparison.syncStatus}` };
   if (comparison.desiredCount === 0 && !auto.allowEmpty) {
-    return { sync: false, reason: 'Skipping sync attempt: automated sync would wipe out all resources (allowEmpty is false)' };
+    return {
+      sync: false,
+      reason: 'Skipping sync attempt: automated sync would wipe out all resources (allowEmpty is false)',
+    };
   }
   if (!auto.prune && comparison.outOfSync.length > 0 && comparison.outOfSync.every((r) => r.requiresPruning)) {
-    return { sync: false, reason: 'Skipping sync attempt: only resources to prune are out of sync and automated prune is off' };
+    return {
+      sync: false,
+      reason: 'Skipping sync attempt: only resources to prune are out of sync and automated prune is off',
+    };
   }
   const last = lastState;
   // Argo CD compares the source too (targetRevision aside): a new path or parameters on the same
   // commit is a new desired state and is synced again.
-  if (last && last.operation.initiatedBy?.automated && last.syncResult?.revision === comparison.revision && sameSource(last.syncResult.source, app.spec.source)) {
+  if (
+    last &&
+    last.operation.initiatedBy?.automated &&
+    last.syncResult?.revision === comparison.revision &&
+    sameSource(last.syncResult.source, app.spec.source)
+  ) {
     if (last.phase !== 'Succeeded') {
       return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${comparison.revision}` };
     }
-    if (!auto.selfHeal) return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${comparison.revision}` };
+    if (!auto.selfHeal)
+      return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${comparison.revision}` };
     // Self-heal waits a while after the last sync, so a resource that never converges does not loop.
     const since = last.finishedAt ? nowMs - Date.parse(last.finishedAt) : Infinity;
-    if (since < SELF_HEAL_MS) return { sync: false, reason: 'Skipping auto-sync: self-heal waits after the last sync', retryAfterMs: SELF_HEAL_MS - since };
+    if (since < SELF_HEAL_MS)
+      return {
+        sync: false,
+        reason: 'Skipping auto-sync: self-heal waits after the last sync',
+        retryAfterMs: SELF_HEAL_MS - since,
+      };
   }
   const operation: Operation = {
     sync: {
@@ -133,7 +156,9 @@ export function autoSyncDecision(app: Application, comparison: Comparison, lastS
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object') {
-    const entries = Object.entries(v).filter(([k, x]) => x !== undefined && k !== 'targetRevision').sort(([a], [b]) => (a < b ? -1 : 1));
+    const entries = Object.entries(v)
+      .filter(([k, x]) => x !== undefined && k !== 'targetRevision')
+      .sort(([a], [b]) => (a < b ? -1 : 1));
     return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
   }
   return JSON.stringify(v ?? null);

@@ -36,7 +36,15 @@ export interface OperatorDeps extends PrepareDeps {
   now?: () => Date;
 }
 
-type Raw = Record<string, unknown> & { metadata: { name: string; namespace: string; finalizers?: string[]; deletionTimestamp?: string; resourceVersion?: string } };
+type Raw = Record<string, unknown> & {
+  metadata: {
+    name: string;
+    namespace: string;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+    resourceVersion?: string;
+  };
+};
 
 export class Operator {
   private readonly d: OperatorDeps;
@@ -95,7 +103,13 @@ export class Operator {
       return {};
     }
     const generation = (raw.metadata as { generation?: number }).generation;
-    if (state && isCompleted(state.phase) && state.finishedAt && state.generation !== undefined && state.generation === generation) {
+    if (
+      state &&
+      isCompleted(state.phase) &&
+      state.finishedAt &&
+      state.generation !== undefined &&
+      state.generation === generation
+    ) {
       // Finished before a restart, `operation` not yet cleared: clear it, do not run it again.
       await patchApplication(this.d.api, raw.metadata.namespace, raw.metadata.name, { operation: null });
       return {};
@@ -107,9 +121,20 @@ export class Operator {
       await this.complete(raw, state, { phase: 'Failed', message: 'Operation terminated' });
       return {};
     } else {
-      current = { operation, phase: 'Running', message: 'Operation started', startedAt: this.now(), retryCount: 0, ...(generation !== undefined ? { generation } : {}) };
-      const updated = await writeStatus(this.d.api, raw, { ...status, operationState: current as unknown as Record<string, unknown> });
-      raw.metadata.resourceVersion = (updated['metadata'] as { resourceVersion?: string }).resourceVersion ?? raw.metadata.resourceVersion;
+      current = {
+        operation,
+        phase: 'Running',
+        message: 'Operation started',
+        startedAt: this.now(),
+        retryCount: 0,
+        ...(generation !== undefined ? { generation } : {}),
+      };
+      const updated = await writeStatus(this.d.api, raw, {
+        ...status,
+        operationState: current as unknown as Record<string, unknown>,
+      });
+      raw.metadata.resourceVersion =
+        (updated['metadata'] as { resourceVersion?: string }).resourceVersion ?? raw.metadata.resourceVersion;
       raw['status'] = updated['status'];
     }
     return this.runSync(key, raw, current);
@@ -122,7 +147,12 @@ export class Operator {
       return this.complete(raw, state, { phase: 'Error', message: prepared.condition.message });
     }
     const { ctx } = prepared;
-    const log = this.d.logger.child({ application: key, project: ctx.project.metadata.name, decision: ctx.identity.decision, serviceAccount: ctx.identity.serviceAccount ?? undefined });
+    const log = this.d.logger.child({
+      application: key,
+      project: ctx.project.metadata.name,
+      decision: ctx.identity.decision,
+      serviceAccount: ctx.identity.serviceAccount ?? undefined,
+    });
     const involved = involvedApplication(ctx.app);
     this.d.metrics?.identityDecisions.inc({ outcome: ctx.identity.decision });
     if (isRefusal(ctx.client)) {
@@ -136,25 +166,34 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', 'ImpersonationFallback', ctx.identity.message);
     }
     const who = identityLabel(ctx.identity);
-    if ((state.retryCount ?? 0) === 0) await this.d.events.record(involved, 'Normal', 'OperationStarted', `Sync operation started as ${who}`);
+    if ((state.retryCount ?? 0) === 0)
+      await this.d.events.record(involved, 'Normal', 'OperationStarted', `Sync operation started as ${who}`);
     let rendered;
     try {
       rendered = await this.d.ports.render.render(ctx.app, { revision: op.revision });
     } catch (err) {
       return this.failOrRetry(raw, state, `failed to render desired manifests: ${(err as Error).message}`, 'Error');
     }
-    const violations = await this.d.ports.limits.checkObjects(ctx.client, ctx.project, ctx.app, ctx.cluster, rendered.objects);
+    const violations = await this.d.ports.limits.checkObjects(
+      ctx.client,
+      ctx.project,
+      ctx.app,
+      ctx.cluster,
+      rendered.objects,
+    );
     if (violations.length > 0) return this.complete(raw, state, { phase: 'Failed', message: violations.join('; ') });
     // The impersonated ServiceAccount must still exist: now, and again before each later wave.
     const check = this.saCheck.guard(ctx.client, () => this.ownClient(ctx.cluster));
-    const checkServiceAccount = check && (async (): Promise<string | null> => {
-      const missing = await check();
-      if (missing !== null) {
-        log.warn(missing);
-        await this.d.events.record(involved, 'Warning', 'ServiceAccountNotFound', missing);
-      }
-      return missing;
-    });
+    const checkServiceAccount =
+      check &&
+      (async (): Promise<string | null> => {
+        const missing = await check();
+        if (missing !== null) {
+          log.warn(missing);
+          await this.d.events.record(involved, 'Warning', 'ServiceAccountNotFound', missing);
+        }
+        return missing;
+      });
     const missing = checkServiceAccount ? await checkServiceAccount() : null;
     if (missing !== null) return this.failOrRetry(raw, state, missing, 'Failed');
     // abandonAll() came while this operation was being prepared (render, checks): apply nothing.
@@ -164,7 +203,14 @@ export class Operator {
     this.running.set(key, abort);
     let outcome;
     try {
-      outcome = await this.d.ports.sync.sync(ctx.client, ctx.app, rendered.objects, op, abort.signal, checkServiceAccount);
+      outcome = await this.d.ports.sync.sync(
+        ctx.client,
+        ctx.app,
+        rendered.objects,
+        op,
+        abort.signal,
+        checkServiceAccount,
+      );
     } finally {
       this.running.delete(key);
     }
@@ -175,15 +221,30 @@ export class Operator {
       if (now) return this.complete(now, state, { phase: 'Failed', message: 'Operation terminated' });
       return {};
     }
-    const syncResult = { revision: rendered.revision, source: ctx.app.spec.source, resources: outcome.resources, identity: who };
-    if (outcome.phase !== 'Succeeded') return this.failOrRetry(raw, { ...state, syncResult }, outcome.message, outcome.phase);
+    const syncResult = {
+      revision: rendered.revision,
+      source: ctx.app.spec.source,
+      resources: outcome.resources,
+      identity: who,
+    };
+    if (outcome.phase !== 'Succeeded')
+      return this.failOrRetry(raw, { ...state, syncResult }, outcome.message, outcome.phase);
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
-    return this.complete(raw, { ...state, syncResult }, { phase: 'Succeeded', message: `successfully synced (all tasks run) as ${who}` }, [], rendered.revision);
+    return this.complete(
+      raw,
+      { ...state, syncResult },
+      { phase: 'Succeeded', message: `successfully synced (all tasks run) as ${who}` },
+      [],
+      rendered.revision,
+    );
   }
 
   /** Shutdown: the operation stays Running, for the next controller to resume. */
   private leftRunning(key: string): ReconcileResult {
-    this.d.logger.info({ application: key }, 'controller stopping: operation left Running for the next controller to resume');
+    this.d.logger.info(
+      { application: key },
+      'controller stopping: operation left Running for the next controller to resume',
+    );
     return {};
   }
 
@@ -195,11 +256,20 @@ export class Operator {
   }
 
   /** syncPolicy.retry / operation.retry: stay Running and try again after the backoff, or end. */
-  private async failOrRetry(raw: Raw, state: OperationState, message: string, phase: 'Failed' | 'Error'): Promise<ReconcileResult> {
+  private async failOrRetry(
+    raw: Raw,
+    state: OperationState,
+    message: string,
+    phase: 'Failed' | 'Error',
+  ): Promise<ReconcileResult> {
     const retries = state.retryCount ?? 0;
     if (mayRetry(state.operation.retry, retries)) {
       const delay = retryDelayMs(state.operation.retry, retries);
-      const next: OperationState = { ...state, retryCount: retries + 1, message: `${message}. Retrying attempt #${retries + 1} at ${new Date(Date.now() + delay).toISOString()}.` };
+      const next: OperationState = {
+        ...state,
+        retryCount: retries + 1,
+        message: `${message}. Retrying attempt #${retries + 1} at ${new Date(Date.now() + delay).toISOString()}.`,
+      };
       const status = (raw['status'] ?? {}) as ApplicationStatus;
       await writeStatus(this.d.api, raw, { ...status, operationState: next as unknown as Record<string, unknown> });
       return { requeueAfterMs: delay };
@@ -208,16 +278,33 @@ export class Operator {
   }
 
   /** Final operationState, history on success, SyncError condition on failure, then clear `operation`. */
-  private async complete(raw: Raw, state: OperationState, end: { phase: 'Succeeded' | 'Failed' | 'Error'; message: string }, extraConditions: AppCondition[] = [], revision?: string): Promise<ReconcileResult> {
+  private async complete(
+    raw: Raw,
+    state: OperationState,
+    end: { phase: 'Succeeded' | 'Failed' | 'Error'; message: string },
+    extraConditions: AppCondition[] = [],
+    revision?: string,
+  ): Promise<ReconcileResult> {
     const now = this.now();
     const build = (status: ApplicationStatus): ApplicationStatus => {
       const finalState: OperationState = { ...state, phase: end.phase, message: end.message, finishedAt: now };
       let history = status.history as HistoryEntry[] | undefined;
       if (end.phase === 'Succeeded' && revision !== undefined && !state.operation.sync?.dryRun) {
-        history = appendHistory(history, { revision, source: state.syncResult?.source, deployedAt: now, deployStartedAt: state.startedAt, initiatedBy: state.operation.initiatedBy });
+        history = appendHistory(history, {
+          revision,
+          source: state.syncResult?.source,
+          deployedAt: now,
+          deployStartedAt: state.startedAt,
+          initiatedBy: state.operation.initiatedBy,
+        });
       }
-      const others = (status.conditions ?? []).filter((c) => c.type !== CONDITION.SyncError && !extraConditions.some((e) => e.type === c.type));
-      const conds = end.phase === 'Succeeded' ? others : [{ type: CONDITION.SyncError, message: end.message }, ...extraConditions, ...others];
+      const others = (status.conditions ?? []).filter(
+        (c) => c.type !== CONDITION.SyncError && !extraConditions.some((e) => e.type === c.type),
+      );
+      const conds =
+        end.phase === 'Succeeded'
+          ? others
+          : [{ type: CONDITION.SyncError, message: end.message }, ...extraConditions, ...others];
       return {
         ...status,
         operationState: finalState as unknown as Record<string, unknown>,
@@ -243,8 +330,16 @@ export class Operator {
     await patchApplication(this.d.api, raw.metadata.namespace, raw.metadata.name, { operation: null });
     this.d.metrics?.syncs.inc({ phase: end.phase });
     const involved = involvedApplication(raw as never);
-    await this.d.events.record(involved, end.phase === 'Succeeded' ? 'Normal' : 'Warning', end.phase === 'Succeeded' ? 'OperationCompleted' : 'OperationFailed', `Sync operation to ${revision ?? state.operation.sync?.revision ?? ''} ${end.phase === 'Succeeded' ? 'succeeded' : 'failed'}: ${end.message}`);
-    this.d.logger.info({ application: `${raw.metadata.namespace}/${raw.metadata.name}`, phase: end.phase }, end.message);
+    await this.d.events.record(
+      involved,
+      end.phase === 'Succeeded' ? 'Normal' : 'Warning',
+      end.phase === 'Succeeded' ? 'OperationCompleted' : 'OperationFailed',
+      `Sync operation to ${revision ?? state.operation.sync?.revision ?? ''} ${end.phase === 'Succeeded' ? 'succeeded' : 'failed'}: ${end.message}`,
+    );
+    this.d.logger.info(
+      { application: `${raw.metadata.namespace}/${raw.metadata.name}`, phase: end.phase },
+      end.message,
+    );
     return raw['operation'] !== undefined ? { operationCleared: true } : {};
   }
 
@@ -263,7 +358,10 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', 'DeletionFailed', message);
       const status = (raw['status'] ?? {}) as ApplicationStatus;
       const now = this.now();
-      const conds = [{ type: CONDITION.DeletionError, message }, ...(status.conditions ?? []).filter((c) => c.type !== CONDITION.DeletionError)];
+      const conds = [
+        { type: CONDITION.DeletionError, message },
+        ...(status.conditions ?? []).filter((c) => c.type !== CONDITION.DeletionError),
+      ];
       try {
         await writeStatus(this.d.api, raw, { ...status, conditions: mergeConditions(status.conditions, conds, now) });
       } catch {
@@ -281,7 +379,12 @@ export class Operator {
     const result = await this.d.ports.sync.deleteResources(ctx.client, ctx.app);
     if (!result.ok) return fail(result.message);
     if (result.remaining > 0) return { requeueAfterMs: 2_000 };
-    await this.d.events.record(involved, 'Normal', 'ResourcesDeleted', `Deleted the Application's resources as ${identityLabel(ctx.identity)}`);
+    await this.d.events.record(
+      involved,
+      'Normal',
+      'ResourcesDeleted',
+      `Deleted the Application's resources as ${identityLabel(ctx.identity)}`,
+    );
     const rest = finalizers.filter((f) => f !== RESOURCES_FINALIZER);
     // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
     await this.d.api.call('PATCH', appPath(raw.metadata.namespace, raw.metadata.name), {

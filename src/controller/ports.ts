@@ -24,7 +24,13 @@ export interface LimitsPort {
   /** spec §9, Application level (sourceRepos, destinations): messages, empty when permitted. */
   checkApplication(project: AppProject, app: Application, cluster: Cluster): string[];
   /** spec §9, per object (resource allow and deny lists, destinations); scopes come from discovery through `client`. */
-  checkObjects(client: DestinationClient, project: AppProject, app: Application, cluster: Cluster, objects: readonly KubeObject[]): Promise<string[]>;
+  checkObjects(
+    client: DestinationClient,
+    project: AppProject,
+    app: Application,
+    cluster: Cluster,
+    objects: readonly KubeObject[],
+  ): Promise<string[]>;
 }
 
 export interface ComparisonOutcome {
@@ -51,9 +57,19 @@ export interface SyncPort {
    * `beforeWave` runs before each wave after the first; a message it returns ends the sync Failed
    * with it, nothing more applied (the ServiceAccount check, sa-check.ts).
    */
-  sync(client: DestinationClient, app: Application, objects: readonly KubeObject[], operation: SyncOperation, signal?: AbortSignal, beforeWave?: () => Promise<string | null>): Promise<SyncOutcome>;
+  sync(
+    client: DestinationClient,
+    app: Application,
+    objects: readonly KubeObject[],
+    operation: SyncOperation,
+    signal?: AbortSignal,
+    beforeWave?: () => Promise<string | null>,
+  ): Promise<SyncOutcome>;
   /** Deletes every resource the Application manages (finalizer), as its identity. */
-  deleteResources(client: DestinationClient, app: Application): Promise<{ ok: boolean; message: string; remaining: number }>;
+  deleteResources(
+    client: DestinationClient,
+    app: Application,
+  ): Promise<{ ok: boolean; message: string; remaining: number }>;
 }
 
 export interface Ports {

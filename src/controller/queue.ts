@@ -45,7 +45,14 @@ export class WorkQueue {
   onTake: ((key: string, waitedMs: number) => void) | undefined;
 
   constructor(opts: QueueOptions = {}) {
-    this.opts = { baseDelayMs: 5, maxDelayMs: 1_000_000, ratePerSecond: 10, burst: 100, now: () => Date.now(), ...opts };
+    this.opts = {
+      baseDelayMs: 5,
+      maxDelayMs: 1_000_000,
+      ratePerSecond: 10,
+      burst: 100,
+      now: () => Date.now(),
+      ...opts,
+    };
     this.tokens = this.opts.burst;
     this.lastRefill = this.opts.now();
   }
@@ -90,10 +97,13 @@ export class WorkQueue {
     if (pending && pending.at <= at) return;
     if (pending) clearTimeout(pending.timer);
     // Node fires a timer longer than 2^31-1 ms after 1 ms: cap it, or a long interval becomes a hot loop.
-    const timer = setTimeout(() => {
-      this.delayed.delete(key);
-      this.add(key);
-    }, Math.min(ms, MAX_TIMER_MS));
+    const timer = setTimeout(
+      () => {
+        this.delayed.delete(key);
+        this.add(key);
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
     timer.unref?.();
     this.delayed.set(key, { at, timer });
   }
@@ -157,22 +167,24 @@ export class WorkQueue {
   /** Start `n` workers running `handler`; a throw re-queues the key with backoff. */
   run(n: number, handler: Handler, onError?: (key: string, err: unknown) => void): void {
     for (let i = 0; i < n; i++) {
-      this.workers.push((async () => {
-        for (;;) {
-          const key = await this.get();
-          if (key === undefined) return;
-          try {
-            await handler(key);
-            this.forget(key);
-          } catch (err) {
-            onError?.(key, err);
+      this.workers.push(
+        (async () => {
+          for (;;) {
+            const key = await this.get();
+            if (key === undefined) return;
+            try {
+              await handler(key);
+              this.forget(key);
+            } catch (err) {
+              onError?.(key, err);
+              this.done(key);
+              this.addRateLimited(key);
+              continue;
+            }
             this.done(key);
-            this.addRateLimited(key);
-            continue;
           }
-          this.done(key);
-        }
-      })());
+        })(),
+      );
     }
   }
 

@@ -30,14 +30,24 @@ export interface ReconcilerDeps extends PrepareDeps {
 }
 
 /** Conditions owned by the refresh; others (SyncError, DeletionError) are kept as the operation left them. */
-const REFRESH_CONDITIONS = new Set<string>([CONDITION.InvalidSpecError, CONDITION.ComparisonError, CONDITION.ImpersonationInfo, CONDITION.ImpersonationWarning, CONDITION.UnknownError]);
+const REFRESH_CONDITIONS = new Set<string>([
+  CONDITION.InvalidSpecError,
+  CONDITION.ComparisonError,
+  CONDITION.ImpersonationInfo,
+  CONDITION.ImpersonationWarning,
+  CONDITION.UnknownError,
+]);
 
 function carriedConditions(prev: ApplicationStatus | undefined): AppCondition[] {
   return (prev?.conditions ?? []).filter((c) => !REFRESH_CONDITIONS.has(c.type));
 }
 
 function comparedTo(app: Application): SyncStatusComparedTo {
-  return { ...(app.spec.source ? { source: app.spec.source } : {}), ...(app.spec.sources ? { sources: app.spec.sources } : {}), destination: app.spec.destination ?? {} };
+  return {
+    ...(app.spec.source ? { source: app.spec.source } : {}),
+    ...(app.spec.sources ? { sources: app.spec.sources } : {}),
+    destination: app.spec.destination ?? {},
+  };
 }
 type SyncStatusComparedTo = { source?: unknown; sources?: unknown; destination: unknown };
 
@@ -70,7 +80,11 @@ export class Reconciler {
         sync: { status: 'Unknown', ...(prepared.app ? { comparedTo: comparedTo(prepared.app) } : {}) },
         health: { status: 'Unknown' },
         reconciledAt: now,
-        conditions: mergeConditions(prevStatus?.conditions, [prepared.condition, ...carriedConditions(prevStatus)], now),
+        conditions: mergeConditions(
+          prevStatus?.conditions,
+          [prepared.condition, ...carriedConditions(prevStatus)],
+          now,
+        ),
       };
     } else {
       const out = await this.compare(prepared.ctx, prevStatus, refreshKind === 'hard', now);
@@ -83,13 +97,25 @@ export class Reconciler {
       for (const c of next.conditions ?? []) {
         const isNew = !(prevStatus?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
         if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError)) {
-          await this.d.events.record(involvedApplication({ ...raw, metadata: raw.metadata }), 'Warning', c.type, c.message);
+          await this.d.events.record(
+            involvedApplication({ ...raw, metadata: raw.metadata }),
+            'Warning',
+            c.type,
+            c.message,
+          );
         }
       }
     }
     if (result.startOperation) {
-      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, { operation: result.startOperation });
-      await this.d.events.record(involvedApplication({ ...raw, metadata: raw.metadata }), 'Normal', 'OperationStarted', `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`);
+      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, {
+        operation: result.startOperation,
+      });
+      await this.d.events.record(
+        involvedApplication({ ...raw, metadata: raw.metadata }),
+        'Normal',
+        'OperationStarted',
+        `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`,
+      );
       delete result.startOperation;
     }
     // A deleting Application's finalizer runs in the operation queue; a refresh (a project or
@@ -97,15 +123,27 @@ export class Reconciler {
     if ((raw.metadata as { deletionTimestamp?: string }).deletionTimestamp) result.operation = true;
     if (refreshKind !== undefined) {
       // Argo CD removes the refresh annotation once the refresh it asked for is done.
-      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } });
+      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, {
+        metadata: { annotations: { [REFRESH_ANNOTATION]: null } },
+      });
     }
     return result;
   }
 
-  private async compare(ctx: AppContext, prev: ApplicationStatus | undefined, hard: boolean, now: string): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
+  private async compare(
+    ctx: AppContext,
+    prev: ApplicationStatus | undefined,
+    hard: boolean,
+    now: string,
+  ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
     const { app, identity } = ctx;
     const key = `${app.metadata.namespace}/${app.metadata.name}`;
-    const log = this.d.logger.child({ application: key, project: ctx.project.metadata.name, decision: identity.decision, serviceAccount: identity.serviceAccount ?? undefined });
+    const log = this.d.logger.child({
+      application: key,
+      project: ctx.project.metadata.name,
+      decision: identity.decision,
+      serviceAccount: identity.serviceAccount ?? undefined,
+    });
     this.d.metrics?.identityDecisions.inc({ outcome: identity.decision });
     if (identity.decision === 'fallback') log.info(identity.message);
     const base: ApplicationStatus = { ...prev, reconciledAt: now };
@@ -118,7 +156,12 @@ export class Reconciler {
     if (isRefusal(ctx.client)) {
       // spec §5: the diff applies the same table; no diff is reported as Synced.
       log.warn(ctx.client.message);
-      return { status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: { status: 'Unknown' } }, [{ type: CONDITION.ComparisonError, message: ctx.client.message }]), result: {} };
+      return {
+        status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: { status: 'Unknown' } }, [
+          { type: CONDITION.ComparisonError, message: ctx.client.message },
+        ]),
+        result: {},
+      };
     }
     let rendered;
     try {
@@ -126,27 +169,52 @@ export class Reconciler {
     } catch (err) {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       log.warn(message);
-      return { status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: prev?.health ?? { status: 'Unknown' } }, [{ type: CONDITION.ComparisonError, message }]), result: {} };
+      return {
+        status: finish(
+          { sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: prev?.health ?? { status: 'Unknown' } },
+          [{ type: CONDITION.ComparisonError, message }],
+        ),
+        result: {},
+      };
     }
-    const violations = await this.d.ports.limits.checkObjects(ctx.client, ctx.project, app, ctx.cluster, rendered.objects);
+    const violations = await this.d.ports.limits.checkObjects(
+      ctx.client,
+      ctx.project,
+      app,
+      ctx.cluster,
+      rendered.objects,
+    );
     const cmp = await this.d.ports.compare.compare(ctx.client, app, rendered.objects);
-    const errs: AppCondition[] = [...violations, ...cmp.errors].map((message) => ({ type: CONDITION.ComparisonError, message }));
+    const errs: AppCondition[] = [...violations, ...cmp.errors].map((message) => ({
+      type: CONDITION.ComparisonError,
+      message,
+    }));
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
-    const status = finish({
-      sync: { status: syncStatus, revision: rendered.revision, comparedTo: comparedTo(app) },
-      resources: cmp.resources,
-      health: cmp.health,
-      sourceType: rendered.sourceType,
-    }, errs);
+    const status = finish(
+      {
+        sync: { status: syncStatus, revision: rendered.revision, comparedTo: comparedTo(app) },
+        resources: cmp.resources,
+        health: cmp.health,
+        sourceType: rendered.sourceType,
+      },
+      errs,
+    );
     const result: ReconcileResult = {};
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
     if (violations.length === 0 && cmp.errors.length === 0 && !app.metadata.deletionTimestamp) {
-      const decision = autoSyncDecision(app, {
-        syncStatus,
-        revision: rendered.revision,
-        desiredCount: rendered.objects.length,
-        outOfSync: cmp.resources.filter((r) => r.status === 'OutOfSync').map((r) => ({ requiresPruning: r.requiresPruning === true })),
-      }, prev?.operationState as OperationState | undefined, this.now().getTime());
+      const decision = autoSyncDecision(
+        app,
+        {
+          syncStatus,
+          revision: rendered.revision,
+          desiredCount: rendered.objects.length,
+          outOfSync: cmp.resources
+            .filter((r) => r.status === 'OutOfSync')
+            .map((r) => ({ requiresPruning: r.requiresPruning === true })),
+        },
+        prev?.operationState as OperationState | undefined,
+        this.now().getTime(),
+      );
       if (decision.sync) {
         log.info({ revision: rendered.revision, identity: identityLabel(identity) }, 'starting automated sync');
         // Set after the status write (refresh()), which needs the resourceVersion this patch would change.

@@ -36,7 +36,11 @@ export function appsAffectedByProject(
  * A cluster Secret changed: the Applications whose destination resolves to that cluster before
  * or after the change (by server URL or by name), so that a rename or a new server moves them.
  */
-export function appsAffectedByCluster(apps: Iterable<AppIndexEntry>, before: Cluster | undefined, after: Cluster | undefined): string[] {
+export function appsAffectedByCluster(
+  apps: Iterable<AppIndexEntry>,
+  before: Cluster | undefined,
+  after: Cluster | undefined,
+): string[] {
   const servers = new Set<string>();
   const names = new Set<string>();
   for (const c of [before, after]) {

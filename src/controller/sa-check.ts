@@ -74,7 +74,10 @@ export class ServiceAccountCheck {
    * ServiceAccount. `controllerClient` is the controller's own client on the same destination.
    * The check resolves to the message that must stop the sync, or null to go on.
    */
-  guard(client: DestinationClient, controllerClient: () => DestinationClient): (() => Promise<string | null>) | undefined {
+  guard(
+    client: DestinationClient,
+    controllerClient: () => DestinationClient,
+  ): (() => Promise<string | null>) | undefined {
     const ref = impersonatedServiceAccount(client.identity);
     if (!ref) return undefined;
     const why = invalidReason(ref);

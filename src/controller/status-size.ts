@@ -16,7 +16,10 @@ function size(x: unknown): number {
 }
 
 function isFine(r: SyncResource): boolean {
-  return (r.status === 'Synced' || r.status === 'Pruned' || r.status === 'PruneSkipped') && (r.hookPhase === undefined || r.hookPhase === 'Succeeded');
+  return (
+    (r.status === 'Synced' || r.status === 'Pruned' || r.status === 'PruneSkipped') &&
+    (r.hookPhase === undefined || r.hookPhase === 'Succeeded')
+  );
 }
 
 /**
@@ -26,7 +29,13 @@ function isFine(r: SyncResource): boolean {
  */
 export function fitStatus<S extends Record<string, unknown>>(status: S, budget = STATUS_BUDGET_BYTES): S {
   if (budget > 0 && size(status) <= budget) return status;
-  const op = status['operationState'] as { message?: string; syncResult?: { resources?: SyncResource[]; resourcesOmitted?: number; [k: string]: unknown }; [k: string]: unknown } | undefined;
+  const op = status['operationState'] as
+    | {
+        message?: string;
+        syncResult?: { resources?: SyncResource[]; resourcesOmitted?: number; [k: string]: unknown };
+        [k: string]: unknown;
+      }
+    | undefined;
   const all = op?.syncResult?.resources;
   if (!op || !op.syncResult || !all || all.length === 0) return status;
   const already = op.syncResult.resourcesOmitted ?? 0;
@@ -36,7 +45,11 @@ export function fitStatus<S extends Record<string, unknown>>(status: S, budget =
     const base = (op.message ?? '').replace(/ \(\d+ resource result\(s\) not listed: [^)]*\)$/, '');
     return {
       ...status,
-      operationState: { ...op, message: base ? `${base} (${note})` : note, syncResult: { ...op.syncResult, resources: kept, resourcesOmitted: omitted } },
+      operationState: {
+        ...op,
+        message: base ? `${base} (${note})` : note,
+        syncResult: { ...op.syncResult, resources: kept, resourcesOmitted: omitted },
+      },
     };
   };
   if (budget > 0) {
@@ -48,5 +61,7 @@ export function fitStatus<S extends Record<string, unknown>>(status: S, budget =
 
 /** The API server or etcd refused a write for its size. */
 export function isTooLarge(code: number, message: string): boolean {
-  return code === 413 || /request entity too large|larger than max|ResourceExhausted|Request is too large/i.test(message);
+  return (
+    code === 413 || /request entity too large|larger than max|ResourceExhausted|Request is too large/i.test(message)
+  );
 }

@@ -80,7 +80,12 @@ export function statusChanged(prev: ApplicationStatus | undefined, next: Applica
 }
 
 /** The write rule described at the top of this file. */
-export function shouldWriteStatus(prev: ApplicationStatus | undefined, next: ApplicationStatus, nowMs: number, refreshIntervalMs: number): boolean {
+export function shouldWriteStatus(
+  prev: ApplicationStatus | undefined,
+  next: ApplicationStatus,
+  nowMs: number,
+  refreshIntervalMs: number,
+): boolean {
   if (statusChanged(prev, next)) return true;
   const at = prev?.reconciledAt ? Date.parse(prev.reconciledAt) : NaN;
   return Number.isNaN(at) || nowMs - at >= refreshIntervalMs;
@@ -98,21 +103,37 @@ export class ConflictError extends Error {}
  * (optimistic concurrency: a conflict is an error the queue retries, never a blind overwrite).
  * Returns the updated object.
  */
-export async function writeStatus(api: KubeApi, raw: Record<string, unknown>, status: ApplicationStatus): Promise<Record<string, unknown>> {
+export async function writeStatus(
+  api: KubeApi,
+  raw: Record<string, unknown>,
+  status: ApplicationStatus,
+): Promise<Record<string, unknown>> {
   const meta = raw['metadata'] as { name: string; namespace: string };
   const path = `${appPath(meta.namespace, meta.name)}/status`;
   let res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status) } });
   // Still refused for its size (a smaller etcd limit than the budget assumes): without any sync
   // results, so that a finished operation is recorded rather than run again.
-  if (isTooLarge(res.status, res.text)) res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status, 0) } });
-  if (res.status === 409) throw new ConflictError(`Application ${meta.namespace}/${meta.name}: status update conflict, will retry`);
+  if (isTooLarge(res.status, res.text))
+    res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status, 0) } });
+  if (res.status === 409)
+    throw new ConflictError(`Application ${meta.namespace}/${meta.name}: status update conflict, will retry`);
   if (res.status < 200 || res.status >= 300) {
-    throw new Error(`Application ${meta.namespace}/${meta.name}: writing status failed: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 300)}`);
+    throw new Error(
+      `Application ${meta.namespace}/${meta.name}: writing status failed: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 300)}`,
+    );
   }
   return res.body as Record<string, unknown>;
 }
 
 /** A JSON merge patch of the Application itself (operation, annotations, finalizers). */
-export async function patchApplication(api: KubeApi, namespace: string, name: string, patch: Record<string, unknown>): Promise<Record<string, unknown>> {
-  return (await api.call('PATCH', appPath(namespace, name), { body: patch, contentType: 'application/merge-patch+json' })) as Record<string, unknown>;
+export async function patchApplication(
+  api: KubeApi,
+  namespace: string,
+  name: string,
+  patch: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  return (await api.call('PATCH', appPath(namespace, name), {
+    body: patch,
+    contentType: 'application/merge-patch+json',
+  })) as Record<string, unknown>;
 }

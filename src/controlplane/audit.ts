@@ -111,13 +111,19 @@ export async function readAudit(path: string): Promise<AuditRecord[]> {
  * records. The API server writes an event just after the response, so a test that has its answer
  * may look a moment before the line is there.
  */
-export async function waitForAudit(path: string, predicate: (r: AuditRecord) => boolean, opts: { timeoutMs?: number } = {}): Promise<AuditRecord[]> {
+export async function waitForAudit(
+  path: string,
+  predicate: (r: AuditRecord) => boolean,
+  opts: { timeoutMs?: number } = {},
+): Promise<AuditRecord[]> {
   const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
   while (true) {
     const found = (await readAudit(path)).filter(predicate);
     if (found.length > 0) return found;
     if (Date.now() > deadline) {
-      throw new Error(`no audit record in ${path} matched ${predicate.toString()} within ${opts.timeoutMs ?? 10_000} ms`);
+      throw new Error(
+        `no audit record in ${path} matched ${predicate.toString()} within ${opts.timeoutMs ?? 10_000} ms`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -36,7 +36,12 @@ export function binariesIn(dir: string): Binaries {
   if (missing.length > 0) {
     throw new Error(`${dir} lacks ${missing.join(', ')}.\n${howToGetBinaries}`);
   }
-  return { dir, etcd: join(dir, 'etcd'), 'kube-apiserver': join(dir, 'kube-apiserver'), 'kube-controller-manager': join(dir, 'kube-controller-manager') };
+  return {
+    dir,
+    etcd: join(dir, 'etcd'),
+    'kube-apiserver': join(dir, 'kube-apiserver'),
+    'kube-controller-manager': join(dir, 'kube-controller-manager'),
+  };
 }
 
 export type LocateOptions = {
@@ -57,15 +62,22 @@ export async function locateBinaries(opts: LocateOptions = {}): Promise<Binaries
 
   const script = opts.script ?? binariesScript;
   const onProgress = opts.onProgress ?? ((chunk: string) => process.stderr.write(chunk));
-  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    let out = '';
-    let err = '';
-    const child = spawn(script, [], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; onProgress(d); });
-    child.on('error', (e) => resolve({ code: null, stdout: out, stderr: `${err}${e.message}\n` }));
-    child.on('close', (c) => resolve({ code: c, stdout: out, stderr: err }));
-  });
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      let out = '';
+      let err = '';
+      const child = spawn(script, [], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        err += d;
+        onProgress(d);
+      });
+      child.on('error', (e) => resolve({ code: null, stdout: out, stderr: `${err}${e.message}\n` }));
+      child.on('close', (c) => resolve({ code: c, stdout: out, stderr: err }));
+    },
+  );
   const dir = stdout.trim().split('\n').pop() ?? '';
   if (code !== 0 || dir === '') {
     const tail = stderr.trim().split('\n').slice(-15).join('\n');

@@ -15,7 +15,15 @@ import { apiserverArgs, controllerManagerArgs, etcdArgs } from './flags.ts';
 import type { Endpoint } from './http.ts';
 import { request, sendRequest } from './http.ts';
 import type { StaticUser, TokenUser } from './identities.ts';
-import { adminUser, auditPolicyYaml, controllerManagerUser, controllerUser, kubeconfigYaml, tokenFile, withTokens } from './identities.ts';
+import {
+  adminUser,
+  auditPolicyYaml,
+  controllerManagerUser,
+  controllerUser,
+  kubeconfigYaml,
+  tokenFile,
+  withTokens,
+} from './identities.ts';
 import type { Layout } from './layout.ts';
 import { layout } from './layout.ts';
 import { freeLoopbackPorts } from './ports.ts';
@@ -140,14 +148,24 @@ function caFromChain(pem: string): string | undefined {
   }
 }
 
-async function startOnce(binaries: Binaries, dir: string, keepDir: boolean, opts: ControlPlaneOptions): Promise<ControlPlane> {
+async function startOnce(
+  binaries: Binaries,
+  dir: string,
+  keepDir: boolean,
+  opts: ControlPlaneOptions,
+): Promise<ControlPlane> {
   const l = layout(dir);
   const users = withTokens([adminUser, controllerUser, controllerManagerUser, ...(opts.users ?? [])]);
   const byName = new Map(users.map((u) => [u.name, u]));
   const token = (name: string) => byName.get(name)?.token ?? '';
   await prepare(l, users);
   const [etcdClient, etcdPeer, apiserver, controllerManager] = await freeLoopbackPorts(4);
-  const ports: Ports = { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager! };
+  const ports: Ports = {
+    etcdClient: etcdClient!,
+    etcdPeer: etcdPeer!,
+    apiserver: apiserver!,
+    controllerManager: controllerManager!,
+  };
   const timeoutMs = opts.timeoutMs ?? 90_000;
   const killOnSignal = opts.killOnSignal ?? true;
   const watchdog: Watchdog = startWatchdog();
@@ -206,7 +224,11 @@ async function startOnce(binaries: Binaries, dir: string, keepDir: boolean, opts
     // Its serving certificate is self-signed, and /healthz needs no credential.
     const kcmServer = `https://127.0.0.1:${ports.controllerManager}`;
     await waitFor(kcm, 'kube-controller-manager to become healthy (/healthz)', timeoutMs, async () => {
-      const res = await sendRequest(kcmServer, { rejectUnauthorized: false, agent: false }, { path: '/healthz', timeoutMs: 5000 }).catch(() => undefined);
+      const res = await sendRequest(
+        kcmServer,
+        { rejectUnauthorized: false, agent: false },
+        { path: '/healthz', timeoutMs: 5000 },
+      ).catch(() => undefined);
       return res?.status === 200;
     });
     await crdsInstalled;

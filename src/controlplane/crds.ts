@@ -22,7 +22,9 @@ export async function loadCrds(dir = crdDir): Promise<Crd[]> {
       const value = doc.toJS({ maxAliasCount: -1 }) as Partial<Crd> | null;
       if (value === null) continue;
       if (value.kind !== 'CustomResourceDefinition' || typeof value.metadata?.name !== 'string') {
-        throw new Error(`${path}: expected a CustomResourceDefinition with metadata.name, got kind ${String(value.kind)}`);
+        throw new Error(
+          `${path}: expected a CustomResourceDefinition with metadata.name, got kind ${String(value.kind)}`,
+        );
       }
       crds.push(value as Crd);
     }
@@ -32,7 +34,10 @@ export async function loadCrds(dir = crdDir): Promise<Crd[]> {
 
 const crdPath = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
 
-export async function installCrds(endpoint: Endpoint, opts: { dir?: string; timeoutMs?: number } = {}): Promise<string[]> {
+export async function installCrds(
+  endpoint: Endpoint,
+  opts: { dir?: string; timeoutMs?: number } = {},
+): Promise<string[]> {
   const crds = await loadCrds(opts.dir);
   for (const crd of crds) {
     const res = await request(endpoint, {
@@ -41,15 +46,21 @@ export async function installCrds(endpoint: Endpoint, opts: { dir?: string; time
       headers: { 'content-type': 'application/apply-patch+yaml' },
       body: JSON.stringify(crd),
     });
-    if (res.status >= 300) throw new Error(`installing CRD ${crd.metadata.name} failed (HTTP ${res.status}): ${statusMessage(res)}`);
+    if (res.status >= 300)
+      throw new Error(`installing CRD ${crd.metadata.name} failed (HTTP ${res.status}): ${statusMessage(res)}`);
   }
   const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
   for (const crd of crds) {
     while (true) {
       const res = await request(endpoint, { path: crdPath(crd.metadata.name) });
-      const conditions = res.status === 200 ? ((JSON.parse(res.text) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []) : [];
+      const conditions =
+        res.status === 200
+          ? ((JSON.parse(res.text) as { status?: { conditions?: { type: string; status: string }[] } }).status
+              ?.conditions ?? [])
+          : [];
       if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} was not Established within ${opts.timeoutMs ?? 30_000} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`CRD ${crd.metadata.name} was not Established within ${opts.timeoutMs ?? 30_000} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

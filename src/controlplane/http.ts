@@ -22,7 +22,11 @@ export type HttpRequest = {
 /** Sends one request with the TLS and auth settings in `base` (e.g. from KubeConfig.applyToHTTPSOptions). */
 export function sendRequest(server: string, base: https.RequestOptions, req: HttpRequest): Promise<HttpResponse> {
   const url = new URL(req.path, server);
-  const headers: Record<string, string> = { accept: 'application/json', ...(base.headers as Record<string, string> | undefined), ...req.headers };
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    ...(base.headers as Record<string, string> | undefined),
+    ...req.headers,
+  };
   if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
   return new Promise((resolve, reject) => {
     const request = https.request(
@@ -31,7 +35,9 @@ export function sendRequest(server: string, base: https.RequestOptions, req: Htt
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );

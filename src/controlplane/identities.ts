@@ -32,7 +32,10 @@ export function withTokens(users: StaticUser[]): TokenUser[] {
       throw new Error(`user name ${JSON.stringify(user.name)} must be non-empty and have no spaces, commas or quotes`);
     }
     for (const group of user.groups ?? []) {
-      if (!userName.test(group)) throw new Error(`group ${JSON.stringify(group)} of user ${user.name} must be non-empty and have no spaces, commas or quotes`);
+      if (!userName.test(group))
+        throw new Error(
+          `group ${JSON.stringify(group)} of user ${user.name} must be non-empty and have no spaces, commas or quotes`,
+        );
     }
     if (seen.has(user.name)) throw new Error(`user ${user.name} is listed twice`);
     seen.add(user.name);
@@ -42,12 +45,16 @@ export function withTokens(users: StaticUser[]): TokenUser[] {
 
 /** kube-apiserver's static token file: token,user,uid,"group1,group2" per line. */
 export function tokenFile(users: TokenUser[]): string {
-  return users
-    .map((u) => {
-      const groups = u.groups ?? [];
-      return groups.length > 0 ? `${u.token},${u.name},${u.uid},"${groups.join(',')}"` : `${u.token},${u.name},${u.uid}`;
-    })
-    .join('\n') + '\n';
+  return (
+    users
+      .map((u) => {
+        const groups = u.groups ?? [];
+        return groups.length > 0
+          ? `${u.token},${u.name},${u.uid},"${groups.join(',')}"`
+          : `${u.token},${u.name},${u.uid}`;
+      })
+      .join('\n') + '\n'
+  );
 }
 
 export type KubeconfigInput = {
@@ -69,7 +76,12 @@ export function kubeconfigYaml(input: KubeconfigInput): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'impersync-local', cluster: { server: input.server, 'certificate-authority-data': Buffer.from(input.caPem).toString('base64') } }],
+    clusters: [
+      {
+        name: 'impersync-local',
+        cluster: { server: input.server, 'certificate-authority-data': Buffer.from(input.caPem).toString('base64') },
+      },
+    ],
     users: [{ name: input.name, user }],
     contexts: [{ name: input.name, context }],
     'current-context': input.name,

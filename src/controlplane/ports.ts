@@ -16,7 +16,8 @@ export async function freeLoopbackPorts(count: number): Promise<number[]> {
         server.listen(0, '127.0.0.1', () => resolve());
       });
       const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('could not read the address of a loopback listener');
+      if (address === null || typeof address === 'string')
+        throw new Error('could not read the address of a loopback listener');
       ports.push(address.port);
     }
     return ports;

@@ -91,7 +91,10 @@ export function liveProcessGroups(): number[] {
  * Starts a process in a new process group. `killOnSignal: false` leaves signal handling to the
  * caller (the `cluster` command stops gracefully on SIGINT); exit and the watchdog still apply.
  */
-export function startProcess(spec: ProcessSpec, opts: { killOnSignal?: boolean; watchdog?: Watchdog } = {}): ManagedProcess {
+export function startProcess(
+  spec: ProcessSpec,
+  opts: { killOnSignal?: boolean; watchdog?: Watchdog } = {},
+): ManagedProcess {
   installHooks();
   const fd = openSync(spec.logPath, 'a');
   let child: ChildProcess;
@@ -169,7 +172,8 @@ export function startProcess(spec: ProcessSpec, opts: { killOnSignal?: boolean; 
 export type Watchdog = { pid: number; watch(pid: number): void; release(): void };
 
 // `kill -KILL -<pgid>...` without `--`: dash's kill takes no `--`.
-const watchdogScript = 'groups=""; while read -r g; do groups="$groups -$g"; done; [ -n "$groups" ] && kill -KILL $groups 2>/dev/null; exit 0';
+const watchdogScript =
+  'groups=""; while read -r g; do groups="$groups -$g"; done; [ -n "$groups" ] && kill -KILL $groups 2>/dev/null; exit 0';
 
 export function startWatchdog(): Watchdog {
   const child = spawn('/bin/sh', ['-c', watchdogScript], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });

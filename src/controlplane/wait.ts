@@ -6,7 +6,12 @@ import type { ManagedProcess } from './processes.ts';
  * Polls `check` every 100 ms until it returns a value other than undefined or false. Fails with a
  * message naming `what` when the process exits first or the time runs out.
  */
-export async function waitFor<T>(proc: ManagedProcess, what: string, timeoutMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
+export async function waitFor<T>(
+  proc: ManagedProcess,
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined | false>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   while (true) {
     if (proc.exit) {

@@ -62,21 +62,49 @@ function matchedEntry(index: number, entry: ServiceAccountEntry): MatchedEntry {
 
 /** spec §5: disabled → own credential; otherwise resolve (§3) and apply the enforced table. */
 export function decide(input: DecisionInput): IdentityDecision {
-  if (!input.settings.enabled) return { decision: 'disabled', serviceAccount: null, matched: null, message: '', trace: [] };
+  if (!input.settings.enabled)
+    return { decision: 'disabled', serviceAccount: null, matched: null, message: '', trace: [] };
   const resolution = resolveServiceAccount(input.entries, input);
   switch (resolution.outcome) {
     case 'error': {
       const visited = resolution.trace[resolution.trace.length - 1];
       // An invalid defaultServiceAccount belongs to an entry that matched; a pattern error does not.
-      const matched = visited && visited.serverMatched && visited.namespaceMatched ? matchedEntry(resolution.index, visited.entry) : null;
-      return { decision: 'error', serviceAccount: null, matched, message: deriveErrorMessage(resolution.error), trace: resolution.trace };
+      const matched =
+        visited && visited.serverMatched && visited.namespaceMatched
+          ? matchedEntry(resolution.index, visited.entry)
+          : null;
+      return {
+        decision: 'error',
+        serviceAccount: null,
+        matched,
+        message: deriveErrorMessage(resolution.error),
+        trace: resolution.trace,
+      };
     }
     case 'found':
-      return { decision: 'impersonate', serviceAccount: resolution.serviceAccount, matched: matchedEntry(resolution.index, resolution.entry), message: '', trace: resolution.trace };
+      return {
+        decision: 'impersonate',
+        serviceAccount: resolution.serviceAccount,
+        matched: matchedEntry(resolution.index, resolution.entry),
+        message: '',
+        trace: resolution.trace,
+      };
     case 'none':
       if (input.settings.enforced) {
-        return { decision: 'deny', serviceAccount: null, matched: null, message: noMatchDenyMessage(input.resolvedServer, input.destinationNamespace), trace: resolution.trace };
+        return {
+          decision: 'deny',
+          serviceAccount: null,
+          matched: null,
+          message: noMatchDenyMessage(input.resolvedServer, input.destinationNamespace),
+          trace: resolution.trace,
+        };
       }
-      return { decision: 'fallback', serviceAccount: null, matched: null, message: noMatchFallbackMessage(input.project, input.resolvedServer, input.destinationNamespace), trace: resolution.trace };
+      return {
+        decision: 'fallback',
+        serviceAccount: null,
+        matched: null,
+        message: noMatchFallbackMessage(input.project, input.resolvedServer, input.destinationNamespace),
+        trace: resolution.trace,
+      };
   }
 }

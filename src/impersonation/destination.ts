@@ -3,9 +3,7 @@
 // built in unless a cluster Secret redefines it. The resolved server is what §3 matches against.
 import { IN_CLUSTER, type Application, type Cluster } from '../api/index.ts';
 
-export type DestinationResult =
-  | { ok: true; cluster: Cluster }
-  | { ok: false; field: string; error: string };
+export type DestinationResult = { ok: true; cluster: Cluster } | { ok: false; field: string; error: string };
 
 /** The known clusters: the Secrets given, plus the built-in in-cluster one unless a Secret has its server. */
 export function knownClusters(clusters: readonly Cluster[]): Cluster[] {
@@ -18,18 +16,36 @@ export function resolveDestination(app: Pick<Application, 'spec'>, clusters: rea
   const name = destination.name ?? '';
   const all = knownClusters(clusters);
   if (server !== '' && name !== '') {
-    return { ok: false, field: 'spec.destination', error: `application destination can't have both name and server defined: ${name} ${server}` };
+    return {
+      ok: false,
+      field: 'spec.destination',
+      error: `application destination can't have both name and server defined: ${name} ${server}`,
+    };
   }
   if (server !== '') {
     const cluster = all.find((c) => c.server === server);
-    if (!cluster) return { ok: false, field: 'spec.destination.server', error: `destination cluster server '${server}' not found: no cluster Secret has that server` };
+    if (!cluster)
+      return {
+        ok: false,
+        field: 'spec.destination.server',
+        error: `destination cluster server '${server}' not found: no cluster Secret has that server`,
+      };
     return { ok: true, cluster };
   }
   if (name !== '') {
     const found = all.filter((c) => c.name === name);
-    if (found.length === 0) return { ok: false, field: 'spec.destination.name', error: `destination cluster name '${name}' not found: no cluster Secret has that name` };
+    if (found.length === 0)
+      return {
+        ok: false,
+        field: 'spec.destination.name',
+        error: `destination cluster name '${name}' not found: no cluster Secret has that name`,
+      };
     if (found.length > 1) {
-      return { ok: false, field: 'spec.destination.name', error: `destination cluster name '${name}' is ambiguous: ${found.length} clusters have it [${found.map((c) => c.server).join(' ')}]` };
+      return {
+        ok: false,
+        field: 'spec.destination.name',
+        error: `destination cluster name '${name}' is ambiguous: ${found.length} clusters have it [${found.map((c) => c.server).join(' ')}]`,
+      };
     }
     return { ok: true, cluster: found[0] as Cluster };
   }

@@ -2,7 +2,14 @@
 // `timeout.reconciliation` is written; a bare number is taken as seconds.
 
 const UNIT_SECONDS: Record<string, number> = {
-  ns: 1e-9, us: 1e-6, 'µs': 1e-6, 'μs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600,
+  ns: 1e-9,
+  us: 1e-6,
+  µs: 1e-6,
+  μs: 1e-6,
+  ms: 1e-3,
+  s: 1,
+  m: 60,
+  h: 3600,
 };
 
 export type DurationResult = { ok: true; seconds: number } | { ok: false; error: string };
@@ -23,7 +30,8 @@ export function parseDurationSeconds(raw: string): DurationResult {
     seconds += Number(m[1]) * factor;
     consumed = component.lastIndex;
   }
-  if (body === '' || consumed !== body.length) return { ok: false, error: `invalid duration '${raw}' (expected e.g. "180s", "3m" or a number of seconds)` };
+  if (body === '' || consumed !== body.length)
+    return { ok: false, error: `invalid duration '${raw}' (expected e.g. "180s", "3m" or a number of seconds)` };
   return bounded(raw, seconds);
 }
 
@@ -31,6 +39,7 @@ export function parseDurationSeconds(raw: string): DurationResult {
 const MAX_SECONDS = 9_223_372_036;
 
 function bounded(raw: string, seconds: number): DurationResult {
-  if (!Number.isFinite(seconds) || seconds > MAX_SECONDS) return { ok: false, error: `duration '${raw}' is too large (at most ${MAX_SECONDS} seconds)` };
+  if (!Number.isFinite(seconds) || seconds > MAX_SECONDS)
+    return { ok: false, error: `duration '${raw}' is too large (at most ${MAX_SECONDS} seconds)` };
   return { ok: true, seconds };
 }

@@ -24,13 +24,36 @@ export type GlobNode =
 export type ParseResult = { ok: true; nodes: GlobNode[] } | { ok: false; error: string };
 
 type TokenType =
-  | 'eof' | 'error' | 'text' | 'any' | 'single' | 'rangeOpen' | 'rangeClose' | 'not' | 'lo' | 'between' | 'hi'
-  | 'termsOpen' | 'termsClose' | 'separator';
-interface Token { type: TokenType; raw: string }
+  | 'eof'
+  | 'error'
+  | 'text'
+  | 'any'
+  | 'single'
+  | 'rangeOpen'
+  | 'rangeClose'
+  | 'not'
+  | 'lo'
+  | 'between'
+  | 'hi'
+  | 'termsOpen'
+  | 'termsClose'
+  | 'separator';
+interface Token {
+  type: TokenType;
+  raw: string;
+}
 
 const END = 0; // the library's end-of-input rune; a real NUL reads the same (see above)
-const STAR = 0x2a, COMMA = 0x2c, QUESTION = 0x3f, BACKSLASH = 0x5c, OPEN_BRACKET = 0x5b, CLOSE_BRACKET = 0x5d;
-const OPEN_BRACE = 0x7b, CLOSE_BRACE = 0x7d, BANG = 0x21, DASH = 0x2d;
+const STAR = 0x2a,
+  COMMA = 0x2c,
+  QUESTION = 0x3f,
+  BACKSLASH = 0x5c,
+  OPEN_BRACKET = 0x5b,
+  CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b,
+  CLOSE_BRACE = 0x7d,
+  BANG = 0x21,
+  DASH = 0x2d;
 const TEXT_BREAKERS = [QUESTION, STAR, OPEN_BRACKET, OPEN_BRACE];
 const GROUP_TEXT_BREAKERS = [...TEXT_BREAKERS, CLOSE_BRACE, COMMA];
 
@@ -185,8 +208,14 @@ class Lexer {
   }
 }
 
-interface Group { options: GlobNode[][]; parent: Frame }
-interface Frame { nodes: GlobNode[]; group: Group | null }
+interface Group {
+  options: GlobNode[][];
+  parent: Frame;
+}
+interface Frame {
+  nodes: GlobNode[];
+  group: Group | null;
+}
 
 /** Parses a pattern into its nodes, or returns the library's error message. */
 export function parseGlob(pattern: string): ParseResult {
@@ -259,7 +288,11 @@ function parseClass(lexer: Lexer): { ok: true; node: GlobNode } | { ok: false; e
         break;
       case 'hi': {
         hi = token.raw.codePointAt(0) ?? 0;
-        if (hi < lo) return { ok: false, error: `hi character '${token.raw}' should be greater than lo '${String.fromCodePoint(lo)}'` };
+        if (hi < lo)
+          return {
+            ok: false,
+            error: `hi character '${token.raw}' should be greater than lo '${String.fromCodePoint(lo)}'`,
+          };
         break;
       }
       case 'text':

@@ -148,7 +148,11 @@ function simpleShape(nodes: readonly GlobNode[]): ((text: string) => boolean) | 
 // NFA instructions: CHAR consumes one code point accepted by its test; STAR consumes any code point
 // and stays, or moves on without consuming; SPLIT moves to several targets; JUMP moves to one; MATCH
 // accepts when the text is used up.
-const CHAR = 0, STAR = 1, SPLIT = 2, JUMP = 3, MATCH = 4;
+const CHAR = 0,
+  STAR = 1,
+  SPLIT = 2,
+  JUMP = 3,
+  MATCH = 4;
 type Test = (cp: number) => boolean;
 
 class Program {

@@ -39,13 +39,17 @@ export function matchingGlobalProjects(
     if (setting.projectName === project.metadata.name) continue;
     const check = checkLabelSelector(setting.labelSelector);
     if (!check.ok) {
-      warnings.push(`globalProjects entry for '${setting.projectName}' has an invalid labelSelector (${check.error}); later global projects are ignored`);
+      warnings.push(
+        `globalProjects entry for '${setting.projectName}' has an invalid labelSelector (${check.error}); later global projects are ignored`,
+      );
       break;
     }
     if (!matchesLabelSelector(setting.labelSelector, project.metadata.labels ?? {})) continue;
     const global = allProjects.find((p) => p.metadata.name === setting.projectName && sameNamespace(p));
     if (!global) {
-      warnings.push(`global project '${setting.projectName}' selects AppProject '${project.metadata.name}' but was not found; later global projects are ignored`);
+      warnings.push(
+        `global project '${setting.projectName}' selects AppProject '${project.metadata.name}' but was not found; later global projects are ignored`,
+      );
       break;
     }
     projects.push(global);

@@ -26,23 +26,54 @@ import { projectImpersonationWarning } from './warnings.ts';
 
 export { compileGlob, matchGlob, globMatch, type Glob, type CompileResult, type MatchResult } from './glob.ts';
 export {
-  resolveServiceAccount, serviceAccountUser, isInvalidServiceAccountName, trimSpaces, SERVICE_ACCOUNT_DISALLOWED_CHARS,
-  type ServiceAccountEntry, type ResolveTarget, type EntryTrace, type Resolution,
+  resolveServiceAccount,
+  serviceAccountUser,
+  isInvalidServiceAccountName,
+  trimSpaces,
+  SERVICE_ACCOUNT_DISALLOWED_CHARS,
+  type ServiceAccountEntry,
+  type ResolveTarget,
+  type EntryTrace,
+  type Resolution,
 } from './resolver.ts';
 export {
-  readImpersonationSettings, parseGlobalProjects, settingsReadError,
-  IMPERSONATION_ENABLED_KEY, IMPERSONATION_ENFORCED_KEY, GLOBAL_PROJECTS_KEY, RECONCILIATION_TIMEOUT_KEY,
-  DEFAULT_IMPERSONATION_ENABLED, DEFAULT_IMPERSONATION_ENFORCED, DEFAULT_RECONCILIATION_TIMEOUT_SECONDS,
-  type ImpersonationSettings, type GlobalProjectSetting,
+  readImpersonationSettings,
+  parseGlobalProjects,
+  settingsReadError,
+  IMPERSONATION_ENABLED_KEY,
+  IMPERSONATION_ENFORCED_KEY,
+  GLOBAL_PROJECTS_KEY,
+  RECONCILIATION_TIMEOUT_KEY,
+  DEFAULT_IMPERSONATION_ENABLED,
+  DEFAULT_IMPERSONATION_ENFORCED,
+  DEFAULT_RECONCILIATION_TIMEOUT_SECONDS,
+  type ImpersonationSettings,
+  type GlobalProjectSetting,
 } from './settings.ts';
 export { matchesLabelSelector, checkLabelSelector, type LabelSelector } from './label-selector.ts';
 export { parseDurationSeconds } from './duration.ts';
 export {
-  decide, deriveErrorMessage, noMatchDenyMessage, noMatchFallbackMessage,
-  type DecisionKind, type DecisionInput, type IdentityDecision, type MatchedEntry,
+  decide,
+  deriveErrorMessage,
+  noMatchDenyMessage,
+  noMatchFallbackMessage,
+  type DecisionKind,
+  type DecisionInput,
+  type IdentityDecision,
+  type MatchedEntry,
 } from './decision.ts';
-export { effectiveDestinationServiceAccounts, matchingGlobalProjects, ownEntries, type EffectiveEntries } from './global-projects.ts';
-export { validateProject, validateDestinationServiceAccounts, type ProjectValidation, type ValidationFailure } from './validation.ts';
+export {
+  effectiveDestinationServiceAccounts,
+  matchingGlobalProjects,
+  ownEntries,
+  type EffectiveEntries,
+} from './global-projects.ts';
+export {
+  validateProject,
+  validateDestinationServiceAccounts,
+  type ProjectValidation,
+  type ValidationFailure,
+} from './validation.ts';
 export { impersonationDisabledWarning, projectImpersonationWarning } from './warnings.ts';
 export { resolveDestination, knownClusters, type DestinationResult } from './destination.ts';
 

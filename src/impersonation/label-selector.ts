@@ -25,14 +25,25 @@ export function checkLabelSelector(selector: LabelSelector): SelectorCheck {
     switch (req.operator) {
       case 'In':
       case 'NotIn':
-        if (values.length === 0) return { ok: false, error: `matchExpressions[${i}].values: for 'In', 'NotIn' operators, values set can't be empty` };
+        if (values.length === 0)
+          return {
+            ok: false,
+            error: `matchExpressions[${i}].values: for 'In', 'NotIn' operators, values set can't be empty`,
+          };
         break;
       case 'Exists':
       case 'DoesNotExist':
-        if (values.length > 0) return { ok: false, error: `matchExpressions[${i}].values: values set must be empty for exists and does not exist` };
+        if (values.length > 0)
+          return {
+            ok: false,
+            error: `matchExpressions[${i}].values: values set must be empty for exists and does not exist`,
+          };
         break;
       default:
-        return { ok: false, error: `matchExpressions[${i}].operator: "${req.operator}" is not a valid label selector operator` };
+        return {
+          ok: false,
+          error: `matchExpressions[${i}].operator: "${req.operator}" is not a valid label selector operator`,
+        };
     }
   }
   return { ok: true };

@@ -59,7 +59,10 @@ export function isInvalidServiceAccountName(value: string): boolean {
  * The Kubernetes user name for a matched entry (spec §3.4): `ns:name` is used verbatim, a bare
  * name goes into the destination namespace, or the Application's own namespace when that is empty.
  */
-export function serviceAccountUser(defaultServiceAccount: string, target: Pick<ResolveTarget, 'destinationNamespace' | 'applicationNamespace'>): string {
+export function serviceAccountUser(
+  defaultServiceAccount: string,
+  target: Pick<ResolveTarget, 'destinationNamespace' | 'applicationNamespace'>,
+): string {
   if (defaultServiceAccount.includes(':')) return SERVICE_ACCOUNT_USER_PREFIX + defaultServiceAccount;
   const namespace = target.destinationNamespace !== '' ? target.destinationNamespace : target.applicationNamespace;
   return `${SERVICE_ACCOUNT_USER_PREFIX}${namespace}:${defaultServiceAccount}`;
@@ -94,7 +97,13 @@ export function resolveServiceAccount(entries: readonly ServiceAccountEntry[], t
       last.error = error;
       return { outcome: 'error', error, index, trace };
     }
-    return { outcome: 'found', serviceAccount: serviceAccountUser(entry.defaultServiceAccount, target), index, entry, trace };
+    return {
+      outcome: 'found',
+      serviceAccount: serviceAccountUser(entry.defaultServiceAccount, target),
+      index,
+      entry,
+      trace,
+    };
   }
   return { outcome: 'none', trace };
 }

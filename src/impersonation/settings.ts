@@ -60,7 +60,10 @@ export function readImpersonationSettings(configMap: ConfigMap | undefined | Err
   if (configMap === undefined) return defaults('absent');
   if (configMap instanceof Error) {
     const reason = configMap.message;
-    return defaults('error', [settingsReadError(IMPERSONATION_ENABLED_KEY, reason), settingsReadError(IMPERSONATION_ENFORCED_KEY, reason)]);
+    return defaults('error', [
+      settingsReadError(IMPERSONATION_ENABLED_KEY, reason),
+      settingsReadError(IMPERSONATION_ENFORCED_KEY, reason),
+    ]);
   }
   const data = configMap.data ?? {};
   const settings = defaults('configmap');
@@ -72,13 +75,19 @@ export function readImpersonationSettings(configMap: ConfigMap | undefined | Err
   if (globals !== undefined) {
     const parsed = parseGlobalProjects(globals);
     if (parsed.ok) settings.globalProjects = parsed.value;
-    else settings.errors.push(`${configMapName(configMap)} data.${GLOBAL_PROJECTS_KEY}: ${parsed.error}; no global projects are used`);
+    else
+      settings.errors.push(
+        `${configMapName(configMap)} data.${GLOBAL_PROJECTS_KEY}: ${parsed.error}; no global projects are used`,
+      );
   }
   const timeout = data[RECONCILIATION_TIMEOUT_KEY];
   if (timeout !== undefined && timeout.trim() !== '') {
     const parsed = parseDurationSeconds(timeout);
     if (parsed.ok) settings.reconciliationTimeoutSeconds = parsed.seconds;
-    else settings.errors.push(`${configMapName(configMap)} data.${RECONCILIATION_TIMEOUT_KEY}: ${parsed.error}; using ${DEFAULT_RECONCILIATION_TIMEOUT_SECONDS}s`);
+    else
+      settings.errors.push(
+        `${configMapName(configMap)} data.${RECONCILIATION_TIMEOUT_KEY}: ${parsed.error}; using ${DEFAULT_RECONCILIATION_TIMEOUT_SECONDS}s`,
+      );
   }
   return settings;
 }
@@ -87,7 +96,9 @@ function configMapName(cm: ConfigMap): string {
   return `ConfigMap ${cm.metadata.namespace ? `${cm.metadata.namespace}/` : ''}${cm.metadata.name}`;
 }
 
-const GlobalProjectsSchema = z.array(z.looseObject({ projectName: z.string().min(1), labelSelector: LabelSelectorSchema.nullish() })).nullable();
+const GlobalProjectsSchema = z
+  .array(z.looseObject({ projectName: z.string().min(1), labelSelector: LabelSelectorSchema.nullish() }))
+  .nullable();
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -102,10 +113,13 @@ export function parseGlobalProjects(text: string): Parsed<GlobalProjectSetting[]
   const result = GlobalProjectsSchema.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0];
-    return { ok: false, error: `${issue ? formatPath(issue.path) || '(value)' : '(value)'}: ${issue?.message ?? 'invalid'} (expected a list of {projectName, labelSelector})` };
+    return {
+      ok: false,
+      error: `${issue ? formatPath(issue.path) || '(value)' : '(value)'}: ${issue?.message ?? 'invalid'} (expected a list of {projectName, labelSelector})`,
+    };
   }
   const out: GlobalProjectSetting[] = [];
-  for (const item of result.data ?? []) out.push({ projectName: item.projectName, labelSelector: item.labelSelector ?? {} });
+  for (const item of result.data ?? [])
+    out.push({ projectName: item.projectName, labelSelector: item.labelSelector ?? {} });
   return { ok: true, value: out };
 }
-

@@ -47,6 +47,8 @@ export function validateDestinationServiceAccounts(entries: readonly Destination
 }
 
 /** spec §8 for an AppProject. */
-export function validateProject(project: { spec: { destinationServiceAccounts?: readonly DestinationServiceAccount[] | undefined } }): ProjectValidation {
+export function validateProject(project: {
+  spec: { destinationServiceAccounts?: readonly DestinationServiceAccount[] | undefined };
+}): ProjectValidation {
   return validateDestinationServiceAccounts(project.spec.destinationServiceAccounts ?? []);
 }

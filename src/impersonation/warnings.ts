@@ -13,7 +13,11 @@ export function impersonationDisabledWarning(project: string, count: number): st
 }
 
 /** The §10 warning when it applies (feature off and at least one effective entry), otherwise null. */
-export function projectImpersonationWarning(project: string, effectiveEntryCount: number, settings: { enabled: boolean }): string | null {
+export function projectImpersonationWarning(
+  project: string,
+  effectiveEntryCount: number,
+  settings: { enabled: boolean },
+): string | null {
   if (settings.enabled || effectiveEntryCount === 0) return null;
   return impersonationDisabledWarning(project, effectiveEntryCount);
 }

@@ -12,7 +12,15 @@ import type { Transport } from './transport.ts';
 import { isHttpResponse } from './transport.ts';
 import type { WatchTransport } from './watch.ts';
 import type {
-  ApplyOptions, DeleteOptions, DestinationClient, Identity, KubeResult, ListOptions, ObjectRef, RawRequest, ResourceInfo,
+  ApplyOptions,
+  DeleteOptions,
+  DestinationClient,
+  Identity,
+  KubeResult,
+  ListOptions,
+  ObjectRef,
+  RawRequest,
+  ResourceInfo,
 } from './types.ts';
 
 export const DEFAULT_FIELD_MANAGER = 'impersync';
@@ -20,7 +28,8 @@ export const DEFAULT_FIELD_MANAGER = 'impersync';
 function queryString(query: Record<string, string | undefined> | undefined): string {
   if (!query) return '';
   const parts: string[] = [];
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+  for (const [k, v] of Object.entries(query))
+    if (v !== undefined) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
@@ -64,7 +73,13 @@ export class KubeDestinationClient implements DestinationClient {
   readonly #live: LiveObjectCache | undefined;
   readonly #dryRuns = new Map<string, DryRunMemo>();
 
-  constructor(server: string, identity: Identity, transport: Transport, discovery: DiscoveryCache, live?: LiveCacheOptions) {
+  constructor(
+    server: string,
+    identity: Identity,
+    transport: Transport,
+    discovery: DiscoveryCache,
+    live?: LiveCacheOptions,
+  ) {
     this.server = server;
     this.identity = Object.freeze({ ...identity });
     this.#transport = transport;
@@ -117,7 +132,12 @@ export class KubeDestinationClient implements DestinationClient {
       body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
       headers['content-type'] = req.contentType ?? 'application/json';
     }
-    const res = await this.#transport.send({ method: req.method, path: req.path + queryString(req.query), headers, ...(body !== undefined ? { body } : {}) });
+    const res = await this.#transport.send({
+      method: req.method,
+      path: req.path + queryString(req.query),
+      headers,
+      ...(body !== undefined ? { body } : {}),
+    });
     if (!isHttpResponse(res)) return fail(res);
     if (res.status < 200 || res.status >= 300) return fail(errorFromResponse(res.status, res.body));
     let value: unknown = undefined;
@@ -125,7 +145,11 @@ export class KubeDestinationClient implements DestinationClient {
       try {
         value = JSON.parse(res.body);
       } catch {
-        return fail({ code: res.status, reason: 'InvalidResponse', message: `${req.method} ${req.path}: the server answered with something that is not JSON` });
+        return fail({
+          code: res.status,
+          reason: 'InvalidResponse',
+          message: `${req.method} ${req.path}: the server answered with something that is not JSON`,
+        });
       }
     }
     return ok(value as T, parseWarnings(res.warnings));
@@ -142,25 +166,48 @@ export class KubeDestinationClient implements DestinationClient {
   }
 
   /** The resource and URL of one object, checking what the server needs to address it. */
-  async #locate(o: { apiVersion: unknown; kind: unknown; name: unknown; namespace?: unknown }): Promise<KubeResult<{ info: ResourceInfo; path: string; collection: string; name: string; namespace: string | undefined }>> {
-    if (typeof o.apiVersion !== 'string' || o.apiVersion === '') return fail(localError('BadRequest', `${String(o.kind ?? 'object')} ${String(o.name ?? '')}: apiVersion is required`));
-    if (typeof o.kind !== 'string' || o.kind === '') return fail(localError('BadRequest', `object ${String(o.name ?? '')}: kind is required`));
+  async #locate(o: {
+    apiVersion: unknown;
+    kind: unknown;
+    name: unknown;
+    namespace?: unknown;
+  }): Promise<
+    KubeResult<{ info: ResourceInfo; path: string; collection: string; name: string; namespace: string | undefined }>
+  > {
+    if (typeof o.apiVersion !== 'string' || o.apiVersion === '')
+      return fail(
+        localError('BadRequest', `${String(o.kind ?? 'object')} ${String(o.name ?? '')}: apiVersion is required`),
+      );
+    if (typeof o.kind !== 'string' || o.kind === '')
+      return fail(localError('BadRequest', `object ${String(o.name ?? '')}: kind is required`));
     const name = typeof o.name === 'string' ? o.name : '';
     const namespace = typeof o.namespace === 'string' && o.namespace !== '' ? o.namespace : undefined;
     const found = await this.resolve(o.apiVersion, o.kind);
     if (!found.ok) return found;
     const info = found.value;
     if (info.namespaced && !namespace) {
-      return fail(localError('BadRequest', `${describe({ kind: o.kind, name })}: metadata.namespace is required (${o.kind} is namespaced)`));
+      return fail(
+        localError(
+          'BadRequest',
+          `${describe({ kind: o.kind, name })}: metadata.namespace is required (${o.kind} is namespaced)`,
+        ),
+      );
     }
     const collection = collectionPath(info, namespace);
-    return ok({ info, collection, path: name ? `${collection}/${encodeURIComponent(name)}` : collection, name, namespace: info.namespaced ? namespace : undefined });
+    return ok({
+      info,
+      collection,
+      path: name ? `${collection}/${encodeURIComponent(name)}` : collection,
+      name,
+      namespace: info.namespaced ? namespace : undefined,
+    });
   }
 
   async apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeResult<KubeObject>> {
     const where = await this.#locate(refOf(obj));
     if (!where.ok) return where;
-    if (!where.value.name) return fail(localError('BadRequest', `${obj.kind}: metadata.name is required for server-side apply`));
+    if (!where.value.name)
+      return fail(localError('BadRequest', `${obj.kind}: metadata.name is required for server-side apply`));
     const body = structuredClone(obj);
     // A cluster-scoped object carries no namespace (Argo CD fills in the destination on all of them).
     if (!where.value.info.namespaced) delete body.metadata.namespace;
@@ -173,23 +220,46 @@ export class KubeDestinationClient implements DestinationClient {
     const text = JSON.stringify(body);
     const { info, collection, path, name } = where.value;
     // What a dry-run of this body would send: the memo's key, whichever way its answer was learnt.
-    const request = this.#live ? createHash('sha256').update(JSON.stringify({ ...query, dryRun: 'All' })).update(text).digest('base64') : undefined;
+    const request = this.#live
+      ? createHash('sha256')
+          .update(JSON.stringify({ ...query, dryRun: 'All' }))
+          .update(text)
+          .digest('base64')
+      : undefined;
     if (opts.dryRun && request !== undefined) {
       const liveRv = this.#live?.resourceVersion(info, collection, name);
       const hit = this.#dryRuns.get(path);
-      if (liveRv !== undefined && hit && hit.liveRv === liveRv && hit.request === request && Date.now() - hit.at < DRY_RUN_MEMO_MS) {
+      if (
+        liveRv !== undefined &&
+        hit &&
+        hit.liveRv === liveRv &&
+        hit.request === request &&
+        Date.now() - hit.at < DRY_RUN_MEMO_MS
+      ) {
         return ok(structuredClone(hit.value), hit.warnings);
       }
     }
     // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
-    const res = await this.request<KubeObject>({ method: 'PATCH', path, query, contentType: 'application/apply-patch+yaml', body: text });
+    const res = await this.request<KubeObject>({
+      method: 'PATCH',
+      path,
+      query,
+      contentType: 'application/apply-patch+yaml',
+      body: text,
+    });
     if (res.ok && request !== undefined) {
       // The answer says which live object it holds for: a dry-run leaves the live object's
       // resourceVersion as it was (none when it would create it), and an apply's answer is the new
       // live object, on which the same dry-run would change nothing. Either is reused while the
       // live object keeps that version.
       const rv = res.value.metadata.resourceVersion;
-      this.#remember(path, { liveRv: typeof rv === 'string' ? rv : '', request, at: Date.now(), value: structuredClone(res.value), warnings: opts.dryRun ? res.warnings : [] });
+      this.#remember(path, {
+        liveRv: typeof rv === 'string' ? rv : '',
+        request,
+        at: Date.now(),
+        value: structuredClone(res.value),
+        warnings: opts.dryRun ? res.warnings : [],
+      });
     }
     if (res.ok && !opts.dryRun) this.#live?.noteWrite(collection, name, res.value);
     return res;
@@ -209,7 +279,12 @@ export class KubeDestinationClient implements DestinationClient {
     if (!where.ok) return where;
     const body = structuredClone(obj);
     if (!where.value.info.namespaced) delete body.metadata.namespace;
-    const res = await this.request<KubeObject>({ method: 'POST', path: where.value.collection, query: { dryRun: opts.dryRun ? 'All' : undefined }, body });
+    const res = await this.request<KubeObject>({
+      method: 'POST',
+      path: where.value.collection,
+      query: { dryRun: opts.dryRun ? 'All' : undefined },
+      body,
+    });
     if (res.ok && !opts.dryRun) this.#live?.noteWrite(where.value.collection, res.value.metadata.name, res.value);
     return res;
   }
@@ -250,4 +325,3 @@ export class KubeDestinationClient implements DestinationClient {
     return ok('deleted', res.warnings);
   }
 }
-

@@ -44,10 +44,13 @@ export function loadKubeConfig(source: KubeConfigSource = {}): KubeConfig {
     if (source.kubeconfig) kc.loadFromFile(source.kubeconfig);
     else kc.loadFromDefault();
   } catch (err) {
-    throw new CredentialError(`cannot load kubeconfig${source.kubeconfig ? ` ${source.kubeconfig}` : ''}: ${(err as Error).message}`);
+    throw new CredentialError(
+      `cannot load kubeconfig${source.kubeconfig ? ` ${source.kubeconfig}` : ''}: ${(err as Error).message}`,
+    );
   }
   if (source.context) {
-    if (!kc.getContextObject(source.context)) throw new CredentialError(`kubeconfig has no context '${source.context}'`);
+    if (!kc.getContextObject(source.context))
+      throw new CredentialError(`kubeconfig has no context '${source.context}'`);
     kc.setCurrentContext(source.context);
   }
   return kc;
@@ -61,11 +64,21 @@ export async function credentialFromKubeConfig(kc: KubeConfig): Promise<Credenti
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
   if (!cluster) throw new CredentialError(`kubeconfig context '${kc.getCurrentContext()}' names no cluster`);
-  const opts: { headers?: Record<string, string>; ca?: unknown; cert?: unknown; key?: unknown; rejectUnauthorized?: boolean; servername?: string; auth?: string } = {};
+  const opts: {
+    headers?: Record<string, string>;
+    ca?: unknown;
+    cert?: unknown;
+    key?: unknown;
+    rejectUnauthorized?: boolean;
+    servername?: string;
+    auth?: string;
+  } = {};
   try {
     await kc.applyToHTTPSOptions(opts);
   } catch (err) {
-    throw new CredentialError(`cannot read the credentials of kubeconfig context '${kc.getCurrentContext()}': ${(err as Error).message}`);
+    throw new CredentialError(
+      `cannot read the credentials of kubeconfig context '${kc.getCurrentContext()}': ${(err as Error).message}`,
+    );
   }
   const cred: Credential = { server: cluster.server.replace(/\/+$/, '') };
   if (opts.ca) cred.ca = String(opts.ca);
@@ -100,7 +113,9 @@ function pemFromBase64(data: string | undefined, field: string, cluster: Cluster
   if (data === undefined || data === '') return undefined;
   const text = Buffer.from(data, 'base64').toString('utf8');
   if (!text.includes('-----BEGIN')) {
-    throw new CredentialError(`cluster Secret ${cluster.secret || cluster.name}: config.tlsClientConfig.${field} is not base64-encoded PEM`);
+    throw new CredentialError(
+      `cluster Secret ${cluster.secret || cluster.name}: config.tlsClientConfig.${field} is not base64-encoded PEM`,
+    );
   }
   return text;
 }

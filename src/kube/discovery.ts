@@ -20,7 +20,9 @@ const MISS_REFRESH_MS = 1_000;
 
 function splitApiVersion(apiVersion: string): { group: string; version: string } {
   const slash = apiVersion.indexOf('/');
-  return slash < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+  return slash < 0
+    ? { group: '', version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
 
 function gvPath(apiVersion: string): string {
@@ -42,7 +44,15 @@ export class DiscoveryCache {
       const kinds = new Map<string, ResourceInfo>();
       for (const r of (res.value as ApiResourceList).resources ?? []) {
         if (r.name.includes('/')) continue; // subresources (status, scale) are not kinds of their own
-        kinds.set(r.kind, { apiVersion, group, version, kind: r.kind, resource: r.name, namespaced: r.namespaced, verbs: r.verbs ?? [] });
+        kinds.set(r.kind, {
+          apiVersion,
+          group,
+          version,
+          kind: r.kind,
+          resource: r.name,
+          namespaced: r.namespaced,
+          verbs: r.verbs ?? [],
+        });
       }
       this.#lists.set(apiVersion, { kinds, at: Date.now() });
       return ok(kinds);
@@ -57,7 +67,12 @@ export class DiscoveryCache {
 
   /** The resource for `apiVersion` + `kind`; a miss refreshes that group-version once. */
   async resolve(fetch: DiscoveryFetch, apiVersion: string, kind: string): Promise<KubeResult<ResourceInfo>> {
-    const noMatch = () => fail<ResourceInfo>({ code: 404, reason: 'NotFound', message: `no matches for kind "${kind}" in version "${apiVersion}"` });
+    const noMatch = () =>
+      fail<ResourceInfo>({
+        code: 404,
+        reason: 'NotFound',
+        message: `no matches for kind "${kind}" in version "${apiVersion}"`,
+      });
     const cached = this.#lists.get(apiVersion);
     const hit = cached?.kinds.get(kind);
     if (hit) return ok(hit);
@@ -83,7 +98,8 @@ export class DiscoveryCache {
       this.#preferred = { versions, at: Date.now() };
       version = versions.get(group);
     }
-    if (version === undefined) return fail({ code: 404, reason: 'NotFound', message: `the server has no API group "${group}" (kind ${kind})` });
+    if (version === undefined)
+      return fail({ code: 404, reason: 'NotFound', message: `the server has no API group "${group}" (kind ${kind})` });
     return this.resolve(fetch, `${group}/${version}`, kind);
   }
 

@@ -31,7 +31,10 @@ export function errorFromResponse(code: number, body: string): KubeError {
   } catch {
     // not JSON: the body itself is the message
   }
-  const reason = typeof status?.['reason'] === 'string' && status['reason'] !== '' ? status['reason'] : (REASON_BY_CODE[code] ?? 'Unknown');
+  const reason =
+    typeof status?.['reason'] === 'string' && status['reason'] !== ''
+      ? status['reason']
+      : (REASON_BY_CODE[code] ?? 'Unknown');
   const message = typeof status?.['message'] === 'string' ? status['message'] : body.trim() || `HTTP ${code}`;
   return status ? { code, reason, message, status } : { code, reason, message };
 }
@@ -41,7 +44,11 @@ export function errorFromException(server: string, err: unknown): KubeError {
   const e = err as { message?: unknown; code?: unknown; cause?: { message?: unknown; code?: unknown } };
   const detail = [e.message, e.cause?.message].filter((m) => typeof m === 'string' && m !== '').join(': ');
   const code = typeof e.code === 'string' ? e.code : typeof e.cause?.code === 'string' ? e.cause.code : '';
-  return { code: 0, reason: 'ConnectionError', message: `cannot reach ${server}: ${detail || String(err)}${code && !detail.includes(code) ? ` (${code})` : ''}` };
+  return {
+    code: 0,
+    reason: 'ConnectionError',
+    message: `cannot reach ${server}: ${detail || String(err)}${code && !detail.includes(code) ? ` (${code})` : ''}`,
+  };
 }
 
 export function ok<T>(value: T, warnings: readonly string[] = []): KubeResult<T> {

@@ -23,10 +23,11 @@ export interface IdentityDecisionLike {
   message?: string | undefined;
 }
 
-
 /** The user name the API server impersonates: `system:serviceaccount:<ns>:<name>` (spec §3.4). */
 export function impersonatedUser(serviceAccount: string): string {
-  return serviceAccount.startsWith(SERVICE_ACCOUNT_USER_PREFIX) ? serviceAccount : SERVICE_ACCOUNT_USER_PREFIX + serviceAccount;
+  return serviceAccount.startsWith(SERVICE_ACCOUNT_USER_PREFIX)
+    ? serviceAccount
+    : SERVICE_ACCOUNT_USER_PREFIX + serviceAccount;
 }
 
 /** The identity a decision asks for, or the refusal that stands in for a client. */
@@ -34,7 +35,11 @@ export function identityFor(decision: IdentityDecisionLike): Identity | ClientRe
   switch (decision.decision) {
     case 'impersonate':
       if (!decision.serviceAccount) {
-        return { refused: true, decision: 'error', message: 'failed to derive service account to impersonate: the decision named no ServiceAccount' };
+        return {
+          refused: true,
+          decision: 'error',
+          message: 'failed to derive service account to impersonate: the decision named no ServiceAccount',
+        };
       }
       return { impersonate: impersonatedUser(decision.serviceAccount) };
     case 'disabled':
@@ -42,13 +47,29 @@ export function identityFor(decision: IdentityDecisionLike): Identity | ClientRe
       return { controller: true };
     case 'deny':
     case 'error':
-      return { refused: true, decision: decision.decision, message: decision.message ?? `identity decision: ${decision.decision}` };
+      return {
+        refused: true,
+        decision: decision.decision,
+        message: decision.message ?? `identity decision: ${decision.decision}`,
+      };
   }
 }
 
 function fingerprint(cred: Credential, cluster: Cluster): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify([cred.server, cred.bearerToken, cred.basic, cred.ca, cred.cert, cred.key, cred.insecure, cred.serverName, cluster.secret]));
+  h.update(
+    JSON.stringify([
+      cred.server,
+      cred.bearerToken,
+      cred.basic,
+      cred.ca,
+      cred.cert,
+      cred.key,
+      cred.insecure,
+      cred.serverName,
+      cluster.secret,
+    ]),
+  );
   return h.digest('hex').slice(0, 16);
 }
 
@@ -108,7 +129,13 @@ export class DestinationClientFactory {
       }
       const live = this.#live;
       const onChange = live?.onChange;
-      client = new KubeDestinationClient(cluster.server, identity, transport, discovery, live ? { ...live, onChange: onChange ? (o) => onChange(cluster.server, o) : undefined } : undefined);
+      client = new KubeDestinationClient(
+        cluster.server,
+        identity,
+        transport,
+        discovery,
+        live ? { ...live, onChange: onChange ? (o) => onChange(cluster.server, o) : undefined } : undefined,
+      );
       this.#clients.set(key, client);
     }
     return client;

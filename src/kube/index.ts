@@ -3,6 +3,12 @@
 export * from './types.ts';
 export { DestinationClientFactory, identityFor, impersonatedUser } from './factory.ts';
 export type { IdentityDecisionLike } from './factory.ts';
-export { CredentialError, credentialForCluster, credentialFromKubeConfig, loadControllerCredential, loadKubeConfig } from './credentials.ts';
+export {
+  CredentialError,
+  credentialForCluster,
+  credentialFromKubeConfig,
+  loadControllerCredential,
+  loadKubeConfig,
+} from './credentials.ts';
 export type { Credential, KubeConfigSource } from './credentials.ts';
 export { DEFAULT_FIELD_MANAGER } from './client.ts';

@@ -110,7 +110,8 @@ export class LiveObjectCache {
     // relisting or gone silent may be missing changes, and a stale object would compare as Synced.
     if (!entry.watch.streaming) return undefined;
     const key = `${collection}/${name}`;
-    const cached = (entry.watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined) ?? null;
+    const cached =
+      (entry.watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined) ?? null;
     const pending = this.#pending.get(key);
     if (pending) {
       const caughtUp = pending.rv === null ? cached === null : cached?.metadata.resourceVersion === pending.rv;

@@ -73,7 +73,8 @@ export class Transport {
     // idempotent (server-side apply, GET, DELETE), so those are asked again, a few times.
     for (let attempt = 1; ; attempt++) {
       const res = await this.#sendOnce(req);
-      if (isHttpResponse(res) || req.method === 'POST' || !res.message.includes('GOAWAY') || attempt >= GOAWAY_ATTEMPTS) return res;
+      if (isHttpResponse(res) || req.method === 'POST' || !res.message.includes('GOAWAY') || attempt >= GOAWAY_ATTEMPTS)
+        return res;
       await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
     }
   }
@@ -101,12 +102,22 @@ export class Transport {
    * A GET whose body is read as it arrives (a watch): no body timeout, since a quiet watch is
    * normal; the caller's liveness timer and signal end it.
    */
-  async stream(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ status: number; body: AsyncIterable<Uint8Array>; discard(): void } | KubeError> {
+  async stream(
+    path: string,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: AsyncIterable<Uint8Array>; discard(): void } | KubeError> {
     try {
       const all: Record<string, string> = { 'user-agent': 'impersync', accept: 'application/json', ...headers };
       const auth = await this.#authorization();
       if (auth) all['authorization'] = auth;
-      const res = await request(this.server + path, { method: 'GET', headers: all, dispatcher: this.#agent, signal, bodyTimeout: 0 });
+      const res = await request(this.server + path, {
+        method: 'GET',
+        headers: all,
+        dispatcher: this.#agent,
+        signal,
+        bodyTimeout: 0,
+      });
       return { status: res.statusCode, body: res.body, discard: () => void res.body.dump().catch(() => undefined) };
     } catch (err) {
       return errorFromException(this.server, err);

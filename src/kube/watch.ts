@@ -92,7 +92,10 @@ export class Watch {
   readonly synced: Promise<void>;
   private resolveSynced!: () => void;
   private readonly handlers: Array<(e: WatchEvent) => void> = [];
-  private readonly opts: Required<Omit<WatchOptions, 'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal'>> & WatchOptions;
+  private readonly opts: Required<
+    Omit<WatchOptions, 'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal'>
+  > &
+    WatchOptions;
   private readonly transport: WatchTransport;
   private stopped = false;
   private abort: AbortController | undefined;
@@ -112,7 +115,9 @@ export class Watch {
       pageSize: 500,
       ...opts,
     };
-    this.synced = new Promise((resolve) => { this.resolveSynced = resolve; });
+    this.synced = new Promise((resolve) => {
+      this.resolveSynced = resolve;
+    });
   }
 
   on(handler: (e: WatchEvent) => void): void {
@@ -167,7 +172,10 @@ export class Watch {
   private async sleep(ms: number): Promise<void> {
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, ms);
-      this.wake = () => { clearTimeout(t); resolve(); };
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
     });
     this.wake = undefined;
   }
@@ -232,7 +240,11 @@ export class Watch {
         items.length = 0;
         continue;
       }
-      if (res.status !== 200) throw new WatchHttpError(`list ${this.opts.path}: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 200)}`, res.status);
+      if (res.status !== 200)
+        throw new WatchHttpError(
+          `list ${this.opts.path}: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 200)}`,
+          res.status,
+        );
       const body = res.body as { metadata?: { resourceVersion?: string; continue?: string }; items?: WatchedObject[] };
       for (const it of body.items ?? []) items.push({ apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...it });
       cont = body.metadata?.continue ?? '';
@@ -247,7 +259,8 @@ export class Watch {
       const old = this.store.get(key);
       this.store.set(key, object);
       if (!old) this.emit({ type: 'ADDED', object });
-      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.emit({ type: 'MODIFIED', object, old });
+      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion)
+        this.emit({ type: 'MODIFIED', object, old });
     }
     for (const [key, old] of [...this.store]) {
       if (!seen.has(key)) {
@@ -270,7 +283,10 @@ export class Watch {
     let liveness: NodeJS.Timeout | undefined;
     const kick = () => {
       if (liveness) clearTimeout(liveness);
-      liveness = setTimeout(() => { silent = true; abort.abort(); }, this.opts.livenessMs);
+      liveness = setTimeout(() => {
+        silent = true;
+        abort.abort();
+      }, this.opts.livenessMs);
     };
     kick();
     try {

@@ -15,7 +15,14 @@ const SECRET_FIELDS = ['bearerToken', 'token', 'password', 'keyData', 'certData'
 export function redactPaths(): string[] {
   const paths: string[] = [];
   for (const f of SECRET_FIELDS) paths.push(f, `*.${f}`, `*.*.${f}`, `*.*.*.${f}`);
-  paths.push('headers.authorization', 'headers.Authorization', '*.headers.authorization', '*.headers.Authorization', 'authorization', 'Authorization');
+  paths.push(
+    'headers.authorization',
+    'headers.Authorization',
+    '*.headers.authorization',
+    '*.headers.Authorization',
+    'authorization',
+    'Authorization',
+  );
   return paths;
 }
 

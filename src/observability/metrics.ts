@@ -26,7 +26,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     }),
-    syncs: new Counter({ name: 'impersync_syncs_total', help: 'Sync operations finished, by phase.', labelNames: ['phase'], registers }),
+    syncs: new Counter({
+      name: 'impersync_syncs_total',
+      help: 'Sync operations finished, by phase.',
+      labelNames: ['phase'],
+      registers,
+    }),
     identityDecisions: new Counter({
       name: 'impersync_identity_decisions_total',
       help: 'Identity decisions (spec §5), by outcome: impersonate, controller (disabled), fallback, deny, error.',
@@ -39,7 +44,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       labelNames: ['code', 'identity'],
       registers,
     }),
-    queueDepth: new Gauge({ name: 'impersync_queue_depth', help: 'Keys waiting in a work queue.', labelNames: ['queue'], registers }),
+    queueDepth: new Gauge({
+      name: 'impersync_queue_depth',
+      help: 'Keys waiting in a work queue.',
+      labelNames: ['queue'],
+      registers,
+    }),
     queueLatency: new Histogram({
       name: 'impersync_queue_latency_seconds',
       help: 'Time a key waited in a work queue before a worker took it.',
@@ -47,7 +57,16 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 60],
       registers,
     }),
-    liveWatches: new Gauge({ name: 'impersync_live_object_watches', help: 'Watches of managed objects open (one per namespace, kind and identity read).', registers }),
-    watchRestarts: new Gauge({ name: 'impersync_watch_restarts', help: 'Watch restarts (errors, silence, 410 Gone) since start, by resource.', labelNames: ['resource'], registers }),
+    liveWatches: new Gauge({
+      name: 'impersync_live_object_watches',
+      help: 'Watches of managed objects open (one per namespace, kind and identity read).',
+      registers,
+    }),
+    watchRestarts: new Gauge({
+      name: 'impersync_watch_restarts',
+      help: 'Watch restarts (errors, silence, 410 Gone) since start, by resource.',
+      labelNames: ['resource'],
+      registers,
+    }),
   };
 }

@@ -39,7 +39,10 @@ function patternMatch(pattern: string, value: string): boolean {
 
 const isDeny = (pattern: string): boolean => pattern.startsWith('!');
 
-export function destinationDecision(destinations: readonly ProjectDestinationEntry[] | undefined, dst: DestinationToCheck): DestinationDecision {
+export function destinationDecision(
+  destinations: readonly ProjectDestinationEntry[] | undefined,
+  dst: DestinationToCheck,
+): DestinationDecision {
   let allowedBy: string | undefined;
   for (const item of destinations ?? []) {
     const server = item.server ?? '';
@@ -58,7 +61,10 @@ export function destinationDecision(destinations: readonly ProjectDestinationEnt
     }
   }
   if (allowedBy) return { permitted: true, because: allowedBy };
-  return { permitted: false, because: (destinations ?? []).length === 0 ? 'destinations is empty' : 'no destinations entry matches' };
+  return {
+    permitted: false,
+    because: (destinations ?? []).length === 0 ? 'destinations is empty' : 'no destinations entry matches',
+  };
 }
 
 function describeEntry(item: ProjectDestinationEntry): string {

@@ -12,8 +12,15 @@
 // - The single decisions (sourceRepoDecision, destinationDecision, resourceDecision) are exported
 //   for `explain`-style tooling.
 export {
-  checkApplicationLimits, checkResourceLimits, describeViolation,
-  type ProjectViolation, type ProjectRule, type ResourceId, type ResolvedCluster, type IsNamespaced, type ResourceLimitsInput,
+  checkApplicationLimits,
+  checkResourceLimits,
+  describeViolation,
+  type ProjectViolation,
+  type ProjectRule,
+  type ResourceId,
+  type ResolvedCluster,
+  type IsNamespaced,
+  type ResourceLimitsInput,
 } from './limits.ts';
 export { sourceRepoDecision, normalizeGitURL, type RepoDecision } from './repos.ts';
 export { destinationDecision, type DestinationToCheck, type DestinationDecision } from './destinations.ts';

@@ -40,14 +40,23 @@ export interface ResolvedCluster {
 export type IsNamespaced = (group: string, kind: string) => boolean | undefined;
 
 /** spec.source(s) repositories and spec.destination against sourceRepos and destinations. */
-export function checkApplicationLimits(project: AppProject, app: Application, cluster: ResolvedCluster): ProjectViolation[] {
+export function checkApplicationLimits(
+  project: AppProject,
+  app: Application,
+  cluster: ResolvedCluster,
+): ProjectViolation[] {
   const p = project.metadata.name;
   const out: ProjectViolation[] = [];
-  const sources = app.spec.sources && app.spec.sources.length > 0 ? app.spec.sources : app.spec.source ? [app.spec.source] : [];
+  const sources =
+    app.spec.sources && app.spec.sources.length > 0 ? app.spec.sources : app.spec.source ? [app.spec.source] : [];
   for (const source of sources) {
     const d = sourceRepoDecision(project.spec.sourceRepos, source.repoURL);
     if (!d.permitted) {
-      out.push({ rule: 'sourceRepos', message: `application repo ${source.repoURL} is not permitted in project '${p}'`, detail: d.because });
+      out.push({
+        rule: 'sourceRepos',
+        message: `application repo ${source.repoURL} is not permitted in project '${p}'`,
+        detail: d.because,
+      });
     }
   }
   const namespace = app.spec.destination?.namespace ?? '';
@@ -97,17 +106,33 @@ export function checkResourceLimits(input: ResourceLimitsInput): ProjectViolatio
       });
       continue;
     }
-    const namespace = namespaced ? (ownNamespace || input.destinationNamespace || '') : '';
+    const namespace = namespaced ? ownNamespace || input.destinationNamespace || '' : '';
     const resource = { ...base, namespace };
     const gk = resourceDecision(input.project.spec, group, kind, object.metadata.name, namespaced);
     if (!gk.permitted) {
-      out.push({ rule: gk.rule ?? 'apiResource', message: `resource ${group}:${kind} is not permitted in project ${p}`, detail: gk.because, resource, ...at });
+      out.push({
+        rule: gk.rule ?? 'apiResource',
+        message: `resource ${group}:${kind} is not permitted in project ${p}`,
+        detail: gk.because,
+        resource,
+        ...at,
+      });
       continue;
     }
     if (namespaced) {
-      const d = destinationDecision(input.project.spec.destinations, { server: input.cluster.server, name: input.cluster.name, namespace });
+      const d = destinationDecision(input.project.spec.destinations, {
+        server: input.cluster.server,
+        name: input.cluster.name,
+        namespace,
+      });
       if (!d.permitted) {
-        out.push({ rule: 'destinations', message: `namespace ${namespace} is not permitted in project '${p}'`, detail: d.because, resource, ...at });
+        out.push({
+          rule: 'destinations',
+          message: `namespace ${namespace} is not permitted in project '${p}'`,
+          detail: d.because,
+          resource,
+          ...at,
+        });
       }
     }
   }

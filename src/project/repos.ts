@@ -50,8 +50,12 @@ export function sourceRepoDecision(sourceRepos: readonly string[] | undefined, r
     const matched = (!deny && pattern === '*') || repoPatternMatch(pattern, src);
     if (deny && matched) return { permitted: false, because: `denied by sourceRepos entry '${entry}'` };
     if (!deny && matched) allowedBy ??= `allowed by sourceRepos entry '${entry}'`;
-    if (deny && !matched) allowedBy ??= `allowed by sourceRepos entry '${entry}' (a negated entry that does not match allows)`;
+    if (deny && !matched)
+      allowedBy ??= `allowed by sourceRepos entry '${entry}' (a negated entry that does not match allows)`;
   }
   if (allowedBy) return { permitted: true, because: allowedBy };
-  return { permitted: false, because: (sourceRepos ?? []).length === 0 ? 'sourceRepos is empty' : 'no sourceRepos entry matches' };
+  return {
+    permitted: false,
+    because: (sourceRepos ?? []).length === 0 ? 'sourceRepos is empty' : 'no sourceRepos entry matches',
+  };
 }

@@ -8,8 +8,7 @@ import type { AppProject, GroupKind } from '../api/appproject.ts';
 import { pathMatch } from './pathmatch.ts';
 
 export type ResourceListRule =
-  | 'namespaceResourceWhitelist' | 'namespaceResourceBlacklist'
-  | 'clusterResourceWhitelist' | 'clusterResourceBlacklist';
+  'namespaceResourceWhitelist' | 'namespaceResourceBlacklist' | 'clusterResourceWhitelist' | 'clusterResourceBlacklist';
 
 export interface ResourceDecision {
   permitted: boolean;
@@ -20,7 +19,13 @@ export interface ResourceDecision {
 
 type Spec = AppProject['spec'];
 
-export function resourceDecision(spec: Spec, group: string, kind: string, name: string, namespaced: boolean): ResourceDecision {
+export function resourceDecision(
+  spec: Spec,
+  group: string,
+  kind: string,
+  name: string,
+  namespaced: boolean,
+): ResourceDecision {
   const white: ResourceListRule = namespaced ? 'namespaceResourceWhitelist' : 'clusterResourceWhitelist';
   const black: ResourceListRule = namespaced ? 'namespaceResourceBlacklist' : 'clusterResourceBlacklist';
   const whitelist = spec[white];
@@ -38,7 +43,13 @@ export function resourceDecision(spec: Spec, group: string, kind: string, name: 
   }
   const denied = blacklist && blacklist.length > 0 ? find(blacklist) : undefined;
   if (denied) return { permitted: false, rule: black, because: `matches ${black} entry ${describe(denied)}` };
-  return { permitted: true, because: namespaced && whitelist === undefined ? `${white} is not set: all namespaced resources are allowed` : `in ${white}` };
+  return {
+    permitted: true,
+    because:
+      namespaced && whitelist === undefined
+        ? `${white} is not set: all namespaced resources are allowed`
+        : `in ${white}`,
+  };
 }
 
 function matches(item: GroupKind, group: string, kind: string, name: string | undefined): boolean {

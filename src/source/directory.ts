@@ -40,16 +40,25 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
     if (opts.include && !globMatch(opts.include, rel)) continue;
     if (jsonnet) {
       // Argo CD would evaluate it; leaving it out silently would deploy a partial application.
-      throw new SourceError('InvalidSource', `${shown}: jsonnet is not supported; render it to YAML, or leave it out with spec.source.directory.exclude`);
+      throw new SourceError(
+        'InvalidSource',
+        `${shown}: jsonnet is not supported; render it to YAML, or leave it out with spec.source.directory.exclude`,
+      );
     }
     const info = await stat(abs);
     if (!info.isFile()) continue;
     if (info.size > opts.maxFileBytes) {
-      throw new SourceError('TooLarge', `${shown} is ${formatBytes(info.size)}, over the ${formatBytes(opts.maxFileBytes)} limit for one manifest file`);
+      throw new SourceError(
+        'TooLarge',
+        `${shown} is ${formatBytes(info.size)}, over the ${formatBytes(opts.maxFileBytes)} limit for one manifest file`,
+      );
     }
     total += info.size;
     if (total > opts.maxTotalBytes) {
-      throw new SourceError('TooLarge', `the manifests under '${path.relative(repoRoot, appDir) || '.'}' add up to more than ${formatBytes(opts.maxTotalBytes)}`);
+      throw new SourceError(
+        'TooLarge',
+        `the manifests under '${path.relative(repoRoot, appDir) || '.'}' add up to more than ${formatBytes(opts.maxTotalBytes)}`,
+      );
     }
     const text = await readFile(abs, 'utf8');
     if (text.includes(SKIP_MARKER)) continue;
@@ -70,7 +79,9 @@ function looksLikeManifest(text: string): boolean {
 /** Files under `dir` in lexical path order (as filepath.Walk); symlinked folders are not entered. */
 async function listFiles(dir: string, recurse: boolean): Promise<string[]> {
   const out: string[] = [];
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
   for (const e of entries) {
     const abs = path.join(dir, e.name);
     if (e.isDirectory()) {

@@ -60,7 +60,10 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       stdoutBytes += chunk.length;
       if (stdoutBytes > maxStdout) {
         if (!failure) {
-          failure = new SourceError('TooLarge', `${opts.label} produced more than ${formatBytes(maxStdout)} of output; refusing to read more`);
+          failure = new SourceError(
+            'TooLarge',
+            `${opts.label} produced more than ${formatBytes(maxStdout)} of output; refusing to read more`,
+          );
           killGroup();
         }
         return;
@@ -76,7 +79,13 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       settled = true;
       clearTimeout(timer);
       if (err.code === 'ENOENT' && opts.cwd !== undefined && !existsSync(opts.cwd)) {
-        reject(new SourceError('Unexpected', `${opts.label} could not be started: its working directory ${opts.cwd} does not exist`, { cause: err }));
+        reject(
+          new SourceError(
+            'Unexpected',
+            `${opts.label} could not be started: its working directory ${opts.cwd} does not exist`,
+            { cause: err },
+          ),
+        );
       } else if (err.code === 'ENOENT') {
         reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`, { cause: err }));
       } else {
@@ -101,7 +110,10 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
 
 /** The last few meaningful lines of a tool's stderr, for an error message. */
 export function tail(stderr: string, lines = 6): string {
-  const kept = stderr.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '');
+  const kept = stderr
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l !== '');
   return kept.slice(-lines).join('\n');
 }
 

@@ -149,7 +149,9 @@ export class GitRepoCache {
     // Local paths are made absolute: git runs with the clone as its working directory.
     const remote = isURLLike(trimmed) ? trimmed : path.resolve(trimmed);
     const digest = createHash('sha256').update(remote).digest('hex').slice(0, 16);
-    const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40);
+    const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo')
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .slice(0, 40);
     const key = `${digest}-${base}`;
     return { key, remote, shown: redactURL(trimmed), dir: path.join(this.#cacheDir, 'repos', `${key}.git`) };
   }
@@ -164,7 +166,12 @@ export class GitRepoCache {
   }
 
   async #localCommit(repo: Repo, rev: string): Promise<string | undefined> {
-    const r = await this.#gitIn(repo, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], 'git rev-parse', this.#localTimeoutMs);
+    const r = await this.#gitIn(
+      repo,
+      ['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`],
+      'git rev-parse',
+      this.#localTimeoutMs,
+    );
     const sha = r.stdout.toString('utf8').trim();
     return r.code === 0 && FULL_SHA.test(sha) ? sha : undefined;
   }
@@ -183,9 +190,17 @@ export class GitRepoCache {
   }
 
   async #fetch(repo: Repo, refspecs: string[], mustSucceed: boolean): Promise<void> {
-    const r = await this.#gitIn(repo, ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs], 'git fetch', this.#networkTimeoutMs);
+    const r = await this.#gitIn(
+      repo,
+      ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs],
+      'git fetch',
+      this.#networkTimeoutMs,
+    );
     if (r.code !== 0 && mustSucceed) {
-      throw new SourceError('RepositoryUnreachable', `repository '${repo.shown}' not reachable: ${tail(r.stderr) || `git fetch exited with ${r.code}`}`);
+      throw new SourceError(
+        'RepositoryUnreachable',
+        `repository '${repo.shown}' not reachable: ${tail(r.stderr) || `git fetch exited with ${r.code}`}`,
+      );
     }
   }
 
@@ -196,10 +211,17 @@ export class GitRepoCache {
     const p = (async () => {
       await mkdir(this.#cacheDir, { recursive: true });
       const r = await run(this.#git, ['ls-remote', '--', repo.remote], {
-        cwd: this.#cacheDir, env: this.#env, timeoutMs: this.#networkTimeoutMs, label: 'git ls-remote', howToGet: GIT_HOW_TO,
+        cwd: this.#cacheDir,
+        env: this.#env,
+        timeoutMs: this.#networkTimeoutMs,
+        label: 'git ls-remote',
+        howToGet: GIT_HOW_TO,
       });
       if (r.code !== 0) {
-        throw new SourceError('RepositoryUnreachable', `repository '${repo.shown}' not reachable: ${tail(r.stderr) || `git ls-remote exited with ${r.code}`}`);
+        throw new SourceError(
+          'RepositoryUnreachable',
+          `repository '${repo.shown}' not reachable: ${tail(r.stderr) || `git ls-remote exited with ${r.code}`}`,
+        );
       }
       const refs = new Map<string, string>();
       for (const line of r.stdout.toString('utf8').split('\n')) {
@@ -222,7 +244,11 @@ export class GitRepoCache {
     const index = `${dir}.index`;
     try {
       const r = await run(this.#git, ['--git-dir', repo.dir, '--work-tree', dir, 'read-tree', '--reset', '-u', sha], {
-        cwd: dir, env: { ...this.#env, GIT_INDEX_FILE: index }, timeoutMs: this.#localTimeoutMs, label: 'git read-tree', howToGet: GIT_HOW_TO,
+        cwd: dir,
+        env: { ...this.#env, GIT_INDEX_FILE: index },
+        timeoutMs: this.#localTimeoutMs,
+        label: 'git read-tree',
+        howToGet: GIT_HOW_TO,
       });
       if (r.code !== 0) {
         throw new SourceError('ToolFailed', `checkout of ${sha} from '${repo.shown}' failed: ${tail(r.stderr)}`);
@@ -238,7 +264,9 @@ export class GitRepoCache {
   }
 
   #evict(): void {
-    const idle = [...this.#trees.entries()].filter(([, t]) => t.leases === 0).sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    const idle = [...this.#trees.entries()]
+      .filter(([, t]) => t.leases === 0)
+      .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
     let excess = this.#trees.size - this.#maxTrees;
     for (const [key, tree] of idle) {
       if (excess <= 0) break;
@@ -249,12 +277,24 @@ export class GitRepoCache {
   }
 
   async #gitIn(repo: Repo, args: string[], label: string, timeoutMs: number): Promise<RunResult> {
-    return run(this.#git, args, { cwd: repo.dir, env: { ...this.#env, GIT_DIR: repo.dir }, timeoutMs, label, howToGet: GIT_HOW_TO });
+    return run(this.#git, args, {
+      cwd: repo.dir,
+      env: { ...this.#env, GIT_DIR: repo.dir },
+      timeoutMs,
+      label,
+      howToGet: GIT_HOW_TO,
+    });
   }
 
   async #mustGit(args: string[], o: { label: string; timeoutMs: number }): Promise<void> {
     await mkdir(this.#cacheDir, { recursive: true });
-    const r = await run(this.#git, args, { cwd: this.#cacheDir, env: this.#env, timeoutMs: o.timeoutMs, label: o.label, howToGet: GIT_HOW_TO });
+    const r = await run(this.#git, args, {
+      cwd: this.#cacheDir,
+      env: this.#env,
+      timeoutMs: o.timeoutMs,
+      label: o.label,
+      howToGet: GIT_HOW_TO,
+    });
     if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
   }
 }
@@ -317,7 +357,10 @@ async function checkSymlinks(root: string, shown: string, sha: string): Promise<
     const target = path.resolve(e.parentPath, await readlink(link));
     const rel = path.relative(root, target);
     if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-      throw new SourceError('InvalidSource', `repository '${shown}' at ${sha} has a symlink that points outside the repository: ${path.relative(root, link)}`);
+      throw new SourceError(
+        'InvalidSource',
+        `repository '${shown}' at ${sha} has a symlink that points outside the repository: ${path.relative(root, link)}`,
+      );
     }
   }
 }

@@ -33,9 +33,20 @@ export interface HelmTemplateInput {
 
 /** Fields of spec.source.helm that are honoured; anything else set is an error, not a silent no-op. */
 const SUPPORTED = new Set([
-  'releaseName', 'valueFiles', 'values', 'valuesObject', 'parameters', 'ignoreMissingValueFiles',
-  'skipCrds', 'skipTests', 'skipSchemaValidation', 'namespace', 'kubeVersion', 'apiVersions',
-  'passCredentials', 'version',
+  'releaseName',
+  'valueFiles',
+  'values',
+  'valuesObject',
+  'parameters',
+  'ignoreMissingValueFiles',
+  'skipCrds',
+  'skipTests',
+  'skipSchemaValidation',
+  'namespace',
+  'kubeVersion',
+  'apiVersions',
+  'passCredentials',
+  'version',
 ]);
 
 /** Runs `helm template` and returns its output (YAML with `# Source:` comments). */
@@ -50,18 +61,25 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   if (spec.skipSchemaValidation === true) args.push('--skip-schema-validation');
   const kubeVersion = str(spec.kubeVersion) ?? input.kubeVersion;
   if (kubeVersion) args.push('--kube-version', kubeVersion);
-  const apiVersions = Array.isArray(spec.apiVersions) && spec.apiVersions.length > 0 ? spec.apiVersions.map(String) : input.apiVersions ?? [];
+  const apiVersions =
+    Array.isArray(spec.apiVersions) && spec.apiVersions.length > 0
+      ? spec.apiVersions.map(String)
+      : (input.apiVersions ?? []);
   for (const v of apiVersions) args.push('--api-versions', v);
 
   for (const file of spec.valueFiles ?? []) {
     const resolved = resolveValueFile(input, file);
     if (resolved) args.push('--values', resolved);
     else if (spec.ignoreMissingValueFiles !== true) {
-      throw new SourceError('InvalidSource', `helm value file '${file}' of '${input.shownPath}' does not exist (set spec.source.helm.ignoreMissingValueFiles to skip it)`);
+      throw new SourceError(
+        'InvalidSource',
+        `helm value file '${file}' of '${input.shownPath}' does not exist (set spec.source.helm.ignoreMissingValueFiles to skip it)`,
+      );
     }
   }
   // valuesObject wins over values when both are set, as in Argo CD.
-  const inline = spec.valuesObject && Object.keys(spec.valuesObject).length > 0 ? JSON.stringify(spec.valuesObject) : spec.values;
+  const inline =
+    spec.valuesObject && Object.keys(spec.valuesObject).length > 0 ? JSON.stringify(spec.valuesObject) : spec.values;
   if (inline && inline.trim() !== '') {
     const valuesFile = path.join(input.workDir, 'values.yaml');
     await writeFile(valuesFile, inline);
@@ -80,11 +98,18 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   delete env.HELM_NAMESPACE;
   delete env.HELM_KUBECONTEXT;
   const r = await run(input.binary, args, {
-    cwd: input.chartDir, env, timeoutMs: input.timeoutMs, maxStdoutBytes: input.maxOutputBytes,
-    label: `helm template of '${input.shownPath}'`, howToGet: howToGet('helm'),
+    cwd: input.chartDir,
+    env,
+    timeoutMs: input.timeoutMs,
+    maxStdoutBytes: input.maxOutputBytes,
+    label: `helm template of '${input.shownPath}'`,
+    howToGet: howToGet('helm'),
   });
   if (r.code !== 0) {
-    throw new SourceError('ToolFailed', `helm template of '${input.shownPath}' failed: ${tail(r.stderr) || `exit code ${r.code}`}`);
+    throw new SourceError(
+      'ToolFailed',
+      `helm template of '${input.shownPath}' failed: ${tail(r.stderr) || `exit code ${r.code}`}`,
+    );
   }
   return r.stdout.toString('utf8');
 }
@@ -95,12 +120,18 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
  */
 function resolveValueFile(input: HelmTemplateInput, file: string): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
-    throw new SourceError('InvalidSource', `helm value file '${file}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`);
+    throw new SourceError(
+      'InvalidSource',
+      `helm value file '${file}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`,
+    );
   }
   const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(input.chartDir, file);
   const rel = path.relative(input.repoRoot, abs);
   if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-    throw new SourceError('InvalidSource', `helm value file '${file}' of '${input.shownPath}' is outside the repository`);
+    throw new SourceError(
+      'InvalidSource',
+      `helm value file '${file}' of '${input.shownPath}' is outside the repository`,
+    );
   }
   return existsSync(abs) ? abs : undefined;
 }

@@ -131,7 +131,10 @@ function sourceOf(app: Application): ApplicationSource {
   const source = app.spec.source;
   if (source?.chart) {
     // Checked before any git work: the repoURL of a chart source is a Helm repository, not Git.
-    throw new SourceError('InvalidSource', `spec.source.chart '${source.chart}': charts from Helm repositories are not supported; point spec.source.path at a chart in Git`);
+    throw new SourceError(
+      'InvalidSource',
+      `spec.source.chart '${source.chart}': charts from Helm repositories are not supported; point spec.source.path at a chart in Git`,
+    );
   }
   if (source) return source;
   if (app.spec.sources && app.spec.sources.length > 0) {

@@ -30,7 +30,15 @@ export interface KustomizeBuildInput {
 }
 
 /** Fields of spec.source.kustomize that are honoured; anything else set is an error, not a silent no-op. */
-const SUPPORTED = new Set(['namePrefix', 'nameSuffix', 'images', 'commonLabels', 'commonAnnotations', 'namespace', 'version']);
+const SUPPORTED = new Set([
+  'namePrefix',
+  'nameSuffix',
+  'images',
+  'commonLabels',
+  'commonAnnotations',
+  'namespace',
+  'version',
+]);
 
 /** Runs `kustomize build` and returns its output (multi-document YAML). */
 export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string> {
@@ -43,19 +51,30 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     target = input.workDir;
   }
   const r = await run(input.binary, ['build', ...(input.buildOptions ?? []), target], {
-    cwd: input.appDir, env: input.env, timeoutMs: input.timeoutMs, maxStdoutBytes: input.maxOutputBytes,
-    label: `kustomize build of '${input.shownPath}'`, howToGet: howToGet('kustomize'),
+    cwd: input.appDir,
+    env: input.env,
+    timeoutMs: input.timeoutMs,
+    maxStdoutBytes: input.maxOutputBytes,
+    label: `kustomize build of '${input.shownPath}'`,
+    howToGet: howToGet('kustomize'),
   });
   if (r.code !== 0) {
     const stderr = tail(r.stderr).split(input.workDir).join('<overlay>');
-    throw new SourceError('ToolFailed', `kustomize build of '${input.shownPath}' failed: ${stderr || `exit code ${r.code}`}`);
+    throw new SourceError(
+      'ToolFailed',
+      `kustomize build of '${input.shownPath}' failed: ${stderr || `exit code ${r.code}`}`,
+    );
   }
   return r.stdout.toString('utf8');
 }
 
 /** The overlay kustomization for the overrides, or undefined when there are none. */
 function overlayFor(spec: KustomizeSpec, base: string): Record<string, unknown> | undefined {
-  const k: Record<string, unknown> = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [base] };
+  const k: Record<string, unknown> = {
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    resources: [base],
+  };
   let any = false;
   const set = (key: string, value: unknown): void => {
     k[key] = value;
@@ -66,9 +85,11 @@ function overlayFor(spec: KustomizeSpec, base: string): Record<string, unknown> 
   if (typeof spec.namespace === 'string' && spec.namespace !== '') set('namespace', spec.namespace);
   if (spec.images && spec.images.length > 0) set('images', spec.images.map(parseImageOverride));
   // `kustomize edit add label` adds to selectors as well, like the old commonLabels.
-  if (spec.commonLabels && Object.keys(spec.commonLabels).length > 0) set('labels', [{ pairs: spec.commonLabels, includeSelectors: true }]);
+  if (spec.commonLabels && Object.keys(spec.commonLabels).length > 0)
+    set('labels', [{ pairs: spec.commonLabels, includeSelectors: true }]);
   const annotations = spec.commonAnnotations;
-  if (annotations && typeof annotations === 'object' && Object.keys(annotations).length > 0) set('commonAnnotations', annotations);
+  if (annotations && typeof annotations === 'object' && Object.keys(annotations).length > 0)
+    set('commonAnnotations', annotations);
   return any ? k : undefined;
 }
 

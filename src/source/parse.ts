@@ -43,7 +43,12 @@ export function parseManifests(text: string, file: string, opts: ParseOptions = 
 }
 
 function parseYAML(text: string, file: string, opts: ParseOptions): ParsedObject[] {
-  const docs = parseAllDocuments(text, { version: '1.1', customTags: kubectlTags, prettyErrors: true, uniqueKeys: true });
+  const docs = parseAllDocuments(text, {
+    version: '1.1',
+    customTags: kubectlTags,
+    prettyErrors: true,
+    uniqueKeys: true,
+  });
   const out: ParsedObject[] = [];
   const perTemplate = new Map<string, number>();
   // `docs` is empty for a file of only comments (an EmptyStream), which is fine: no objects.
@@ -52,14 +57,18 @@ function parseYAML(text: string, file: string, opts: ParseOptions): ParsedObject
     if (err) {
       const line = err.linePos?.[0].line;
       const reason = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.code;
-      throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, { cause: err });
+      throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, {
+        cause: err,
+      });
     }
     const commented = opts.sourceComments ? sourceComment(doc.commentBefore ?? doc.contents?.commentBefore) : undefined;
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: MAX_ALIASES });
     } catch (e) {
-      throw new SourceError('InvalidManifest', `${commented ?? file}: document ${i + 1}: ${(e as Error).message}`, { cause: e });
+      throw new SourceError('InvalidManifest', `${commented ?? file}: document ${i + 1}: ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     let location: SourceLocation = { file, document: i + 1 };
     if (commented) {
@@ -80,7 +89,11 @@ function parseJSON(text: string, file: string): ParsedObject[] {
     const message = (e as Error).message;
     const pos = /at position (\d+)/.exec(message);
     const line = pos?.[1] === undefined ? undefined : lineAt(text, Number(pos[1]));
-    throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${message.replace(/\s*\(line \d+ column \d+\)$/, '')}`, { cause: e });
+    throw new SourceError(
+      'InvalidManifest',
+      `${file}${line === undefined ? '' : `:${line}`}: ${message.replace(/\s*\(line \d+ column \d+\)$/, '')}`,
+      { cause: e },
+    );
   }
   const out: ParsedObject[] = [];
   if (Array.isArray(value)) {
@@ -105,9 +118,15 @@ function collect(value: unknown, location: SourceLocation, out: ParsedObject[]):
 
 function asKubeObject(value: unknown, loc: SourceLocation, where: string): KubeObject {
   const fail = (why: string): never => {
-    throw new SourceError('InvalidManifest', `${loc.file}: document ${loc.document} ${where}is not a Kubernetes object: ${why}`);
+    throw new SourceError(
+      'InvalidManifest',
+      `${loc.file}: document ${loc.document} ${where}is not a Kubernetes object: ${why}`,
+    );
   };
-  if (!isRecord(value)) return fail(Array.isArray(value) ? 'it is a list' : `it is a ${typeof value} (${JSON.stringify(value).slice(0, 40)})`);
+  if (!isRecord(value))
+    return fail(
+      Array.isArray(value) ? 'it is a list' : `it is a ${typeof value} (${JSON.stringify(value).slice(0, 40)})`,
+    );
   if (typeof value.apiVersion !== 'string' || value.apiVersion === '') return fail('apiVersion is missing');
   if (typeof value.kind !== 'string' || value.kind === '') return fail('kind is missing');
   const meta = value.metadata;
@@ -120,7 +139,8 @@ function asKubeObject(value: unknown, loc: SourceLocation, where: string): KubeO
       return fail(`metadata.name is missing (${value.kind})`);
     }
   }
-  if (meta.namespace !== undefined && typeof meta.namespace !== 'string') return fail(`metadata.namespace is not a string (${value.kind} ${String(meta.name)})`);
+  if (meta.namespace !== undefined && typeof meta.namespace !== 'string')
+    return fail(`metadata.namespace is not a string (${value.kind} ${String(meta.name)})`);
   return value as KubeObject;
 }
 

@@ -96,20 +96,38 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   try {
     if (sourceType === 'Kustomize') {
       const out = await kustomizeBuild({
-        binary, appDir, shownPath, kustomize: source.kustomize, buildOptions: env.kustomizeBuildOptions, workDir,
-        timeoutMs: env.limits.toolTimeoutMs, maxOutputBytes: env.limits.maxToolOutputBytes, env: env.env,
+        binary,
+        appDir,
+        shownPath,
+        kustomize: source.kustomize,
+        buildOptions: env.kustomizeBuildOptions,
+        workDir,
+        timeoutMs: env.limits.toolTimeoutMs,
+        maxOutputBytes: env.limits.maxToolOutputBytes,
+        env: env.env,
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
     }
     const out = await helmTemplate({
-      binary, repoRoot: req.checkoutDir, chartDir: appDir, shownPath,
+      binary,
+      repoRoot: req.checkoutDir,
+      chartDir: appDir,
+      shownPath,
       releaseName: source.helm?.releaseName || req.appName,
-      namespace: req.destinationNamespace, helm: source.helm,
-      kubeVersion: req.kubeVersion, apiVersions: req.apiVersions,
-      workDir, helmHome: env.helmHome,
-      timeoutMs: env.limits.toolTimeoutMs, maxOutputBytes: env.limits.maxToolOutputBytes, env: env.env,
+      namespace: req.destinationNamespace,
+      helm: source.helm,
+      kubeVersion: req.kubeVersion,
+      apiVersions: req.apiVersions,
+      workDir,
+      helmHome: env.helmHome,
+      timeoutMs: env.limits.toolTimeoutMs,
+      maxOutputBytes: env.limits.maxToolOutputBytes,
+      env: env.env,
     });
-    return { sourceType, objects: parseManifests(out, `${shownPath} (helm template output)`, { sourceComments: true }) };
+    return {
+      sourceType,
+      objects: parseManifests(out, `${shownPath} (helm template output)`, { sourceComments: true }),
+    };
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }

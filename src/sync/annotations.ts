@@ -18,8 +18,17 @@ export type HookDeletePolicy = 'HookSucceeded' | 'HookFailed' | 'BeforeHookCreat
 
 const HOOK_TYPES: readonly string[] = ['PreSync', 'Sync', 'PostSync', 'SyncFail', 'Skip'];
 const DELETE_POLICIES: readonly string[] = ['HookSucceeded', 'HookFailed', 'BeforeHookCreation'];
-const HELM_HOOK_TYPES: Record<string, SyncPhase> = { 'pre-install': 'PreSync', 'pre-upgrade': 'PreSync', 'post-install': 'PostSync', 'post-upgrade': 'PostSync' };
-const HELM_DELETE_POLICIES: Record<string, HookDeletePolicy> = { 'before-hook-creation': 'BeforeHookCreation', 'hook-succeeded': 'HookSucceeded', 'hook-failed': 'HookFailed' };
+const HELM_HOOK_TYPES: Record<string, SyncPhase> = {
+  'pre-install': 'PreSync',
+  'pre-upgrade': 'PreSync',
+  'post-install': 'PostSync',
+  'post-upgrade': 'PostSync',
+};
+const HELM_DELETE_POLICIES: Record<string, HookDeletePolicy> = {
+  'before-hook-creation': 'BeforeHookCreation',
+  'hook-succeeded': 'HookSucceeded',
+  'hook-failed': 'HookFailed',
+};
 
 export function annotationsOf(obj: KubeObject | null | undefined): Record<string, string> {
   const a = obj?.metadata?.annotations;
@@ -87,7 +96,9 @@ export function syncPhasesOf(obj: KubeObject): SyncPhase[] {
 
 /** Delete policies; with none given, a hook is deleted before it is created again. */
 export function hookDeletePolicies(obj: KubeObject): HookDeletePolicy[] {
-  const out = annotationCSV(obj, ANNOTATION_HOOK_DELETE_POLICY).filter((p): p is HookDeletePolicy => DELETE_POLICIES.includes(p));
+  const out = annotationCSV(obj, ANNOTATION_HOOK_DELETE_POLICY).filter((p): p is HookDeletePolicy =>
+    DELETE_POLICIES.includes(p),
+  );
   for (const p of annotationCSV(obj, HELM_HOOK_DELETE_POLICY)) {
     const mapped = HELM_DELETE_POLICIES[p];
     if (mapped && !out.includes(mapped)) out.push(mapped);

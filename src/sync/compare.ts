@@ -59,7 +59,13 @@ const COMPARE_CONCURRENCY = 8;
 
 function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version' | 'kind' | 'namespace' | 'name'> {
   const slash = o.apiVersion.indexOf('/');
-  return { group: groupOf(o.apiVersion), version: slash < 0 ? o.apiVersion : o.apiVersion.slice(slash + 1), kind: o.kind, namespace: o.metadata.namespace ?? '', name: o.metadata.name };
+  return {
+    group: groupOf(o.apiVersion),
+    version: slash < 0 ? o.apiVersion : o.apiVersion.slice(slash + 1),
+    kind: o.kind,
+    namespace: o.metadata.namespace ?? '',
+    name: o.metadata.name,
+  };
 }
 
 function renderDiff(live: KubeObject | null, predicted: KubeObject | null): string {
@@ -67,7 +73,11 @@ function renderDiff(live: KubeObject | null, predicted: KubeObject | null): stri
   return unifiedDiff(toYaml(masked.live), toYaml(masked.predicted));
 }
 
-async function compareOne(client: DestinationClient, p: PreparedObject, opts: CompareOptions): Promise<ResourceComparison> {
+async function compareOne(
+  client: DestinationClient,
+  p: PreparedObject,
+  opts: CompareOptions,
+): Promise<ResourceComparison> {
   const base = { ...coordinates(p.target), requiresPruning: false, target: p.target };
   if (p.error) return { ...base, status: 'Unknown', health: null, diff: '', message: p.error.message };
   let live: KubeObject | null = null;
@@ -78,12 +88,16 @@ async function compareOne(client: DestinationClient, p: PreparedObject, opts: Co
     // decides the result, as if the dry-run (which writes nothing) had not been sent.
     const [got, dry] = await Promise.all([
       client.get(refOf(p.target)),
-      client.apply(p.target, { dryRun: true, ...(opts.fieldValidation ? { fieldValidation: opts.fieldValidation } : {}) }),
+      client.apply(p.target, {
+        dryRun: true,
+        ...(opts.fieldValidation ? { fieldValidation: opts.fieldValidation } : {}),
+      }),
     ]);
     if (!got.ok) return { ...base, status: 'Unknown', health: null, diff: '', message: got.error.message };
     live = got.value;
     if (dry.ok) predicted = dry.value;
-    else if (live) return { ...base, live, status: 'Unknown', health: resourceHealth(live), diff: '', message: dry.error.message };
+    else if (live)
+      return { ...base, live, status: 'Unknown', health: resourceHealth(live), diff: '', message: dry.error.message };
     // A missing object is OutOfSync whatever the dry-run said; its refusal is worth showing, except
     // "namespace not found", which the sync itself resolves by creating the namespace first.
     else if (dry.error.code !== 404) note = dry.error;
@@ -99,20 +113,52 @@ async function compareOne(client: DestinationClient, p: PreparedObject, opts: Co
   };
 }
 
-async function compareExtra(client: DestinationClient, entry: InventoryEntry, appName: string): Promise<ResourceComparison | null> {
-  const coords = { group: entry.group ?? '', version: entry.version ?? '', kind: entry.kind, namespace: entry.namespace ?? '', name: entry.name };
-  const unknown = (e: KubeError): ResourceComparison => ({ ...coords, status: 'Unknown', health: null, diff: '', requiresPruning: false, message: e.message });
+async function compareExtra(
+  client: DestinationClient,
+  entry: InventoryEntry,
+  appName: string,
+): Promise<ResourceComparison | null> {
+  const coords = {
+    group: entry.group ?? '',
+    version: entry.version ?? '',
+    kind: entry.kind,
+    namespace: entry.namespace ?? '',
+    name: entry.name,
+  };
+  const unknown = (e: KubeError): ResourceComparison => ({
+    ...coords,
+    status: 'Unknown',
+    health: null,
+    diff: '',
+    requiresPruning: false,
+    message: e.message,
+  });
   // The recorded version may no longer be served; the group's preferred one finds the same object.
-  let info = entry.version ? await client.resolve(entry.group ? `${entry.group}/${entry.version}` : entry.version, entry.kind) : undefined;
-  if (!info || (!info.ok && info.error.code === 404)) info = await client.resolveGroupKind(entry.group ?? '', entry.kind);
+  let info = entry.version
+    ? await client.resolve(entry.group ? `${entry.group}/${entry.version}` : entry.version, entry.kind)
+    : undefined;
+  if (!info || (!info.ok && info.error.code === 404))
+    info = await client.resolveGroupKind(entry.group ?? '', entry.kind);
   // The kind is gone from the server (its CRD was deleted): so are its objects.
   if (!info.ok) return info.error.code === 404 ? null : unknown(info.error);
-  const got = await client.get({ apiVersion: info.value.apiVersion, kind: entry.kind, name: entry.name, namespace: entry.namespace });
+  const got = await client.get({
+    apiVersion: info.value.apiVersion,
+    kind: entry.kind,
+    name: entry.name,
+    namespace: entry.namespace,
+  });
   if (!got.ok) return unknown(got.error);
   const live = got.value;
   // Gone already, or no longer ours (someone else's object of the same name): nothing to prune.
   if (!live || trackedApp(live) !== appName) return null;
-  return { ...coordinates(live), live, status: 'OutOfSync', health: resourceHealth(live), diff: renderDiff(live, null), requiresPruning: true };
+  return {
+    ...coordinates(live),
+    live,
+    status: 'OutOfSync',
+    health: resourceHealth(live),
+    diff: renderDiff(live, null),
+    requiresPruning: true,
+  };
 }
 
 function keyOfEntry(e: InventoryEntry): string {
@@ -120,22 +166,52 @@ function keyOfEntry(e: InventoryEntry): string {
 }
 
 /** Compares prepared objects (hooks excluded) and the inventory's extras with the cluster. */
-export async function compareResources(client: DestinationClient, prepared: Prepared, inventory: readonly InventoryEntry[], opts: CompareOptions): Promise<ComparisonResult> {
+export async function compareResources(
+  client: DestinationClient,
+  prepared: Prepared,
+  inventory: readonly InventoryEntry[],
+  opts: CompareOptions,
+): Promise<ComparisonResult> {
   const managed = prepared.objects.filter((p) => !p.hook);
   const wanted = new Set(managed.map((p) => p.key));
   const extras = inventory.filter((e) => !wanted.has(keyOfEntry(e)));
   const resources = [
     ...(await mapLimit(managed, COMPARE_CONCURRENCY, (p) => compareOne(client, p, opts))),
-    ...(await mapLimit(extras, COMPARE_CONCURRENCY, (e) => compareExtra(client, e, opts.appName))).filter((r): r is ResourceComparison => r !== null),
+    ...(await mapLimit(extras, COMPARE_CONCURRENCY, (e) => compareExtra(client, e, opts.appName))).filter(
+      (r): r is ResourceComparison => r !== null,
+    ),
   ];
-  const errors = resources.filter((r) => r.status === 'Unknown').map((r) => `Failed to compare desired state to live state: ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${r.message ?? 'unknown error'}`);
-  const syncStatus: SyncStatusCode = errors.length ? 'Unknown' : resources.some((r) => r.status === 'OutOfSync') ? 'OutOfSync' : 'Synced';
-  const health = aggregateHealth(resources.map((r) => ({ health: r.health, live: Boolean(r.live), kind: r.kind, group: r.group })));
-  return { identity: describeIdentity(client.identity), syncStatus, health, resources, errors, warnings: prepared.warnings };
+  const errors = resources
+    .filter((r) => r.status === 'Unknown')
+    .map(
+      (r) =>
+        `Failed to compare desired state to live state: ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${r.message ?? 'unknown error'}`,
+    );
+  const syncStatus: SyncStatusCode = errors.length
+    ? 'Unknown'
+    : resources.some((r) => r.status === 'OutOfSync')
+      ? 'OutOfSync'
+      : 'Synced';
+  const health = aggregateHealth(
+    resources.map((r) => ({ health: r.health, live: Boolean(r.live), kind: r.kind, group: r.group })),
+  );
+  return {
+    identity: describeIdentity(client.identity),
+    syncStatus,
+    health,
+    resources,
+    errors,
+    warnings: prepared.warnings,
+  };
 }
 
 /** Compares Git's objects with the cluster, as the client's identity. Never throws for API errors. */
-export async function compare(client: DestinationClient, desired: readonly KubeObject[], inventory: readonly InventoryEntry[], opts: CompareOptions): Promise<ComparisonResult> {
+export async function compare(
+  client: DestinationClient,
+  desired: readonly KubeObject[],
+  inventory: readonly InventoryEntry[],
+  opts: CompareOptions,
+): Promise<ComparisonResult> {
   return compareResources(client, await prepareDesired(client, desired, opts), inventory, opts);
 }
 
@@ -145,6 +221,20 @@ export async function compare(client: DestinationClient, desired: readonly KubeO
  */
 export function refusedComparison(refusal: ClientRefusal, desired: readonly KubeObject[]): ComparisonResult {
   const managed = desired.filter((o) => !isHook(o) && !isSkipped(o));
-  const resources: ResourceComparison[] = managed.map((o) => ({ ...coordinates(o), status: 'Unknown', health: null, diff: '', requiresPruning: false, message: refusal.message }));
-  return { identity: 'none', syncStatus: 'Unknown', health: { status: 'Unknown', message: refusal.message }, resources, errors: [refusal.message], warnings: [] };
+  const resources: ResourceComparison[] = managed.map((o) => ({
+    ...coordinates(o),
+    status: 'Unknown',
+    health: null,
+    diff: '',
+    requiresPruning: false,
+    message: refusal.message,
+  }));
+  return {
+    identity: 'none',
+    syncStatus: 'Unknown',
+    health: { status: 'Unknown', message: refusal.message },
+    resources,
+    errors: [refusal.message],
+    warnings: [],
+  };
 }

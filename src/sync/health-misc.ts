@@ -40,9 +40,12 @@ export function crdHealth(o: KubeObject): HealthStatus {
   if (conditions.length === 0) return { status: 'Progressing', message: 'Status conditions not found' };
   let established = false;
   for (const c of conditions) {
-    if (c['type'] === 'Terminating' && c['status'] === 'True') return { status: 'Progressing', message: `CRD is terminating: ${str(c['message'])}` };
-    if (c['type'] === 'NamesAccepted' && c['status'] === 'False') return { status: 'Degraded', message: `CRD names have not been accepted: ${str(c['message'])}` };
-    if (c['type'] === 'NonStructuralSchema' && c['status'] === 'True') return { status: 'Degraded', message: `Schema violations found: ${str(c['message'])}` };
+    if (c['type'] === 'Terminating' && c['status'] === 'True')
+      return { status: 'Progressing', message: `CRD is terminating: ${str(c['message'])}` };
+    if (c['type'] === 'NamesAccepted' && c['status'] === 'False')
+      return { status: 'Degraded', message: `CRD names have not been accepted: ${str(c['message'])}` };
+    if (c['type'] === 'NonStructuralSchema' && c['status'] === 'True')
+      return { status: 'Degraded', message: `Schema violations found: ${str(c['message'])}` };
     if (c['type'] === 'Established') {
       if (c['status'] === 'True') established = true;
       else if (c['reason'] === 'Installing') return { status: 'Progressing', message: 'CRD is being installed' };

@@ -13,7 +13,14 @@ export interface HealthStatus {
 }
 
 /** From most to least healthy; the worst one wins an aggregate. */
-export const HEALTH_ORDER: readonly HealthStatusCode[] = ['Healthy', 'Suspended', 'Progressing', 'Missing', 'Degraded', 'Unknown'];
+export const HEALTH_ORDER: readonly HealthStatusCode[] = [
+  'Healthy',
+  'Suspended',
+  'Progressing',
+  'Missing',
+  'Degraded',
+  'Unknown',
+];
 
 export function isWorse(current: HealthStatusCode, candidate: HealthStatusCode): boolean {
   return HEALTH_ORDER.indexOf(candidate) > HEALTH_ORDER.indexOf(current);
@@ -31,15 +38,31 @@ function deploymentHealth(o: KubeObject): HealthStatus {
   const st = rec(o['status']);
   if (spec['paused'] === true) return h('Suspended', 'Deployment is paused');
   if (num(o.metadata['generation']) > num(st['observedGeneration'])) {
-    return h('Progressing', 'Waiting for rollout to finish: observed deployment generation less than desired generation');
+    return h(
+      'Progressing',
+      'Waiting for rollout to finish: observed deployment generation less than desired generation',
+    );
   }
   const progressing = arr(st['conditions']).find((c) => c['type'] === 'Progressing');
   const replicas = typeof spec['replicas'] === 'number' ? spec['replicas'] : undefined;
   const updated = num(st['updatedReplicas']);
-  if (progressing && progressing['reason'] === 'ProgressDeadlineExceeded') return h('Degraded', `Deployment "${o.metadata.name}" exceeded its progress deadline`);
-  if (replicas !== undefined && updated < replicas) return h('Progressing', `Waiting for rollout to finish: ${updated} out of ${replicas} new replicas have been updated...`);
-  if (num(st['replicas']) > updated) return h('Progressing', `Waiting for rollout to finish: ${num(st['replicas']) - updated} old replicas are pending termination...`);
-  if (num(st['availableReplicas']) < updated) return h('Progressing', `Waiting for rollout to finish: ${num(st['availableReplicas'])} of ${updated} updated replicas are available...`);
+  if (progressing && progressing['reason'] === 'ProgressDeadlineExceeded')
+    return h('Degraded', `Deployment "${o.metadata.name}" exceeded its progress deadline`);
+  if (replicas !== undefined && updated < replicas)
+    return h(
+      'Progressing',
+      `Waiting for rollout to finish: ${updated} out of ${replicas} new replicas have been updated...`,
+    );
+  if (num(st['replicas']) > updated)
+    return h(
+      'Progressing',
+      `Waiting for rollout to finish: ${num(st['replicas']) - updated} old replicas are pending termination...`,
+    );
+  if (num(st['availableReplicas']) < updated)
+    return h(
+      'Progressing',
+      `Waiting for rollout to finish: ${num(st['availableReplicas'])} of ${updated} updated replicas are available...`,
+    );
   return h('Healthy');
 }
 
@@ -47,37 +70,59 @@ function statefulSetHealth(o: KubeObject): HealthStatus {
   const spec = rec(o['spec']);
   const st = rec(o['status']);
   const observed = num(st['observedGeneration']);
-  if (observed === 0 || num(o.metadata['generation']) > observed) return h('Progressing', 'Waiting for statefulset spec update to be observed...');
+  if (observed === 0 || num(o.metadata['generation']) > observed)
+    return h('Progressing', 'Waiting for statefulset spec update to be observed...');
   const replicas = typeof spec['replicas'] === 'number' ? spec['replicas'] : undefined;
   const ready = num(st['readyReplicas']);
-  if (replicas !== undefined && ready < replicas) return h('Progressing', `Waiting for ${replicas - ready} pods to be ready...`);
+  if (replicas !== undefined && ready < replicas)
+    return h('Progressing', `Waiting for ${replicas - ready} pods to be ready...`);
   const strategy = rec(spec['updateStrategy']);
   const rolling = strategy['rollingUpdate'];
   if (strategy['type'] === 'RollingUpdate' && rolling !== undefined && rolling !== null) {
     const partition = rec(rolling)['partition'];
     if (replicas !== undefined && typeof partition === 'number' && num(st['updatedReplicas']) < replicas - partition) {
-      return h('Progressing', `Waiting for partitioned roll out to finish: ${num(st['updatedReplicas'])} out of ${replicas - partition} new pods have been updated...`);
+      return h(
+        'Progressing',
+        `Waiting for partitioned roll out to finish: ${num(st['updatedReplicas'])} out of ${replicas - partition} new pods have been updated...`,
+      );
     }
     return h('Healthy', `partitioned roll out complete: ${num(st['updatedReplicas'])} new pods have been updated...`);
   }
   if (strategy['type'] === 'OnDelete') return h('Healthy', `statefulset has ${ready} ready pods`);
   if (str(st['updateRevision']) !== str(st['currentRevision'])) {
-    return h('Progressing', `waiting for statefulset rolling update to complete ${num(st['updatedReplicas'])} pods at revision ${str(st['updateRevision'])}...`);
+    return h(
+      'Progressing',
+      `waiting for statefulset rolling update to complete ${num(st['updatedReplicas'])} pods at revision ${str(st['updateRevision'])}...`,
+    );
   }
-  return h('Healthy', `statefulset rolling update complete ${num(st['currentReplicas'])} pods at revision ${str(st['currentRevision'])}...`);
+  return h(
+    'Healthy',
+    `statefulset rolling update complete ${num(st['currentReplicas'])} pods at revision ${str(st['currentRevision'])}...`,
+  );
 }
 
 function daemonSetHealth(o: KubeObject): HealthStatus {
   const st = rec(o['status']);
   if (num(o.metadata['generation']) > num(st['observedGeneration'])) {
-    return h('Progressing', 'Waiting for rollout to finish: observed daemon set generation less than desired generation');
+    return h(
+      'Progressing',
+      'Waiting for rollout to finish: observed daemon set generation less than desired generation',
+    );
   }
   const desired = num(st['desiredNumberScheduled']);
   const updated = num(st['updatedNumberScheduled']);
-  if (rec(rec(o['spec'])['updateStrategy'])['type'] === 'OnDelete') return h('Healthy', `daemon set ${updated} out of ${desired} new pods have been updated`);
-  if (updated < desired) return h('Progressing', `Waiting for daemon set "${o.metadata.name}" rollout to finish: ${updated} out of ${desired} new pods have been updated...`);
+  if (rec(rec(o['spec'])['updateStrategy'])['type'] === 'OnDelete')
+    return h('Healthy', `daemon set ${updated} out of ${desired} new pods have been updated`);
+  if (updated < desired)
+    return h(
+      'Progressing',
+      `Waiting for daemon set "${o.metadata.name}" rollout to finish: ${updated} out of ${desired} new pods have been updated...`,
+    );
   if (num(st['numberAvailable']) < desired) {
-    return h('Progressing', `Waiting for daemon set "${o.metadata.name}" rollout to finish: ${num(st['numberAvailable'])} of ${desired} updated pods are available...`);
+    return h(
+      'Progressing',
+      `Waiting for daemon set "${o.metadata.name}" rollout to finish: ${num(st['numberAvailable'])} of ${desired} updated pods are available...`,
+    );
   }
   return h('Healthy');
 }
@@ -85,13 +130,19 @@ function daemonSetHealth(o: KubeObject): HealthStatus {
 function replicaSetHealth(o: KubeObject): HealthStatus {
   const st = rec(o['status']);
   if (num(o.metadata['generation']) > num(st['observedGeneration'])) {
-    return h('Progressing', 'Waiting for rollout to finish: observed replica set generation less than desired generation');
+    return h(
+      'Progressing',
+      'Waiting for rollout to finish: observed replica set generation less than desired generation',
+    );
   }
   const failure = arr(st['conditions']).find((c) => c['type'] === 'ReplicaFailure');
   if (failure && failure['status'] === 'True') return h('Degraded', str(failure['message']));
   const replicas = rec(o['spec'])['replicas'];
   if (typeof replicas === 'number' && num(st['availableReplicas']) < replicas) {
-    return h('Progressing', `Waiting for rollout to finish: ${num(st['availableReplicas'])} out of ${replicas} new replicas are available...`);
+    return h(
+      'Progressing',
+      `Waiting for rollout to finish: ${num(st['availableReplicas'])} out of ${replicas} new replicas are available...`,
+    );
   }
   return h('Healthy');
 }
@@ -127,7 +178,8 @@ function podHealth(o: KubeObject): HealthStatus {
         const tr = rec(t);
         if (str(tr['message'])) return h('Degraded', str(tr['message']));
         if (tr['reason'] === 'OOMKilled') return h('Degraded', 'OOMKilled');
-        if (num(tr['exitCode']) !== 0) return h('Degraded', `container "${str(c['name'])}" failed with exit code ${num(tr['exitCode'])}`);
+        if (num(tr['exitCode']) !== 0)
+          return h('Degraded', `container "${str(c['name'])}" failed with exit code ${num(tr['exitCode'])}`);
       }
       return h('Degraded');
     }
@@ -135,7 +187,8 @@ function podHealth(o: KubeObject): HealthStatus {
       if (!longRunning) return h('Progressing', message);
       const ready = arr(st['conditions']).some((c) => c['type'] === 'Ready' && c['status'] === 'True');
       if (ready) return h('Healthy', message);
-      if (arr(st['containerStatuses']).some((c) => rec(c['lastState'])['terminated'] !== undefined)) return h('Degraded', message);
+      if (arr(st['containerStatuses']).some((c) => rec(c['lastState'])['terminated'] !== undefined))
+        return h('Degraded', message);
       return h('Progressing', message);
     }
   }
@@ -177,13 +230,19 @@ function applicationHealth(o: KubeObject): HealthStatus {
   const health = rec(rec(o['status'])['health']);
   const status = str(health['status']);
   if (!status) return h('Progressing');
-  return h((HEALTH_ORDER as readonly string[]).includes(status) ? (status as HealthStatusCode) : 'Unknown', str(health['message']));
+  return h(
+    (HEALTH_ORDER as readonly string[]).includes(status) ? (status as HealthStatusCode) : 'Unknown',
+    str(health['message']),
+  );
 }
 
 /** The health of a live object, or null when Argo CD has no check for its kind. */
 export function resourceHealth(o: KubeObject): HealthStatus | null {
   // Being deleted (and not a hook held by Argo CD's finalizer): on its way out.
-  if (o.metadata['deletionTimestamp'] && !(o.metadata['finalizers'] as string[] | undefined)?.includes('argocd.argoproj.io/hook-finalizer')) {
+  if (
+    o.metadata['deletionTimestamp'] &&
+    !(o.metadata['finalizers'] as string[] | undefined)?.includes('argocd.argoproj.io/hook-finalizer')
+  ) {
     return h('Progressing', 'Pending deletion');
   }
   const group = groupOf(o.apiVersion);
@@ -210,7 +269,15 @@ const CHECKS: Record<string, (o: KubeObject) => HealthStatus> = {
  * An Application's health from its resources' (Argo CD's rule): the worst one wins; missing
  * resources do not count (OutOfSync already says so) unless none exists at all; hooks do not count.
  */
-export function aggregateHealth(resources: ReadonlyArray<{ health?: HealthStatus | null | undefined; hook?: boolean; live: boolean; kind: string; group: string }>): HealthStatus {
+export function aggregateHealth(
+  resources: ReadonlyArray<{
+    health?: HealthStatus | null | undefined;
+    hook?: boolean;
+    live: boolean;
+    kind: string;
+    group: string;
+  }>,
+): HealthStatus {
   let worst: HealthStatusCode = 'Healthy';
   let any = false;
   let anyLive = false;
@@ -219,7 +286,12 @@ export function aggregateHealth(resources: ReadonlyArray<{ health?: HealthStatus
     any = true;
     if (r.live) anyLive = true;
     if (!r.health || (!r.live && r.health.status === 'Missing')) continue;
-    if (r.group === 'argoproj.io' && r.kind === 'Application' && (r.health.status === 'Missing' || r.health.status === 'Unknown')) continue;
+    if (
+      r.group === 'argoproj.io' &&
+      r.kind === 'Application' &&
+      (r.health.status === 'Missing' || r.health.status === 'Unknown')
+    )
+      continue;
     if (isWorse(worst, r.health.status)) worst = r.health.status;
   }
   if (any && !anyLive && isWorse(worst, 'Missing')) worst = 'Missing';

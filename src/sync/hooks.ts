@@ -11,11 +11,16 @@ export type OperationPhase = 'Running' | 'Succeeded' | 'Failed' | 'Error';
  * One object per phase it runs in. A hook named by `generateName` gets a name per phase, made from
  * the revision, the phase and the sync's start time (Argo CD's scheme), so reruns do not collide.
  */
-export function expandPhases(obj: KubeObject, revision: string, startedAt: Date): Array<{ obj: KubeObject; phase: SyncPhase }> {
+export function expandPhases(
+  obj: KubeObject,
+  revision: string,
+  startedAt: Date,
+): Array<{ obj: KubeObject; phase: SyncPhase }> {
   const phases = syncPhasesOf(obj);
   if (!isHook(obj)) return phases.map((phase) => ({ obj, phase }));
   const generateName = obj.metadata['generateName'];
-  if (obj.metadata.name || typeof generateName !== 'string' || generateName === '') return phases.map((phase) => ({ obj, phase }));
+  if (obj.metadata.name || typeof generateName !== 'string' || generateName === '')
+    return phases.map((phase) => ({ obj, phase }));
   const rev = revision.slice(0, 7);
   const seconds = Math.floor(startedAt.getTime() / 1000);
   return phases.map((phase) => {
@@ -39,7 +44,9 @@ export function operationPhaseOf(live: KubeObject, hook: boolean): { phase: Oper
     case 'Degraded':
       return { phase: 'Failed', message: health.message ?? '' };
     case 'Unknown':
-      return hook ? { phase: 'Failed', message: health.message ?? '' } : { phase: 'Running', message: health.message ?? '' };
+      return hook
+        ? { phase: 'Failed', message: health.message ?? '' }
+        : { phase: 'Running', message: health.message ?? '' };
     default:
       return { phase: 'Running', message: health.message ?? '' };
   }

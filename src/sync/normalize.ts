@@ -4,7 +4,16 @@
 import type { KubeObject } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 
-const SERVER_METADATA = ['managedFields', 'resourceVersion', 'uid', 'creationTimestamp', 'generation', 'selfLink', 'deletionTimestamp', 'deletionGracePeriodSeconds'];
+const SERVER_METADATA = [
+  'managedFields',
+  'resourceVersion',
+  'uid',
+  'creationTimestamp',
+  'generation',
+  'selfLink',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+];
 const IGNORED_ANNOTATIONS = ['kubectl.kubernetes.io/last-applied-configuration'];
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -49,7 +58,10 @@ const MASK = '++++++++';
  * Secret values never reach a diff: equal values show as the same mask on both sides, differing
  * values as masks of different lengths, so a change is visible and its content is not (as Argo CD).
  */
-export function maskSecrets(live: KubeObject | null, predicted: KubeObject | null): { live: KubeObject | null; predicted: KubeObject | null } {
+export function maskSecrets(
+  live: KubeObject | null,
+  predicted: KubeObject | null,
+): { live: KubeObject | null; predicted: KubeObject | null } {
   const isSecret = (o: KubeObject | null) => o !== null && o.kind === 'Secret' && groupOf(o.apiVersion) === '';
   if (!isSecret(live) && !isSecret(predicted)) return { live, predicted };
   const l = live ? structuredClone(live) : null;

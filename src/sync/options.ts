@@ -20,14 +20,34 @@ export interface AppSyncOptions {
   ignored: string[];
 }
 
-const POLICIES: Record<string, PropagationPolicy> = { foreground: 'Foreground', background: 'Background', orphan: 'Orphan' };
+const POLICIES: Record<string, PropagationPolicy> = {
+  foreground: 'Foreground',
+  background: 'Background',
+  orphan: 'Orphan',
+};
 
 // Options whose effect is already how this engine always works (server-side apply) or that it
 // leaves to the controller (retry); they are accepted silently.
-const ALWAYS_ON = new Set(['ServerSideApply=true', 'RespectIgnoreDifferences=true', 'RespectIgnoreDifferences=false', 'ApplyOutOfSyncOnly=false', 'CreateNamespace=false', 'PruneLast=false', 'Validate=true', 'SkipDryRunOnMissingResource=true']);
+const ALWAYS_ON = new Set([
+  'ServerSideApply=true',
+  'RespectIgnoreDifferences=true',
+  'RespectIgnoreDifferences=false',
+  'ApplyOutOfSyncOnly=false',
+  'CreateNamespace=false',
+  'PruneLast=false',
+  'Validate=true',
+  'SkipDryRunOnMissingResource=true',
+]);
 
 export function parseSyncOptions(list: readonly string[] | undefined): AppSyncOptions {
-  const out: AppSyncOptions = { createNamespace: false, pruneLast: false, applyOutOfSyncOnly: false, validate: true, prunePropagationPolicy: 'Foreground', ignored: [] };
+  const out: AppSyncOptions = {
+    createNamespace: false,
+    pruneLast: false,
+    applyOutOfSyncOnly: false,
+    validate: true,
+    prunePropagationPolicy: 'Foreground',
+    ignored: [],
+  };
   for (const raw of list ?? []) {
     const opt = raw.trim();
     if (opt === 'CreateNamespace=true') out.createNamespace = true;

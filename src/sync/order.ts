@@ -8,11 +8,40 @@ import type { SyncPhase } from './annotations.ts';
 import { waveOf } from './annotations.ts';
 
 export const KIND_ORDER: readonly string[] = [
-  'Namespace', 'NetworkPolicy', 'ResourceQuota', 'LimitRange', 'PodSecurityPolicy', 'PodDisruptionBudget',
-  'ServiceAccount', 'Secret', 'SecretList', 'ConfigMap', 'StorageClass', 'PersistentVolume', 'PersistentVolumeClaim',
-  'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleList', 'ClusterRoleBinding', 'ClusterRoleBindingList',
-  'Role', 'RoleList', 'RoleBinding', 'RoleBindingList', 'Service', 'DaemonSet', 'Pod', 'ReplicationController',
-  'ReplicaSet', 'Deployment', 'HorizontalPodAutoscaler', 'StatefulSet', 'Job', 'CronJob', 'IngressClass', 'Ingress',
+  'Namespace',
+  'NetworkPolicy',
+  'ResourceQuota',
+  'LimitRange',
+  'PodSecurityPolicy',
+  'PodDisruptionBudget',
+  'ServiceAccount',
+  'Secret',
+  'SecretList',
+  'ConfigMap',
+  'StorageClass',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'CustomResourceDefinition',
+  'ClusterRole',
+  'ClusterRoleList',
+  'ClusterRoleBinding',
+  'ClusterRoleBindingList',
+  'Role',
+  'RoleList',
+  'RoleBinding',
+  'RoleBindingList',
+  'Service',
+  'DaemonSet',
+  'Pod',
+  'ReplicationController',
+  'ReplicaSet',
+  'Deployment',
+  'HorizontalPodAutoscaler',
+  'StatefulSet',
+  'Job',
+  'CronJob',
+  'IngressClass',
+  'Ingress',
   'APIService',
 ];
 
@@ -66,14 +95,20 @@ export function sortTasks<T extends Orderable>(tasks: T[]): T[] {
     (o) => {
       if (o.kind !== 'CustomResourceDefinition' || groupOf(o.apiVersion) !== 'apiextensions.k8s.io') return undefined;
       const spec = o['spec'] as { group?: unknown; names?: { kind?: unknown } } | undefined;
-      return typeof spec?.group === 'string' && typeof spec.names?.kind === 'string' ? `${spec.group}/${spec.names.kind}` : undefined;
+      return typeof spec?.group === 'string' && typeof spec.names?.kind === 'string'
+        ? `${spec.group}/${spec.names.kind}`
+        : undefined;
     },
     (o) => `${groupOf(o.apiVersion)}/${o.kind}`,
   );
   return tasks;
 }
 
-function hoistDependencies<T extends Orderable>(tasks: T[], provides: (o: KubeObject) => string | undefined, needs: (o: KubeObject) => string | undefined): void {
+function hoistDependencies<T extends Orderable>(
+  tasks: T[],
+  provides: (o: KubeObject) => string | undefined,
+  needs: (o: KubeObject) => string | undefined,
+): void {
   const firstUser = new Map<string, number>();
   for (let i = 0; i < tasks.length; i++) {
     const t = tasks[i] as T;

@@ -46,7 +46,11 @@ function crdsIn(desired: readonly KubeObject[]): Map<string, 'Namespaced' | 'Clu
   return out;
 }
 
-export async function prepareDesired(client: DestinationClient, desired: readonly KubeObject[], opts: PrepareOptions): Promise<Prepared> {
+export async function prepareDesired(
+  client: DestinationClient,
+  desired: readonly KubeObject[],
+  opts: PrepareOptions,
+): Promise<Prepared> {
   const crds = crdsIn(desired);
   const objects: PreparedObject[] = [];
   const warnings: string[] = [];
@@ -73,7 +77,12 @@ export async function prepareDesired(client: DestinationClient, desired: readonl
     if (namespaced) {
       if (!obj.metadata.namespace) {
         if (opts.namespace) obj.metadata.namespace = opts.namespace;
-        else error ??= { code: 0, reason: 'Invalid', message: `Namespace for ${obj.metadata.name} ${obj.apiVersion}, Kind=${obj.kind} is missing.` };
+        else
+          error ??= {
+            code: 0,
+            reason: 'Invalid',
+            message: `Namespace for ${obj.metadata.name} ${obj.apiVersion}, Kind=${obj.kind} is missing.`,
+          };
       }
     } else {
       delete obj.metadata.namespace;
@@ -82,7 +91,12 @@ export async function prepareDesired(client: DestinationClient, desired: readonl
     const key = objectKey(target);
     const hook = isHook(target);
     // Only hooks may be named by generateName (sync names them); anything else needs a name to be applied.
-    if (!hook && !obj.metadata.name) error ??= { code: 0, reason: 'Invalid', message: `${obj.apiVersion}, Kind=${obj.kind}: metadata.name is required` };
+    if (!hook && !obj.metadata.name)
+      error ??= {
+        code: 0,
+        reason: 'Invalid',
+        message: `${obj.apiVersion}, Kind=${obj.kind}: metadata.name is required`,
+      };
     if (!hook) {
       const count = (seen.get(key) ?? 0) + 1;
       seen.set(key, count);

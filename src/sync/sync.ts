@@ -17,7 +17,16 @@ import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
 import type { ResultCode, SyncTask, TaskContext } from './tasks.ts';
 import {
-  applyTask, deleteAndWait, deleteHooks, hookTypeOf, isPrune, pruneTask, refreshRunning, setResult, waitForCrd, waitingMessage,
+  applyTask,
+  deleteAndWait,
+  deleteHooks,
+  hookTypeOf,
+  isPrune,
+  pruneTask,
+  refreshRunning,
+  setResult,
+  waitForCrd,
+  waitingMessage,
 } from './tasks.ts';
 import { mapLimit, refOf, sleep } from './util.ts';
 
@@ -77,7 +86,13 @@ const CRD_WAIT_MS = 60_000;
 const APPLY_CONCURRENCY = 8;
 
 function matchesSelection(o: KubeObject, sel: readonly ResourceRef[]): boolean {
-  return sel.some((r) => (r.group ?? '') === groupOf(o.apiVersion) && r.kind === o.kind && r.name === o.metadata.name && (r.namespace === undefined || r.namespace === '' || r.namespace === (o.metadata.namespace ?? '')));
+  return sel.some(
+    (r) =>
+      (r.group ?? '') === groupOf(o.apiVersion) &&
+      r.kind === o.kind &&
+      r.name === o.metadata.name &&
+      (r.namespace === undefined || r.namespace === '' || r.namespace === (o.metadata.namespace ?? '')),
+  );
 }
 
 function toResult(t: SyncTask): ResourceResult {
@@ -101,7 +116,13 @@ function toResult(t: SyncTask): ResourceResult {
 /** Argo CD's failure message: `<what>, reason: <messages of the failed tasks>`. */
 function failureMessage(what: string, tasks: readonly SyncTask[]): string {
   // Tasks in Error after a successful apply (the live object unreadable) say why too.
-  const reasons = [...new Set(tasks.filter((t) => (t.result === 'SyncFailed' || t.operationState === 'Error') && t.message).map((t) => t.message))];
+  const reasons = [
+    ...new Set(
+      tasks
+        .filter((t) => (t.result === 'SyncFailed' || t.operationState === 'Error') && t.message)
+        .map((t) => t.message),
+    ),
+  ];
   return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
 }
 
@@ -110,7 +131,12 @@ export function refusedSync(refusal: ClientRefusal): SyncResult {
   return { phase: 'Error', message: refusal.message, identity: 'none', resources: [] };
 }
 
-export async function sync(client: DestinationClient, desired: readonly KubeObject[], inventory: readonly InventoryEntry[], options: SyncOptions): Promise<SyncResult> {
+export async function sync(
+  client: DestinationClient,
+  desired: readonly KubeObject[],
+  inventory: readonly InventoryEntry[],
+  options: SyncOptions,
+): Promise<SyncResult> {
   const app = parseSyncOptions(options.syncOptions);
   const startedAt = options.startedAt ?? new Date();
   const waitMs = options.waitTimeoutMs ?? DEFAULT_WAIT_MS;
@@ -133,14 +159,18 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
     phase,
     message,
     identity,
-    resources: all.filter((t) => t.order !== undefined).sort((a, b) => (a.order ?? 0) - (b.order ?? 0)).map(toResult),
+    resources: all
+      .filter((t) => t.order !== undefined)
+      .sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
+      .map(toResult),
     ...(comparison ? { comparison } : {}),
   });
 
   // Hooks run once per phase they name (a generateName hook under a name per phase).
   const phasesOf = new Map<KubeObject, SyncPhase[]>();
   for (const o of desired) {
-    for (const { obj, phase } of expandPhases(o, options.revision ?? '', startedAt)) phasesOf.set(obj, [...(phasesOf.get(obj) ?? []), phase]);
+    for (const { obj, phase } of expandPhases(o, options.revision ?? '', startedAt))
+      phasesOf.set(obj, [...(phasesOf.get(obj) ?? []), phase]);
   }
   const prepared = await prepareDesired(client, [...phasesOf.keys()], options);
 
@@ -157,7 +187,16 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
   }
 
   // CreateNamespace=true: the destination namespace first, as the identity (spec §5).
-  if (app.createNamespace && options.namespace && !prepared.objects.some((p) => p.target.kind === 'Namespace' && groupOf(p.target.apiVersion) === '' && p.target.metadata.name === options.namespace)) {
+  if (
+    app.createNamespace &&
+    options.namespace &&
+    !prepared.objects.some(
+      (p) =>
+        p.target.kind === 'Namespace' &&
+        groupOf(p.target.apiVersion) === '' &&
+        p.target.metadata.name === options.namespace,
+    )
+  ) {
     const ns: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: options.namespace } };
     const live = await client.get(refOf(ns));
     if (!live.ok || live.value === null) {
@@ -170,23 +209,35 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
     }
   }
 
-  const comparison = await compareResources(client, prepared, inventory, { ...options, fieldValidation: ctx.fieldValidation });
+  const comparison = await compareResources(client, prepared, inventory, {
+    ...options,
+    fieldValidation: ctx.fieldValidation,
+  });
   for (const r of comparison.resources) {
     if (r.requiresPruning) {
       if (r.live) all.push({ phase: 'Sync', target: null, live: r.live, hook: false, message: '' });
     } else if (r.target) {
-      all.push({ phase: 'Sync', target: r.target, live: r.live ?? null, hook: false, comparison: r.status, message: '' });
+      all.push({
+        phase: 'Sync',
+        target: r.target,
+        live: r.live ?? null,
+        hook: false,
+        comparison: r.status,
+        message: '',
+      });
     }
   }
   // Selective syncs run no hooks (as Argo CD).
   if (!selection) {
     for (const p of prepared.objects.filter((x) => x.hook)) {
       const got = await client.get(refOf(p.target));
-      for (const phase of phasesOf.get(p.source) ?? []) all.push({ phase, target: p.target, live: got.ok ? got.value : null, hook: true, message: '' });
+      for (const phase of phasesOf.get(p.source) ?? [])
+        all.push({ phase, target: p.target, live: got.ok ? got.value : null, hook: true, message: '' });
     }
   }
   let tasks = all.filter((t) => !selection || matchesSelection(taskObject(t), selection));
-  if (app.applyOutOfSyncOnly) tasks = tasks.filter((t) => t.hook || isPrune(t) || !(t.comparison === 'Synced' && t.live));
+  if (app.applyOutOfSyncOnly)
+    tasks = tasks.filter((t) => t.hook || isPrune(t) || !(t.comparison === 'Synced' && t.live));
 
   // Prunes run in reverse wave order; PruneLast ones after the last Sync wave.
   const pruneWaves = [...new Set(tasks.filter(isPrune).map(taskWave))].sort((a, b) => a - b);
@@ -231,9 +282,15 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
     const applied = await runGroup(ctx, group, Date.now() + waitMs, waitForIt, options.onProgress);
     if (!applied) return fail('one or more objects failed to apply');
     if (options.signal?.aborted) return finish('Failed', 'Operation terminated', comparison);
-    const unfinished = group.filter((t) => t.operationState === 'Running' || (t.result === 'Pruned' && !t.gone && !ctx.dryRun));
-    if (waitForIt && unfinished.length) return fail(`one or more synchronization tasks completed unsuccessfully, reason: timed out after ${Math.round(waitMs / 1000)}s ${waitingMessage(unfinished)}`);
-    if (group.some((t) => t.operationState === 'Failed' || t.operationState === 'Error')) return fail('one or more synchronization tasks completed unsuccessfully');
+    const unfinished = group.filter(
+      (t) => t.operationState === 'Running' || (t.result === 'Pruned' && !t.gone && !ctx.dryRun),
+    );
+    if (waitForIt && unfinished.length)
+      return fail(
+        `one or more synchronization tasks completed unsuccessfully, reason: timed out after ${Math.round(waitMs / 1000)}s ${waitingMessage(unfinished)}`,
+      );
+    if (group.some((t) => t.operationState === 'Failed' || t.operationState === 'Error'))
+      return fail('one or more synchronization tasks completed unsuccessfully');
   }
   await deleteHooks(ctx, main, 'HookSucceeded');
   return finish('Succeeded', 'successfully synced (all tasks run)', comparison);
@@ -244,7 +301,13 @@ export async function sync(client: DestinationClient, desired: readonly KubeObje
  * of one kind (CRDs waited on until served), then, when asked, waiting until nothing runs.
  * False when something failed to apply or prune.
  */
-async function runGroup(ctx: TaskContext, group: SyncTask[], deadline: number, wait: boolean, onProgress?: (m: string) => void): Promise<boolean> {
+async function runGroup(
+  ctx: TaskContext,
+  group: SyncTask[],
+  deadline: number,
+  wait: boolean,
+  onProgress?: (m: string) => void,
+): Promise<boolean> {
   const prunes = group.filter(isPrune);
   const creates = group.filter((t) => !isPrune(t));
   // Results list tasks in the order they were started, not the order the server answered.
@@ -272,7 +335,11 @@ async function runGroup(ctx: TaskContext, group: SyncTask[], deadline: number, w
     if (results.includes(false)) ok = false;
     if (!ctx.dryRun) {
       for (const t of run) {
-        if (t.result === 'Synced' && t.target?.kind === 'CustomResourceDefinition' && groupOf(t.target.apiVersion) === 'apiextensions.k8s.io') {
+        if (
+          t.result === 'Synced' &&
+          t.target?.kind === 'CustomResourceDefinition' &&
+          groupOf(t.target.apiVersion) === 'apiextensions.k8s.io'
+        ) {
           await waitForCrd(ctx, t.target, Math.min(deadline, Date.now() + CRD_WAIT_MS));
         }
       }
@@ -282,7 +349,9 @@ async function runGroup(ctx: TaskContext, group: SyncTask[], deadline: number, w
   if (!ok || !wait) return ok;
   while (Date.now() < deadline && !ctx.signal?.aborted) {
     if (!(await refreshRunning(ctx, group))) break;
-    onProgress?.(waitingMessage(group.filter((t) => t.operationState === 'Running' || (t.result === 'Pruned' && !t.gone))));
+    onProgress?.(
+      waitingMessage(group.filter((t) => t.operationState === 'Running' || (t.result === 'Pruned' && !t.gone))),
+    );
     await sleep(ctx.pollMs, ctx.signal);
   }
   return true;

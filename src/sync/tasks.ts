@@ -48,7 +48,13 @@ export function isPrune(t: SyncTask): boolean {
   return t.target === null;
 }
 
-export function setResult(ctx: TaskContext, t: SyncTask, result: ResultCode | undefined, state: OperationPhase, message: string): void {
+export function setResult(
+  ctx: TaskContext,
+  t: SyncTask,
+  result: ResultCode | undefined,
+  state: OperationPhase,
+  message: string,
+): void {
   if (result !== undefined) t.result = result;
   t.operationState = state;
   if (message !== '') t.message = message;
@@ -82,7 +88,12 @@ export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
 export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
   const target = t.target as KubeObject;
   const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
-  const res = await ctx.client.apply(target, { dryRun: ctx.dryRun, fieldManager: ctx.fieldManager, force: true, ...(fieldValidation ? { fieldValidation } : {}) });
+  const res = await ctx.client.apply(target, {
+    dryRun: ctx.dryRun,
+    fieldManager: ctx.fieldManager,
+    force: true,
+    ...(fieldValidation ? { fieldValidation } : {}),
+  });
   if (!res.ok) {
     setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
     return false;
@@ -90,7 +101,13 @@ export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   t.live = res.value;
   const warnings = res.warnings.length ? ` (warnings: ${res.warnings.join('; ')})` : '';
   // A dry run creates nothing, so there is nothing to wait for.
-  setResult(ctx, t, 'Synced', ctx.dryRun ? 'Succeeded' : 'Running', `${kubectlName(target)} serverside-applied${ctx.dryRun ? ' (server dry run)' : ''}${warnings}`);
+  setResult(
+    ctx,
+    t,
+    'Synced',
+    ctx.dryRun ? 'Succeeded' : 'Running',
+    `${kubectlName(target)} serverside-applied${ctx.dryRun ? ' (server dry run)' : ''}${warnings}`,
+  );
   return true;
 }
 
@@ -108,10 +125,15 @@ export async function deleteAndWait(ctx: TaskContext, obj: KubeObject, deadline:
 }
 
 /** Hooks whose delete policy matches the outcome go away (`HookSucceeded` / `HookFailed`). */
-export async function deleteHooks(ctx: TaskContext, tasks: readonly SyncTask[], policy: 'HookSucceeded' | 'HookFailed'): Promise<void> {
+export async function deleteHooks(
+  ctx: TaskContext,
+  tasks: readonly SyncTask[],
+  policy: 'HookSucceeded' | 'HookFailed',
+): Promise<void> {
   if (ctx.dryRun) return;
   for (const t of tasks) {
-    if (!t.hook || !t.live || t.operationState === 'Running' || !hookDeletePolicies(taskObject(t)).includes(policy)) continue;
+    if (!t.hook || !t.live || t.operationState === 'Running' || !hookDeletePolicies(taskObject(t)).includes(policy))
+      continue;
     const res = await ctx.client.delete(refOf(t.live), { propagationPolicy: 'Foreground' });
     if (!res.ok) setResult(ctx, t, undefined, 'Error', `failed to delete resource: ${res.error.message}`);
   }
@@ -155,7 +177,13 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
     }
     if (got.value === null) {
       const o = t.target;
-      setResult(ctx, t, 'SyncFailed', 'Error', `Resource ${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.name} is missing, it might have been deleted`);
+      setResult(
+        ctx,
+        t,
+        'SyncFailed',
+        'Error',
+        `Resource ${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.name} is missing, it might have been deleted`,
+      );
       continue;
     }
     t.refusedSince = undefined;
@@ -172,11 +200,16 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
  * after it can be applied. Waiting ends at the deadline; the apply that follows then reports why.
  */
 export async function waitForCrd(ctx: TaskContext, crd: KubeObject, deadline: number): Promise<void> {
-  const spec = crd['spec'] as { group?: string; names?: { kind?: string }; versions?: Array<{ name?: string; served?: boolean }> } | undefined;
+  const spec = crd['spec'] as
+    { group?: string; names?: { kind?: string }; versions?: Array<{ name?: string; served?: boolean }> } | undefined;
   const version = spec?.versions?.find((v) => v.served !== false)?.name;
   while (Date.now() < deadline && !ctx.signal?.aborted) {
     const got = await ctx.client.get(refOf(crd));
-    const conditions = ((got.ok && got.value ? got.value['status'] : undefined) as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
+    const conditions =
+      (
+        (got.ok && got.value ? got.value['status'] : undefined) as
+          { conditions?: Array<{ type?: string; status?: string }> } | undefined
+      )?.conditions ?? [];
     if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) {
       if (!spec?.group || !spec.names?.kind || !version) return;
       const served = await ctx.client.resolve(`${spec.group}/${version}`, spec.names.kind);

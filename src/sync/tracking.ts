@@ -27,27 +27,48 @@ export function parseTrackingId(value: string): TrackingId | null {
   const gk = value.slice(first + 1, second).split('/');
   const nn = value.slice(second + 1).split('/');
   if (gk.length !== 2 || nn.length !== 2) return null;
-  return { app: value.slice(0, first), group: gk[0] ?? '', kind: gk[1] ?? '', namespace: nn[0] ?? '', name: nn[1] ?? '' };
+  return {
+    app: value.slice(0, first),
+    group: gk[0] ?? '',
+    kind: gk[1] ?? '',
+    namespace: nn[0] ?? '',
+    name: nn[1] ?? '',
+  };
 }
 
 /**
  * The name Argo CD tracks an Application by: its name when it lives in the controller's namespace,
  * else `<namespace>_<name>` (Applications in any namespace).
  */
-export function appInstanceName(app: { metadata: { name: string; namespace?: string | undefined } }, controllerNamespace: string): string {
+export function appInstanceName(
+  app: { metadata: { name: string; namespace?: string | undefined } },
+  controllerNamespace: string,
+): string {
   const ns = app.metadata.namespace;
   return !ns || ns === controllerNamespace ? app.metadata.name : `${ns}_${app.metadata.name}`;
 }
 
 export function trackingIdFor(obj: KubeObject, app: string, destinationNamespace: string): string {
-  const ns = typeof obj.metadata.namespace === 'string' && obj.metadata.namespace !== '' ? obj.metadata.namespace : destinationNamespace;
-  return formatTrackingId({ app, group: groupOf(obj.apiVersion), kind: obj.kind, namespace: ns, name: obj.metadata.name });
+  const ns =
+    typeof obj.metadata.namespace === 'string' && obj.metadata.namespace !== ''
+      ? obj.metadata.namespace
+      : destinationNamespace;
+  return formatTrackingId({
+    app,
+    group: groupOf(obj.apiVersion),
+    kind: obj.kind,
+    namespace: ns,
+    name: obj.metadata.name,
+  });
 }
 
 /** A copy of `obj` carrying its tracking annotation. */
 export function withTrackingId(obj: KubeObject, app: string, destinationNamespace: string): KubeObject {
   const copy = structuredClone(obj);
-  copy.metadata.annotations = { ...(copy.metadata.annotations ?? {}), [ANNOTATION_TRACKING_ID]: trackingIdFor(obj, app, destinationNamespace) };
+  copy.metadata.annotations = {
+    ...(copy.metadata.annotations ?? {}),
+    [ANNOTATION_TRACKING_ID]: trackingIdFor(obj, app, destinationNamespace),
+  };
   return copy;
 }
 

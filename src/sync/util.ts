@@ -1,7 +1,11 @@
 // Small helpers for running API calls side by side and waiting between polls.
 
 /** `fn` over `items` with at most `limit` calls in flight; results in input order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {
@@ -28,6 +32,15 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** The address of an object, for get and delete. */
-export function refOf(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string | undefined } }): { apiVersion: string; kind: string; name: string; namespace?: string } {
-  return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
+export function refOf(o: {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string | undefined };
+}): { apiVersion: string; kind: string; name: string; namespace?: string } {
+  return {
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    name: o.metadata.name,
+    ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+  };
 }

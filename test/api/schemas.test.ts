@@ -4,7 +4,15 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import {
-  DocumentError, IN_CLUSTER, applicationKey, isClusterSecret, parseAppProject, parseApplication, parseClusterSecret, parseConfigMap, projectName,
+  DocumentError,
+  IN_CLUSTER,
+  applicationKey,
+  isClusterSecret,
+  parseAppProject,
+  parseApplication,
+  parseClusterSecret,
+  parseConfigMap,
+  projectName,
 } from '../../src/api/index.ts';
 
 const catchError = (fn: () => unknown): DocumentError => {
@@ -40,7 +48,7 @@ spec:
 status:
   sync: {status: Synced}
 `;
-  test('accepts Argo CD\'s YAML unchanged and keeps fields impersync does not use', () => {
+  test("accepts Argo CD's YAML unchanged and keeps fields impersync does not use", () => {
     const app = parseApplication(parse(yaml, { version: '1.1' }));
     assert.equal(app.spec.destination?.namespace, 'guestbook');
     assert.equal((app.spec as Record<string, unknown>).revisionHistoryLimit, 3);
@@ -56,7 +64,13 @@ status:
   });
 
   test('a bad document names kind, object and field path', () => {
-    const e = catchError(() => parseApplication({ kind: 'Application', metadata: { name: 'guestbook', namespace: 'argocd' }, spec: { destination: { namespace: 5 } } }));
+    const e = catchError(() =>
+      parseApplication({
+        kind: 'Application',
+        metadata: { name: 'guestbook', namespace: 'argocd' },
+        spec: { destination: { namespace: 5 } },
+      }),
+    );
     assert.equal(e.kind, 'Application');
     assert.equal(e.objectName, 'argocd/guestbook');
     assert.equal(e.path, 'spec.destination.namespace');
@@ -70,8 +84,10 @@ status:
 });
 
 describe('AppProject', () => {
-  test('accepts the design document\'s project and keeps unknown fields', () => {
-    const p = parseAppProject(parse(`
+  test("accepts the design document's project and keeps unknown fields", () => {
+    const p = parseAppProject(
+      parse(
+        `
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
 metadata: {name: my-project, namespace: argocd, finalizers: [resources-finalizer.argocd.argoproj.io]}
@@ -84,7 +100,10 @@ spec:
     - {server: '*', defaultServiceAccount: default}
   signatureKeys: [{keyID: ABC}]
   orphanedResources: {warn: true}
-`, { version: '1.1' }));
+`,
+        { version: '1.1' },
+      ),
+    );
     assert.equal(p.spec.destinationServiceAccounts?.length, 2);
     assert.equal(p.spec.destinationServiceAccounts?.[1]?.namespace, undefined, 'namespace is optional');
     assert.deepEqual((p.spec as Record<string, unknown>).orphanedResources, { warn: true });
@@ -95,40 +114,92 @@ spec:
   });
 
   test('server and defaultServiceAccount are required, and errors name the entry', () => {
-    const e = catchError(() => parseAppProject({ metadata: { name: 'p', namespace: 'argocd' }, spec: { destinationServiceAccounts: [{ server: '*', defaultServiceAccount: 'a' }, { server: '*' }] } }));
-    assert.equal(e.message, 'AppProject argocd/p: spec.destinationServiceAccounts[1].defaultServiceAccount: required field is missing (expected string)');
+    const e = catchError(() =>
+      parseAppProject({
+        metadata: { name: 'p', namespace: 'argocd' },
+        spec: { destinationServiceAccounts: [{ server: '*', defaultServiceAccount: 'a' }, { server: '*' }] },
+      }),
+    );
+    assert.equal(
+      e.message,
+      'AppProject argocd/p: spec.destinationServiceAccounts[1].defaultServiceAccount: required field is missing (expected string)',
+    );
   });
 });
 
 describe('argocd-cm', () => {
   test('data must be strings: an unquoted true is named', () => {
-    assert.equal(parseConfigMap({ metadata: { name: 'argocd-cm' }, data: { 'application.sync.impersonation.enabled': 'true' } }).data?.['application.sync.impersonation.enabled'], 'true');
-    const e = catchError(() => parseConfigMap(parse('metadata: {name: argocd-cm}\ndata:\n  application.sync.impersonation.enabled: true\n', { version: '1.1' })));
+    assert.equal(
+      parseConfigMap({ metadata: { name: 'argocd-cm' }, data: { 'application.sync.impersonation.enabled': 'true' } })
+        .data?.['application.sync.impersonation.enabled'],
+      'true',
+    );
+    const e = catchError(() =>
+      parseConfigMap(
+        parse('metadata: {name: argocd-cm}\ndata:\n  application.sync.impersonation.enabled: true\n', {
+          version: '1.1',
+        }),
+      ),
+    );
     assert.equal(e.path, 'data.application.sync.impersonation.enabled');
     assert.match(e.message, /expected string, got boolean/);
   });
 });
 
 describe('cluster Secrets', () => {
-  const secret = (extra: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'remote', namespace: 'argocd', labels: { 'argocd.argoproj.io/secret-type': 'cluster' } }, ...extra });
+  const secret = (extra: Record<string, unknown>) => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'remote', namespace: 'argocd', labels: { 'argocd.argoproj.io/secret-type': 'cluster' } },
+    ...extra,
+  });
   const b64 = (s: string) => Buffer.from(s).toString('base64');
 
   test('are recognised by their label', () => {
     assert.equal(isClusterSecret(secret({})), true);
     assert.equal(isClusterSecret({ kind: 'Secret', metadata: { name: 'x' } }), false);
     assert.equal(isClusterSecret(null), false);
-    assert.equal(isClusterSecret({ kind: 'ConfigMap', metadata: { labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } }), false);
+    assert.equal(
+      isClusterSecret({ kind: 'ConfigMap', metadata: { labels: { 'argocd.argoproj.io/secret-type': 'cluster' } } }),
+      false,
+    );
   });
 
   test('data is base64, stringData wins, config is JSON', () => {
-    const c = parseClusterSecret(secret({ data: { name: b64('remote-cluster'), server: b64('https://old') }, stringData: { server: 'https://remote:6443', config: '{"bearerToken":"t","tlsClientConfig":{"insecure":true}}' } }));
-    assert.deepEqual(c, { name: 'remote-cluster', server: 'https://remote:6443', config: { bearerToken: 't', tlsClientConfig: { insecure: true } }, secret: 'argocd/remote' });
+    const c = parseClusterSecret(
+      secret({
+        data: { name: b64('remote-cluster'), server: b64('https://old') },
+        stringData: {
+          server: 'https://remote:6443',
+          config: '{"bearerToken":"t","tlsClientConfig":{"insecure":true}}',
+        },
+      }),
+    );
+    assert.deepEqual(c, {
+      name: 'remote-cluster',
+      server: 'https://remote:6443',
+      config: { bearerToken: 't', tlsClientConfig: { insecure: true } },
+      secret: 'argocd/remote',
+    });
   });
 
   test('errors name the field', () => {
-    assert.equal(catchError(() => parseClusterSecret(secret({ stringData: { name: 'x' } }))).message, 'Secret argocd/remote: data.server: a cluster Secret needs the server URL');
-    assert.match(catchError(() => parseClusterSecret(secret({ stringData: { server: 'https://x', config: '{' } }))).message, /^Secret argocd\/remote: stringData\.config: not valid JSON/);
-    assert.match(catchError(() => parseClusterSecret(secret({ stringData: { server: 'https://x', config: '{"tlsClientConfig":{"insecure":"yes"}}' } }))).message, /stringData\.config\.tlsClientConfig\.insecure/);
+    assert.equal(
+      catchError(() => parseClusterSecret(secret({ stringData: { name: 'x' } }))).message,
+      'Secret argocd/remote: data.server: a cluster Secret needs the server URL',
+    );
+    assert.match(
+      catchError(() => parseClusterSecret(secret({ stringData: { server: 'https://x', config: '{' } }))).message,
+      /^Secret argocd\/remote: stringData\.config: not valid JSON/,
+    );
+    assert.match(
+      catchError(() =>
+        parseClusterSecret(
+          secret({ stringData: { server: 'https://x', config: '{"tlsClientConfig":{"insecure":"yes"}}' } }),
+        ),
+      ).message,
+      /stringData\.config\.tlsClientConfig\.insecure/,
+    );
   });
 
   test('the in-cluster destination is built in', () => {

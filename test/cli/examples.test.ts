@@ -13,24 +13,84 @@ async function explainJson(file: string, app?: string) {
   const r = await runCommand(run, argv);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stderr, '');
-  return JSON.parse(r.stdout) as { decision: string; serviceAccount: string | null; message: string; matched: { index: number } | null; resolvedServer: string; warnings: string[] };
+  return JSON.parse(r.stdout) as {
+    decision: string;
+    serviceAccount: string | null;
+    message: string;
+    matched: { index: number } | null;
+    resolvedServer: string;
+    warnings: string[];
+  };
 }
 
-const cases: { file: string; app?: string; decision: string; serviceAccount: string | null; resolvedServer?: string }[] = [
-  { file: '01-all-namespaces.yaml', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook:generic-deployer' },
-  { file: '02-specific-namespace.yaml', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer' },
-  { file: '03-remote-cluster-argocd-manager.yaml', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer', resolvedServer: 'https://remote.example:6443' },
-  { file: '04-remote-cluster-custom-sa.yaml', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer', resolvedServer: 'https://remote.example:6443' },
-  { file: '05-service-account-in-another-namespace.yaml', decision: 'impersonate', serviceAccount: 'system:serviceaccount:mynamespace:guestbook-deployer' },
-  { file: '06-several-matching-entries.yaml', app: 'argocd/guestbook-myns', decision: 'impersonate', serviceAccount: 'system:serviceaccount:myns:generic-deployer' },
-  { file: '06-several-matching-entries.yaml', app: 'argocd/guestbook-dev', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook-dev:guestbook-generic-deployer' },
-  { file: '06-several-matching-entries.yaml', app: 'argocd/guestbook-prod', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook-prod:guestbook-prod-deployer' },
+const cases: {
+  file: string;
+  app?: string;
+  decision: string;
+  serviceAccount: string | null;
+  resolvedServer?: string;
+}[] = [
+  {
+    file: '01-all-namespaces.yaml',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook:generic-deployer',
+  },
+  {
+    file: '02-specific-namespace.yaml',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer',
+  },
+  {
+    file: '03-remote-cluster-argocd-manager.yaml',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer',
+    resolvedServer: 'https://remote.example:6443',
+  },
+  {
+    file: '04-remote-cluster-custom-sa.yaml',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer',
+    resolvedServer: 'https://remote.example:6443',
+  },
+  {
+    file: '05-service-account-in-another-namespace.yaml',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:mynamespace:guestbook-deployer',
+  },
+  {
+    file: '06-several-matching-entries.yaml',
+    app: 'argocd/guestbook-myns',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:myns:generic-deployer',
+  },
+  {
+    file: '06-several-matching-entries.yaml',
+    app: 'argocd/guestbook-dev',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook-dev:guestbook-generic-deployer',
+  },
+  {
+    file: '06-several-matching-entries.yaml',
+    app: 'argocd/guestbook-prod',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook-prod:guestbook-prod-deployer',
+  },
   { file: '07-no-destination-namespace.yaml', decision: 'deny', serviceAccount: null },
-  { file: '08-no-destination-namespace-matching.yaml', app: 'argocd/guestbook', decision: 'impersonate', serviceAccount: 'system:serviceaccount:argocd:guestbook-deployer' },
-  { file: '08-no-destination-namespace-matching.yaml', app: 'argocd/guestbook-explicit', decision: 'impersonate', serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer' },
+  {
+    file: '08-no-destination-namespace-matching.yaml',
+    app: 'argocd/guestbook',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:argocd:guestbook-deployer',
+  },
+  {
+    file: '08-no-destination-namespace-matching.yaml',
+    app: 'argocd/guestbook-explicit',
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer',
+  },
 ];
 
-describe('examples/: the design document\'s cases give their documented outcome', () => {
+describe("examples/: the design document's cases give their documented outcome", () => {
   for (const c of cases) {
     test(`${c.file}${c.app ? ` --app ${c.app}` : ''} → ${c.decision} ${c.serviceAccount ?? ''}`, async () => {
       const r = await explainJson(c.file, c.app);
@@ -40,13 +100,19 @@ describe('examples/: the design document\'s cases give their documented outcome'
       assert.deepEqual(r.warnings, []);
       // The file's comment states the same outcome.
       const text = readFileSync(repoFile(`examples/${c.file}`), 'utf8');
-      assert.ok(text.includes(c.serviceAccount ?? 'deny: no matching service account found'), `the comment of ${c.file} states the outcome`);
+      assert.ok(
+        text.includes(c.serviceAccount ?? 'deny: no matching service account found'),
+        `the comment of ${c.file} states the outcome`,
+      );
     });
   }
 
-  test('07: the deny message is spec §5\'s, with the raw (empty) destination namespace', async () => {
+  test("07: the deny message is spec §5's, with the raw (empty) destination namespace", async () => {
     const r = await explainJson('07-no-destination-namespace.yaml');
-    assert.equal(r.message, 'no matching service account found for destination server https://kubernetes.default.svc and namespace ');
+    assert.equal(
+      r.message,
+      'no matching service account found for destination server https://kubernetes.default.svc and namespace ',
+    );
   });
 
   test('06: the first match wins: guestbook-prod is decided by entry 0, guestbook-dev by entry 1, myns by entry 2', async () => {
@@ -55,7 +121,7 @@ describe('examples/: the design document\'s cases give their documented outcome'
     assert.equal((await explainJson('06-several-matching-entries.yaml', 'argocd/guestbook-myns')).matched?.index, 2);
   });
 
-  test('remote examples quote \'*\' and target a genuinely remote cluster through a cluster Secret', () => {
+  test("remote examples quote '*' and target a genuinely remote cluster through a cluster Secret", () => {
     for (const f of ['03-remote-cluster-argocd-manager.yaml', '04-remote-cluster-custom-sa.yaml']) {
       const text = readFileSync(repoFile(`examples/${f}`), 'utf8');
       assert.match(text, /argocd\.argoproj\.io\/secret-type: cluster/);

@@ -38,7 +38,18 @@ describe('explain -o json', () => {
   test('prints exactly one JSON object with the fields of the issue, in order', async () => {
     const f = files();
     const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
-    assert.deepEqual(Object.keys(out), ['application', 'project', 'destination', 'resolvedServer', 'impersonation', 'decision', 'serviceAccount', 'matched', 'message', 'warnings']);
+    assert.deepEqual(Object.keys(out), [
+      'application',
+      'project',
+      'destination',
+      'resolvedServer',
+      'impersonation',
+      'decision',
+      'serviceAccount',
+      'matched',
+      'message',
+      'warnings',
+    ]);
     assert.deepEqual(out, {
       application: 'argocd/guestbook',
       project: 'my-project',
@@ -47,13 +58,19 @@ describe('explain -o json', () => {
       impersonation: { enabled: true, enforced: true },
       decision: 'impersonate',
       serviceAccount: 'system:serviceaccount:guestbook:guestbook-deployer',
-      matched: { index: 0, server: IN, namespace: 'guestbook', defaultServiceAccount: 'guestbook-deployer', fromProject: 'my-project' },
+      matched: {
+        index: 0,
+        server: IN,
+        namespace: 'guestbook',
+        defaultServiceAccount: 'guestbook-deployer',
+        fromProject: 'my-project',
+      },
       message: '',
       warnings: [],
     });
   });
 
-  test('deny carries spec §5\'s operation message', async () => {
+  test("deny carries spec §5's operation message", async () => {
     const f = files({ 'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: other}`) });
     const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
     assert.equal(out.decision, 'deny');
@@ -62,7 +79,7 @@ describe('explain -o json', () => {
     assert.equal(out.message, `no matching service account found for destination server ${IN} and namespace other`);
   });
 
-  test('fallback carries spec §5\'s info line', async () => {
+  test("fallback carries spec §5's info line", async () => {
     const f = files({
       'cm.yaml': ENABLED_CM + '  application.sync.impersonation.enforced: "false"\n',
       'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: other}`),
@@ -70,14 +87,25 @@ describe('explain -o json', () => {
     const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
     assert.equal(out.decision, 'fallback');
     assert.deepEqual(out.impersonation, { enabled: true, enforced: false });
-    assert.equal(out.message, `no matching service account found for impersonation (project: my-project, server: ${IN}, namespace: other), falling back to controller service account`);
+    assert.equal(
+      out.message,
+      `no matching service account found for impersonation (project: my-project, server: ${IN}, namespace: other), falling back to controller service account`,
+    );
   });
 
-  test('error carries spec §5\'s operation message', async () => {
-    const f = files({ 'project.yaml': projectYaml('my-project', `\n    - {server: '[', namespace: guestbook, defaultServiceAccount: x}`) });
+  test("error carries spec §5's operation message", async () => {
+    const f = files({
+      'project.yaml': projectYaml(
+        'my-project',
+        `\n    - {server: '[', namespace: guestbook, defaultServiceAccount: x}`,
+      ),
+    });
     const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
     assert.equal(out.decision, 'error');
-    assert.equal(out.message, 'failed to derive service account to impersonate: invalid glob pattern for destination server: unexpected end of input');
+    assert.equal(
+      out.message,
+      'failed to derive service account to impersonate: invalid glob pattern for destination server: unexpected end of input',
+    );
   });
 
   test('"Without an argocd-cm document the settings take their defaults (spec §4) and a warning says so"; §10 warns too', async () => {
@@ -88,14 +116,22 @@ describe('explain -o json', () => {
     assert.equal(out.message, '');
     const warnings = out.warnings as string[];
     assert.equal(warnings.length, 2);
-    assert.match(warnings[0]!, /^no argocd-cm ConfigMap in .*: impersonation settings take their defaults \(enabled: false, enforced: true\)$/);
-    assert.match(warnings[1]!, /^AppProject 'my-project' has 2 destinationServiceAccounts entries, but sync impersonation is disabled/);
+    assert.match(
+      warnings[0]!,
+      /^no argocd-cm ConfigMap in .*: impersonation settings take their defaults \(enabled: false, enforced: true\)$/,
+    );
+    assert.match(
+      warnings[1]!,
+      /^AppProject 'my-project' has 2 destinationServiceAccounts entries, but sync impersonation is disabled/,
+    );
   });
 
   test('"The in-cluster destination (name in-cluster) needs no Secret"; a remote one resolves through its Secret', async () => {
     const f = files({
       'app.yaml': appYaml('guestbook', '{name: in-cluster, namespace: guestbook}'),
-      'remote.yaml': appYaml('remote', '{name: remote-cluster, namespace: guestbook}') + `---
+      'remote.yaml':
+        appYaml('remote', '{name: remote-cluster, namespace: guestbook}') +
+        `---
 apiVersion: v1
 kind: Secret
 metadata: {name: remote, namespace: argocd, labels: {argocd.argoproj.io/secret-type: cluster}}
@@ -112,8 +148,13 @@ stringData: {name: remote-cluster, server: 'https://remote:6443'}
 
   test('entries inherited from a global project are explained with fromProject', async () => {
     const f = files({
-      'cm.yaml': ENABLED_CM + '  globalProjects: |\n    - projectName: shared\n      labelSelector: {matchLabels: {tenant: "true"}}\n',
-      'project.yaml': projectYaml('my-project', '[]', ', labels: {tenant: "true"}') + '---\n' + projectYaml('shared', `\n    - {server: '*', namespace: '*', defaultServiceAccount: 'shared:deployer'}`),
+      'cm.yaml':
+        ENABLED_CM +
+        '  globalProjects: |\n    - projectName: shared\n      labelSelector: {matchLabels: {tenant: "true"}}\n',
+      'project.yaml':
+        projectYaml('my-project', '[]', ', labels: {tenant: "true"}') +
+        '---\n' +
+        projectYaml('shared', `\n    - {server: '*', namespace: '*', defaultServiceAccount: 'shared:deployer'}`),
     });
     const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
     assert.equal(out.serviceAccount, 'system:serviceaccount:shared:deployer');
@@ -121,19 +162,46 @@ stringData: {name: remote-cluster, server: 'https://remote:6443'}
   });
 
   test('reads stdin with -f -, JSON documents too', async () => {
-    const app = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'j', namespace: 'argocd' }, spec: { project: 'my-project', destination: { server: IN, namespace: 'guestbook-x' } } };
+    const app = {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: 'j', namespace: 'argocd' },
+      spec: { project: 'my-project', destination: { server: IN, namespace: 'guestbook-x' } },
+    };
     const f = files();
     const out = await json(['-f', f['cm.yaml']!, '-f', '-', '-f', f['project.yaml']!], JSON.stringify(app));
     assert.equal(out.serviceAccount, 'system:serviceaccount:guestbook-x:generic');
   });
 
   test('--app accepts NAMESPACE/NAME or NAME; an Application without a namespace is in --namespace', async () => {
-    const f = files({ 'apps.yaml': appYaml('a', `{server: '${IN}', namespace: guestbook}`) + '---\n' + appYaml('b', `{server: '${IN}', namespace: guestbook-b}`, 'my-project', 'team') });
+    const f = files({
+      'apps.yaml':
+        appYaml('a', `{server: '${IN}', namespace: guestbook}`) +
+        '---\n' +
+        appYaml('b', `{server: '${IN}', namespace: guestbook-b}`, 'my-project', 'team'),
+    });
     const base = ['-f', f['cm.yaml']!, '-f', f['apps.yaml']!, '-f', f['project.yaml']!];
-    assert.equal((await json([...base, '--app', 'argocd/a'])).serviceAccount, 'system:serviceaccount:guestbook:guestbook-deployer');
+    assert.equal(
+      (await json([...base, '--app', 'argocd/a'])).serviceAccount,
+      'system:serviceaccount:guestbook:guestbook-deployer',
+    );
     assert.equal((await json([...base, '--app', 'b'])).application, 'team/b');
-    const noNs = files({ 'app.yaml': 'apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bare}\nspec: {project: my-project, destination: {server: "' + IN + '"}}\n' });
-    const out = await json(['-f', noNs['cm.yaml']!, '-f', noNs['app.yaml']!, '-f', noNs['project.yaml']!, '-n', 'tenant-cd']);
+    const noNs = files({
+      'app.yaml':
+        'apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bare}\nspec: {project: my-project, destination: {server: "' +
+        IN +
+        '"}}\n',
+    });
+    const out = await json([
+      '-f',
+      noNs['cm.yaml']!,
+      '-f',
+      noNs['app.yaml']!,
+      '-f',
+      noNs['project.yaml']!,
+      '-n',
+      'tenant-cd',
+    ]);
     assert.equal(out.application, 'tenant-cd/bare');
   });
 
@@ -150,24 +218,56 @@ describe('explain -o text', () => {
   test('shows each entry tried in order, whether server and namespace matched, the deciding entry and the outcome', async () => {
     const f = files({
       'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: guestbook-dev}`),
-      'project.yaml': projectYaml('my-project', ENTRIES + `\n    - {server: '*', namespace: '*', defaultServiceAccount: never}`),
+      'project.yaml': projectYaml(
+        'my-project',
+        ENTRIES + `\n    - {server: '*', namespace: '*', defaultServiceAccount: never}`,
+      ),
     });
     const r = await runCommand(run, ['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
     assert.equal(r.code, 0);
     const lines = r.stdout.split('\n');
     assert.ok(lines.includes('Application:   argocd/guestbook'));
-    assert.ok(lines.some((l) => l.startsWith('  [0]') && l.includes("namespace 'guestbook' does not match") && l.endsWith(': no match')));
-    assert.ok(lines.some((l) => l.startsWith('  [1]') && l.includes("server 'https://kubernetes.default.svc' matches") && l.includes("namespace 'guestbook-*' matches") && l.endsWith('MATCH, this entry decides')));
+    assert.ok(
+      lines.some(
+        (l) => l.startsWith('  [0]') && l.includes("namespace 'guestbook' does not match") && l.endsWith(': no match'),
+      ),
+    );
+    assert.ok(
+      lines.some(
+        (l) =>
+          l.startsWith('  [1]') &&
+          l.includes("server 'https://kubernetes.default.svc' matches") &&
+          l.includes("namespace 'guestbook-*' matches") &&
+          l.endsWith('MATCH, this entry decides'),
+      ),
+    );
     assert.ok(lines.includes('  ... 1 later entry not looked at (the first match decides)'));
     assert.ok(lines.includes('IMPERSONATE system:serviceaccount:guestbook-dev:generic'));
   });
 
   test('names the invalid pattern and the error outcome', async () => {
-    const f = files({ 'project.yaml': projectYaml('my-project', `\n    - {server: '${IN}', namespace: '[z-a]', defaultServiceAccount: x}`) });
-    const r = await runCommand(run, ['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!, '-o', 'text']);
+    const f = files({
+      'project.yaml': projectYaml(
+        'my-project',
+        `\n    - {server: '${IN}', namespace: '[z-a]', defaultServiceAccount: x}`,
+      ),
+    });
+    const r = await runCommand(run, [
+      '-f',
+      f['cm.yaml']!,
+      '-f',
+      f['app.yaml']!,
+      '-f',
+      f['project.yaml']!,
+      '-o',
+      'text',
+    ]);
     assert.equal(r.code, 0);
     assert.match(r.stdout, /namespace '\[z-a\]' is not a valid glob/);
-    assert.match(r.stdout, /ERROR: the sync fails with phase Error\n {2}message: failed to derive service account to impersonate: invalid glob pattern for destination namespace: hi character 'a' should be greater than lo 'z'/);
+    assert.match(
+      r.stdout,
+      /ERROR: the sync fails with phase Error\n {2}message: failed to derive service account to impersonate: invalid glob pattern for destination namespace: hi character 'a' should be greater than lo 'z'/,
+    );
   });
 
   test('shows warnings', async () => {
@@ -180,7 +280,10 @@ describe('explain -o text', () => {
 
 describe('explain: unusable input exits 2 with one stderr line naming file, document and field', () => {
   test('a missing file', async () => {
-    assert.equal(await unusable(['-f', '/nonexistent/app.yaml']), 'impersync explain: /nonexistent/app.yaml: cannot read: no such file');
+    assert.equal(
+      await unusable(['-f', '/nonexistent/app.yaml']),
+      'impersync explain: /nonexistent/app.yaml: cannot read: no such file',
+    );
   });
 
   test('broken YAML names the file and line', async () => {
@@ -189,31 +292,56 @@ describe('explain: unusable input exits 2 with one stderr line naming file, docu
   });
 
   test('a document that does not fit its schema names file, document, object and field', async () => {
-    const f = files({ 'project.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n---\n' + projectYaml('my-project', `\n    - {namespace: guestbook, defaultServiceAccount: x}`) });
+    const f = files({
+      'project.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n---\n' +
+        projectYaml('my-project', `\n    - {namespace: guestbook, defaultServiceAccount: x}`),
+    });
     const line = await unusable(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
-    assert.match(line, /project\.yaml: document 2: AppProject argocd\/my-project: spec\.destinationServiceAccounts\[0\]\.server: required field is missing/);
+    assert.match(
+      line,
+      /project\.yaml: document 2: AppProject argocd\/my-project: spec\.destinationServiceAccounts\[0\]\.server: required field is missing/,
+    );
   });
 
   test('no Application, or several without --app', async () => {
     const f = files({ 'two.yaml': appYaml('a', `{server: '${IN}'}`) + '---\n' + appYaml('b', `{server: '${IN}'}`) });
     assert.match(await unusable(['-f', f['project.yaml']!]), /no Application in .*project\.yaml/);
-    assert.match(await unusable(['-f', f['two.yaml']!, '-f', f['project.yaml']!]), /2 Applications in .* \(argocd\/a, argocd\/b\); choose one with --app NAMESPACE\/NAME/);
-    assert.match(await unusable(['-f', f['two.yaml']!, '--app', 'argocd/c']), /--app argocd\/c: no such Application .* \(found: argocd\/a, argocd\/b\)/);
+    assert.match(
+      await unusable(['-f', f['two.yaml']!, '-f', f['project.yaml']!]),
+      /2 Applications in .* \(argocd\/a, argocd\/b\); choose one with --app NAMESPACE\/NAME/,
+    );
+    assert.match(
+      await unusable(['-f', f['two.yaml']!, '--app', 'argocd/c']),
+      /--app argocd\/c: no such Application .* \(found: argocd\/a, argocd\/b\)/,
+    );
   });
 
-  test('the project not found names the Application\'s document and field', async () => {
+  test("the project not found names the Application's document and field", async () => {
     const f = files();
-    assert.match(await unusable(['-f', f['app.yaml']!]), /app\.yaml: document 1: Application argocd\/guestbook: spec\.project: AppProject 'my-project' not found in /);
+    assert.match(
+      await unusable(['-f', f['app.yaml']!]),
+      /app\.yaml: document 1: Application argocd\/guestbook: spec\.project: AppProject 'my-project' not found in /,
+    );
   });
 
-  test('the destination cluster not found names the Application\'s document and field', async () => {
+  test("the destination cluster not found names the Application's document and field", async () => {
     const f = files({ 'app.yaml': appYaml('guestbook', '{name: remote-cluster, namespace: guestbook}') });
-    assert.match(await unusable(['-f', f['app.yaml']!, '-f', f['project.yaml']!]), /app\.yaml: document 1: Application argocd\/guestbook: spec\.destination\.name: destination cluster name 'remote-cluster' not found/);
+    assert.match(
+      await unusable(['-f', f['app.yaml']!, '-f', f['project.yaml']!]),
+      /app\.yaml: document 1: Application argocd\/guestbook: spec\.destination\.name: destination cluster name 'remote-cluster' not found/,
+    );
   });
 
   test('a broken cluster Secret names its field', async () => {
-    const f = files({ 'secret.yaml': 'apiVersion: v1\nkind: Secret\nmetadata: {name: c, namespace: argocd, labels: {argocd.argoproj.io/secret-type: cluster}}\nstringData: {name: c, server: "https://c", config: "{not json"}\n' });
-    assert.match(await unusable(['-f', f['secret.yaml']!, '-f', f['app.yaml']!]), /secret\.yaml: document 1: Secret argocd\/c: stringData\.config: not valid JSON/);
+    const f = files({
+      'secret.yaml':
+        'apiVersion: v1\nkind: Secret\nmetadata: {name: c, namespace: argocd, labels: {argocd.argoproj.io/secret-type: cluster}}\nstringData: {name: c, server: "https://c", config: "{not json"}\n',
+    });
+    assert.match(
+      await unusable(['-f', f['secret.yaml']!, '-f', f['app.yaml']!]),
+      /secret\.yaml: document 1: Secret argocd\/c: stringData\.config: not valid JSON/,
+    );
   });
 
   test('bad flags', async () => {
@@ -233,7 +361,10 @@ describe('explain: unusable input exits 2 with one stderr line naming file, docu
 test('as a process: `impersync explain` exits 0 with the JSON on stdout, and 2 on bad input', () => {
   const node = process.execPath;
   const main = repoFile('src/cli/main.ts');
-  const ok = spawnSync(node, [main, 'explain', '-f', repoFile('examples/argocd-cm.yaml'), '-f', '-', '-o', 'json'], { input: readFileSync(repoFile('examples/02-specific-namespace.yaml'), 'utf8'), encoding: 'utf8' });
+  const ok = spawnSync(node, [main, 'explain', '-f', repoFile('examples/argocd-cm.yaml'), '-f', '-', '-o', 'json'], {
+    input: readFileSync(repoFile('examples/02-specific-namespace.yaml'), 'utf8'),
+    encoding: 'utf8',
+  });
   assert.equal(ok.status, 0, ok.stderr);
   assert.equal(JSON.parse(ok.stdout).serviceAccount, 'system:serviceaccount:guestbook:guestbook-deployer');
   const bad = spawnSync(node, [main, 'explain', '-f', '/nonexistent.yaml'], { encoding: 'utf8' });

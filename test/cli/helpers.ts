@@ -11,12 +11,20 @@ export interface Captured {
   stderr: string;
 }
 
-export async function runCommand(run: (argv: string[], io: CommandIO) => Promise<number>, argv: string[], stdin = ''): Promise<Captured> {
+export async function runCommand(
+  run: (argv: string[], io: CommandIO) => Promise<number>,
+  argv: string[],
+  stdin = '',
+): Promise<Captured> {
   let stdout = '';
   let stderr = '';
   const io: CommandIO = {
-    stdout: (t) => { stdout += t; },
-    stderr: (t) => { stderr += t; },
+    stdout: (t) => {
+      stdout += t;
+    },
+    stderr: (t) => {
+      stderr += t;
+    },
     readFile: (p) => readFile(p, 'utf8'),
     readStdin: async () => stdin,
   };

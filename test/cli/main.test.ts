@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 function runHelp(entry: string): { status: number | null; stdout: string } {
-  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', entry, '--help'], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', entry, '--help'], {
+    encoding: 'utf8',
+  });
   return { status: r.status, stdout: r.stdout };
 }
 
@@ -33,7 +35,9 @@ test('impersync runs when started through a symlink (npm bin link, npx)', (t) =>
 });
 
 test('an unknown command is exit 2 with the usage on stderr', () => {
-  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'frobnicate'], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'frobnicate'], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 2);
   assert.match(r.stderr, /unknown command 'frobnicate'/);
 });

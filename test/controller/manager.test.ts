@@ -7,36 +7,72 @@ import { identityConditions } from '../../src/controller/context.ts';
 import type { WatchedObject, WatchEvent } from '../../src/controller/watch.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 
-const base: WatchedObject = { metadata: { name: 'a', namespace: 'argocd', resourceVersion: '1', annotations: {} }, spec: { project: 'p' }, status: { sync: { status: 'Synced' } } };
+const base: WatchedObject = {
+  metadata: { name: 'a', namespace: 'argocd', resourceVersion: '1', annotations: {} },
+  spec: { project: 'p' },
+  status: { sync: { status: 'Synced' } },
+};
 
 test('a status-only change (the controller’s own write) does not requeue; spec, annotations, deletion, a cleared operation do', () => {
-  assert.equal(appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, resourceVersion: '2' }, status: { sync: { status: 'OutOfSync' } } }), false);
+  assert.equal(
+    appChangeNeedsRefresh(base, {
+      ...base,
+      metadata: { ...base.metadata, resourceVersion: '2' },
+      status: { sync: { status: 'OutOfSync' } },
+    }),
+    false,
+  );
   assert.equal(appChangeNeedsRefresh(base, { ...base, spec: { project: 'q' } }), true);
   assert.equal(appChangeNeedsRefresh({ ...base, operation: { sync: {} } }, base), true);
-  assert.equal(appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, annotations: { 'argocd.argoproj.io/refresh': 'hard' } } }), true);
-  assert.equal(appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, deletionTimestamp: 'now' } }), true);
+  assert.equal(
+    appChangeNeedsRefresh(base, {
+      ...base,
+      metadata: { ...base.metadata, annotations: { 'argocd.argoproj.io/refresh': 'hard' } },
+    }),
+    true,
+  );
+  assert.equal(
+    appChangeNeedsRefresh(base, { ...base, metadata: { ...base.metadata, deletionTimestamp: 'now' } }),
+    true,
+  );
   assert.equal(appChangeNeedsRefresh(undefined, base), true);
 });
 
 test('the controller removing the refresh annotation after the refresh it asked for does not requeue; setting or changing it does', () => {
-  const withRefresh = (value: string) => ({ ...base, metadata: { ...base.metadata, annotations: { team: 'a', 'argocd.argoproj.io/refresh': value } } });
+  const withRefresh = (value: string) => ({
+    ...base,
+    metadata: { ...base.metadata, annotations: { team: 'a', 'argocd.argoproj.io/refresh': value } },
+  });
   const without = { ...base, metadata: { ...base.metadata, annotations: { team: 'a' } } };
   assert.equal(appChangeNeedsRefresh(withRefresh('normal'), without), false);
   assert.equal(appChangeNeedsRefresh(without, withRefresh('normal')), true);
   assert.equal(appChangeNeedsRefresh(withRefresh('normal'), withRefresh('hard')), true);
-  assert.equal(appChangeNeedsRefresh(withRefresh('normal'), { ...base, metadata: { ...base.metadata, annotations: { team: 'b' } } }), true, 'another annotation changed with it');
+  assert.equal(
+    appChangeNeedsRefresh(withRefresh('normal'), {
+      ...base,
+      metadata: { ...base.metadata, annotations: { team: 'b' } },
+    }),
+    true,
+    'another annotation changed with it',
+  );
 });
 
 test('a newly set or replaced operation alone does not requeue a refresh (the operation worker compares and refreshes after); with another change it does', () => {
   const op = { sync: { revision: 'abc' } };
   assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op }), false);
-  assert.equal(appChangeNeedsRefresh({ ...base, operation: op }, { ...base, operation: { sync: { revision: 'def' } } }), false);
+  assert.equal(
+    appChangeNeedsRefresh({ ...base, operation: op }, { ...base, operation: { sync: { revision: 'def' } } }),
+    false,
+  );
   // ... while the operation itself is still queued: it is operation work.
   assert.equal(hasOperationWork({ ...base, operation: op }), true);
   const refresh = { ...base.metadata, annotations: { 'argocd.argoproj.io/refresh': 'normal' } };
   assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op, metadata: refresh }), true);
   assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op, spec: { project: 'q' } }), true);
-  assert.equal(appChangeNeedsRefresh(base, { ...base, operation: op, metadata: { ...base.metadata, deletionTimestamp: 'now' } }), true);
+  assert.equal(
+    appChangeNeedsRefresh(base, { ...base, operation: op, metadata: { ...base.metadata, deletionTimestamp: 'now' } }),
+    true,
+  );
   assert.equal(appChangeNeedsRefresh(undefined, { ...base, operation: op }), true);
 });
 
@@ -49,9 +85,17 @@ function harness(opts: { cacheStopped?: Promise<void> } = {}) {
   let emit: (e: WatchEvent) => void = () => {};
   const none = { on: () => {} };
   const cache = {
-    apps: { on: (h: (e: WatchEvent) => void) => { emit = h; } },
-    projects: none, configMaps: none, secrets: none,
-    start: () => {}, synced: async () => {}, stop: () => opts.cacheStopped ?? Promise.resolve(),
+    apps: {
+      on: (h: (e: WatchEvent) => void) => {
+        emit = h;
+      },
+    },
+    projects: none,
+    configMaps: none,
+    secrets: none,
+    start: () => {},
+    synced: async () => {},
+    stop: () => opts.cacheStopped ?? Promise.resolve(),
     watchesNamespace: () => true,
     app: (k: string) => apps.get(k),
     appKeys: () => [],
@@ -69,24 +113,37 @@ function harness(opts: { cacheStopped?: Promise<void> } = {}) {
     }
   };
   let releaseOperation: () => void = () => {};
-  const operationHeld = new Promise<void>((resolve) => { releaseOperation = resolve; });
+  const operationHeld = new Promise<void>((resolve) => {
+    releaseOperation = resolve;
+  });
   const manager = new Manager({
     cache,
     logger: createLogger({ level: 'silent' }),
     workers: {
-      refresh: async (): Promise<ReconcileResult> => { record('refresh'); return {}; },
-      operate: async (): Promise<ReconcileResult> => { record('operate'); await operationHeld; record('operated'); return {}; },
+      refresh: async (): Promise<ReconcileResult> => {
+        record('refresh');
+        return {};
+      },
+      operate: async (): Promise<ReconcileResult> => {
+        record('operate');
+        await operationHeld;
+        record('operated');
+        return {};
+      },
     },
   });
   return {
-    manager, calls, releaseOperation,
+    manager,
+    calls,
+    releaseOperation,
     set: (o: WatchedObject) => apps.set(`${o.metadata.namespace}/${o.metadata.name}`, o),
     emit: (e: WatchEvent) => emit(e),
     /** Resolves once `what` has happened `n` times in all. */
-    seen: (what: string, n: number) => new Promise<void>((resolve) => {
-      if (calls.filter((c) => c === what).length >= n) return resolve();
-      waiters.push({ what, n, resolve });
-    }),
+    seen: (what: string, n: number) =>
+      new Promise<void>((resolve) => {
+        if (calls.filter((c) => c === what).length >= n) return resolve();
+        waiters.push({ what, n, resolve });
+      }),
   };
 }
 
@@ -95,12 +152,19 @@ test('an operation-only change queues the operation and no refresh; the refresh 
   h.set(base);
   await h.manager.start();
   try {
-    const withOp = { ...base, metadata: { ...base.metadata, resourceVersion: '2' }, operation: { sync: { revision: 'abc' } } };
+    const withOp = {
+      ...base,
+      metadata: { ...base.metadata, resourceVersion: '2' },
+      operation: { sync: { revision: 'abc' } },
+    };
     h.set(withOp);
     h.emit({ type: 'MODIFIED', old: base, object: withOp });
     await h.seen('operate', 1);
     // The refresh queue is live: an annotation set while the operation runs is refreshed at once.
-    const annotated = { ...withOp, metadata: { ...withOp.metadata, resourceVersion: '3', annotations: { 'argocd.argoproj.io/refresh': 'normal' } } };
+    const annotated = {
+      ...withOp,
+      metadata: { ...withOp.metadata, resourceVersion: '3', annotations: { 'argocd.argoproj.io/refresh': 'normal' } },
+    };
     h.set(annotated);
     h.emit({ type: 'MODIFIED', old: withOp, object: annotated });
     await h.seen('refresh', 1);
@@ -116,17 +180,30 @@ test('an operation-only change queues the operation and no refresh; the refresh 
 
 test('once stop() begins nothing more runs: not the refresh an ending operation asks for, nor its own re-add, even while the watches take their time to stop', async () => {
   let cacheStopped!: () => void;
-  const h = harness({ cacheStopped: new Promise<void>((resolve) => { cacheStopped = resolve; }) });
+  const h = harness({
+    cacheStopped: new Promise<void>((resolve) => {
+      cacheStopped = resolve;
+    }),
+  });
   h.set(base);
   await h.manager.start();
-  const withOp = { ...base, metadata: { ...base.metadata, resourceVersion: '2' }, operation: { sync: { revision: 'abc' } } };
+  const withOp = {
+    ...base,
+    metadata: { ...base.metadata, resourceVersion: '2' },
+    operation: { sync: { revision: 'abc' } },
+  };
   h.set(withOp);
   h.emit({ type: 'MODIFIED', old: base, object: withOp });
   await h.seen('operate', 1);
   const stopped = h.manager.stop();
   // While the watches are still stopping: an event for the key, the operation returning (which
   // asks for a refresh), and time for any worker to pick up what that queued.
-  const changed = { ...withOp, metadata: { ...withOp.metadata, resourceVersion: '3' }, spec: { project: 'q' }, operation: { sync: { revision: 'def' } } };
+  const changed = {
+    ...withOp,
+    metadata: { ...withOp.metadata, resourceVersion: '3' },
+    spec: { project: 'q' },
+    operation: { sync: { revision: 'def' } },
+  };
   h.set(changed);
   h.emit({ type: 'MODIFIED', old: withOp, object: changed });
   h.releaseOperation();
@@ -147,11 +224,34 @@ test('operation work: an operation, a Running state to resume, or a deletion', (
 
 test('the identity condition names the decision and the ServiceAccount; warnings become their own condition', () => {
   const common = { trace: [], entries: [], globalProjects: [] };
-  const impersonate = identityConditions({ ...common, decision: 'impersonate', serviceAccount: 'system:serviceaccount:g:sa', matched: { index: 1, server: '*', namespace: 'g', defaultServiceAccount: 'sa', fromProject: 'p' }, message: '', warnings: [] });
-  assert.deepEqual(impersonate, [{ type: 'ImpersonationInfo', message: "comparison and sync run as system:serviceaccount:g:sa (destinationServiceAccounts[1] of AppProject 'p': server '*', namespace 'g')" }]);
-  const deny = identityConditions({ ...common, decision: 'deny', serviceAccount: null, matched: null, message: 'no matching service account found for destination server s and namespace n', warnings: ['w1', 'w2'] });
+  const impersonate = identityConditions({
+    ...common,
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:g:sa',
+    matched: { index: 1, server: '*', namespace: 'g', defaultServiceAccount: 'sa', fromProject: 'p' },
+    message: '',
+    warnings: [],
+  });
+  assert.deepEqual(impersonate, [
+    {
+      type: 'ImpersonationInfo',
+      message:
+        "comparison and sync run as system:serviceaccount:g:sa (destinationServiceAccounts[1] of AppProject 'p': server '*', namespace 'g')",
+    },
+  ]);
+  const deny = identityConditions({
+    ...common,
+    decision: 'deny',
+    serviceAccount: null,
+    matched: null,
+    message: 'no matching service account found for destination server s and namespace n',
+    warnings: ['w1', 'w2'],
+  });
   assert.deepEqual(deny, [
-    { type: 'ImpersonationInfo', message: 'refused: no matching service account found for destination server s and namespace n' },
+    {
+      type: 'ImpersonationInfo',
+      message: 'refused: no matching service account found for destination server s and namespace n',
+    },
     { type: 'ImpersonationWarning', message: 'w1; w2' },
   ]);
 });

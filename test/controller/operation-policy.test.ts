@@ -1,17 +1,35 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendHistory, autoSyncDecision, mayRetry, parseDuration, retryDelayMs } from '../../src/controller/operation-policy.ts';
+import {
+  appendHistory,
+  autoSyncDecision,
+  mayRetry,
+  parseDuration,
+  retryDelayMs,
+} from '../../src/controller/operation-policy.ts';
 import type { Comparison, OperationState } from '../../src/controller/operation-policy.ts';
 import type { Application } from '../../src/api/index.ts';
 
-function app(automated: NonNullable<NonNullable<Application['spec']['syncPolicy']>['automated']> | undefined, extra: Partial<Application> = {}): Application {
+function app(
+  automated: NonNullable<NonNullable<Application['spec']['syncPolicy']>['automated']> | undefined,
+  extra: Partial<Application> = {},
+): Application {
   return {
     metadata: { name: 'a', namespace: 'argocd' },
-    spec: { project: 'default', destination: { server: 'https://kubernetes.default.svc', namespace: 'x' }, ...(automated ? { syncPolicy: { automated } } : {}) },
+    spec: {
+      project: 'default',
+      destination: { server: 'https://kubernetes.default.svc', namespace: 'x' },
+      ...(automated ? { syncPolicy: { automated } } : {}),
+    },
     ...extra,
   };
 }
-const outOfSync: Comparison = { syncStatus: 'OutOfSync', revision: 'r1', desiredCount: 2, outOfSync: [{ requiresPruning: false }] };
+const outOfSync: Comparison = {
+  syncStatus: 'OutOfSync',
+  revision: 'r1',
+  desiredCount: 2,
+  outOfSync: [{ requiresPruning: false }],
+};
 
 test('no automated policy, synced, or an operation pending: no auto-sync', () => {
   assert.equal(autoSyncDecision(app(undefined), outOfSync, undefined).sync, false);
@@ -22,12 +40,18 @@ test('no automated policy, synced, or an operation pending: no auto-sync', () =>
 
 test('out of sync with automated: an automated operation to the compared revision', () => {
   const d = autoSyncDecision(app({ prune: true }), outOfSync, undefined);
-  assert.deepEqual(d, { sync: true, operation: { sync: { revision: 'r1', prune: true }, initiatedBy: { automated: true } } });
+  assert.deepEqual(d, {
+    sync: true,
+    operation: { sync: { revision: 'r1', prune: true }, initiatedBy: { automated: true } },
+  });
 });
 
 test('an empty desired set is not auto-synced unless allowEmpty', () => {
   const empty = { ...outOfSync, desiredCount: 0, outOfSync: [{ requiresPruning: true }] };
-  assert.match((autoSyncDecision(app({ prune: true }), empty, undefined) as { reason: string }).reason, /wipe out all resources/);
+  assert.match(
+    (autoSyncDecision(app({ prune: true }), empty, undefined) as { reason: string }).reason,
+    /wipe out all resources/,
+  );
   assert.equal(autoSyncDecision(app({ prune: true, allowEmpty: true }), empty, undefined).sync, true);
 });
 
@@ -39,14 +63,30 @@ test('only pruning needed with prune off: skipped', () => {
 
 test('one auto-sync per revision unless self-heal; a failed attempt is not repeated', () => {
   const done = (phase: OperationState['phase']): OperationState => ({
-    operation: { sync: { revision: 'r1' }, initiatedBy: { automated: true } }, phase, startedAt: 't', finishedAt: '2026-01-01T00:00:00Z', syncResult: { revision: 'r1' },
+    operation: { sync: { revision: 'r1' }, initiatedBy: { automated: true } },
+    phase,
+    startedAt: 't',
+    finishedAt: '2026-01-01T00:00:00Z',
+    syncResult: { revision: 'r1' },
   });
   assert.match((autoSyncDecision(app({}), outOfSync, done('Succeeded')) as { reason: string }).reason, /already to r1/);
   assert.equal(autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Succeeded')).sync, true);
   // Self-heal waits 5 s after the last sync (no loop on a resource that never converges).
-  const soon = autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Succeeded'), Date.parse('2026-01-01T00:00:02Z'));
-  assert.deepEqual(soon, { sync: false, reason: 'Skipping auto-sync: self-heal waits after the last sync', retryAfterMs: 3000 });
-  assert.match((autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Failed')) as { reason: string }).reason, /failed previous sync attempt to r1/);
+  const soon = autoSyncDecision(
+    app({ selfHeal: true }),
+    outOfSync,
+    done('Succeeded'),
+    Date.parse('2026-01-01T00:00:02Z'),
+  );
+  assert.deepEqual(soon, {
+    sync: false,
+    reason: 'Skipping auto-sync: self-heal waits after the last sync',
+    retryAfterMs: 3000,
+  });
+  assert.match(
+    (autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Failed')) as { reason: string }).reason,
+    /failed previous sync attempt to r1/,
+  );
   assert.equal(autoSyncDecision(app({}), { ...outOfSync, revision: 'r2' }, done('Failed')).sync, true);
 });
 
@@ -56,7 +96,10 @@ test('durations and retry backoff follow Argo CD defaults', () => {
   assert.equal(parseDuration('250ms'), 250);
   assert.equal(parseDuration('10'), 10_000);
   assert.equal(parseDuration('soon'), undefined);
-  assert.deepEqual([0, 1, 2, 10].map((n) => retryDelayMs(undefined, n)), [5000, 10_000, 20_000, 180_000]);
+  assert.deepEqual(
+    [0, 1, 2, 10].map((n) => retryDelayMs(undefined, n)),
+    [5000, 10_000, 20_000, 180_000],
+  );
   assert.equal(retryDelayMs({ backoff: { duration: '1s', factor: 3, maxDuration: '5s' } }, 1), 3000);
   assert.equal(mayRetry(undefined, 0), false);
   assert.equal(mayRetry({ limit: 2 }, 1), true);

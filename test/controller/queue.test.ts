@@ -17,11 +17,17 @@ test('a key added while processing runs again after, never concurrently', async 
   let maxRunning = 0;
   let runs = 0;
   let release!: () => void;
-  const firstStarted = new Promise<void>((resolve) => { release = resolve; });
+  const firstStarted = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let unblock!: () => void;
-  const blocker = new Promise<void>((resolve) => { unblock = resolve; });
+  const blocker = new Promise<void>((resolve) => {
+    unblock = resolve;
+  });
   let secondDone!: () => void;
-  const second = new Promise<void>((resolve) => { secondDone = resolve; });
+  const second = new Promise<void>((resolve) => {
+    secondDone = resolve;
+  });
   q.run(4, async () => {
     running++;
     maxRunning = Math.max(maxRunning, running);
@@ -90,11 +96,15 @@ test('a failing handler is retried with backoff, then succeeds', async () => {
   let attempts = 0;
   const errors: string[] = [];
   const finished = new Promise<void>((resolve) => {
-    q.run(1, async () => {
-      attempts++;
-      if (attempts < 3) throw new Error(`boom ${attempts}`);
-      resolve();
-    }, (_k, err) => errors.push((err as Error).message));
+    q.run(
+      1,
+      async () => {
+        attempts++;
+        if (attempts < 3) throw new Error(`boom ${attempts}`);
+        resolve();
+      },
+      (_k, err) => errors.push((err as Error).message),
+    );
   });
   q.add('k');
   await finished;
@@ -108,9 +118,13 @@ test('shutdown starts none of the keys still queued and refuses new ones', async
   const q = new WorkQueue();
   const seen: string[] = [];
   let started!: () => void;
-  const firstStarted = new Promise<void>((resolve) => { started = resolve; });
+  const firstStarted = new Promise<void>((resolve) => {
+    started = resolve;
+  });
   let release!: () => void;
-  const held = new Promise<void>((resolve) => { release = resolve; });
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   q.add('a');
   q.add('b');
   q.add('c');
@@ -133,11 +147,17 @@ test('after shutdown begins neither a delayed key nor a key backing off after a 
   const q = new WorkQueue({ baseDelayMs: 1000, ratePerSecond: 0, now: () => Date.now() });
   const runs: string[] = [];
   let failed!: () => void;
-  const firstFailure = new Promise<void>((resolve) => { failed = resolve; });
-  q.run(2, async (k) => {
-    runs.push(k);
-    if (k === 'flaky') throw new Error('boom');
-  }, () => failed());
+  const firstFailure = new Promise<void>((resolve) => {
+    failed = resolve;
+  });
+  q.run(
+    2,
+    async (k) => {
+      runs.push(k);
+      if (k === 'flaky') throw new Error('boom');
+    },
+    () => failed(),
+  );
   q.addAfter('later', 5000);
   q.add('flaky');
   await firstFailure;
@@ -153,9 +173,16 @@ test('a key running when shutdown begins is not run again, whether it was re-add
   const q = new WorkQueue({ baseDelayMs: 0, ratePerSecond: 0 });
   const runs: string[] = [];
   let started!: () => void;
-  const bothStarted = new Promise<void>((resolve) => { let n = 0; started = () => { if (++n === 2) resolve(); }; });
+  const bothStarted = new Promise<void>((resolve) => {
+    let n = 0;
+    started = () => {
+      if (++n === 2) resolve();
+    };
+  });
   let release!: () => void;
-  const held = new Promise<void>((resolve) => { release = resolve; });
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   q.run(2, async (k) => {
     runs.push(k);
     started();

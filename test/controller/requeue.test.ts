@@ -11,7 +11,10 @@ const apps: AppIndexEntry[] = [
 ];
 
 test('a project change requeues its apps and those of projects inheriting from it', () => {
-  assert.deepEqual(appsAffectedByProject(apps, 'team-a', () => []), ['argocd/a']);
+  assert.deepEqual(
+    appsAffectedByProject(apps, 'team-a', () => []),
+    ['argocd/a'],
+  );
   const inherits = (p: string) => (p === 'team-b' || p === 'team-c' ? ['platform'] : []);
   assert.deepEqual(appsAffectedByProject(apps, 'platform', inherits), ['argocd/b', 'argocd/c']);
   assert.deepEqual(appsAffectedByProject(apps, 'nobody', inherits), []);

@@ -5,12 +5,34 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fitStatus, isTooLarge, STATUS_BUDGET_BYTES } from '../../src/controller/status-size.ts';
 
-const result = (i: number, status = 'Synced') => ({ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'big', name: `cm-${i}`, status, message: 'configmap/cm configured' });
-const inventory = (n: number) => Array.from({ length: n }, (_, i) => ({ version: 'v1', kind: 'ConfigMap', namespace: 'big', name: `cm-${i}`, status: 'Synced' }));
+const result = (i: number, status = 'Synced') => ({
+  group: '',
+  version: 'v1',
+  kind: 'ConfigMap',
+  namespace: 'big',
+  name: `cm-${i}`,
+  status,
+  message: 'configmap/cm configured',
+});
+const inventory = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    version: 'v1',
+    kind: 'ConfigMap',
+    namespace: 'big',
+    name: `cm-${i}`,
+    status: 'Synced',
+  }));
 function status(n: number, failed: number[] = []) {
   return {
     resources: inventory(n),
-    operationState: { phase: 'Succeeded', message: 'successfully synced (all tasks run)', syncResult: { revision: 'abc', resources: Array.from({ length: n }, (_, i) => result(i, failed.includes(i) ? 'SyncFailed' : 'Synced')) } },
+    operationState: {
+      phase: 'Succeeded',
+      message: 'successfully synced (all tasks run)',
+      syncResult: {
+        revision: 'abc',
+        resources: Array.from({ length: n }, (_, i) => result(i, failed.includes(i) ? 'SyncFailed' : 'Synced')),
+      },
+    },
   };
 }
 type Op = { message: string; syncResult: { resources: Array<{ name: string }>; resourcesOmitted?: number } };
@@ -25,9 +47,15 @@ test('10,000 resources: the fine results are left out, the failures kept, the co
   assert.ok(JSON.stringify(s).length > STATUS_BUDGET_BYTES);
   const fitted = fitStatus(s);
   const op = fitted.operationState as unknown as Op;
-  assert.deepEqual(op.syncResult.resources.map((r) => r.name), ['cm-7', 'cm-9999']);
+  assert.deepEqual(
+    op.syncResult.resources.map((r) => r.name),
+    ['cm-7', 'cm-9999'],
+  );
   assert.equal(op.syncResult.resourcesOmitted, 9_998);
-  assert.equal(op.message, "successfully synced (all tasks run) (9998 resource result(s) not listed: the Application's status would exceed the API server's size limit)");
+  assert.equal(
+    op.message,
+    "successfully synced (all tasks run) (9998 resource result(s) not listed: the Application's status would exceed the API server's size limit)",
+  );
   assert.equal(fitted.resources.length, 10_000);
   // Fitting again (the next write of the same state) neither double counts nor repeats the note.
   const again = fitStatus({ ...fitted, resources: inventory(10_000) }, 1);
@@ -44,7 +72,13 @@ test('budget 0 (the server still refused): no result is listed at all', () => {
 
 test('the size refusals of the API server and etcd are recognised', () => {
   assert.equal(isTooLarge(413, 'Request entity too large: limit is 3145728'), true);
-  assert.equal(isTooLarge(500, 'rpc error: code = ResourceExhausted desc = trying to send message larger than max (3076353 vs. 2097152)'), true);
+  assert.equal(
+    isTooLarge(
+      500,
+      'rpc error: code = ResourceExhausted desc = trying to send message larger than max (3076353 vs. 2097152)',
+    ),
+    true,
+  );
   assert.equal(isTooLarge(500, 'etcdserver: request is too large'), true);
   assert.equal(isTooLarge(409, 'the object has been modified'), false);
 });

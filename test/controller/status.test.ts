@@ -11,12 +11,23 @@ const base: ApplicationStatus = {
 };
 
 test('a condition keeps its lastTransitionTime while its message is unchanged', () => {
-  const next = mergeConditions(base.conditions, [{ type: 'ImpersonationInfo', message: 'as sa' }, { type: 'SyncError', message: 'x' }], '2026-02-02T00:00:00Z');
+  const next = mergeConditions(
+    base.conditions,
+    [
+      { type: 'ImpersonationInfo', message: 'as sa' },
+      { type: 'SyncError', message: 'x' },
+    ],
+    '2026-02-02T00:00:00Z',
+  );
   assert.deepEqual(next, [
     { type: 'ImpersonationInfo', message: 'as sa', lastTransitionTime: '2026-01-01T00:00:00Z' },
     { type: 'SyncError', message: 'x', lastTransitionTime: '2026-02-02T00:00:00Z' },
   ]);
-  const changed = mergeConditions(base.conditions, [{ type: 'ImpersonationInfo', message: 'as other' }], '2026-02-02T00:00:00Z');
+  const changed = mergeConditions(
+    base.conditions,
+    [{ type: 'ImpersonationInfo', message: 'as other' }],
+    '2026-02-02T00:00:00Z',
+  );
   assert.equal(changed[0]?.lastTransitionTime, '2026-02-02T00:00:00Z');
 });
 

@@ -23,14 +23,21 @@ test('410 Gone in the watch stream relists and reports the differences as events
     if (url.searchParams.get('watch') !== '1') {
       lists++;
       const items = lists === 1 ? [cm('a', '5'), cm('b', '6')] : [cm('a', '9'), cm('c', '10')];
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ metadata: { resourceVersion: lists === 1 ? '6' : '10' }, items }));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ metadata: { resourceVersion: lists === 1 ? '6' : '10' }, items }));
       return;
     }
     watchRVs.push(url.searchParams.get('resourceVersion') ?? '');
     res.writeHead(200, { 'Content-Type': 'application/json' });
     if (watchRVs.length === 1) {
       res.write(JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '7' } } }) + '\n');
-      res.end(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version: 7 (8)' } }) + '\n');
+      res.end(
+        JSON.stringify({
+          type: 'ERROR',
+          object: { kind: 'Status', code: 410, message: 'too old resource version: 7 (8)' },
+        }) + '\n',
+      );
     } else {
       // keep the connection open until the watch is stopped
       req.on('close', () => res.end());
@@ -39,12 +46,20 @@ test('410 Gone in the watch stream relists and reports the differences as events
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    clusters: [
+      { name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true },
+    ],
     users: [{ name: 'u', token: 'secret-token' }],
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
     currentContext: 'x',
   });
-  const w = new Watch(new KubeApi(kc), { path: '/api/v1/namespaces/argocd/configmaps', kind: 'ConfigMap', apiVersion: 'v1', backoffInitialMs: 1, backoffMaxMs: 5 });
+  const w = new Watch(new KubeApi(kc), {
+    path: '/api/v1/namespaces/argocd/configmaps',
+    kind: 'ConfigMap',
+    apiVersion: 'v1',
+    backoffInitialMs: 1,
+    backoffMaxMs: 5,
+  });
   const events: WatchEvent[] = [];
   w.on((e) => events.push(e));
   w.start();
@@ -55,7 +70,10 @@ test('410 Gone in the watch stream relists and reports the differences as events
     assert.equal(lists, 2, 'relisted after 410');
     assert.deepEqual(watchRVs, ['6', '10'], 'watched from the list RV, then from the relist RV');
     assert.equal(w.restarts, 1);
-    assert.deepEqual(events.map((e) => `${e.type} ${e.object.metadata.name}`), ['ADDED a', 'ADDED b', 'MODIFIED a', 'ADDED c', 'DELETED b']);
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${e.object.metadata.name}`),
+      ['ADDED a', 'ADDED b', 'MODIFIED a', 'ADDED c', 'DELETED b'],
+    );
     assert.deepEqual([...w.store.keys()].sort(), ['argocd/a', 'argocd/c']);
     assert.equal(w.store.get('argocd/a')?.kind, 'ConfigMap', 'items get their kind');
   } finally {

@@ -16,14 +16,20 @@ const impersonatedApply = {
   requestURI: '/api/v1/namespaces/guestbook/configmaps/cfg?dryRun=All&fieldManager=impersync&force=true',
   verb: 'patch',
   user: { username: 'impersync-controller', uid: 'static-1', groups: ['system:authenticated'] },
-  impersonatedUser: { username: 'system:serviceaccount:guestbook:guestbook-deployer', groups: ['system:serviceaccounts', 'system:serviceaccounts:guestbook', 'system:authenticated'] },
+  impersonatedUser: {
+    username: 'system:serviceaccount:guestbook:guestbook-deployer',
+    groups: ['system:serviceaccounts', 'system:serviceaccounts:guestbook', 'system:authenticated'],
+  },
   sourceIPs: ['127.0.0.1'],
   userAgent: 'node',
   objectRef: { resource: 'configmaps', namespace: 'guestbook', name: 'cfg', apiVersion: 'v1' },
   responseStatus: { metadata: {}, code: 201 },
   requestReceivedTimestamp: '2026-11-29T10:00:00.000000Z',
   stageTimestamp: '2026-11-29T10:00:00.010000Z',
-  annotations: { 'authorization.k8s.io/decision': 'allow', 'authorization.k8s.io/reason': 'RBAC: allowed by RoleBinding "x/guestbook"' },
+  annotations: {
+    'authorization.k8s.io/decision': 'allow',
+    'authorization.k8s.io/reason': 'RBAC: allowed by RoleBinding "x/guestbook"',
+  },
 };
 
 const deniedStatus = {
@@ -33,7 +39,13 @@ const deniedStatus = {
   requestURI: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/guestbook/status',
   verb: 'update',
   user: { username: 'impersync-controller' },
-  objectRef: { resource: 'applications', namespace: 'argocd', name: 'guestbook', apiGroup: 'argoproj.io', subresource: 'status' },
+  objectRef: {
+    resource: 'applications',
+    namespace: 'argocd',
+    name: 'guestbook',
+    apiGroup: 'argoproj.io',
+    subresource: 'status',
+  },
   responseStatus: { code: 403, reason: 'Forbidden' },
   annotations: { 'authorization.k8s.io/decision': 'forbid' },
 };
@@ -55,7 +67,10 @@ test('a request without impersonation has no impersonatedUser; subresource and d
   const r = toAuditRecord(deniedStatus);
   assert.ok(r);
   assert.equal(r.impersonatedUser, undefined);
-  assert.deepEqual([r.apiGroup, r.resource, r.subresource, r.code, r.decision, r.dryRun], ['argoproj.io', 'applications', 'status', 403, 'forbid', false]);
+  assert.deepEqual(
+    [r.apiGroup, r.resource, r.subresource, r.code, r.decision, r.dryRun],
+    ['argoproj.io', 'applications', 'status', 403, 'forbid', false],
+  );
   assert.deepEqual(r.groups, []);
 });
 
@@ -70,7 +85,13 @@ test('only completed requests count; other stages, other kinds and broken lines 
     '{"kind":"Event","stage":"ResponseCompl', // a line being written
   ];
   const records = parseAudit(lines.join('\n'));
-  assert.deepEqual(records.map((r) => [r.auditID, r.stage]), [['a1', 'ResponseComplete'], ['a2', 'Panic']]);
+  assert.deepEqual(
+    records.map((r) => [r.auditID, r.stage]),
+    [
+      ['a1', 'ResponseComplete'],
+      ['a2', 'Panic'],
+    ],
+  );
 });
 
 test('a missing log reads as empty; waitForAudit waits for the line to appear', async () => {
@@ -81,8 +102,14 @@ test('a missing log reads as empty; waitForAudit waits for the line to appear', 
     await writeFile(path, JSON.stringify(deniedStatus) + '\n');
     setTimeout(() => void appendFile(path, JSON.stringify(impersonatedApply) + '\n'), 300);
     const found = await waitForAudit(path, (r) => r.impersonatedUser !== undefined, { timeoutMs: 5000 });
-    assert.deepEqual(found.map((r) => r.auditID), ['a1']);
-    await assert.rejects(waitForAudit(path, (r) => r.verb === 'delete', { timeoutMs: 200 }), /no audit record in .*audit\.log matched/);
+    assert.deepEqual(
+      found.map((r) => r.auditID),
+      ['a1'],
+    );
+    await assert.rejects(
+      waitForAudit(path, (r) => r.verb === 'delete', { timeoutMs: 200 }),
+      /no audit record in .*audit\.log matched/,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

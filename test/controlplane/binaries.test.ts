@@ -33,7 +33,11 @@ const quiet = { onProgress: () => {} };
 test('KUBEBUILDER_ASSETS with all three binaries is used as is, without running the script', async () => {
   const assets = join(root, 'assets');
   await fakeBinaries(assets);
-  const found = await locateBinaries({ ...quiet, env: { KUBEBUILDER_ASSETS: assets }, script: join(root, 'does-not-exist') });
+  const found = await locateBinaries({
+    ...quiet,
+    env: { KUBEBUILDER_ASSETS: assets },
+    script: join(root, 'does-not-exist'),
+  });
   assert.equal(found.dir, assets);
   assert.equal(found['kube-apiserver'], join(assets, 'kube-apiserver'));
 });
@@ -51,23 +55,50 @@ test('without Go, binaries or KUBEBUILDER_ASSETS, the error says how to get them
 test('KUBEBUILDER_ASSETS lacking a binary is reported, and the script falls back to a build', async () => {
   const partial = join(root, 'partial');
   await fakeBinaries(partial, ['etcd', 'kube-apiserver']);
-  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: join(root, 'empty-cache'), KUBEBUILDER_ASSETS: partial };
-  await assert.rejects(locateBinaries({ ...quiet, env }), /lacks one of etcd kube-apiserver kube-controller-manager; building them instead[\s\S]*Go is not installed/);
+  const env = {
+    PATH: await pathWithoutGo(),
+    HOME: root,
+    IMPERSYNC_CACHE: join(root, 'empty-cache'),
+    KUBEBUILDER_ASSETS: partial,
+  };
+  await assert.rejects(
+    locateBinaries({ ...quiet, env }),
+    /lacks one of etcd kube-apiserver kube-controller-manager; building them instead[\s\S]*Go is not installed/,
+  );
 });
 
 test('a cached build is found without Go', async () => {
   const cache = join(root, 'cache');
   await fakeBinaries(join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'));
-  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: cache, IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9', IMPERSYNC_ETCD_VERSION: 'v8.8.8' };
+  const env = {
+    PATH: await pathWithoutGo(),
+    HOME: root,
+    IMPERSYNC_CACHE: cache,
+    IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
+    IMPERSYNC_ETCD_VERSION: 'v8.8.8',
+  };
   const found = await locateBinaries({ ...quiet, env });
   assert.equal(found.dir, join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'));
 });
 
 test('a cached build that does not report the pinned version is rebuilt', async () => {
   const cache = join(root, 'stale-cache');
-  await fakeBinaries(join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'), binaryNames, 'v0.0.0-master+$Format:%H$');
-  const env = { PATH: await pathWithoutGo(), HOME: root, IMPERSYNC_CACHE: cache, IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9', IMPERSYNC_ETCD_VERSION: 'v8.8.8' };
-  await assert.rejects(locateBinaries({ ...quiet, env }), /kube-apiserver does not report v9\.9\.9; rebuilding[\s\S]*Go is not installed/);
+  await fakeBinaries(
+    join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v8.8.8'),
+    binaryNames,
+    'v0.0.0-master+$Format:%H$',
+  );
+  const env = {
+    PATH: await pathWithoutGo(),
+    HOME: root,
+    IMPERSYNC_CACHE: cache,
+    IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
+    IMPERSYNC_ETCD_VERSION: 'v8.8.8',
+  };
+  await assert.rejects(
+    locateBinaries({ ...quiet, env }),
+    /kube-apiserver does not report v9\.9\.9; rebuilding[\s\S]*Go is not installed/,
+  );
 });
 
 test('while another build holds the lock, the script waits for it and then uses its result', async () => {
@@ -80,11 +111,26 @@ test('while another build holds the lock, the script waits for it and then uses 
   await writeFile(join(bin, 'go'), '#!/bin/sh\necho "go must not run" >&2\nexit 1\n');
   await chmod(join(bin, 'go'), 0o755);
   // Hold the lock for a second, as a running build would, and finish "building" before releasing.
-  const holder = spawn('flock', [join(cache, 'control-plane', '.build.lock'), 'sh', '-c', `sleep 1; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\necho Kubernetes v9.9.9\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`], { stdio: 'ignore' });
+  const holder = spawn(
+    'flock',
+    [
+      join(cache, 'control-plane', '.build.lock'),
+      'sh',
+      '-c',
+      `sleep 1; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\necho Kubernetes v9.9.9\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`,
+    ],
+    { stdio: 'ignore' },
+  );
   const held = new Promise((resolve) => holder.on('exit', resolve));
   await new Promise((r) => setTimeout(r, 200));
   const progress: string[] = [];
-  const env = { PATH: `${bin}:${process.env['PATH']}`, HOME: root, IMPERSYNC_CACHE: cache, IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9', IMPERSYNC_ETCD_VERSION: 'v7.7.7' };
+  const env = {
+    PATH: `${bin}:${process.env['PATH']}`,
+    HOME: root,
+    IMPERSYNC_CACHE: cache,
+    IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
+    IMPERSYNC_ETCD_VERSION: 'v7.7.7',
+  };
   const found = await locateBinaries({ env, onProgress: (c) => progress.push(c) });
   await held;
   assert.equal(found.dir, out);

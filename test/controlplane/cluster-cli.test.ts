@@ -6,7 +6,10 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const mainTs = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-const run = (...args: string[]) => spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', mainTs, 'cluster', ...args], { encoding: 'utf8' });
+const run = (...args: string[]) =>
+  spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', mainTs, 'cluster', ...args], {
+    encoding: 'utf8',
+  });
 
 test('--help describes the flags and the files, and exits 0', () => {
   const res = run('--help');

@@ -14,9 +14,16 @@ type Version = {
 };
 
 test('deploy/crds holds the Application and AppProject CRDs of argoproj.io/v1alpha1', async () => {
-  const crds = (await loadCrds()) as unknown as { metadata: { name: string }; spec: { group: string; versions: Version[] } }[];
+  const crds = (await loadCrds()) as unknown as {
+    metadata: { name: string };
+    spec: { group: string; versions: Version[] };
+  }[];
   assert.deepEqual(crds.map((c) => c.metadata.name).sort(), ['applications.argoproj.io', 'appprojects.argoproj.io']);
-  for (const crd of crds) assert.deepEqual([crd.spec.group, crd.spec.versions.map((v) => (v as unknown as { name: string }).name)], ['argoproj.io', ['v1alpha1']]);
+  for (const crd of crds)
+    assert.deepEqual(
+      [crd.spec.group, crd.spec.versions.map((v) => (v as unknown as { name: string }).name)],
+      ['argoproj.io', ['v1alpha1']],
+    );
 });
 
 test('Application has the status subresource and the sync, health and project columns', async () => {
@@ -29,9 +36,10 @@ test('Application has the status subresource and the sync, health and project co
   assert.equal(columns['Project'], '.spec.project');
 });
 
-test('YAML anchors are resolved: spec.sources[] and operation.sync.source share spec.source\'s schema', async () => {
+test("YAML anchors are resolved: spec.sources[] and operation.sync.source share spec.source's schema", async () => {
   const crds = (await loadCrds()) as unknown as { metadata: { name: string }; spec: { versions: Version[] } }[];
-  const props = crds.find((c) => c.metadata.name === 'applications.argoproj.io')!.spec.versions[0]!.schema.openAPIV3Schema.properties;
+  const props = crds.find((c) => c.metadata.name === 'applications.argoproj.io')!.spec.versions[0]!.schema
+    .openAPIV3Schema.properties;
   const source = props['spec']!.properties!['source'];
   assert.deepEqual((props['spec']!.properties!['sources'] as { items: unknown }).items, source);
   const sync = (props['operation']!.properties!['sync'] as { properties: Record<string, unknown> }).properties;
@@ -42,7 +50,10 @@ test('a file that is not a CRD is refused with its path and kind', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'crds-test-'));
   try {
     await writeFile(join(dir, 'x.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n');
-    await assert.rejects(loadCrds(dir), /x\.yaml: expected a CustomResourceDefinition with metadata\.name, got kind ConfigMap/);
+    await assert.rejects(
+      loadCrds(dir),
+      /x\.yaml: expected a CustomResourceDefinition with metadata\.name, got kind ConfigMap/,
+    );
     await writeFile(join(dir, 'x.yaml'), 'kind: [\n');
     await assert.rejects(loadCrds(dir), /x\.yaml: /);
   } finally {

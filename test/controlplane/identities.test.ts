@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
 import { test } from 'node:test';
 import { parse } from 'yaml';
-import { adminUser, auditPolicyYaml, controllerUser, kubeconfigYaml, tokenFile, withTokens } from '../../src/controlplane/identities.ts';
+import {
+  adminUser,
+  auditPolicyYaml,
+  controllerUser,
+  kubeconfigYaml,
+  tokenFile,
+  withTokens,
+} from '../../src/controlplane/identities.ts';
 
 test('the token file lists token, user, uid and quoted groups; users without groups have three fields', () => {
   const users = withTokens([adminUser, controllerUser, { name: 'alice', groups: ['team-a', 'team-b'] }]);
@@ -28,7 +35,14 @@ test('names that would break the token file are refused with the offending value
 
 test('a kubeconfig verifies the server with the CA and carries the token and impersonation', () => {
   const caPem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
-  const text = kubeconfigYaml({ server: 'https://127.0.0.1:6443', caPem, name: 'controller', token: 't0k', impersonate: 'system:serviceaccount:a:b', namespace: 'a' });
+  const text = kubeconfigYaml({
+    server: 'https://127.0.0.1:6443',
+    caPem,
+    name: 'controller',
+    token: 't0k',
+    impersonate: 'system:serviceaccount:a:b',
+    namespace: 'a',
+  });
   const kc = new KubeConfig();
   kc.loadFromString(text);
   assert.equal(kc.getCurrentCluster()?.server, 'https://127.0.0.1:6443');

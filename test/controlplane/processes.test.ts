@@ -26,8 +26,16 @@ function groupMembers(groups: number[]): number[] {
   return members;
 }
 
-async function run(mode: string): Promise<{ child: ReturnType<typeof spawn>; report: { pids: number[]; watchdog: number }; members: number[]; lines: string[]; exited: Promise<number | null> }> {
-  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', child, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function run(mode: string): Promise<{
+  child: ReturnType<typeof spawn>;
+  report: { pids: number[]; watchdog: number };
+  members: number[];
+  lines: string[];
+  exited: Promise<number | null>;
+}> {
+  const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', child, mode], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   let buffer = '';
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
@@ -76,6 +84,9 @@ test('stop() ends each group with SIGTERM and reports how the leader exited', as
   const { members, lines, exited } = await run('stop');
   assert.equal(await exited, 0);
   const { exits } = JSON.parse(lines[1] ?? '{}') as { exits: { code: number | null; signal: string | null }[] };
-  assert.deepEqual(exits.map((e) => e.signal), ['SIGTERM', 'SIGTERM']);
+  assert.deepEqual(
+    exits.map((e) => e.signal),
+    ['SIGTERM', 'SIGTERM'],
+  );
   await eventually(`${members.join(',')} to end`, () => members.every((pid) => !alive(pid)));
 });

@@ -13,7 +13,10 @@ const ignore = await readFile(join(root, '.dockerignore'), 'utf8');
 const runtime = dockerfile.stages.at(-1);
 
 test('stages: helm and kustomize from Go, a Node 24 build, a slim Node 24 runtime', () => {
-  assert.deepEqual(dockerfile.stages.map((s) => s.name), ['tools', 'build', 'deps', 'runtime']);
+  assert.deepEqual(
+    dockerfile.stages.map((s) => s.name),
+    ['tools', 'build', 'deps', 'runtime'],
+  );
   assert.match(dockerfile.stages[0]?.from ?? '', /^golang:1\.2[6-9]-/);
   assert.match(dockerfile.stages[1]?.from ?? '', /^node:24-/);
   assert.match(runtime?.from ?? '', /^node:24-[a-z]+-slim$/);
@@ -38,7 +41,8 @@ test('runtime: non-root uid 65532, git and tini inside, writable paths only on v
   const get = (kind: string) => runtime?.instructions.filter((i) => i.kind === kind).map((i) => i.args) ?? [];
   assert.deepEqual(get('USER'), ['65532:65532']);
   const run = get('RUN').join('\n');
-  for (const pkg of ['git', 'tini', 'ca-certificates']) assert.match(run, new RegExp(`install [^\\n]*\\b${pkg}\\b`), `apt installs ${pkg}`);
+  for (const pkg of ['git', 'tini', 'ca-certificates'])
+    assert.match(run, new RegExp(`install [^\\n]*\\b${pkg}\\b`), `apt installs ${pkg}`);
   const copies = get('COPY').join('\n');
   assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/usr\/local\/bin\//);
   // package.json beside dist/: its "type": "module" makes Node load dist/*.js as ES modules.
@@ -46,7 +50,13 @@ test('runtime: non-root uid 65532, git and tini inside, writable paths only on v
   assert.match(copies, /--from=build \/src\/dist \.\/dist/);
   assert.match(copies, /--from=deps \/src\/node_modules \.\/node_modules/);
   const env = get('ENV').join(' ');
-  for (const kv of ['HOME=/home/impersync', 'IMPERSYNC_CACHE_DIR=/var/cache/impersync', 'XDG_CACHE_HOME=/var/cache/impersync', 'IMPERSYNC_TOOLS_DIR=/usr/local/bin', 'TMPDIR=/tmp']) {
+  for (const kv of [
+    'HOME=/home/impersync',
+    'IMPERSYNC_CACHE_DIR=/var/cache/impersync',
+    'XDG_CACHE_HOME=/var/cache/impersync',
+    'IMPERSYNC_TOOLS_DIR=/usr/local/bin',
+    'TMPDIR=/tmp',
+  ]) {
     assert.ok(env.includes(kv), `ENV ${kv}`);
   }
   // helm keeps its state under the cache volume, not under the read-only root.
@@ -60,7 +70,8 @@ test('entrypoint: tini as PID 1 runs `node dist/cli/main.js`, and the default co
 });
 
 test('.dockerignore lets in what COPY needs and keeps the rest out', async () => {
-  const sources = dockerfile.stages.flatMap((s) => s.instructions)
+  const sources = dockerfile.stages
+    .flatMap((s) => s.instructions)
     .filter((i) => i.kind === 'COPY' && !i.args.startsWith('--from'))
     .flatMap((i) => i.args.split(/\s+/).slice(0, -1));
   assert.ok(sources.length >= 5);
@@ -68,14 +79,23 @@ test('.dockerignore lets in what COPY needs and keeps the rest out', async () =>
     await access(join(root, src));
     assert.equal(matchesDockerignore(ignore, src), false, `${src} reaches the build context`);
   }
-  for (const kept of ['node_modules/yaml/package.json', 'dist/cli/main.js', '.git/HEAD', 'test/e2e/leader.test.ts', 'src/.env', 'deploy/helm/impersync/Chart.yaml']) {
+  for (const kept of [
+    'node_modules/yaml/package.json',
+    'dist/cli/main.js',
+    '.git/HEAD',
+    'test/e2e/leader.test.ts',
+    'src/.env',
+    'deploy/helm/impersync/Chart.yaml',
+  ]) {
     assert.equal(matchesDockerignore(ignore, kept), true, `${kept} stays out of the build context`);
   }
   assert.equal(matchesDockerignore(ignore, 'src/cli/main.ts'), false);
 });
 
 test('the runtime needs only production dependencies (the image installs npm ci --omit=dev)', async () => {
-  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
   const files = (await readdir(join(root, 'src'), { recursive: true })).filter((f) => f.endsWith('.ts'));
   const used = new Map<string, string>();
   for (const f of files) {
@@ -88,7 +108,8 @@ test('the runtime needs only production dependencies (the image installs npm ci 
     }
   }
   assert.ok(used.size >= 3, [...used.keys()].join(' '));
-  for (const [name, where] of used) assert.ok(name in pkg.dependencies, `${where} imports ${name}, which is not a production dependency`);
+  for (const [name, where] of used)
+    assert.ok(name in pkg.dependencies, `${where} imports ${name}, which is not a production dependency`);
 });
 
 // Built once for the two tests below: into a private folder inside the repository (so node_modules
@@ -98,19 +119,30 @@ function build(): Promise<string> {
   built ??= (async () => {
     const out = join(root, '.state', `image-entrypoint-${process.pid}`);
     await mkdir(out, { recursive: true });
-    const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { cwd: root, encoding: 'utf8' });
+    const tsc = spawnSync(
+      process.execPath,
+      [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', out],
+      { cwd: root, encoding: 'utf8' },
+    );
     assert.equal(tsc.status, 0, `npm run build's tsc failed:\n${tsc.stdout}${tsc.stderr}`);
     return out;
   })();
   return built;
 }
 after(async () => {
-  if (built) await rm(await built.catch(() => join(root, '.state', `image-entrypoint-${process.pid}`)), { recursive: true, force: true });
+  if (built)
+    await rm(await built.catch(() => join(root, '.state', `image-entrypoint-${process.pid}`)), {
+      recursive: true,
+      force: true,
+    });
 });
 
 function entrypoint(out: string, args: string[]) {
   // As in the image: HOME and the cache on writable folders, nothing else.
-  return spawnSync(process.execPath, [join(out, 'cli/main.js'), ...args], { encoding: 'utf8', env: { ...process.env, HOME: out, IMPERSYNC_CACHE_DIR: out, XDG_CACHE_HOME: out } });
+  return spawnSync(process.execPath, [join(out, 'cli/main.js'), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, HOME: out, IMPERSYNC_CACHE_DIR: out, XDG_CACHE_HOME: out },
+  });
 }
 
 test('the entrypoint command works outside a container, from a fresh build', async () => {
@@ -132,5 +164,9 @@ test('every flag the install manifests and the chart pass to `run` is one it kno
   const passed = new Set([...`${deployment}\n${chart}`.matchAll(/^\s+- (--[a-z-]+)/gm)].map((m) => m[1] as string));
   assert.ok(passed.size >= 5, [...passed].join(' '));
   const unknown = [...passed].filter((flag) => !run.stdout.includes(flag));
-  assert.deepEqual(unknown, [], `the Deployment passes ${unknown.join(', ')}, which \`impersync run --help\` does not list`);
+  assert.deepEqual(
+    unknown,
+    [],
+    `the Deployment passes ${unknown.join(', ')}, which \`impersync run --help\` does not list`,
+  );
 });

@@ -70,8 +70,15 @@ function patternToRegExp(pattern: string): RegExp {
 
 /** True when `path` (relative to the context, `/`-separated) is left out of the build context. */
 export function matchesDockerignore(ignoreText: string, path: string): boolean {
-  const rules = ignoreText.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
-    .map((l) => (l.startsWith('!') ? { include: true, re: patternToRegExp(l.slice(1).replace(/^\/+/, '')) } : { include: false, re: patternToRegExp(l.replace(/^\/+/, '')) }));
+  const rules = ignoreText
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) =>
+      l.startsWith('!')
+        ? { include: true, re: patternToRegExp(l.slice(1).replace(/^\/+/, '')) }
+        : { include: false, re: patternToRegExp(l.replace(/^\/+/, '')) },
+    );
   const parts = path.split('/');
   const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
   let excluded = false;

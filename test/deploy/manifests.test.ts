@@ -8,29 +8,64 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeObject } from '../support/index.ts';
-import { chartDir, find, helmTemplate, kustomizeBuild, kustomizeBuildText, repoRoot, rulesOf, runTool, kubeVersion } from './render.ts';
+import {
+  chartDir,
+  find,
+  helmTemplate,
+  kustomizeBuild,
+  kustomizeBuildText,
+  repoRoot,
+  rulesOf,
+  runTool,
+  kubeVersion,
+} from './render.ts';
 
 const crdFiles = (await readdir(join(repoRoot, 'deploy/crds'))).filter((f) => f.endsWith('.yaml')).sort();
 
 /** deploy/install.yaml: the CRDs, then `kustomize build deploy/install`. */
 async function renderFlatInstall(): Promise<string> {
-  const header = '# Generated from deploy/crds and `kustomize build deploy/install` (strict RBAC, admission policy).\n' +
+  const header =
+    '# Generated from deploy/crds and `kustomize build deploy/install` (strict RBAC, admission policy).\n' +
     '# Do not edit: change the sources and run IMPERSYNC_UPDATE_RENDERED=1 node --test test/deploy/manifests.test.ts\n' +
     '# Install: kubectl apply --server-side -f deploy/install.yaml\n';
   const crds = await Promise.all(crdFiles.map((f) => readFile(join(repoRoot, 'deploy/crds', f), 'utf8')));
-  return header + [...crds.map((c) => c.replace(/^---\n/, '').trimEnd() + '\n'), kustomizeBuildText('deploy/install')].join('---\n');
+  return (
+    header +
+    [...crds.map((c) => c.replace(/^---\n/, '').trimEnd() + '\n'), kustomizeBuildText('deploy/install')].join('---\n')
+  );
 }
 
 const tenantFree = (o: { rule: { resources?: string[]; apiGroups?: string[] } }) =>
   // What the strict shape may touch; anything else would be access to tenant resources.
   (o.rule.resources ?? []).every((r) =>
-    ['applications', 'appprojects', 'applications/status', 'appprojects/status', 'applications/finalizers', 'configmaps', 'secrets', 'leases', 'events', 'serviceaccounts'].includes(r));
+    [
+      'applications',
+      'appprojects',
+      'applications/status',
+      'appprojects/status',
+      'applications/finalizers',
+      'configmaps',
+      'secrets',
+      'leases',
+      'events',
+      'serviceaccounts',
+    ].includes(r),
+  );
 
 function deploymentChecks(objects: KubeObject[]): void {
   const dep = find(objects, 'Deployment');
   const pod = (dep['spec'] as { template: { spec: Record<string, unknown> } }).template.spec as {
     securityContext: Record<string, unknown>;
-    containers: { args: string[]; securityContext: Record<string, unknown>; livenessProbe: { httpGet: { path: string; port: string } }; readinessProbe: { httpGet: { path: string; port: string } }; ports: { name: string; containerPort: number }[]; resources: { requests: Record<string, string> }; volumeMounts: { mountPath: string }[]; env: { name: string; value?: string }[] }[];
+    containers: {
+      args: string[];
+      securityContext: Record<string, unknown>;
+      livenessProbe: { httpGet: { path: string; port: string } };
+      readinessProbe: { httpGet: { path: string; port: string } };
+      ports: { name: string; containerPort: number }[];
+      resources: { requests: Record<string, string> };
+      volumeMounts: { mountPath: string }[];
+      env: { name: string; value?: string }[];
+    }[];
     volumes: { name: string; emptyDir?: unknown }[];
   };
   assert.equal(pod.securityContext['runAsNonRoot'], true);
@@ -40,29 +75,54 @@ function deploymentChecks(objects: KubeObject[]): void {
   assert.ok(c);
   assert.equal(c.args[0], 'run');
   assert.ok(c.args.includes('--namespace=$(POD_NAMESPACE)'));
-  assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+  assert.deepEqual(c.securityContext, {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    runAsNonRoot: true,
+    capabilities: { drop: ['ALL'] },
+  });
   assert.deepEqual([c.livenessProbe.httpGet.path, c.readinessProbe.httpGet.path], ['/healthz', '/readyz']);
-  assert.deepEqual(c.ports.map((p) => [p.name, p.containerPort]), [['http', 8080]]);
+  assert.deepEqual(
+    c.ports.map((p) => [p.name, p.containerPort]),
+    [['http', 8080]],
+  );
   assert.ok(c.resources.requests['cpu'] && c.resources.requests['memory'], 'resource requests');
   // Every path the process writes to is an emptyDir, since the root filesystem is read-only.
-  const writable = ['IMPERSYNC_CACHE_DIR', 'XDG_CACHE_HOME', 'HOME', 'TMPDIR'].map((n) => c.env.find((e) => e.name === n)?.value);
+  const writable = ['IMPERSYNC_CACHE_DIR', 'XDG_CACHE_HOME', 'HOME', 'TMPDIR'].map(
+    (n) => c.env.find((e) => e.name === n)?.value,
+  );
   assert.deepEqual(writable, ['/var/cache/impersync', '/var/cache/impersync', '/home/impersync', '/tmp']);
-  for (const path of writable) assert.ok(c.volumeMounts.some((m) => m.mountPath === path), `${path} is mounted`);
+  for (const path of writable)
+    assert.ok(
+      c.volumeMounts.some((m) => m.mountPath === path),
+      `${path} is mounted`,
+    );
   assert.ok(pod.volumes.every((v) => v.emptyDir !== undefined));
 }
 
 test('kustomize: the strict install has the documented objects and no right on tenant resources', () => {
   const objects = kustomizeBuild('deploy/install');
   assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
-    'ClusterRole/impersync-impersonate', 'ClusterRoleBinding/impersync-impersonate', 'ConfigMap/argocd-cm', 'Deployment/impersync-controller',
-    'Namespace/argocd', 'Role/impersync-controller', 'RoleBinding/impersync-controller', 'Service/impersync-metrics', 'ServiceAccount/impersync-controller',
-    'ValidatingAdmissionPolicy/impersync-appproject-destination-service-accounts', 'ValidatingAdmissionPolicyBinding/impersync-appproject-destination-service-accounts',
+    'ClusterRole/impersync-impersonate',
+    'ClusterRoleBinding/impersync-impersonate',
+    'ConfigMap/argocd-cm',
+    'Deployment/impersync-controller',
+    'Namespace/argocd',
+    'Role/impersync-controller',
+    'RoleBinding/impersync-controller',
+    'Service/impersync-metrics',
+    'ServiceAccount/impersync-controller',
+    'ValidatingAdmissionPolicy/impersync-appproject-destination-service-accounts',
+    'ValidatingAdmissionPolicyBinding/impersync-appproject-destination-service-accounts',
   ]);
   const rules = rulesOf(objects);
   assert.ok(rules.every(tenantFree), JSON.stringify(rules.filter((r) => !tenantFree(r))));
   assert.ok(rules.every((r) => !(r.rule.verbs.includes('*') || (r.rule.resources ?? []).includes('*'))));
   // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist.
-  assert.deepEqual(rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule), [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate', 'get'] }]);
+  assert.deepEqual(
+    rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule),
+    [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate', 'get'] }],
+  );
   assert.ok(rules.filter((r) => r.kind === 'Role').every((r) => r.namespace === 'argocd'));
   const cm = rules.find((r) => r.rule.resources?.includes('configmaps'));
   assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm']);
@@ -79,9 +139,14 @@ test('kustomize: fallback is strict plus one broad ClusterRole, and strict/ alon
   const strict = kustomizeBuild('deploy/install/strict');
   const fallback = kustomizeBuild('deploy/install/fallback');
   const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
-  const extra = fallback.filter((o) => !strict.some((s) => key(s) === key(o))).map(key).sort();
+  const extra = fallback
+    .filter((o) => !strict.some((s) => key(s) === key(o)))
+    .map(key)
+    .sort();
   assert.deepEqual(extra, ['ClusterRole/impersync-fallback', 'ClusterRoleBinding/impersync-fallback']);
-  const broad = rulesOf(fallback).filter((r) => r.name === 'impersync-fallback').map((r) => r.rule);
+  const broad = rulesOf(fallback)
+    .filter((r) => r.name === 'impersync-fallback')
+    .map((r) => r.rule);
   assert.ok(broad.some((r) => r.resources?.includes('*') && r.verbs.includes('create') && r.verbs.includes('delete')));
   const binding = find(fallback, 'ClusterRoleBinding', 'impersync-fallback') as KubeObject & { subjects: unknown[] };
   assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'impersync-controller', namespace: 'argocd' }]);
@@ -92,15 +157,26 @@ test('deploy/install.yaml is the CRDs plus the kustomize install, regenerated', 
   const path = join(repoRoot, 'deploy/install.yaml');
   if (process.env['IMPERSYNC_UPDATE_RENDERED'] === '1') await writeFile(path, want);
   const have = await readFile(path, 'utf8').catch(() => '');
-  assert.equal(have, want, 'deploy/install.yaml is stale: run IMPERSYNC_UPDATE_RENDERED=1 node --test test/deploy/manifests.test.ts');
+  assert.equal(
+    have,
+    want,
+    'deploy/install.yaml is stale: run IMPERSYNC_UPDATE_RENDERED=1 node --test test/deploy/manifests.test.ts',
+  );
 });
 
 test("the chart's crds/ and admission policy are copies of deploy/crds and deploy/admission", async () => {
   assert.deepEqual((await readdir(join(chartDir, 'crds'))).sort(), crdFiles);
   for (const f of crdFiles) {
-    assert.equal(await readFile(join(chartDir, 'crds', f), 'utf8'), await readFile(join(repoRoot, 'deploy/crds', f), 'utf8'), `crds/${f}`);
+    assert.equal(
+      await readFile(join(chartDir, 'crds', f), 'utf8'),
+      await readFile(join(repoRoot, 'deploy/crds', f), 'utf8'),
+      `crds/${f}`,
+    );
   }
-  assert.equal(await readFile(join(chartDir, 'files/admission-policy.yaml'), 'utf8'), await readFile(join(repoRoot, 'deploy/admission/policy.yaml'), 'utf8'));
+  assert.equal(
+    await readFile(join(chartDir, 'files/admission-policy.yaml'), 'utf8'),
+    await readFile(join(repoRoot, 'deploy/admission/policy.yaml'), 'utf8'),
+  );
 });
 
 test('helm lint passes for the default values and every documented variant', () => {
@@ -108,7 +184,16 @@ test('helm lint passes for the default values and every documented variant', () 
     [],
     ['--set', 'rbac.shape=fallback', '--set', 'argocdCm.impersonation.enforced=false'],
     ['--set', 'serviceMonitor.enabled=true', '--set', 'replicas=1', '--set', 'leaderElection.enabled=false'],
-    ['--set', 'rbac.impersonate.serviceAccounts[0].namespace=guestbook', '--set', 'rbac.impersonate.serviceAccounts[0].name=guestbook-deployer', '--set', 'argocdCm.create=false', '--set', 'admission.enabled=false'],
+    [
+      '--set',
+      'rbac.impersonate.serviceAccounts[0].namespace=guestbook',
+      '--set',
+      'rbac.impersonate.serviceAccounts[0].name=guestbook-deployer',
+      '--set',
+      'argocdCm.create=false',
+      '--set',
+      'admission.enabled=false',
+    ],
   ];
   for (const v of variants) {
     const res = runTool('helm', ['lint', '--strict', chartDir, '--kube-version', kubeVersion, ...v]);
@@ -120,47 +205,100 @@ test('helm lint passes for the default values and every documented variant', () 
 test('helm template: the default render matches the kustomize strict install', () => {
   const chart = helmTemplate();
   const kust = kustomizeBuild('deploy/install');
-  assert.deepEqual(chart.map((o) => o.kind).sort(), [...kust.filter((o) => o.kind !== 'Namespace').map((o) => o.kind), 'CustomResourceDefinition', 'CustomResourceDefinition'].sort());
+  assert.deepEqual(
+    chart.map((o) => o.kind).sort(),
+    [
+      ...kust.filter((o) => o.kind !== 'Namespace').map((o) => o.kind),
+      'CustomResourceDefinition',
+      'CustomResourceDefinition',
+    ].sort(),
+  );
   // Same rules, whatever the names.
-  const norm = (objects: KubeObject[]) => rulesOf(objects)
-    .map((r) => JSON.stringify([r.kind, r.rule.apiGroups, r.rule.resources, r.rule.resourceNames, r.rule.verbs, r.rule.nonResourceURLs]))
-    .sort();
+  const norm = (objects: KubeObject[]) =>
+    rulesOf(objects)
+      .map((r) =>
+        JSON.stringify([
+          r.kind,
+          r.rule.apiGroups,
+          r.rule.resources,
+          r.rule.resourceNames,
+          r.rule.verbs,
+          r.rule.nonResourceURLs,
+        ]),
+      )
+      .sort();
   assert.deepEqual(norm(chart), norm(kust));
   deploymentChecks(chart);
   assert.ok(!chart.some((o) => o.kind === 'ServiceMonitor'), 'no ServiceMonitor unless asked');
   const data = find(chart, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;
-  assert.deepEqual(data, { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'true', 'timeout.reconciliation': '120s' });
+  assert.deepEqual(data, {
+    'application.sync.impersonation.enabled': 'true',
+    'application.sync.impersonation.enforced': 'true',
+    'timeout.reconciliation': '120s',
+  });
 });
 
 test('helm template: values reach the objects', () => {
   const objects = helmTemplate({
     release: 'ops',
     set: [
-      'image.repository=registry.example/impersync', 'image.tag=1.2.3', 'replicas=3', 'leaderElection.leaseName=ops-lease', 'logLevel=debug',
-      'rbac.shape=fallback', 'argocdCm.impersonation.enforced=false', 'argocdCm.reconciliationTimeout=3m', 'serviceMonitor.enabled=true',
-      'rbac.impersonate.serviceAccounts[0].namespace=a', 'rbac.impersonate.serviceAccounts[0].name=x',
-      'rbac.impersonate.serviceAccounts[1].namespace=a', 'rbac.impersonate.serviceAccounts[1].name=y',
-      'rbac.impersonate.serviceAccounts[2].namespace=b', 'rbac.impersonate.serviceAccounts[2].name=z',
-      'nodeSelector.pool=system', 'tolerations[0].key=dedicated', 'tolerations[0].operator=Exists',
+      'image.repository=registry.example/impersync',
+      'image.tag=1.2.3',
+      'replicas=3',
+      'leaderElection.leaseName=ops-lease',
+      'logLevel=debug',
+      'rbac.shape=fallback',
+      'argocdCm.impersonation.enforced=false',
+      'argocdCm.reconciliationTimeout=3m',
+      'serviceMonitor.enabled=true',
+      'rbac.impersonate.serviceAccounts[0].namespace=a',
+      'rbac.impersonate.serviceAccounts[0].name=x',
+      'rbac.impersonate.serviceAccounts[1].namespace=a',
+      'rbac.impersonate.serviceAccounts[1].name=y',
+      'rbac.impersonate.serviceAccounts[2].namespace=b',
+      'rbac.impersonate.serviceAccounts[2].name=z',
+      'nodeSelector.pool=system',
+      'tolerations[0].key=dedicated',
+      'tolerations[0].operator=Exists',
     ],
     setJson: ['argocdCm.globalProjects=[{"projectName":"defaults","labelSelector":{"matchLabels":{"inherit":"yes"}}}]'],
   });
-  const dep = find(objects, 'Deployment', 'ops-impersync') as KubeObject & { spec: { replicas: number; template: { spec: { nodeSelector: unknown; tolerations: unknown; containers: { image: string; args: string[] }[] } } } };
+  const dep = find(objects, 'Deployment', 'ops-impersync') as KubeObject & {
+    spec: {
+      replicas: number;
+      template: {
+        spec: { nodeSelector: unknown; tolerations: unknown; containers: { image: string; args: string[] }[] };
+      };
+    };
+  };
   assert.equal(dep.spec.replicas, 3);
   const c = dep.spec.template.spec.containers[0];
   assert.equal(c?.image, 'registry.example/impersync:1.2.3');
-  assert.ok(c?.args.includes('--leader-election-lease=ops-lease') && c.args.includes('--log-level=debug') && c.args.includes('--leader-elect'));
+  assert.ok(
+    c?.args.includes('--leader-election-lease=ops-lease') &&
+      c.args.includes('--log-level=debug') &&
+      c.args.includes('--leader-elect'),
+  );
   assert.deepEqual(dep.spec.template.spec.nodeSelector, { pool: 'system' });
   assert.deepEqual(dep.spec.template.spec.tolerations, [{ key: 'dedicated', operator: 'Exists' }]);
   const data = find(objects, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;
   assert.equal(data['application.sync.impersonation.enforced'], 'false');
   assert.equal(data['timeout.reconciliation'], '3m');
-  assert.equal(data['globalProjects'], '- labelSelector:\n    matchLabels:\n      inherit: "yes"\n  projectName: defaults\n');
+  assert.equal(
+    data['globalProjects'],
+    '- labelSelector:\n    matchLabels:\n      inherit: "yes"\n  projectName: defaults\n',
+  );
   assert.ok(find(objects, 'ClusterRole', 'ops-impersync-fallback'));
   assert.ok(find(objects, 'ServiceMonitor'));
   // resourceNames-limited impersonation: one Role per namespace, no ClusterRole for it.
   const impersonation = rulesOf(objects).filter((r) => r.rule.verbs.includes('impersonate'));
-  assert.deepEqual(impersonation.map((r) => [r.kind, r.namespace, r.rule.resourceNames]), [['Role', 'a', ['x', 'y']], ['Role', 'b', ['z']]]);
+  assert.deepEqual(
+    impersonation.map((r) => [r.kind, r.namespace, r.rule.resourceNames]),
+    [
+      ['Role', 'a', ['x', 'y']],
+      ['Role', 'b', ['z']],
+    ],
+  );
   // The existence check before a sync reads the same ServiceAccounts, with the same narrowing.
   for (const r of impersonation) assert.deepEqual(r.rule.verbs, ['impersonate', 'get']);
   const lease = rulesOf(objects).find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
@@ -168,13 +306,37 @@ test('helm template: values reach the objects', () => {
 });
 
 test('helm template refuses strict RBAC with impersonation not enforced, values off the schema, and old clusters', () => {
-  const strictUnenforced = runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, '--set', 'argocdCm.impersonation.enforced=false']);
+  const strictUnenforced = runTool('helm', [
+    'template',
+    'x',
+    chartDir,
+    '--kube-version',
+    kubeVersion,
+    '--set',
+    'argocdCm.impersonation.enforced=false',
+  ]);
   assert.notEqual(strictUnenforced.status, 0);
   assert.match(strictUnenforced.stderr, /rbac.shape strict needs argocdCm.impersonation.enabled and enforced/);
-  const unknown = runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, '--set', 'rbac.shape=loose']);
+  const unknown = runTool('helm', [
+    'template',
+    'x',
+    chartDir,
+    '--kube-version',
+    kubeVersion,
+    '--set',
+    'rbac.shape=loose',
+  ]);
   assert.notEqual(unknown.status, 0);
   assert.match(unknown.stderr, /at '\/rbac\/shape': value must be one of 'strict', 'fallback'/);
-  const badEntry = runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, '--set', 'rbac.impersonate.serviceAccounts[0].name=x']);
+  const badEntry = runTool('helm', [
+    'template',
+    'x',
+    chartDir,
+    '--kube-version',
+    kubeVersion,
+    '--set',
+    'rbac.impersonate.serviceAccounts[0].name=x',
+  ]);
   assert.match(badEntry.stderr, /serviceAccounts\/0.*missing property 'namespace'|missing properties?:? 'namespace'/);
   const old = runTool('helm', ['template', 'x', chartDir, '--kube-version', '1.29.0']);
   assert.match(old.stderr, /chart requires kubeVersion: >=1.30.0-0/);

@@ -37,7 +37,12 @@ export function runTool(tool: 'helm' | 'kustomize', args: string[]): ToolResult 
     cwd: repoRoot,
     encoding: 'utf8',
     // helm keeps caches and config under HOME; keep them out of the user's home.
-    env: { ...process.env, HELM_CACHE_HOME: join(repoRoot, '.state/helm/cache'), HELM_CONFIG_HOME: join(repoRoot, '.state/helm/config'), HELM_DATA_HOME: join(repoRoot, '.state/helm/data') },
+    env: {
+      ...process.env,
+      HELM_CACHE_HOME: join(repoRoot, '.state/helm/cache'),
+      HELM_CONFIG_HOME: join(repoRoot, '.state/helm/config'),
+      HELM_DATA_HOME: join(repoRoot, '.state/helm/data'),
+    },
     maxBuffer: 64 * 1024 * 1024,
   });
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
@@ -59,8 +64,19 @@ export function kustomizeBuildText(dir: string): string {
 }
 
 /** `helm template` of the chart with `--set`-style values and `--set-json` values. */
-export function helmTemplate(opts: { release?: string; namespace?: string; set?: string[]; setJson?: string[] } = {}): KubeObject[] {
-  const args = ['template', opts.release ?? 'impersync', chartDir, '--namespace', opts.namespace ?? 'argocd', '--kube-version', kubeVersion, '--include-crds'];
+export function helmTemplate(
+  opts: { release?: string; namespace?: string; set?: string[]; setJson?: string[] } = {},
+): KubeObject[] {
+  const args = [
+    'template',
+    opts.release ?? 'impersync',
+    chartDir,
+    '--namespace',
+    opts.namespace ?? 'argocd',
+    '--kube-version',
+    kubeVersion,
+    '--include-crds',
+  ];
   for (const s of opts.set ?? []) args.push('--set', s);
   for (const s of opts.setJson ?? []) args.push('--set-json', s);
   return parseYamlDocuments(ok('helm', args), 'helm template');
@@ -69,20 +85,40 @@ export function helmTemplate(opts: { release?: string; namespace?: string; set?:
 const order = (o: KubeObject) => (o.kind === 'CustomResourceDefinition' ? 0 : o.kind === 'Namespace' ? 1 : 2);
 
 /** Server-side apply with strict field validation, as `kubectl apply --server-side` does: a misspelt field fails. */
-export async function applyStrict(kc: KubeConfig, obj: KubeObject, fieldManager = 'impersync-install-test'): Promise<KubeObject> {
-  const path = await pathFor(kc, { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace });
+export async function applyStrict(
+  kc: KubeConfig,
+  obj: KubeObject,
+  fieldManager = 'impersync-install-test',
+): Promise<KubeObject> {
+  const path = await pathFor(kc, {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    name: obj.metadata.name,
+    namespace: obj.metadata.namespace,
+  });
   const query = new URLSearchParams({ fieldManager, force: 'true', fieldValidation: 'Strict' });
-  return (await requestOk(kc, { method: 'PATCH', path: `${path}?${query}`, body: obj, contentType: 'application/apply-patch+yaml' })) as KubeObject;
+  return (await requestOk(kc, {
+    method: 'PATCH',
+    path: `${path}?${query}`,
+    body: obj,
+    contentType: 'application/apply-patch+yaml',
+  })) as KubeObject;
 }
 
 /** Server-side applies every object as `kc`: CRDs first (waiting until Established), then Namespaces, then the rest. */
-export async function applyAll(kc: KubeConfig, objects: KubeObject[], fieldManager = 'impersync-install-test'): Promise<void> {
+export async function applyAll(
+  kc: KubeConfig,
+  objects: KubeObject[],
+  fieldManager = 'impersync-install-test',
+): Promise<void> {
   const sorted = [...objects].sort((a, b) => order(a) - order(b));
   for (const obj of sorted) {
     try {
       await applyStrict(kc, obj, fieldManager);
     } catch (err) {
-      throw new Error(`applying ${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}: ${(err as Error).message}`);
+      throw new Error(
+        `applying ${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}: ${(err as Error).message}`,
+      );
     }
     if (obj.kind === 'CustomResourceDefinition') await waitEstablished(kc, obj.metadata.name);
   }
@@ -92,25 +128,42 @@ async function waitEstablished(kc: KubeConfig, name: string): Promise<void> {
   const end = Date.now() + 30_000;
   while (true) {
     const crd = await getRaw(kc, { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name });
-    const conditions = (crd?.['status'] as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
+    const conditions =
+      (crd?.['status'] as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
     if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) return;
     if (Date.now() > end) throw new Error(`CRD ${name} not Established after 30 s`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-export type Rule = { apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[]; nonResourceURLs?: string[] };
+export type Rule = {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+};
 
 /** Every RBAC rule in the objects, with where it is granted. */
 export function rulesOf(objects: KubeObject[]): { kind: string; name: string; namespace?: string; rule: Rule }[] {
   return objects
     .filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')
-    .flatMap((o) => ((o['rules'] as Rule[] | undefined) ?? []).map((rule) => ({ kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace, rule })));
+    .flatMap((o) =>
+      ((o['rules'] as Rule[] | undefined) ?? []).map((rule) => ({
+        kind: o.kind,
+        name: o.metadata.name,
+        namespace: o.metadata.namespace,
+        rule,
+      })),
+    );
 }
 
 export function find(objects: KubeObject[], kind: string, name?: string): KubeObject {
   const found = objects.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
-  if (!found) throw new Error(`no ${kind}${name ? ` ${name}` : ''} in the rendered objects (${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')})`);
+  if (!found)
+    throw new Error(
+      `no ${kind}${name ? ` ${name}` : ''} in the rendered objects (${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')})`,
+    );
   return found;
 }
 

@@ -13,7 +13,16 @@ import { TestRepo } from '../support/git.ts';
 import { spawnController } from '../support/faults.ts';
 import type { ControllerProcess } from '../support/faults.ts';
 import {
-  application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, waitForApp,
+  application,
+  condition,
+  deployer,
+  grantControllerRights,
+  guestbookFiles,
+  IN_CLUSTER,
+  operationPhase,
+  project,
+  setSettings,
+  waitForApp,
 } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
@@ -24,7 +33,8 @@ const GOOD_SETTINGS = { 'application.sync.impersonation.enabled': 'true', 'timeo
 
 const manyConfigMaps = (n: number): string => {
   const docs: string[] = [];
-  for (let i = 0; i < n; i++) docs.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${i}\ndata:\n  i: "${i}"\n`);
+  for (let i = 0; i < n; i++)
+    docs.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${i}\ndata:\n  i: "${i}"\n`);
   return docs.join('---\n');
 };
 
@@ -33,8 +43,16 @@ before(async () => {
   await grantControllerRights(cp);
   await setSettings(cp, GOOD_SETTINGS);
   for (const ns of ['good', 'bad', 'many']) await deployer(cp, ns, 'deployer');
-  await applyRaw(cp.admin, project('tenant', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'deployer' }] }));
-  await applyRaw(cp.admin, project('empty-sa', { destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: '' }] }));
+  await applyRaw(
+    cp.admin,
+    project('tenant', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  await applyRaw(
+    cp.admin,
+    project('empty-sa', { destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: '' }] }),
+  );
   repo = await TestRepo.create();
   await repo.commit({
     ...guestbookFiles(),
@@ -44,13 +62,24 @@ before(async () => {
     'scalar/x.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n---\njust a sentence\n',
     'broken/x.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n',
     // 10,000 objects in 100 files, as a big monorepo folder would hold them.
-    ...Object.fromEntries(Array.from({ length: 100 }, (_, f) => [`many/f${f}.yaml`, manyConfigMaps(100).replaceAll('name: cm-', `name: f${f}-cm-`)])),
+    ...Object.fromEntries(
+      Array.from({ length: 100 }, (_, f) => [
+        `many/f${f}.yaml`,
+        manyConfigMaps(100).replaceAll('name: cm-', `name: f${f}-cm-`),
+      ]),
+    ),
   });
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-bad-'));
   ctl = spawnController({ kubeconfig: await cp.kubeconfigFileFor('controller'), cacheDir });
-  await applyRaw(cp.admin, application('good', repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }));
-  await waitForApp(cp, 'good', 'the good Application synced', (a) => operationPhase(a) === 'Succeeded', 60_000)
-    .catch((err: Error) => { throw new Error(`${err.message}\n${ctl.output().slice(-3000)}`); });
+  await applyRaw(
+    cp.admin,
+    application('good', repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
+  );
+  await waitForApp(cp, 'good', 'the good Application synced', (a) => operationPhase(a) === 'Succeeded', 60_000).catch(
+    (err: Error) => {
+      throw new Error(`${err.message}\n${ctl.output().slice(-3000)}`);
+    },
+  );
 });
 
 after(async () => {
@@ -63,22 +92,47 @@ after(async () => {
 /** The controller is alive and still reconciles: a fresh Application is synced. */
 async function stillWorking(name: string): Promise<void> {
   assert.equal(ctl.child.exitCode, null, `the controller exited:\n${ctl.output().slice(-3000)}`);
-  await applyRaw(cp.admin, application(name, repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }));
+  await applyRaw(
+    cp.admin,
+    application(name, repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
+  );
   await waitForApp(cp, name, 'synced while bad input is around', (a) => operationPhase(a) === 'Succeeded', 30_000);
 }
 
-const clear = (m: string | undefined) => m !== undefined && m.trim() !== '' && !/(?<!received )undefined|\[object /.test(m);
+const clear = (m: string | undefined) =>
+  m !== undefined && m.trim() !== '' && !/(?<!received )undefined|\[object /.test(m);
 
 test('malformed argocd-cm values: an ImpersonationWarning naming each key, defaults used, nothing crashes', async () => {
-  await setSettings(cp, { ...GOOD_SETTINGS, globalProjects: '- projectName: [unclosed', 'timeout.reconciliation': 'every now and then' });
-  const app = await waitForApp(cp, 'good', 'warnings for both keys', (a) => /globalProjects/.test(condition(a, 'ImpersonationWarning') ?? '') && /timeout\.reconciliation/.test(condition(a, 'ImpersonationWarning') ?? ''), 30_000);
+  await setSettings(cp, {
+    ...GOOD_SETTINGS,
+    globalProjects: '- projectName: [unclosed',
+    'timeout.reconciliation': 'every now and then',
+  });
+  const app = await waitForApp(
+    cp,
+    'good',
+    'warnings for both keys',
+    (a) =>
+      /globalProjects/.test(condition(a, 'ImpersonationWarning') ?? '') &&
+      /timeout\.reconciliation/.test(condition(a, 'ImpersonationWarning') ?? ''),
+    30_000,
+  );
   const warning = condition(app, 'ImpersonationWarning') ?? '';
   assert.match(warning, /ConfigMap argocd\/argocd-cm data\.globalProjects: not valid YAML/);
-  assert.match(warning, /ConfigMap argocd\/argocd-cm data\.timeout\.reconciliation: invalid duration 'every now and then' .*using 120s/);
+  assert.match(
+    warning,
+    /ConfigMap argocd\/argocd-cm data\.timeout\.reconciliation: invalid duration 'every now and then' .*using 120s/,
+  );
   assert.ok(clear(warning), warning);
   // A value past any sensible duration must not turn into a hot refresh loop either.
   await setSettings(cp, { ...GOOD_SETTINGS, 'timeout.reconciliation': '9'.repeat(30) });
-  await waitForApp(cp, 'good', 'too large', (a) => /too large/.test(condition(a, 'ImpersonationWarning') ?? ''), 30_000);
+  await waitForApp(
+    cp,
+    'good',
+    'too large',
+    (a) => /too large/.test(condition(a, 'ImpersonationWarning') ?? ''),
+    30_000,
+  );
   const before = (await cp.readAudit()).length;
   await new Promise((r) => setTimeout(r, 2000));
   const gets = (await cp.readAudit()).slice(before).filter((r) => r.user === cp.controllerUserName);
@@ -89,25 +143,60 @@ test('malformed argocd-cm values: an ImpersonationWarning naming each key, defau
 
 test('wrong types are refused by the CRDs with the field named; wrong values get a condition naming the field', async () => {
   await assert.rejects(
-    applyRaw(cp.admin, { ...application('typed', repo.fileURL, { project: 'tenant' }), spec: { project: 'tenant', source: { repoURL: repo.fileURL, path: 7 }, destination: { server: IN_CLUSTER, namespace: 'bad' } } }),
+    applyRaw(cp.admin, {
+      ...application('typed', repo.fileURL, { project: 'tenant' }),
+      spec: {
+        project: 'tenant',
+        source: { repoURL: repo.fileURL, path: 7 },
+        destination: { server: IN_CLUSTER, namespace: 'bad' },
+      },
+    }),
     (err: unknown) => err instanceof ApiError && /spec\.source\.path/.test(err.message),
   );
   await assert.rejects(
-    applyRaw(cp.admin, project('typed', { destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: ['x'] }] })),
+    applyRaw(
+      cp.admin,
+      project('typed', { destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: ['x'] }] }),
+    ),
     (err: unknown) => err instanceof ApiError && /defaultServiceAccount/.test(err.message),
   );
 
   // Values of the right type that mean nothing usable.
-  const bad = (name: string, spec: Record<string, unknown>) => applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name, namespace: 'argocd' }, spec: { project: 'tenant', ...spec } });
+  const bad = (name: string, spec: Record<string, unknown>) =>
+    applyRaw(cp.admin, {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name, namespace: 'argocd' },
+      spec: { project: 'tenant', ...spec },
+    });
   await bad('no-source', { destination: { server: IN_CLUSTER, namespace: 'bad' } });
   await bad('no-destination', { source: { repoURL: repo.fileURL, path: 'app' }, destination: {} });
-  await bad('both-destinations', { source: { repoURL: repo.fileURL, path: 'app' }, destination: { server: IN_CLUSTER, name: 'in-cluster', namespace: 'bad' } });
-  await bad('empty-repo', { source: { repoURL: '', path: 'app' }, destination: { server: IN_CLUSTER, namespace: 'bad' } });
-  await bad('escaping-path', { source: { repoURL: repo.fileURL, path: '../../etc' }, destination: { server: IN_CLUSTER, namespace: 'bad' } });
-  await bad('empty-sa', { project: 'empty-sa', source: { repoURL: repo.fileURL, path: 'app' }, destination: { server: IN_CLUSTER, namespace: 'bad' } });
+  await bad('both-destinations', {
+    source: { repoURL: repo.fileURL, path: 'app' },
+    destination: { server: IN_CLUSTER, name: 'in-cluster', namespace: 'bad' },
+  });
+  await bad('empty-repo', {
+    source: { repoURL: '', path: 'app' },
+    destination: { server: IN_CLUSTER, namespace: 'bad' },
+  });
+  await bad('escaping-path', {
+    source: { repoURL: repo.fileURL, path: '../../etc' },
+    destination: { server: IN_CLUSTER, namespace: 'bad' },
+  });
+  await bad('empty-sa', {
+    project: 'empty-sa',
+    source: { repoURL: repo.fileURL, path: 'app' },
+    destination: { server: IN_CLUSTER, namespace: 'bad' },
+  });
   const seen: Record<string, string> = {};
   for (const name of ['no-source', 'no-destination', 'both-destinations', 'empty-repo', 'escaping-path', 'empty-sa']) {
-    const app = await waitForApp(cp, name, 'a condition', (a) => ((a.status?.['conditions'] ?? []) as unknown[]).length > 0, 30_000);
+    const app = await waitForApp(
+      cp,
+      name,
+      'a condition',
+      (a) => ((a.status?.['conditions'] ?? []) as unknown[]).length > 0,
+      30_000,
+    );
     const conds = (app.status?.['conditions'] ?? []) as Array<{ type: string; message: string }>;
     const problem = conds.find((c) => /Error$/.test(c.type));
     assert.ok(problem, `${name}: an error condition, got ${JSON.stringify(conds)}`);
@@ -120,7 +209,19 @@ test('wrong types are refused by the CRDs with the field named; wrong values get
   assert.match(seen['no-source'] ?? '', /spec\.source is missing/);
   assert.match(seen['empty-repo'] ?? '', /spec\.source\.repoURL is empty/);
   assert.match(seen['empty-sa'] ?? '', /defaultServiceAccount/, JSON.stringify(seen));
-  assert.deepEqual((await cp.readAudit()).filter((r) => r.namespace === 'bad' && r.user === cp.controllerUserName && !r.dryRun && ['create', 'patch', 'update', 'delete'].includes(r.verb)).map((r) => r.requestURI), [], JSON.stringify(seen, null, 1));
+  assert.deepEqual(
+    (await cp.readAudit())
+      .filter(
+        (r) =>
+          r.namespace === 'bad' &&
+          r.user === cp.controllerUserName &&
+          !r.dryRun &&
+          ['create', 'patch', 'update', 'delete'].includes(r.verb),
+      )
+      .map((r) => r.requestURI),
+    [],
+    JSON.stringify(seen, null, 1),
+  );
   await stillWorking('good-after-wrong');
 });
 
@@ -131,14 +232,31 @@ test('manifests that are not Kubernetes: a ComparisonError naming the file and d
     broken: /broken\/x\.yaml:\d+: /,
   };
   for (const name of Object.keys(cases)) {
-    await applyRaw(cp.admin, application(name, repo.fileURL, { project: 'tenant', path: name, destination: { server: IN_CLUSTER, namespace: 'bad' } }));
+    await applyRaw(
+      cp.admin,
+      application(name, repo.fileURL, {
+        project: 'tenant',
+        path: name,
+        destination: { server: IN_CLUSTER, namespace: 'bad' },
+      }),
+    );
   }
   for (const [name, re] of Object.entries(cases)) {
-    const app = await waitForApp(cp, name, 'ComparisonError', (a) => condition(a, 'ComparisonError') !== undefined, 30_000);
+    const app = await waitForApp(
+      cp,
+      name,
+      'ComparisonError',
+      (a) => condition(a, 'ComparisonError') !== undefined,
+      30_000,
+    );
     assert.match(condition(app, 'ComparisonError') ?? '', re);
     assert.equal(app['operation'], undefined, 'no automated sync of a source that does not render');
   }
-  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'ok', namespace: 'bad' }), undefined, 'no partial write of the valid document');
+  assert.equal(
+    await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'ok', namespace: 'bad' }),
+    undefined,
+    'no partial write of the valid document',
+  );
   await stillWorking('good-after-manifests');
 });
 
@@ -148,22 +266,50 @@ async function rssKiB(pid: number): Promise<{ rss: number; peak: number }> {
   return { rss: kib('VmRSS'), peak: kib('VmHWM') };
 }
 
-test('a repository folder with 10,000 manifests: rendered, compared as the ServiceAccount, memory bounded, others still served', { timeout: 120_000 }, async () => {
-  const pid = ctl.child.pid as number;
-  const before = await rssKiB(pid);
-  const started = Date.now();
-  // Compared only: applying 10,000 objects is a benchmark's job (bench/), not a test's.
-  await applyRaw(cp.admin, application('many', repo.fileURL, { project: 'tenant', path: 'many', destination: { server: IN_CLUSTER, namespace: 'many' }, automated: false }));
-  // The server-side diff starts once all 10,000 objects are rendered and parsed. (It then takes
-  // minutes at the rate this machine's API server takes dry-runs: a benchmark's matter.)
-  await cp.waitForAudit((r) => r.namespace === 'many' && r.dryRun === true && r.impersonatedUser === 'system:serviceaccount:many:deployer', { timeoutMs: 90_000 })
-    .catch((err: Error) => { throw new Error(`${err.message}\n${ctl.output().split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-10).join('\n')}`); });
-  const rendered = Math.round((Date.now() - started) / 1000);
-  // While the comparison of 10,000 objects runs, other Applications are still reconciled.
-  await stillWorking('good-during-many');
-  const after = await rssKiB(pid);
-  process.stdout.write(`# 10,000 manifests rendered and being compared after ${rendered} s; controller RSS ${Math.round(before.rss / 1024)} MiB before, peak ${Math.round(after.peak / 1024)} MiB\n`);
-  // Bounded: 10,000 small objects are a few MiB of JSON; the process must not balloon with them.
-  assert.ok(after.peak < 768 * 1024, `peak RSS ${after.peak} KiB is over 768 MiB`);
-  assert.equal(ctl.child.exitCode, null, 'the controller is alive');
-});
+test(
+  'a repository folder with 10,000 manifests: rendered, compared as the ServiceAccount, memory bounded, others still served',
+  { timeout: 120_000 },
+  async () => {
+    const pid = ctl.child.pid as number;
+    const before = await rssKiB(pid);
+    const started = Date.now();
+    // Compared only: applying 10,000 objects is a benchmark's job (bench/), not a test's.
+    await applyRaw(
+      cp.admin,
+      application('many', repo.fileURL, {
+        project: 'tenant',
+        path: 'many',
+        destination: { server: IN_CLUSTER, namespace: 'many' },
+        automated: false,
+      }),
+    );
+    // The server-side diff starts once all 10,000 objects are rendered and parsed. (It then takes
+    // minutes at the rate this machine's API server takes dry-runs: a benchmark's matter.)
+    await cp
+      .waitForAudit(
+        (r) =>
+          r.namespace === 'many' && r.dryRun === true && r.impersonatedUser === 'system:serviceaccount:many:deployer',
+        { timeoutMs: 90_000 },
+      )
+      .catch((err: Error) => {
+        throw new Error(
+          `${err.message}\n${ctl
+            .output()
+            .split('\n')
+            .filter((l) => /"level":(40|50|60)/.test(l))
+            .slice(-10)
+            .join('\n')}`,
+        );
+      });
+    const rendered = Math.round((Date.now() - started) / 1000);
+    // While the comparison of 10,000 objects runs, other Applications are still reconciled.
+    await stillWorking('good-during-many');
+    const after = await rssKiB(pid);
+    process.stdout.write(
+      `# 10,000 manifests rendered and being compared after ${rendered} s; controller RSS ${Math.round(before.rss / 1024)} MiB before, peak ${Math.round(after.peak / 1024)} MiB\n`,
+    );
+    // Bounded: 10,000 small objects are a few MiB of JSON; the process must not balloon with them.
+    assert.ok(after.peak < 768 * 1024, `peak RSS ${after.peak} KiB is over 768 MiB`);
+    assert.equal(ctl.child.exitCode, null, 'the controller is alive');
+  },
+);

@@ -10,7 +10,14 @@ import type { RunningController } from '../../src/controller/controller.ts';
 import { defaultPorts } from '../../src/controller/adapters.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { applyRaw, createNamespace, getRaw, grantInstalledControllerRights, grantRole, requestOk } from '../support/index.ts';
+import {
+  applyRaw,
+  createNamespace,
+  getRaw,
+  grantInstalledControllerRights,
+  grantRole,
+  requestOk,
+} from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 
@@ -18,7 +25,11 @@ export const NS = 'argocd';
 export const IN_CLUSTER = 'https://kubernetes.default.svc';
 
 /** The controller's installed rights in `namespace` (test/support/rbac.ts `grantInstalledControllerRights`). */
-export function grantControllerRights(cp: TestControlPlane, namespace = NS, opts: { getServiceAccounts?: boolean } = {}): Promise<void> {
+export function grantControllerRights(
+  cp: TestControlPlane,
+  namespace = NS,
+  opts: { getServiceAccounts?: boolean } = {},
+): Promise<void> {
   return grantInstalledControllerRights(cp.admin, namespace, opts);
 }
 
@@ -26,11 +37,20 @@ export function grantControllerRights(cp: TestControlPlane, namespace = NS, opts
 export async function deployer(cp: TestControlPlane, namespace: string, name: string): Promise<void> {
   await createNamespace(cp.admin, namespace);
   await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
-  await grantRole(cp.admin, { name: `${name}-all`, namespace, to: { serviceAccount: name, namespace }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
+  await grantRole(cp.admin, {
+    name: `${name}-all`,
+    namespace,
+    to: { serviceAccount: name, namespace },
+    rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+  });
 }
 
 export async function setSettings(cp: TestControlPlane, data: Record<string, string>): Promise<void> {
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS }, data }, { force: true });
+  await applyRaw(
+    cp.admin,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS }, data },
+    { force: true },
+  );
 }
 
 export function project(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): KubeObject {
@@ -38,20 +58,42 @@ export function project(name: string, spec: Record<string, unknown>, labels?: Re
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'AppProject',
     metadata: { name, namespace: NS, ...(labels ? { labels } : {}) },
-    spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }], clusterResourceWhitelist: [{ group: '*', kind: '*' }], ...spec },
+    spec: {
+      sourceRepos: ['*'],
+      destinations: [{ server: '*', namespace: '*' }],
+      clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+      ...spec,
+    },
   };
 }
 
-export function application(name: string, repoURL: string, opts: { project?: string; destination?: Record<string, string>; path?: string; automated?: boolean; finalizer?: boolean; syncOptions?: string[] } = {}): KubeObject {
+export function application(
+  name: string,
+  repoURL: string,
+  opts: {
+    project?: string;
+    destination?: Record<string, string>;
+    path?: string;
+    automated?: boolean;
+    finalizer?: boolean;
+    syncOptions?: string[];
+  } = {},
+): KubeObject {
   return {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Application',
-    metadata: { name, namespace: NS, ...(opts.finalizer ? { finalizers: ['resources-finalizer.argocd.argoproj.io'] } : {}) },
+    metadata: {
+      name,
+      namespace: NS,
+      ...(opts.finalizer ? { finalizers: ['resources-finalizer.argocd.argoproj.io'] } : {}),
+    },
     spec: {
       project: opts.project ?? 'default',
       source: { repoURL, targetRevision: 'HEAD', path: opts.path ?? 'app' },
       destination: opts.destination ?? { server: IN_CLUSTER, namespace: 'guestbook' },
-      ...(opts.automated !== false ? { syncPolicy: { automated: { prune: true }, ...(opts.syncOptions ? { syncOptions: opts.syncOptions } : {}) } } : {}),
+      ...(opts.automated !== false
+        ? { syncPolicy: { automated: { prune: true }, ...(opts.syncOptions ? { syncOptions: opts.syncOptions } : {}) } }
+        : {}),
     },
   };
 }
@@ -63,15 +105,19 @@ export function application(name: string, repoURL: string, opts: { project?: str
  */
 export function heldWaveFiles(): Record<string, string> {
   return {
-    'held/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
-    'held/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
+    'held/lb.yaml':
+      'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n  selector:\n    app: lb\n',
+    'held/later.yaml':
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata:\n  a: "1"\n',
   };
 }
 
 export function guestbookFiles(extra: Record<string, string> = {}): Record<string, string> {
   return {
-    'app/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-config\ndata:\n  greeting: hello\n',
-    'app/service.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
+    'app/configmap.yaml':
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook-config\ndata:\n  greeting: hello\n',
+    'app/service.yaml':
+      'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
     ...extra,
   };
 }
@@ -87,22 +133,32 @@ export interface Fixture {
   stop(): Promise<void>;
 }
 
-export async function startFixture(cp: TestControlPlane, files: Record<string, string>, opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number } = {}): Promise<Fixture> {
+export async function startFixture(
+  cp: TestControlPlane,
+  files: Record<string, string>,
+  opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number } = {},
+): Promise<Fixture> {
   const repo = await TestRepo.create();
   await repo.commit(files, 'guestbook');
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-ctl-'));
   const logs: string[] = [];
-  const sink = new Writable({ write(c, _e, cb) { logs.push(String(c)); cb(); } });
-  const events = new MemoryEvents();
-  const start = () => startController({
-    kc: cp.controller,
-    namespace: NS,
-    logger: createLogger({ level: 'debug' }, sink),
-    ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: opts.waitTimeoutMs ?? 20_000 }),
-    events: [events],
-    healthPort: 0,
-    ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
+  const sink = new Writable({
+    write(c, _e, cb) {
+      logs.push(String(c));
+      cb();
+    },
   });
+  const events = new MemoryEvents();
+  const start = () =>
+    startController({
+      kc: cp.controller,
+      namespace: NS,
+      logger: createLogger({ level: 'debug' }, sink),
+      ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: opts.waitTimeoutMs ?? 20_000 }),
+      events: [events],
+      healthPort: 0,
+      ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
+    });
   const fx: Fixture = {
     repo,
     controller: await start(),
@@ -123,14 +179,23 @@ export async function startFixture(cp: TestControlPlane, files: Record<string, s
   return fx;
 }
 
-export async function getApp(cp: TestControlPlane, name: string): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
+export async function getApp(
+  cp: TestControlPlane,
+  name: string,
+): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
   const app = await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name, namespace: NS });
   if (!app) throw new Error(`Application ${name} not found`);
   return app as Record<string, unknown>;
 }
 
 /** Polls the Application until `pred` holds; the error shows the last status seen. */
-export async function waitForApp(cp: TestControlPlane, name: string, what: string, pred: (app: Record<string, unknown> & { status?: Record<string, unknown> }) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
+export async function waitForApp(
+  cp: TestControlPlane,
+  name: string,
+  what: string,
+  pred: (app: Record<string, unknown> & { status?: Record<string, unknown> }) => boolean,
+  timeoutMs = 60_000,
+): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
   const end = Date.now() + timeoutMs;
   let last: Record<string, unknown> | undefined;
   while (Date.now() < end) {
@@ -142,7 +207,9 @@ export async function waitForApp(cp: TestControlPlane, name: string, what: strin
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`timed out waiting for Application ${name}: ${what}; last seen: ${JSON.stringify(last?.['status'] ?? last, null, 1).slice(0, 3000)}`);
+  throw new Error(
+    `timed out waiting for Application ${name}: ${what}; last seen: ${JSON.stringify(last?.['status'] ?? last, null, 1).slice(0, 3000)}`,
+  );
 }
 
 export function operationPhase(app: { status?: Record<string, unknown> }): string | undefined {
@@ -150,9 +217,13 @@ export function operationPhase(app: { status?: Record<string, unknown> }): strin
 }
 
 export function condition(app: { status?: Record<string, unknown> }, type: string): string | undefined {
-  return ((app.status?.['conditions'] ?? []) as Array<{ type: string; message: string }>).find((c) => c.type === type)?.message;
+  return ((app.status?.['conditions'] ?? []) as Array<{ type: string; message: string }>).find((c) => c.type === type)
+    ?.message;
 }
 
 export async function deleteApp(cp: TestControlPlane, name: string): Promise<void> {
-  await requestOk(cp.admin, { method: 'DELETE', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}` });
+  await requestOk(cp.admin, {
+    method: 'DELETE',
+    path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
+  });
 }

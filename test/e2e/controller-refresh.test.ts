@@ -2,9 +2,30 @@
 // the controller that react to time and to objects other than the Application.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError, applyRaw, createNamespace, deleteRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
+import {
+  ApiError,
+  applyRaw,
+  createNamespace,
+  deleteRaw,
+  getRaw,
+  grantRole,
+  requestOk,
+  startControlPlane,
+} from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
-import { application, condition, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, operationPhase, project, setSettings, startFixture, waitForApp } from './controller-fixture.ts';
+import {
+  application,
+  condition,
+  deployer,
+  grantControllerRights,
+  guestbookFiles,
+  IN_CLUSTER,
+  operationPhase,
+  project,
+  setSettings,
+  startFixture,
+  waitForApp,
+} from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
@@ -14,11 +35,15 @@ before(async () => {
   cp = await startControlPlane();
   await grantControllerRights(cp);
   // Apps in any namespace: the controller lists Applications cluster-wide.
-  await grantRole(cp.admin, { name: 'impersync-apps-anywhere', to: 'controller', rules: [
-    { apiGroups: ['argoproj.io'], resources: ['applications'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-    { apiGroups: ['argoproj.io'], resources: ['applications/status'], verbs: ['get', 'update', 'patch'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-  ] });
+  await grantRole(cp.admin, {
+    name: 'impersync-apps-anywhere',
+    to: 'controller',
+    rules: [
+      { apiGroups: ['argoproj.io'], resources: ['applications'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['argoproj.io'], resources: ['applications/status'], verbs: ['get', 'update', 'patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
+  });
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '2s' });
   fx = await startFixture(cp, guestbookFiles(), { applicationNamespaces: ['team-*'] });
 });
@@ -30,26 +55,71 @@ after(async () => {
 
 test('periodic refresh (timeout.reconciliation) finds drift no event announced, and self-heal repairs it', async () => {
   await deployer(cp, 'heal', 'deployer');
-  await applyRaw(cp.admin, project('heal', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'heal', defaultServiceAccount: 'deployer' }] }));
-  const app = application('heal', fx.repo.fileURL, { project: 'heal', destination: { server: IN_CLUSTER, namespace: 'heal' } });
+  await applyRaw(
+    cp.admin,
+    project('heal', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'heal', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  const app = application('heal', fx.repo.fileURL, {
+    project: 'heal',
+    destination: { server: IN_CLUSTER, namespace: 'heal' },
+  });
   (app['spec'] as { syncPolicy: { automated: Record<string, boolean> } }).syncPolicy.automated['selfHeal'] = true;
   await applyRaw(cp.admin, app);
   await waitForApp(cp, 'heal', 'first sync', (a) => operationPhase(a) === 'Succeeded');
   const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'heal' };
   await deleteRaw(cp.admin, ref);
-  const healed = await waitForApp(cp, 'heal', 'second sync', (a) => ((a.status?.['history'] ?? []) as unknown[]).length >= 2 && operationPhase(a) === 'Succeeded', 30_000);
+  const healed = await waitForApp(
+    cp,
+    'heal',
+    'second sync',
+    (a) => ((a.status?.['history'] ?? []) as unknown[]).length >= 2 && operationPhase(a) === 'Succeeded',
+    30_000,
+  );
   assert.ok(await getRaw(cp.admin, ref), 'the deleted ConfigMap is back');
   assert.equal(((healed.status?.['history'] ?? []) as unknown[]).length, 2, 'exactly one self-heal sync');
 });
 
 test('a failing sync is retried per syncPolicy.retry, then ends Failed with the retry count', async () => {
   await createNamespace(cp.admin, 'retry');
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'cm-only', namespace: 'retry' } });
-  await grantRole(cp.admin, { name: 'cm-only', namespace: 'retry', to: { serviceAccount: 'cm-only', namespace: 'retry' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] });
-  await applyRaw(cp.admin, project('retry', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'retry', defaultServiceAccount: 'cm-only' }] }));
-  const app = application('retry', fx.repo.fileURL, { project: 'retry', destination: { server: IN_CLUSTER, namespace: 'retry' }, automated: false });
-  await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' }, retry: { limit: 2, backoff: { duration: '1s', factor: 1 } } } });
-  const failed = await waitForApp(cp, 'retry', 'Failed after retries, operation cleared', (a) => operationPhase(a) === 'Failed' && a['operation'] === undefined, 60_000);
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: 'cm-only', namespace: 'retry' },
+  });
+  await grantRole(cp.admin, {
+    name: 'cm-only',
+    namespace: 'retry',
+    to: { serviceAccount: 'cm-only', namespace: 'retry' },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+  });
+  await applyRaw(
+    cp.admin,
+    project('retry', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'retry', defaultServiceAccount: 'cm-only' }],
+    }),
+  );
+  const app = application('retry', fx.repo.fileURL, {
+    project: 'retry',
+    destination: { server: IN_CLUSTER, namespace: 'retry' },
+    automated: false,
+  });
+  await applyRaw(cp.admin, {
+    ...app,
+    operation: {
+      sync: {},
+      initiatedBy: { username: 'alice' },
+      retry: { limit: 2, backoff: { duration: '1s', factor: 1 } },
+    },
+  });
+  const failed = await waitForApp(
+    cp,
+    'retry',
+    'Failed after retries, operation cleared',
+    (a) => operationPhase(a) === 'Failed' && a['operation'] === undefined,
+    60_000,
+  );
   const state = failed.status?.['operationState'] as { retryCount: number; message: string };
   assert.equal(state.retryCount, 2);
   assert.match(state.message, /services .* is forbidden: User "system:serviceaccount:retry:cm-only"/);
@@ -61,13 +131,28 @@ test("apps in any namespace: reconciled when the project's sourceNamespaces allo
   await createNamespace(cp.admin, 'team-x');
   await createNamespace(cp.admin, 'team-y');
   await deployer(cp, 'x-target', 'deployer');
-  await applyRaw(cp.admin, project('teams', { sourceNamespaces: ['team-x'], destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'x-target', defaultServiceAccount: 'deployer' }] }));
+  await applyRaw(
+    cp.admin,
+    project('teams', {
+      sourceNamespaces: ['team-x'],
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'x-target', defaultServiceAccount: 'deployer' }],
+    }),
+  );
   for (const ns of ['team-x', 'team-y']) {
-    const app = application('app', fx.repo.fileURL, { project: 'teams', destination: { server: IN_CLUSTER, namespace: 'x-target' } });
+    const app = application('app', fx.repo.fileURL, {
+      project: 'teams',
+      destination: { server: IN_CLUSTER, namespace: 'x-target' },
+    });
     app.metadata.namespace = ns;
     await applyRaw(cp.admin, app);
   }
-  const get = async (ns: string) => (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'app', namespace: ns })) as { status?: Record<string, unknown> } | undefined;
+  const get = async (ns: string) =>
+    (await getRaw(cp.admin, {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      name: 'app',
+      namespace: ns,
+    })) as { status?: Record<string, unknown> } | undefined;
   const end = Date.now() + 60_000;
   let x = await get('team-x');
   let y = await get('team-y');
@@ -76,9 +161,17 @@ test("apps in any namespace: reconciled when the project's sourceNamespaces allo
     await new Promise((r) => setTimeout(r, 250));
     [x, y] = [await get('team-x'), await get('team-y')];
   }
-  assert.match(condition(y ?? {}, 'InvalidSpecError') ?? '', /namespace 'team-y' is not permitted to use project 'teams'/);
+  assert.match(
+    condition(y ?? {}, 'InvalidSpecError') ?? '',
+    /namespace 'team-y' is not permitted to use project 'teams'/,
+  );
   // The tracking id of an app outside the control namespace is <namespace>_<name>, as Argo CD's.
-  const cm = await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'x-target' });
+  const cm = await getRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    name: 'guestbook-config',
+    namespace: 'x-target',
+  });
   const annotations = (cm?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations ?? {};
   assert.match(String(annotations['argocd.argoproj.io/tracking-id']), /^team-x_app:/);
 });
@@ -91,22 +184,68 @@ test('a global project change requeues the Applications of the projects inheriti
     'timeout.reconciliation': '0s',
     globalProjects: '- projectName: platform\n  labelSelector:\n    matchLabels:\n      tier: tenant\n',
   });
-  await applyRaw(cp.admin, project('platform', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'global-deployer' }] }));
+  await applyRaw(
+    cp.admin,
+    project('platform', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'global-deployer' },
+      ],
+    }),
+  );
   await applyRaw(cp.admin, project('tenant', {}, { tier: 'tenant' }));
-  await applyRaw(cp.admin, application('inherit', fx.repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'inherit' }, automated: false }));
-  await waitForApp(cp, 'inherit', 'identity from the global project', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes("system:serviceaccount:inherit:global-deployer (destinationServiceAccounts[0] of AppProject 'platform'"));
-  await applyRaw(cp.admin, project('platform', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'other-deployer' }] }));
-  await waitForApp(cp, 'inherit', 'identity follows the global project', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes('system:serviceaccount:inherit:other-deployer'), 20_000);
+  await applyRaw(
+    cp.admin,
+    application('inherit', fx.repo.fileURL, {
+      project: 'tenant',
+      destination: { server: IN_CLUSTER, namespace: 'inherit' },
+      automated: false,
+    }),
+  );
+  await waitForApp(cp, 'inherit', 'identity from the global project', (a) =>
+    (condition(a, 'ImpersonationInfo') ?? '').includes(
+      "system:serviceaccount:inherit:global-deployer (destinationServiceAccounts[0] of AppProject 'platform'",
+    ),
+  );
+  await applyRaw(
+    cp.admin,
+    project('platform', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'inherit', defaultServiceAccount: 'other-deployer' },
+      ],
+    }),
+  );
+  await waitForApp(
+    cp,
+    'inherit',
+    'identity follows the global project',
+    (a) => (condition(a, 'ImpersonationInfo') ?? '').includes('system:serviceaccount:inherit:other-deployer'),
+    20_000,
+  );
 });
 
 test('terminating a running operation (phase Terminating) aborts the sync between waves: Failed, later waves not applied', async () => {
   await deployer(cp, 'slow', 'deployer');
-  await fx.repo.commit({
-    'waves/deploy.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: never-ready\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: never-ready}\n  template:\n    metadata:\n      labels: {app: never-ready}\n    spec:\n      containers:\n      - name: c\n        image: registry.invalid/none:1\n',
-    'waves/later.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
-  }, 'waves');
-  await applyRaw(cp.admin, project('slow', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'slow', defaultServiceAccount: 'deployer' }] }));
-  const app = application('slow', fx.repo.fileURL, { project: 'slow', path: 'waves', destination: { server: IN_CLUSTER, namespace: 'slow' }, automated: false });
+  await fx.repo.commit(
+    {
+      'waves/deploy.yaml':
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: never-ready\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: never-ready}\n  template:\n    metadata:\n      labels: {app: never-ready}\n    spec:\n      containers:\n      - name: c\n        image: registry.invalid/none:1\n',
+      'waves/later.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
+    },
+    'waves',
+  );
+  await applyRaw(
+    cp.admin,
+    project('slow', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'slow', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  const app = application('slow', fx.repo.fileURL, {
+    project: 'slow',
+    path: 'waves',
+    destination: { server: IN_CLUSTER, namespace: 'slow' },
+    automated: false,
+  });
   await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' } } });
   await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
   // What `argocd app terminate-op` writes. The controller may write status between our read and our
@@ -127,35 +266,102 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
   }
   const done = await waitForApp(cp, 'slow', 'Failed: terminated', (a) => operationPhase(a) === 'Failed', 15_000);
   assert.equal((done.status?.['operationState'] as { message: string }).message, 'Operation terminated');
-  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'slow' }), undefined);
+  assert.equal(
+    await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'slow' }),
+    undefined,
+  );
 });
 
 test('an invalid spec (missing project, unknown cluster, invalid destinationServiceAccounts) is an InvalidSpecError and nothing is synced', async () => {
-  await applyRaw(cp.admin, application('no-project', fx.repo.fileURL, { project: 'does-not-exist', destination: { server: IN_CLUSTER, namespace: 'nowhere' } }));
-  await applyRaw(cp.admin, application('no-cluster', fx.repo.fileURL, { project: 'heal', destination: { name: 'mars', namespace: 'nowhere' } }));
-  await applyRaw(cp.admin, project('invalid', { destinationServiceAccounts: [{ server: '!https://kubernetes.default.svc', namespace: 'nowhere', defaultServiceAccount: 'sa' }] }));
-  await applyRaw(cp.admin, application('invalid-project', fx.repo.fileURL, { project: 'invalid', destination: { server: IN_CLUSTER, namespace: 'nowhere' } }));
-  const a = await waitForApp(cp, 'no-project', 'InvalidSpecError', (x) => condition(x, 'InvalidSpecError') !== undefined);
+  await applyRaw(
+    cp.admin,
+    application('no-project', fx.repo.fileURL, {
+      project: 'does-not-exist',
+      destination: { server: IN_CLUSTER, namespace: 'nowhere' },
+    }),
+  );
+  await applyRaw(
+    cp.admin,
+    application('no-cluster', fx.repo.fileURL, {
+      project: 'heal',
+      destination: { name: 'mars', namespace: 'nowhere' },
+    }),
+  );
+  await applyRaw(
+    cp.admin,
+    project('invalid', {
+      destinationServiceAccounts: [
+        { server: '!https://kubernetes.default.svc', namespace: 'nowhere', defaultServiceAccount: 'sa' },
+      ],
+    }),
+  );
+  await applyRaw(
+    cp.admin,
+    application('invalid-project', fx.repo.fileURL, {
+      project: 'invalid',
+      destination: { server: IN_CLUSTER, namespace: 'nowhere' },
+    }),
+  );
+  const a = await waitForApp(
+    cp,
+    'no-project',
+    'InvalidSpecError',
+    (x) => condition(x, 'InvalidSpecError') !== undefined,
+  );
   assert.equal(condition(a, 'InvalidSpecError'), 'Application referencing project does-not-exist which does not exist');
-  const b = await waitForApp(cp, 'no-cluster', 'InvalidSpecError', (x) => condition(x, 'InvalidSpecError') !== undefined);
-  assert.match(condition(b, 'InvalidSpecError') ?? '', /spec\.destination\.name: destination cluster name 'mars' not found/);
-  const c = await waitForApp(cp, 'invalid-project', 'InvalidSpecError', (x) => condition(x, 'InvalidSpecError') !== undefined);
-  assert.equal(condition(c, 'InvalidSpecError'), "AppProject invalid: spec.destinationServiceAccounts[0].server: server has an invalid format, '!https://kubernetes.default.svc'");
+  const b = await waitForApp(
+    cp,
+    'no-cluster',
+    'InvalidSpecError',
+    (x) => condition(x, 'InvalidSpecError') !== undefined,
+  );
+  assert.match(
+    condition(b, 'InvalidSpecError') ?? '',
+    /spec\.destination\.name: destination cluster name 'mars' not found/,
+  );
+  const c = await waitForApp(
+    cp,
+    'invalid-project',
+    'InvalidSpecError',
+    (x) => condition(x, 'InvalidSpecError') !== undefined,
+  );
+  assert.equal(
+    condition(c, 'InvalidSpecError'),
+    "AppProject invalid: spec.destinationServiceAccounts[0].server: server has an invalid format, '!https://kubernetes.default.svc'",
+  );
   for (const x of [a, b, c]) {
     assert.equal((x.status?.['sync'] as { status: string }).status, 'Unknown');
     assert.equal(x['operation'], undefined, 'no automated sync started');
   }
-  assert.deepEqual((await cp.readAudit()).filter((r) => r.namespace === 'nowhere').map((r) => r.requestURI), []);
+  assert.deepEqual(
+    (await cp.readAudit()).filter((r) => r.namespace === 'nowhere').map((r) => r.requestURI),
+    [],
+  );
 });
 
 test('a graceful stop during a sync leaves the operation Running (no waiting on waves); the next controller finishes it', async () => {
   await deployer(cp, 'handover', 'deployer');
-  await fx.repo.commit({
-    'lbwaves/lb.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n',
-    'lbwaves/after.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
-  }, 'lb waves');
-  await applyRaw(cp.admin, project('handover', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'handover', defaultServiceAccount: 'deployer' }] }));
-  const app = application('handover', fx.repo.fileURL, { project: 'handover', path: 'lbwaves', destination: { server: IN_CLUSTER, namespace: 'handover' }, automated: false });
+  await fx.repo.commit(
+    {
+      'lbwaves/lb.yaml':
+        'apiVersion: v1\nkind: Service\nmetadata:\n  name: lb\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n',
+      'lbwaves/after.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\ndata: {a: "1"}\n',
+    },
+    'lb waves',
+  );
+  await applyRaw(
+    cp.admin,
+    project('handover', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'handover', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  const app = application('handover', fx.repo.fileURL, {
+    project: 'handover',
+    path: 'lbwaves',
+    destination: { server: IN_CLUSTER, namespace: 'handover' },
+    automated: false,
+  });
   await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' } } });
   const lbRef = { apiVersion: 'v1', kind: 'Service', name: 'lb', namespace: 'handover' };
   const end = Date.now() + 30_000;
@@ -163,7 +369,11 @@ test('a graceful stop during a sync leaves the operation Running (no waiting on 
     if (Date.now() > end) assert.fail('wave 0 was never applied');
     await new Promise((r) => setTimeout(r, 100));
   }
-  const startedAt = ((await waitForApp(cp, 'handover', 'Running', (a) => operationPhase(a) === 'Running')).status?.['operationState'] as { startedAt: string }).startedAt;
+  const startedAt = (
+    (await waitForApp(cp, 'handover', 'Running', (a) => operationPhase(a) === 'Running')).status?.[
+      'operationState'
+    ] as { startedAt: string }
+  ).startedAt;
   const stopBegan = Date.now();
   await fx.restart(async () => {
     // Stopping did not wait for the 20 s wave timeout, and left the operation Running.
@@ -171,7 +381,11 @@ test('a graceful stop during a sync leaves the operation Running (no waiting on 
     const app = await waitForApp(cp, 'handover', 'still Running', (a) => operationPhase(a) === 'Running');
     assert.equal((app.status?.['operationState'] as { startedAt: string }).startedAt, startedAt);
     const lb = await getRaw(cp.admin, lbRef);
-    await requestOk(cp.admin, { method: 'PUT', path: '/api/v1/namespaces/handover/services/lb/status', body: { ...lb, status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } } });
+    await requestOk(cp.admin, {
+      method: 'PUT',
+      path: '/api/v1/namespaces/handover/services/lb/status',
+      body: { ...lb, status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } },
+    });
   });
   const done = await waitForApp(cp, 'handover', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
   assert.equal((done.status?.['operationState'] as { startedAt: string }).startedAt, startedAt);

@@ -6,7 +6,20 @@ import assert from 'node:assert/strict';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
-  application, condition, deleteApp, deployer, getApp, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp,
+  application,
+  condition,
+  deleteApp,
+  deployer,
+  getApp,
+  grantControllerRights,
+  guestbookFiles,
+  IN_CLUSTER,
+  NS,
+  operationPhase,
+  project,
+  setSettings,
+  startFixture,
+  waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -19,9 +32,14 @@ before(async () => {
   await grantControllerRights(cp);
   await deployer(cp, 'guestbook', 'generic-deployer');
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  await applyRaw(cp.admin, project('my-project', {
-    destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' }],
-  }));
+  await applyRaw(
+    cp.admin,
+    project('my-project', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' },
+      ],
+    }),
+  );
   fx = await startFixture(cp, guestbookFiles());
 });
 
@@ -32,96 +50,220 @@ after(async () => {
 
 test('example 1: an automated Application syncs as the project ServiceAccount, every write impersonated', async () => {
   await applyRaw(cp.admin, application('guestbook', fx.repo.fileURL, { project: 'my-project', finalizer: true }));
-  const app = await waitForApp(cp, 'guestbook', 'Synced after a Succeeded sync', (a) =>
-    operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced');
+  const app = await waitForApp(
+    cp,
+    'guestbook',
+    'Synced after a Succeeded sync',
+    (a) =>
+      operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced',
+  );
   assert.match(condition(app, 'ImpersonationInfo') ?? '', new RegExp(`run as ${SA}`));
-  assert.equal((app.status?.['sourceType'] as string), 'Directory');
+  assert.equal(app.status?.['sourceType'] as string, 'Directory');
   assert.equal((app.status?.['health'] as { status: string }).status, 'Healthy');
   assert.equal(((app.status?.['history'] ?? []) as unknown[]).length, 1);
   assert.equal(app['operation'], undefined, 'operation cleared when done');
-  const cm = await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'guestbook' });
+  const cm = await getRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    name: 'guestbook-config',
+    namespace: 'guestbook',
+  });
   assert.ok(cm, 'the ConfigMap was applied');
-  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'guestbook' && ['create', 'patch', 'update', 'delete'].includes(r.verb) && r.user === cp.controllerUserName);
+  const writes = (await cp.readAudit()).filter(
+    (r) =>
+      r.namespace === 'guestbook' &&
+      ['create', 'patch', 'update', 'delete'].includes(r.verb) &&
+      r.user === cp.controllerUserName,
+  );
   assert.ok(writes.length >= 2, `writes to guestbook by the controller: ${writes.length}`);
   for (const w of writes) assert.equal(w.impersonatedUser, SA, `${w.verb} ${w.requestURI} was not impersonated`);
   assert.ok(fx.events.events.some((e) => e.reason === 'OperationCompleted' && e.object.name === 'guestbook'));
 });
 
 test('no update loop: a Synced Application is not written again until something changes', async () => {
-  await waitForApp(cp, 'guestbook', 'Synced', (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' && a['operation'] === undefined);
+  await waitForApp(
+    cp,
+    'guestbook',
+    'Synced',
+    (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' && a['operation'] === undefined,
+  );
   await new Promise((r) => setTimeout(r, 1500)); // let in-flight work settle
   const before = (await cp.readAudit()).length;
   await new Promise((r) => setTimeout(r, 3000));
-  const writes = (await cp.readAudit()).slice(before).filter((r) => r.resource === 'applications' && r.name === 'guestbook' && ['update', 'patch'].includes(r.verb));
-  assert.deepEqual(writes.map((r) => `${r.verb} ${r.subresource ?? ''}`), []);
+  const writes = (await cp.readAudit())
+    .slice(before)
+    .filter((r) => r.resource === 'applications' && r.name === 'guestbook' && ['update', 'patch'].includes(r.verb));
+  assert.deepEqual(
+    writes.map((r) => `${r.verb} ${r.subresource ?? ''}`),
+    [],
+  );
 });
 
 test('enforced with no match: operation Error with the exact message and no write to the destination', async () => {
-  await applyRaw(cp.admin, application('nomatch', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'elsewhere' }, automated: false }));
-  await applyRaw(cp.admin, { ...application('nomatch', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'elsewhere' }, automated: false }), operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
+  await applyRaw(
+    cp.admin,
+    application('nomatch', fx.repo.fileURL, {
+      project: 'my-project',
+      destination: { server: IN_CLUSTER, namespace: 'elsewhere' },
+      automated: false,
+    }),
+  );
+  await applyRaw(cp.admin, {
+    ...application('nomatch', fx.repo.fileURL, {
+      project: 'my-project',
+      destination: { server: IN_CLUSTER, namespace: 'elsewhere' },
+      automated: false,
+    }),
+    operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } },
+  });
   const app = await waitForApp(cp, 'nomatch', 'operation Error', (a) => operationPhase(a) === 'Error');
   const expected = `no matching service account found for destination server ${IN_CLUSTER} and namespace elsewhere`;
   assert.equal((app.status?.['operationState'] as { message: string }).message, expected);
   assert.equal(condition(app, 'ComparisonError'), expected);
   const toElsewhere = (await cp.readAudit()).filter((r) => r.namespace === 'elsewhere');
-  assert.deepEqual(toElsewhere.map((r) => `${r.verb} ${r.requestURI}`), [], 'no request at all to the destination namespace');
+  assert.deepEqual(
+    toElsewhere.map((r) => `${r.verb} ${r.requestURI}`),
+    [],
+    'no request at all to the destination namespace',
+  );
 });
 
 test('not enforced: the sync runs as the controller identity and says so; switching back takes effect without restart', async () => {
   await deployer(cp, 'open', 'unused');
   // The controller itself needs rights there for a fallback sync (the fallback RBAC shape).
   const { grantRole } = await import('../support/index.ts');
-  await grantRole(cp.admin, { name: 'controller-open', namespace: 'open', to: 'controller', rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'application.sync.impersonation.enforced': 'false' });
-  await applyRaw(cp.admin, application('fallback', fx.repo.fileURL, { project: 'my-project', destination: { server: IN_CLUSTER, namespace: 'open' } }));
-  const app = await waitForApp(cp, 'fallback', 'Succeeded, identity condition', (a) => operationPhase(a) === 'Succeeded' && (condition(a, 'ImpersonationInfo') ?? '').includes('falling back'));
+  await grantRole(cp.admin, {
+    name: 'controller-open',
+    namespace: 'open',
+    to: 'controller',
+    rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+  });
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'application.sync.impersonation.enforced': 'false',
+  });
+  await applyRaw(
+    cp.admin,
+    application('fallback', fx.repo.fileURL, {
+      project: 'my-project',
+      destination: { server: IN_CLUSTER, namespace: 'open' },
+    }),
+  );
+  const app = await waitForApp(
+    cp,
+    'fallback',
+    'Succeeded, identity condition',
+    (a) => operationPhase(a) === 'Succeeded' && (condition(a, 'ImpersonationInfo') ?? '').includes('falling back'),
+  );
   const fallbackLine = `no matching service account found for impersonation (project: my-project, server: ${IN_CLUSTER}, namespace: open), falling back to controller service account`;
   assert.match(condition(app, 'ImpersonationInfo') ?? '', new RegExp(fallbackLine.replace(/[()]/g, '\\$&')));
   assert.ok(fx.events.events.some((e) => e.reason === 'ImpersonationFallback' && e.message === fallbackLine));
-  assert.ok(fx.logs.some((l) => l.includes(fallbackLine)), 'the info log line');
-  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'open' && r.verb === 'patch' && r.user === cp.controllerUserName);
+  assert.ok(
+    fx.logs.some((l) => l.includes(fallbackLine)),
+    'the info log line',
+  );
+  const writes = (await cp.readAudit()).filter(
+    (r) => r.namespace === 'open' && r.verb === 'patch' && r.user === cp.controllerUserName,
+  );
   assert.ok(writes.length > 0);
   for (const w of writes) assert.equal(w.impersonatedUser, undefined);
 
   // Enforced again, live: the next reconcile of the same Application is refused.
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  const refused = await waitForApp(cp, 'fallback', 'ComparisonError after enforcing', (a) => (condition(a, 'ComparisonError') ?? '').startsWith('no matching service account'));
-  assert.match(condition(refused, 'ImpersonationInfo') ?? '', /^refused: no matching service account found for destination server/);
+  const refused = await waitForApp(cp, 'fallback', 'ComparisonError after enforcing', (a) =>
+    (condition(a, 'ComparisonError') ?? '').startsWith('no matching service account'),
+  );
+  assert.match(
+    condition(refused, 'ImpersonationInfo') ?? '',
+    /^refused: no matching service account found for destination server/,
+  );
 });
 
 test('impersonation switched off: the §10 warning appears and the controller credential is used', async () => {
   await setSettings(cp, {});
-  const app = await waitForApp(cp, 'guestbook', 'ImpersonationWarning', (a) => condition(a, 'ImpersonationWarning') !== undefined);
-  assert.match(condition(app, 'ImpersonationWarning') ?? '', /AppProject 'my-project' has 1 destinationServiceAccounts entry, but sync impersonation is disabled/);
+  const app = await waitForApp(
+    cp,
+    'guestbook',
+    'ImpersonationWarning',
+    (a) => condition(a, 'ImpersonationWarning') !== undefined,
+  );
+  assert.match(
+    condition(app, 'ImpersonationWarning') ?? '',
+    /AppProject 'my-project' has 1 destinationServiceAccounts entry, but sync impersonation is disabled/,
+  );
   assert.match(condition(app, 'ImpersonationInfo') ?? '', /disabled/);
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  await waitForApp(cp, 'guestbook', 'impersonating again', (a) => (condition(a, 'ImpersonationInfo') ?? '').includes(SA) && condition(a, 'ImpersonationWarning') === undefined);
+  await waitForApp(
+    cp,
+    'guestbook',
+    'impersonating again',
+    (a) => (condition(a, 'ImpersonationInfo') ?? '').includes(SA) && condition(a, 'ImpersonationWarning') === undefined,
+  );
 });
 
 test('a project limit violated blocks the sync: nothing is written', async () => {
   await deployer(cp, 'limited', 'deployer');
-  await applyRaw(cp.admin, project('limited', {
-    namespaceResourceBlacklist: [{ group: '', kind: 'ConfigMap' }],
-    destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'limited', defaultServiceAccount: 'deployer' }],
-  }));
-  await applyRaw(cp.admin, { ...application('limited', fx.repo.fileURL, { project: 'limited', destination: { server: IN_CLUSTER, namespace: 'limited' }, automated: false }), operation: { sync: {}, initiatedBy: { username: 'alice' } } });
-  const app = await waitForApp(cp, 'limited', 'operation Failed and ComparisonError', (a) => operationPhase(a) === 'Failed' && condition(a, 'ComparisonError') !== undefined);
-  assert.match((app.status?.['operationState'] as { message: string }).message, /ConfigMap limited\/guestbook-config: .*not permitted in project limited/);
+  await applyRaw(
+    cp.admin,
+    project('limited', {
+      namespaceResourceBlacklist: [{ group: '', kind: 'ConfigMap' }],
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'limited', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  await applyRaw(cp.admin, {
+    ...application('limited', fx.repo.fileURL, {
+      project: 'limited',
+      destination: { server: IN_CLUSTER, namespace: 'limited' },
+      automated: false,
+    }),
+    operation: { sync: {}, initiatedBy: { username: 'alice' } },
+  });
+  const app = await waitForApp(
+    cp,
+    'limited',
+    'operation Failed and ComparisonError',
+    (a) => operationPhase(a) === 'Failed' && condition(a, 'ComparisonError') !== undefined,
+  );
+  assert.match(
+    (app.status?.['operationState'] as { message: string }).message,
+    /ConfigMap limited\/guestbook-config: .*not permitted in project limited/,
+  );
   assert.match(condition(app, 'ComparisonError') ?? '', /not permitted/);
-  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'limited' && ['create', 'patch', 'update', 'delete'].includes(r.verb) && !r.dryRun && r.user === cp.controllerUserName);
-  assert.deepEqual(writes.map((r) => r.requestURI), []);
+  const writes = (await cp.readAudit()).filter(
+    (r) =>
+      r.namespace === 'limited' &&
+      ['create', 'patch', 'update', 'delete'].includes(r.verb) &&
+      !r.dryRun &&
+      r.user === cp.controllerUserName,
+  );
+  assert.deepEqual(
+    writes.map((r) => r.requestURI),
+    [],
+  );
 });
 
 test('deletion with the resources finalizer deletes the resources as the ServiceAccount', async () => {
   const since = (await cp.readAudit()).length;
   await deleteApp(cp, 'guestbook');
   const end = Date.now() + 60_000;
-  while (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'guestbook', namespace: NS })) {
+  while (
+    await getRaw(cp.admin, {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      name: 'guestbook',
+      namespace: NS,
+    })
+  ) {
     if (Date.now() > end) throw new Error('Application not deleted');
     await new Promise((r) => setTimeout(r, 200));
   }
-  assert.equal(await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'guestbook' }), undefined);
-  const deletes = (await cp.readAudit()).slice(since).filter((r) => r.verb === 'delete' && r.namespace === 'guestbook' && r.user === cp.controllerUserName);
+  assert.equal(
+    await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'guestbook' }),
+    undefined,
+  );
+  const deletes = (await cp.readAudit())
+    .slice(since)
+    .filter((r) => r.verb === 'delete' && r.namespace === 'guestbook' && r.user === cp.controllerUserName);
   assert.ok(deletes.length >= 2, `deletes: ${deletes.length}`);
   for (const d of deletes) {
     assert.equal(d.user, cp.controllerUserName);
@@ -146,16 +288,29 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   const op = { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } };
   const startedAt = '2026-01-01T00:00:00Z';
   await fx.restart(async () => {
-    await applyRaw(cp.admin, { ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }), operation: op });
+    await applyRaw(cp.admin, {
+      ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }),
+      operation: op,
+    });
     const app = await getApp(cp, 'resume');
     // What a controller that died after recording Running (spec: state before acting) left behind.
     await requestOk(cp.admin, {
       method: 'PUT',
       path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume/status`,
-      body: { ...app, status: { operationState: { operation: op, phase: 'Running', message: 'Operation started', startedAt, retryCount: 0 } } },
+      body: {
+        ...app,
+        status: {
+          operationState: { operation: op, phase: 'Running', message: 'Operation started', startedAt, retryCount: 0 },
+        },
+      },
     });
   });
-  const done = await waitForApp(cp, 'resume', 'Succeeded', (a) => operationPhase(a) === 'Succeeded' && a['operation'] === undefined);
+  const done = await waitForApp(
+    cp,
+    'resume',
+    'Succeeded',
+    (a) => operationPhase(a) === 'Succeeded' && a['operation'] === undefined,
+  );
   const state = done.status?.['operationState'] as { startedAt: string; finishedAt: string };
   assert.equal(state.startedAt, startedAt, 'the Running operation was continued, not restarted');
   assert.equal(((done.status?.['history'] ?? []) as unknown[]).length, 1);
@@ -163,13 +318,19 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   // Finished but `operation` not cleared before the restart: cleared, not run again.
   const finishedAt = state.finishedAt;
   await fx.restart(async () => {
-    await applyRaw(cp.admin, { ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }), operation: op });
+    await applyRaw(cp.admin, {
+      ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }),
+      operation: op,
+    });
     const app = await getApp(cp, 'resume');
     const generation = (app['metadata'] as { generation: number }).generation;
     await requestOk(cp.admin, {
       method: 'PUT',
       path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume/status`,
-      body: { ...app, status: { ...app.status, operationState: { ...(app.status?.['operationState'] as object), generation } } },
+      body: {
+        ...app,
+        status: { ...app.status, operationState: { ...(app.status?.['operationState'] as object), generation } },
+      },
     });
   });
   const cleared = await waitForApp(cp, 'resume', 'operation cleared', (a) => a['operation'] === undefined);
@@ -181,26 +342,49 @@ test('deletion honours enforced: refused deletion is a DeletionError and a Warni
   await deployer(cp, 'keep', 'keeper');
   const entries = [{ server: IN_CLUSTER, namespace: 'keep', defaultServiceAccount: 'keeper' }];
   await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: entries }));
-  await applyRaw(cp.admin, application('keep', fx.repo.fileURL, { project: 'keep', destination: { server: IN_CLUSTER, namespace: 'keep' }, finalizer: true }));
+  await applyRaw(
+    cp.admin,
+    application('keep', fx.repo.fileURL, {
+      project: 'keep',
+      destination: { server: IN_CLUSTER, namespace: 'keep' },
+      finalizer: true,
+    }),
+  );
   await waitForApp(cp, 'keep', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
   await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: [] }));
   await deleteApp(cp, 'keep');
   const expected = `no matching service account found for destination server ${IN_CLUSTER} and namespace keep`;
   const refused = await waitForApp(cp, 'keep', 'DeletionError', (a) => condition(a, 'DeletionError') === expected);
-  assert.ok((refused['metadata'] as { finalizers?: string[] }).finalizers?.includes('resources-finalizer.argocd.argoproj.io'));
-  assert.ok(fx.events.events.some((e) => e.object.name === 'keep' && e.type === 'Warning' && e.reason === 'DeletionFailed' && e.message === expected));
+  assert.ok(
+    (refused['metadata'] as { finalizers?: string[] }).finalizers?.includes('resources-finalizer.argocd.argoproj.io'),
+  );
+  assert.ok(
+    fx.events.events.some(
+      (e) =>
+        e.object.name === 'keep' && e.type === 'Warning' && e.reason === 'DeletionFailed' && e.message === expected,
+    ),
+  );
   const cmRef = { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'keep' };
   assert.ok(await getRaw(cp.admin, cmRef), 'nothing deleted with the controller credential');
-  assert.deepEqual((await cp.readAudit()).filter((r) => r.namespace === 'keep' && r.verb === 'delete' && r.user === cp.controllerUserName).map((r) => r.requestURI), []);
+  assert.deepEqual(
+    (await cp.readAudit())
+      .filter((r) => r.namespace === 'keep' && r.verb === 'delete' && r.user === cp.controllerUserName)
+      .map((r) => r.requestURI),
+    [],
+  );
 
   await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: entries }));
   const end = Date.now() + 60_000;
-  while (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'keep', namespace: NS })) {
+  while (
+    await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'keep', namespace: NS })
+  ) {
     if (Date.now() > end) throw new Error('Application keep not deleted after the project allowed it again');
     await new Promise((r) => setTimeout(r, 200));
   }
   assert.equal(await getRaw(cp.admin, cmRef), undefined);
-  for (const d of (await cp.readAudit()).filter((r) => r.namespace === 'keep' && r.verb === 'delete' && r.user === cp.controllerUserName)) {
+  for (const d of (await cp.readAudit()).filter(
+    (r) => r.namespace === 'keep' && r.verb === 'delete' && r.user === cp.controllerUserName,
+  )) {
     assert.equal(d.impersonatedUser, 'system:serviceaccount:keep:keeper');
   }
 });

@@ -29,15 +29,27 @@ function configMap(name: string, data: Record<string, string>) {
 test('a field-selected watch sees only argocd-cm: add, modify, delete, and a resync', async () => {
   await api.call('POST', '/api/v1/namespaces/argocd/configmaps', { body: configMap('other', { a: '1' }) });
   await api.call('POST', '/api/v1/namespaces/argocd/configmaps', { body: configMap('argocd-cm', { a: '1' }) });
-  const w = new Watch(api, { path: '/api/v1/namespaces/argocd/configmaps', kind: 'ConfigMap', apiVersion: 'v1', fieldSelector: 'metadata.name=argocd-cm', resyncMs: 300 });
+  const w = new Watch(api, {
+    path: '/api/v1/namespaces/argocd/configmaps',
+    kind: 'ConfigMap',
+    apiVersion: 'v1',
+    fieldSelector: 'metadata.name=argocd-cm',
+    resyncMs: 300,
+  });
   const events: WatchEvent[] = [];
   w.on((e) => events.push(e));
   w.start();
   try {
     await w.synced;
     assert.deepEqual([...w.store.keys()], ['argocd/argocd-cm']);
-    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/argocd-cm', { body: { data: { a: '2' } }, contentType: 'application/merge-patch+json' });
-    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/other', { body: { data: { a: '2' } }, contentType: 'application/merge-patch+json' });
+    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/argocd-cm', {
+      body: { data: { a: '2' } },
+      contentType: 'application/merge-patch+json',
+    });
+    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/other', {
+      body: { data: { a: '2' } },
+      contentType: 'application/merge-patch+json',
+    });
     await until('MODIFIED', () => events.some((e) => e.type === 'MODIFIED'));
     const mod = events.find((e) => e.type === 'MODIFIED');
     assert.equal((mod?.object['data'] as Record<string, string>)['a'], '2');
@@ -46,7 +58,10 @@ test('a field-selected watch sees only argocd-cm: add, modify, delete, and a res
     await api.call('DELETE', '/api/v1/namespaces/argocd/configmaps/argocd-cm');
     await until('DELETED', () => events.some((e) => e.type === 'DELETED'));
     assert.equal(w.store.size, 0);
-    assert.ok(events.every((e) => e.object.metadata.name === 'argocd-cm'), 'no event for the other ConfigMap');
+    assert.ok(
+      events.every((e) => e.object.metadata.name === 'argocd-cm'),
+      'no event for the other ConfigMap',
+    );
   } finally {
     await w.stop();
   }
@@ -54,14 +69,24 @@ test('a field-selected watch sees only argocd-cm: add, modify, delete, and a res
 
 test('a label-selected watch on cluster Secrets survives silence (liveness restart) without losing events', async () => {
   const secret = (name: string, labels: Record<string, string>) => ({
-    apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'argocd', labels }, stringData: { name, server: `https://${name}.example` },
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: 'argocd', labels },
+    stringData: { name, server: `https://${name}.example` },
   });
-  await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('c1', { 'argocd.argoproj.io/secret-type': 'cluster' }) });
+  await api.call('POST', '/api/v1/namespaces/argocd/secrets', {
+    body: secret('c1', { 'argocd.argoproj.io/secret-type': 'cluster' }),
+  });
   await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('plain', {}) });
   const errors: string[] = [];
   const w = new Watch(api, {
-    path: '/api/v1/namespaces/argocd/secrets', kind: 'Secret', apiVersion: 'v1',
-    labelSelector: 'argocd.argoproj.io/secret-type=cluster', livenessMs: 1000, backoffInitialMs: 10, backoffMaxMs: 50,
+    path: '/api/v1/namespaces/argocd/secrets',
+    kind: 'Secret',
+    apiVersion: 'v1',
+    labelSelector: 'argocd.argoproj.io/secret-type=cluster',
+    livenessMs: 1000,
+    backoffInitialMs: 10,
+    backoffMaxMs: 50,
     onError: (e) => errors.push(e.message),
   });
   w.start();
@@ -71,10 +96,15 @@ test('a label-selected watch on cluster Secrets survives silence (liveness resta
     // Silence: no event for longer than the liveness limit restarts the watch.
     await until('a liveness restart', () => w.restarts >= 1, 10_000);
     assert.match(errors[0] ?? '', /no event for 1000 ms/);
-    await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('c2', { 'argocd.argoproj.io/secret-type': 'cluster' }) });
+    await api.call('POST', '/api/v1/namespaces/argocd/secrets', {
+      body: secret('c2', { 'argocd.argoproj.io/secret-type': 'cluster' }),
+    });
     await until('c2 in the cache', () => w.store.has('argocd/c2'));
     assert.deepEqual([...w.store.keys()].sort(), ['argocd/c1', 'argocd/c2']);
-    assert.ok(errors.every((e) => /no event for/.test(e)), errors.join('\n'));
+    assert.ok(
+      errors.every((e) => /no event for/.test(e)),
+      errors.join('\n'),
+    );
   } finally {
     await w.stop();
   }
@@ -84,12 +114,21 @@ test('a repeated event is aggregated into one Event with a count', async () => {
   const rec = new EventRecorder(api);
   const errors: Error[] = [];
   rec.onError = (e) => errors.push(e);
-  const obj = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'guestbook', namespace: 'argocd', uid: 'u-1' };
+  const obj = {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    name: 'guestbook',
+    namespace: 'argocd',
+    uid: 'u-1',
+  };
   await rec.record(obj, 'Warning', 'SyncFailed', 'no matching service account');
   await rec.record(obj, 'Warning', 'SyncFailed', 'no matching service account');
   await rec.record(obj, 'Normal', 'OperationStarted', 'started');
   assert.deepEqual(errors, []);
-  const list = (await api.call('GET', '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dguestbook')) as { items: Array<{ reason: string; count: number; type: string }> };
+  const list = (await api.call(
+    'GET',
+    '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dguestbook',
+  )) as { items: Array<{ reason: string; count: number; type: string }> };
   const byReason = Object.fromEntries(list.items.map((e) => [e.reason, e]));
   assert.equal(list.items.length, 2);
   assert.equal(byReason['SyncFailed']?.count, 2);

@@ -36,25 +36,37 @@ test('a second control plane is independent of the first', async (t) => {
   });
   assert.equal((await request(crossed, { path: '/api/v1/namespaces' })).status, 401);
   await b.stop();
-  assert.ok(await getRaw(a.admin, { apiVersion: 'v1', kind: 'Namespace', name: 'only-in-a' }), 'a keeps running when b stops');
+  assert.ok(
+    await getRaw(a.admin, { apiVersion: 'v1', kind: 'Namespace', name: 'only-in-a' }),
+    'a keeps running when b stops',
+  );
 });
 
 test('impersync cluster --remote writes kubeconfigs, audit logs and ready for both instances, and stops everything on SIGTERM', async (t) => {
   const dir = join(root, 'cluster');
   const started = Date.now();
-  const cli = spawn(process.execPath, [...nodeArgs, mainTs, 'cluster', '--state-dir', dir, '--remote'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const cli = spawn(process.execPath, [...nodeArgs, mainTs, 'cluster', '--state-dir', dir, '--remote'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
-  cli.stdout.setEncoding('utf8').on('data', (d: string) => { output += d; });
-  cli.stderr.setEncoding('utf8').on('data', (d: string) => { output += d; });
+  cli.stdout.setEncoding('utf8').on('data', (d: string) => {
+    output += d;
+  });
+  cli.stderr.setEncoding('utf8').on('data', (d: string) => {
+    output += d;
+  });
   const exited = new Promise<number | null>((resolve) => cli.on('exit', (code) => resolve(code)));
-  t.after(() => { cli.kill('SIGKILL'); });
+  t.after(() => {
+    cli.kill('SIGKILL');
+  });
 
   await eventually('DIR/ready', () => existsSync(join(dir, 'ready')) || cli.exitCode !== null, 180_000);
   assert.equal(cli.exitCode, null, `impersync cluster exited early:\n${output}`);
   t.diagnostic(`impersync cluster --remote: ready after ${Date.now() - started} ms (including Node start)`);
 
   for (const d of [dir, join(dir, 'remote')]) {
-    for (const f of ['admin.kubeconfig', 'controller.kubeconfig', 'audit.log', 'ready']) assert.ok(existsSync(join(d, f)), `${d}/${f}`);
+    for (const f of ['admin.kubeconfig', 'controller.kubeconfig', 'audit.log', 'ready'])
+      assert.ok(existsSync(join(d, f)), `${d}/${f}`);
     const ready = JSON.parse(await readFile(join(d, 'ready'), 'utf8')) as { server: string; startupMs: number };
     t.diagnostic(`${d}: ${ready.server}, control plane up in ${ready.startupMs} ms`);
     const admin = new KubeConfig();
@@ -65,16 +77,32 @@ test('impersync cluster --remote writes kubeconfigs, audit logs and ready for bo
     controller.loadFromFile(join(d, 'controller.kubeconfig'));
     const denied = await request(controller, { path: '/api/v1/namespaces' });
     assert.equal(denied.status, 403);
-    assert.match((denied.body as { message: string }).message, /User "impersync-controller" cannot list resource "namespaces"/);
-    assert.ok(await getRaw(admin, { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'applications.argoproj.io' }));
+    assert.match(
+      (denied.body as { message: string }).message,
+      /User "impersync-controller" cannot list resource "namespaces"/,
+    );
+    assert.ok(
+      await getRaw(admin, {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        name: 'applications.argoproj.io',
+      }),
+    );
   }
   assert.match(output, /export KUBECONFIG=.*admin\.kubeconfig/);
   const children = processesMentioning(dir).filter((p) => p.pid !== cli.pid);
-  assert.equal(children.length, 6, `etcd, kube-apiserver, kube-controller-manager twice:\n${children.map((c) => c.cmdline).join('\n')}`);
+  assert.equal(
+    children.length,
+    6,
+    `etcd, kube-apiserver, kube-controller-manager twice:\n${children.map((c) => c.cmdline).join('\n')}`,
+  );
 
   cli.kill('SIGTERM');
   assert.equal(await exited, 0, output);
-  assert.ok(!existsSync(join(dir, 'ready')) && !existsSync(join(dir, 'remote', 'ready')), 'ready files are removed on stop');
+  assert.ok(
+    !existsSync(join(dir, 'ready')) && !existsSync(join(dir, 'remote', 'ready')),
+    'ready files are removed on stop',
+  );
   assert.ok(existsSync(join(dir, 'audit.log')), 'the audit log stays for reading');
   await eventually('every control-plane process to end', () => children.every((c) => !isAlive(c.pid)));
 });
@@ -82,10 +110,14 @@ test('impersync cluster --remote writes kubeconfigs, audit logs and ready for bo
 /** Runs start-and-wait.ts and returns the child with its report, once the control plane is up. */
 async function holdControlPlane(t: { after: (fn: () => void) => void }, args: string[]) {
   const child = spawn(process.execPath, [...nodeArgs, holder, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => { child.kill('SIGKILL'); });
+  t.after(() => {
+    child.kill('SIGKILL');
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
@@ -104,7 +136,10 @@ test('a process killed with SIGKILL while its control plane runs leaves no proce
   const { child, pids } = await holdControlPlane(t, [dir]);
   assert.ok(pids.every(isAlive));
   child.kill('SIGKILL');
-  await eventually('etcd, kube-apiserver and kube-controller-manager to end', () => pids.every((pid) => !isAlive(pid)) && processesMentioning(dir).length === 0);
+  await eventually(
+    'etcd, kube-apiserver and kube-controller-manager to end',
+    () => pids.every((pid) => !isAlive(pid)) && processesMentioning(dir).length === 0,
+  );
 });
 
 test('a process that exits without stop() leaves no process and no temporary folder behind', async (t) => {

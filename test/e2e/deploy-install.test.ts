@@ -9,7 +9,17 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startControlPlane, createNamespace, createServiceAccount, grantRole, applyRaw, listRaw, request, parseYamlDocuments, readYamlFile } from '../support/index.ts';
+import {
+  startControlPlane,
+  createNamespace,
+  createServiceAccount,
+  grantRole,
+  applyRaw,
+  listRaw,
+  request,
+  parseYamlDocuments,
+  readYamlFile,
+} from '../support/index.ts';
 import type { TestControlPlane, KubeObject } from '../support/index.ts';
 import { admissionDenial, applyAll, kustomizeBuild, repoRoot, until } from '../deploy/render.ts';
 import { startLeaderElection } from '../../src/controller/leader.ts';
@@ -20,8 +30,22 @@ const controllerUser = 'system:serviceaccount:argocd:impersync-controller';
 const deployer = 'system:serviceaccount:guestbook:guestbook-deployer';
 
 /** HTTP status of a request made as `kc`. */
-async function statusOf(kc: KubeConfig, method: string, path: string, body?: unknown, asUser?: string): Promise<number> {
-  return (await request(kc, { method, path, body, asUser, contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined })).status;
+async function statusOf(
+  kc: KubeConfig,
+  method: string,
+  path: string,
+  body?: unknown,
+  asUser?: string,
+): Promise<number> {
+  return (
+    await request(kc, {
+      method,
+      path,
+      body,
+      asUser,
+      contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined,
+    })
+  ).status;
 }
 
 before(async () => {
@@ -31,7 +55,9 @@ before(async () => {
   await createNamespace(cp.admin, 'guestbook');
   await createServiceAccount(cp.admin, 'guestbook', 'guestbook-deployer');
   await grantRole(cp.admin, {
-    name: 'deployer', namespace: 'guestbook', to: { serviceAccount: 'guestbook-deployer', namespace: 'guestbook' },
+    name: 'deployer',
+    namespace: 'guestbook',
+    to: { serviceAccount: 'guestbook-deployer', namespace: 'guestbook' },
     rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }],
   });
 });
@@ -54,7 +80,10 @@ test('deploy/install.yaml and kustomize build deploy/install apply; the Pods pas
     const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: 'argocd' });
     throw new Error(`${err.message}; events: ${events.map((e) => String(e['message'])).join(' | ')}`);
   });
-  const spec = pods[0]?.['spec'] as { serviceAccountName: string; containers: { securityContext: { readOnlyRootFilesystem: boolean } }[] };
+  const spec = pods[0]?.['spec'] as {
+    serviceAccountName: string;
+    containers: { securityContext: { readOnlyRootFilesystem: boolean } }[];
+  };
   assert.equal(spec.serviceAccountName, 'impersync-controller');
   assert.equal(spec.containers[0]?.securityContext.readOnlyRootFilesystem, true);
   sa = await cp.kubeconfigFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
@@ -62,11 +91,27 @@ test('deploy/install.yaml and kustomize build deploy/install apply; the Pods pas
 
 test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluster Secrets, Events', async () => {
   await applyRaw(cp.admin, {
-    apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: 'argocd' },
-    spec: { project: 'default', source: { repoURL: 'https://git.example/guestbook.git', path: '.' }, destination: { server: 'https://kubernetes.default.svc', namespace: 'guestbook' } },
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name: 'guestbook', namespace: 'argocd' },
+    spec: {
+      project: 'default',
+      source: { repoURL: 'https://git.example/guestbook.git', path: '.' },
+      destination: { server: 'https://kubernetes.default.svc', namespace: 'guestbook' },
+    },
   });
-  await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'default', namespace: 'argocd' }, spec: { sourceRepos: ['*'] } });
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unrelated', namespace: 'argocd' }, data: { a: '1' } });
+  await applyRaw(cp.admin, {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AppProject',
+    metadata: { name: 'default', namespace: 'argocd' },
+    spec: { sourceRepos: ['*'] },
+  });
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'unrelated', namespace: 'argocd' },
+    data: { a: '1' },
+  });
   const apps = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications';
   const allowed: [string, string, unknown?][] = [
     ['GET', apps],
@@ -77,12 +122,25 @@ test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluste
     ['GET', '/api/v1/namespaces/argocd/configmaps/argocd-cm'],
     ['GET', '/api/v1/namespaces/argocd/configmaps?fieldSelector=metadata.name%3Dargocd-cm'],
     ['GET', '/api/v1/namespaces/argocd/secrets?labelSelector=argocd.argoproj.io%2Fsecret-type%3Dcluster'],
-    ['POST', '/api/v1/namespaces/argocd/events', {
-      metadata: { generateName: 'guestbook.' }, involvedObject: { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'guestbook', namespace: 'argocd' },
-      reason: 'OperationStarted', message: 'test', type: 'Normal',
-    }],
+    [
+      'POST',
+      '/api/v1/namespaces/argocd/events',
+      {
+        metadata: { generateName: 'guestbook.' },
+        involvedObject: {
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Application',
+          name: 'guestbook',
+          namespace: 'argocd',
+        },
+        reason: 'OperationStarted',
+        message: 'test',
+        type: 'Normal',
+      },
+    ],
   ];
-  for (const [method, path, body] of allowed) assert.equal(await statusOf(sa, method, path, body) < 300, true, `${method} ${path} is allowed`);
+  for (const [method, path, body] of allowed)
+    assert.equal((await statusOf(sa, method, path, body)) < 300, true, `${method} ${path} is allowed`);
   const denied: [string, string, unknown?][] = [
     ['GET', '/api/v1/namespaces/argocd/configmaps'],
     ['GET', '/api/v1/namespaces/argocd/configmaps/unrelated'],
@@ -94,16 +152,24 @@ test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluste
     ['POST', '/apis/apps/v1/namespaces/guestbook/deployments', { metadata: { name: 'x' } }],
     ['GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles'],
   ];
-  for (const [method, path, body] of denied) assert.equal(await statusOf(sa, method, path, body), 403, `${method} ${path} is forbidden`);
+  for (const [method, path, body] of denied)
+    assert.equal(await statusOf(sa, method, path, body), 403, `${method} ${path} is forbidden`);
 });
 
 test('strict RBAC: tenant resources only as the impersonated ServiceAccount, and the audit log says so', async () => {
   const path = '/api/v1/namespaces/guestbook/configmaps';
   assert.equal(await statusOf(sa, 'POST', path, { metadata: { name: 'by-deployer' } }, deployer), 201);
   // The ServiceAccount's own limits hold: it may not touch Secrets, so neither may the controller through it.
-  assert.equal(await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/secrets', { metadata: { name: 's' } }, deployer), 403);
+  assert.equal(
+    await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/secrets', { metadata: { name: 's' } }, deployer),
+    403,
+  );
   const mine = (r: { verb: string; resource?: string; namespace?: string; name?: string; code?: number }) =>
-    r.verb === 'create' && r.resource === 'configmaps' && r.namespace === 'guestbook' && r.name === 'by-deployer' && r.code === 201;
+    r.verb === 'create' &&
+    r.resource === 'configmaps' &&
+    r.namespace === 'guestbook' &&
+    r.name === 'by-deployer' &&
+    r.code === 201;
   const rec = (await cp.waitForAudit(mine)).find(mine);
   assert.equal(rec?.user, controllerUser);
   assert.equal(rec?.impersonatedUser, deployer);
@@ -112,9 +178,16 @@ test('strict RBAC: tenant resources only as the impersonated ServiceAccount, and
 test('strict RBAC: the ServiceAccount creates and holds its Lease, and no other', async () => {
   let led = false;
   const election = startLeaderElection({
-    kc: sa, namespace: 'argocd', name: 'impersync-controller', identity: 'pod-a',
-    leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
-    onStartedLeading: () => { led = true; },
+    kc: sa,
+    namespace: 'argocd',
+    name: 'impersync-controller',
+    identity: 'pod-a',
+    leaseDurationMs: 2000,
+    renewDeadlineMs: 1500,
+    retryPeriodMs: 200,
+    onStartedLeading: () => {
+      led = true;
+    },
   });
   try {
     await until('leadership', async () => (led ? true : undefined), 10_000);
@@ -122,22 +195,42 @@ test('strict RBAC: the ServiceAccount creates and holds its Lease, and no other'
   } finally {
     await election.stop();
   }
-  assert.equal(await statusOf(sa, 'GET', '/apis/coordination.k8s.io/v1/namespaces/argocd/leases/impersync-controller'), 200);
+  assert.equal(
+    await statusOf(sa, 'GET', '/apis/coordination.k8s.io/v1/namespaces/argocd/leases/impersync-controller'),
+    200,
+  );
   assert.equal(await statusOf(sa, 'GET', '/apis/coordination.k8s.io/v1/namespaces/argocd/leases/someone-else'), 403);
 });
 
 test('the admission policy of the install rejects a bad AppProject', async () => {
-  const bad = { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'bad', namespace: 'argocd' }, spec: { destinationServiceAccounts: [{ server: '*', namespace: 'x', defaultServiceAccount: 'a/b' }] } };
+  const bad = {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AppProject',
+    metadata: { name: 'bad', namespace: 'argocd' },
+    spec: { destinationServiceAccounts: [{ server: '*', namespace: 'x', defaultServiceAccount: 'a/b' }] },
+  };
   const message = await admissionDenial(cp.admin, bad);
   assert.match(message, /denied request: defaultServiceAccount has an invalid format, 'a\/b'$/);
 });
 
 test('fallback RBAC: the controller gets rights of its own on tenant resources', async () => {
   const fallback = kustomizeBuild('deploy/install/fallback');
-  await applyAll(cp.admin, fallback.filter((o: KubeObject) => o.kind !== 'Namespace'));
-  assert.equal(await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/configmaps', { metadata: { name: 'as-controller' } }), 201);
+  await applyAll(
+    cp.admin,
+    fallback.filter((o: KubeObject) => o.kind !== 'Namespace'),
+  );
+  assert.equal(
+    await statusOf(sa, 'POST', '/api/v1/namespaces/guestbook/configmaps', { metadata: { name: 'as-controller' } }),
+    201,
+  );
   // Exactly the two extra objects: removing them brings back the strict shape.
   const extra = await readYamlFile(join(repoRoot, 'deploy/install/fallback/clusterrole.yaml'));
-  for (const o of extra) await request(cp.admin, { method: 'DELETE', path: `/apis/rbac.authorization.k8s.io/v1/${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}/${o.metadata.name}` });
-  await until('the strict shape again', async () => ((await statusOf(sa, 'GET', '/api/v1/namespaces/guestbook/configmaps')) === 403 ? true : undefined));
+  for (const o of extra)
+    await request(cp.admin, {
+      method: 'DELETE',
+      path: `/apis/rbac.authorization.k8s.io/v1/${o.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings'}/${o.metadata.name}`,
+    });
+  await until('the strict shape again', async () =>
+    (await statusOf(sa, 'GET', '/api/v1/namespaces/guestbook/configmaps')) === 403 ? true : undefined,
+  );
 });

@@ -30,7 +30,10 @@ let child: ChildProcess | undefined;
 let output = '';
 let port = 0;
 
-type Container = { args: string[]; env: { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } }[] };
+type Container = {
+  args: string[];
+  env: { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } }[];
+};
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -45,7 +48,17 @@ function waitFor(what: string, cond: () => Promise<boolean>, ms = 60_000): Promi
   return until(what, cond, ms, () => `output:\n${output.slice(-3000)}`);
 }
 
-const holder = async () => ((await getRaw(cp.admin, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'argocd', name: 'impersync-controller' }))?.['spec'] as { holderIdentity?: string } | undefined)?.holderIdentity ?? '';
+const holder = async () =>
+  (
+    (
+      await getRaw(cp.admin, {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        namespace: 'argocd',
+        name: 'impersync-controller',
+      })
+    )?.['spec'] as { holderIdentity?: string } | undefined
+  )?.holderIdentity ?? '';
 const probe = async (p: string) => {
   try {
     return (await fetch(`http://127.0.0.1:${port}${p}`)).status;
@@ -55,7 +68,8 @@ const probe = async (p: string) => {
 };
 
 before(async () => {
-  if (asRoot && spawnSync('setpriv', ['--version']).status !== 0) throw new Error('setpriv (util-linux) is needed to run the Pod as uid 65532: apt-get install util-linux');
+  if (asRoot && spawnSync('setpriv', ['--version']).status !== 0)
+    throw new Error('setpriv (util-linux) is needed to run the Pod as uid 65532: apt-get install util-linux');
   cp = await startControlPlane();
   const install = kustomizeBuild('deploy/install');
   await applyAll(cp.admin, install);
@@ -70,30 +84,63 @@ before(async () => {
   // The ServiceAccount token the kubelet would mount, as a kubeconfig the Pod's user can read.
   const token = await cp.tokenFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
   const kubeconfig = path.join(work, 'kubeconfig');
-  await writeFile(kubeconfig, kubeconfigYaml({ server: cp.server, caPem: cp.caPem, name: 'impersync-controller', token }), { mode: 0o644 });
+  await writeFile(
+    kubeconfig,
+    kubeconfigYaml({ server: cp.server, caPem: cp.caPem, name: 'impersync-controller', token }),
+    { mode: 0o644 },
+  );
   // Git refuses repositories owned by another user: the repository belongs to the Pod's user too.
   repo = await TestRepo.create(path.join(work, 'repo'));
-  await repo.commit({ 'guestbook/service.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n  selector:\n    app: guestbook-ui\n' }, 'guestbook');
+  await repo.commit(
+    {
+      'guestbook/service.yaml':
+        'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n  selector:\n    app: guestbook-ui\n',
+    },
+    'guestbook',
+  );
   spawnSync('chown', ['-R', `${UID}:${GID}`, repo.dir]);
 
-  const container = ((find(install, 'Deployment')['spec'] as { template: { spec: { containers: Container[] } } }).template.spec.containers[0]) as Container;
+  const container = (find(install, 'Deployment')['spec'] as { template: { spec: { containers: Container[] } } })
+    .template.spec.containers[0] as Container;
   port = await freePort();
-  const downward: Record<string, string> = { 'metadata.name': 'impersync-controller-5d8c7-x2x9q', 'metadata.namespace': 'argocd' };
+  const downward: Record<string, string> = {
+    'metadata.name': 'impersync-controller-5d8c7-x2x9q',
+    'metadata.namespace': 'argocd',
+  };
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
-  for (const e of container.env) env[e.name] = e.valueFrom ? (downward[e.valueFrom.fieldRef.fieldPath] ?? '') : (e.value ?? '');
+  for (const e of container.env)
+    env[e.name] = e.valueFrom ? (downward[e.valueFrom.fieldRef.fieldPath] ?? '') : (e.value ?? '');
   // The container's paths, moved to this machine's folders.
-  Object.assign(env, { IMPERSYNC_CACHE_DIR: dirs.cache, XDG_CACHE_HOME: dirs.cache, HOME: dirs.home, TMPDIR: dirs.tmp });
+  Object.assign(env, {
+    IMPERSYNC_CACHE_DIR: dirs.cache,
+    XDG_CACHE_HOME: dirs.cache,
+    HOME: dirs.home,
+    TMPDIR: dirs.tmp,
+  });
   const args = container.args
     .map((a) => a.replace(/\$\((\w+)\)/g, (_, name: string) => env[name] ?? ''))
     .map((a) => (a.startsWith('--health-port=') ? `--health-port=${port}` : a));
   args.push(`--kubeconfig=${kubeconfig}`); // in a Pod: the in-cluster configuration
-  const command = [process.execPath, '--disable-warning=ExperimentalWarning', path.join(repoRoot, 'src/cli/main.ts'), ...args];
-  const [file, ...rest] = asRoot ? ['setpriv', `--reuid=${UID}`, `--regid=${GID}`, '--clear-groups', ...command] : command;
+  const command = [
+    process.execPath,
+    '--disable-warning=ExperimentalWarning',
+    path.join(repoRoot, 'src/cli/main.ts'),
+    ...args,
+  ];
+  const [file, ...rest] = asRoot
+    ? ['setpriv', `--reuid=${UID}`, `--regid=${GID}`, '--clear-groups', ...command]
+    : command;
   child = spawn(file as string, rest, {
-    cwd: dirs.home, env, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: dirs.home,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout?.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr?.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
 });
 
 after(async () => {
@@ -103,22 +150,50 @@ after(async () => {
 });
 
 test('the Pod leads under its name, answers its probes, and syncs example 1 as its ServiceAccount', async () => {
-  await waitFor('the Lease held by the Pod', async () => (await holder()).startsWith('impersync-controller-5d8c7-x2x9q_'));
-  await waitFor('/healthz and /readyz', async () => (await probe('/healthz')) === 200 && (await probe('/readyz')) === 200);
+  await waitFor('the Lease held by the Pod', async () =>
+    (await holder()).startsWith('impersync-controller-5d8c7-x2x9q_'),
+  );
+  await waitFor(
+    '/healthz and /readyz',
+    async () => (await probe('/healthz')) === 200 && (await probe('/readyz')) === 200,
+  );
   assert.equal(await probe('/metrics'), 200);
   const objects = await readYamlFile(path.join(repoRoot, 'examples/01-all-namespaces.yaml'));
   const app = find(objects, 'Application');
-  await applyAll(cp.admin, objects.filter((o) => o.kind !== 'Application'));
+  await applyAll(
+    cp.admin,
+    objects.filter((o) => o.kind !== 'Application'),
+  );
   const spec = app['spec'] as { source: Record<string, string> };
-  await applyRaw(cp.admin, { ...app, spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } }, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'pod-test' } } } as KubeObject);
+  await applyRaw(cp.admin, {
+    ...app,
+    spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } },
+    operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'pod-test' } },
+  } as KubeObject);
   const synced = await waitForApp(cp, 'guestbook', 'a sync', (a) => operationPhase(a) === 'Succeeded', 90_000);
-  assert.equal((synced.status?.['operationState'] as { syncResult: { identity: string } }).syncResult.identity, 'system:serviceaccount:guestbook:generic-deployer');
-  const writes = (await cp.readAudit()).filter((r) => r.namespace === 'guestbook' && ['create', 'patch', 'update'].includes(r.verb) && r.user === 'system:serviceaccount:argocd:impersync-controller');
+  assert.equal(
+    (synced.status?.['operationState'] as { syncResult: { identity: string } }).syncResult.identity,
+    'system:serviceaccount:guestbook:generic-deployer',
+  );
+  const writes = (await cp.readAudit()).filter(
+    (r) =>
+      r.namespace === 'guestbook' &&
+      ['create', 'patch', 'update'].includes(r.verb) &&
+      r.user === 'system:serviceaccount:argocd:impersync-controller',
+  );
   assert.ok(writes.length > 0);
   for (const w of writes) assert.equal(w.impersonatedUser, 'system:serviceaccount:guestbook:generic-deployer');
   // The strict RBAC was enough: nothing the Pod asked as itself (Lease, watches, status, events) was refused.
-  const refused = (await cp.readAudit()).filter((r) => r.user === 'system:serviceaccount:argocd:impersync-controller' && r.impersonatedUser === undefined && r.code === 403);
-  assert.deepEqual(refused.map((r) => `${r.verb} ${r.requestURI}`), []);
+  const refused = (await cp.readAudit()).filter(
+    (r) =>
+      r.user === 'system:serviceaccount:argocd:impersync-controller' &&
+      r.impersonatedUser === undefined &&
+      r.code === 403,
+  );
+  assert.deepEqual(
+    refused.map((r) => `${r.verb} ${r.requestURI}`),
+    [],
+  );
 });
 
 test('SIGTERM: the Pod exits 0 and has released the Lease', async () => {

@@ -10,7 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyRaw, createNamespace, createServiceAccount, grantRole, readYamlFile, startControlPlane } from '../support/index.ts';
+import {
+  applyRaw,
+  createNamespace,
+  createServiceAccount,
+  grantRole,
+  readYamlFile,
+  startControlPlane,
+} from '../support/index.ts';
 import type { KubeObject, TestControlPlane, AuditRecord } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { startController } from '../../src/controller/controller.ts';
@@ -30,13 +37,23 @@ const logs: string[] = [];
 
 /** The guestbook the examples point at, healthy without a kubelet (a Service, a Deployment with 0 replicas). */
 const guestbook = {
-  'guestbook/service.yaml': 'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
-  'guestbook/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: guestbook-ui\nspec:\n  replicas: 0\n  selector:\n    matchLabels:\n      app: guestbook-ui\n  template:\n    metadata:\n      labels:\n        app: guestbook-ui\n    spec:\n      containers:\n      - name: guestbook-ui\n        image: gcr.io/heptio-images/ks-guestbook-demo:0.2\n',
+  'guestbook/service.yaml':
+    'apiVersion: v1\nkind: Service\nmetadata:\n  name: guestbook-ui\nspec:\n  ports:\n  - port: 80\n    targetPort: 80\n  selector:\n    app: guestbook-ui\n',
+  'guestbook/deployment.yaml':
+    'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: guestbook-ui\nspec:\n  replicas: 0\n  selector:\n    matchLabels:\n      app: guestbook-ui\n  template:\n    metadata:\n      labels:\n        app: guestbook-ui\n    spec:\n      containers:\n      - name: guestbook-ui\n        image: gcr.io/heptio-images/ks-guestbook-demo:0.2\n',
 };
 
 const deployRules = [
-  { apiGroups: [''], resources: ['services', 'pods'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+  {
+    apiGroups: [''],
+    resources: ['services', 'pods'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+  },
+  {
+    apiGroups: ['apps'],
+    resources: ['deployments'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+  },
 ];
 
 /**
@@ -46,10 +63,16 @@ const deployRules = [
  */
 async function example(file: string): Promise<{ apps: KubeObject[]; rest: KubeObject[] }> {
   const objects = await readYamlFile(path.join(repoRoot, 'examples', file));
-  const apps = objects.filter((o) => o.kind === 'Application').map((o) => {
-    const spec = o['spec'] as { source: { repoURL: string } };
-    return { ...o, spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } }, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: `deploy-test ${file}` } } };
-  });
+  const apps = objects
+    .filter((o) => o.kind === 'Application')
+    .map((o) => {
+      const spec = o['spec'] as { source: { repoURL: string } };
+      return {
+        ...o,
+        spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } },
+        operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: `deploy-test ${file}` } },
+      };
+    });
   return { apps, rest: objects.filter((o) => o.kind !== 'Application') };
 }
 
@@ -65,7 +88,10 @@ const identityOf = (app: { status?: Record<string, unknown> }) =>
   (app.status?.['operationState'] as { syncResult?: { identity?: string } } | undefined)?.syncResult?.identity;
 
 /** Applies an example and waits for each Application's new operation to end; returns the audit records it caused. */
-async function run(file: string, setup: () => Promise<void> = async () => {}): Promise<{ apps: KubeObject[]; audit: AuditRecord[] }> {
+async function run(
+  file: string,
+  setup: () => Promise<void> = async () => {},
+): Promise<{ apps: KubeObject[]; audit: AuditRecord[] }> {
   const { apps, rest } = await example(file);
   await setup();
   await applyAll(cp.admin, rest, 'deploy-test');
@@ -75,11 +101,20 @@ async function run(file: string, setup: () => Promise<void> = async () => {}): P
   for (const app of apps) await applyRaw(cp.admin, app, { fieldManager: 'deploy-test' });
   for (const app of apps) {
     const name = app.metadata.name;
-    await waitForApp(cp, name, 'its operation to end', (a) => {
-      const phase = operationPhase(a);
-      const history = (a.status?.['history'] as unknown[] | undefined)?.length ?? 0;
-      return a['operation'] === undefined && (phase === 'Error' || phase === 'Failed' || (phase === 'Succeeded' && history > (histories.get(name) ?? 0)));
-    }, 90_000).catch((err: Error) => {
+    await waitForApp(
+      cp,
+      name,
+      'its operation to end',
+      (a) => {
+        const phase = operationPhase(a);
+        const history = (a.status?.['history'] as unknown[] | undefined)?.length ?? 0;
+        return (
+          a['operation'] === undefined &&
+          (phase === 'Error' || phase === 'Failed' || (phase === 'Succeeded' && history > (histories.get(name) ?? 0)))
+        );
+      },
+      90_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\ncontroller log tail:\n${logs.slice(-20).join('')}`);
     });
   }
@@ -88,9 +123,19 @@ async function run(file: string, setup: () => Promise<void> = async () => {}): P
 
 function assertSyncedAs(audit: AuditRecord[], namespace: string, serviceAccount: string): void {
   // Real writes (a comparison's dry-run just after the project changed may still use the previous entry).
-  const writes = audit.filter((r) => r.namespace === namespace && tenantWriteVerbs.includes(r.verb) && r.user === controllerUser && !r.dryRun);
-  assert.ok(writes.some((w) => w.resource === 'services' && w.code !== undefined && w.code < 300), `a Service written in ${namespace}`);
-  for (const w of writes) assert.equal(w.impersonatedUser, serviceAccount, `${w.verb} ${w.requestURI} ran as ${w.impersonatedUser ?? 'the controller itself'}`);
+  const writes = audit.filter(
+    (r) => r.namespace === namespace && tenantWriteVerbs.includes(r.verb) && r.user === controllerUser && !r.dryRun,
+  );
+  assert.ok(
+    writes.some((w) => w.resource === 'services' && w.code !== undefined && w.code < 300),
+    `a Service written in ${namespace}`,
+  );
+  for (const w of writes)
+    assert.equal(
+      w.impersonatedUser,
+      serviceAccount,
+      `${w.verb} ${w.requestURI} ran as ${w.impersonatedUser ?? 'the controller itself'}`,
+    );
 }
 
 before(async () => {
@@ -100,9 +145,16 @@ before(async () => {
   await repo.commit(guestbook, 'guestbook');
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-strict-'));
   const kc: KubeConfig = await cp.kubeconfigFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
-  const sink = new Writable({ write(c, _e, cb) { logs.push(String(c)); cb(); } });
+  const sink = new Writable({
+    write(c, _e, cb) {
+      logs.push(String(c));
+      cb();
+    },
+  });
   controller = await startController({
-    kc, namespace: 'argocd', logger: createLogger({ level: 'info' }, sink),
+    kc,
+    namespace: 'argocd',
+    logger: createLogger({ level: 'info' }, sink),
     ports: defaultPorts({ controllerNamespace: 'argocd', cacheDir, waitTimeoutMs: 20_000 }),
   });
 });
@@ -121,8 +173,14 @@ test('example 1: every namespace of the local cluster, as generic-deployer', asy
   assert.equal(identityOf(app), 'system:serviceaccount:guestbook:generic-deployer');
   assertSyncedAs(audit, 'guestbook', 'system:serviceaccount:guestbook:generic-deployer');
   // The comparison runs as the ServiceAccount too, and the status says so.
-  await waitForApp(cp, 'guestbook', 'Synced, with the identity condition', (a) =>
-    (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' && /system:serviceaccount:guestbook:generic-deployer/.test(condition(a, 'ImpersonationInfo') ?? ''));
+  await waitForApp(
+    cp,
+    'guestbook',
+    'Synced, with the identity condition',
+    (a) =>
+      (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' &&
+      /system:serviceaccount:guestbook:generic-deployer/.test(condition(a, 'ImpersonationInfo') ?? ''),
+  );
 });
 
 test('example 2: a ServiceAccount per namespace, as guestbook-deployer', async () => {
@@ -137,7 +195,12 @@ test('a ServiceAccount in another namespace (namespace:name), as mynamespace:gue
   const { audit } = await run('05-service-account-in-another-namespace.yaml', async () => {
     await createNamespace(cp.admin, 'mynamespace');
     await createServiceAccount(cp.admin, 'mynamespace', 'guestbook-deployer');
-    await grantRole(cp.admin, { name: 'mynamespace-deployer', namespace: 'guestbook', to: { serviceAccount: 'guestbook-deployer', namespace: 'mynamespace' }, rules: deployRules });
+    await grantRole(cp.admin, {
+      name: 'mynamespace-deployer',
+      namespace: 'guestbook',
+      to: { serviceAccount: 'guestbook-deployer', namespace: 'mynamespace' },
+      rules: deployRules,
+    });
   });
   const app = await getApp(cp, 'guestbook');
   assert.equal(operationPhase(app), 'Succeeded');
@@ -146,13 +209,23 @@ test('a ServiceAccount in another namespace (namespace:name), as mynamespace:gue
 });
 
 test('several matching entries: the first in list order decides, per Application', async () => {
-  const cases = [['myns', 'generic-deployer'], ['guestbook-dev', 'guestbook-generic-deployer'], ['guestbook-prod', 'guestbook-prod-deployer']] as const;
+  const cases = [
+    ['myns', 'generic-deployer'],
+    ['guestbook-dev', 'guestbook-generic-deployer'],
+    ['guestbook-prod', 'guestbook-prod-deployer'],
+  ] as const;
   const { audit } = await run('06-several-matching-entries.yaml', async () => {
     for (const [ns, sa] of cases) {
       await createNamespace(cp.admin, ns);
       // Every ServiceAccount the project names exists, so only the order of the list can decide.
-      for (const other of ['generic-deployer', 'guestbook-generic-deployer', 'guestbook-prod-deployer']) await createServiceAccount(cp.admin, ns, other);
-      await grantRole(cp.admin, { name: `${sa}-deploy`, namespace: ns, to: { serviceAccount: sa, namespace: ns }, rules: deployRules });
+      for (const other of ['generic-deployer', 'guestbook-generic-deployer', 'guestbook-prod-deployer'])
+        await createServiceAccount(cp.admin, ns, other);
+      await grantRole(cp.admin, {
+        name: `${sa}-deploy`,
+        namespace: ns,
+        to: { serviceAccount: sa, namespace: ns },
+        rules: deployRules,
+      });
     }
   });
   for (const [ns, sa] of cases) {
@@ -170,14 +243,33 @@ test('no destination namespace: refused, with no write at all', async () => {
   // The project's own destinations (spec §9) refuse it even before the identity (spec §5) would.
   assert.match((app.status?.['operationState'] as { message: string }).message, /namespace '?'? /);
   // (Dry-runs of comparisons still in flight for the previous examples' destination may appear.)
-  const writes = audit.filter((r) => r.user === controllerUser && tenantWriteVerbs.includes(r.verb) && r.namespace !== 'argocd' && !r.dryRun);
-  assert.deepEqual(writes.map((w) => `${w.verb} ${w.requestURI}`), []);
+  const writes = audit.filter(
+    (r) => r.user === controllerUser && tenantWriteVerbs.includes(r.verb) && r.namespace !== 'argocd' && !r.dryRun,
+  );
+  assert.deepEqual(
+    writes.map((w) => `${w.verb} ${w.requestURI}`),
+    [],
+  );
 });
 
 test('across all examples, the controller never wrote to a tenant namespace as itself', async () => {
-  const own = (await cp.readAudit()).filter((r) => r.user === controllerUser && tenantWriteVerbs.includes(r.verb) && r.namespace !== 'argocd' && r.impersonatedUser === undefined);
-  assert.deepEqual(own.map((w) => `${w.verb} ${w.requestURI} ${w.code}`), []);
+  const own = (await cp.readAudit()).filter(
+    (r) =>
+      r.user === controllerUser &&
+      tenantWriteVerbs.includes(r.verb) &&
+      r.namespace !== 'argocd' &&
+      r.impersonatedUser === undefined,
+  );
+  assert.deepEqual(
+    own.map((w) => `${w.verb} ${w.requestURI} ${w.code}`),
+    [],
+  );
   // And it never needed to: no request it made as itself was forbidden.
-  const forbidden = (await cp.readAudit()).filter((r) => r.user === controllerUser && r.impersonatedUser === undefined && r.code === 403);
-  assert.deepEqual(forbidden.map((w) => `${w.verb} ${w.requestURI}`), []);
+  const forbidden = (await cp.readAudit()).filter(
+    (r) => r.user === controllerUser && r.impersonatedUser === undefined && r.code === 403,
+  );
+  assert.deepEqual(
+    forbidden.map((w) => `${w.verb} ${w.requestURI}`),
+    [],
+  );
 });

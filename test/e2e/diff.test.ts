@@ -15,10 +15,19 @@ import { isRefusal } from '../../src/kube/types.ts';
 import { sync } from '../../src/sync/index.ts';
 import { TestRepo } from '../support/git.ts';
 import type { TestControlPlane } from '../support/index.ts';
-import { applyRaw, createNamespace, createServiceAccount, grantImpersonation, grantRole, startControlPlane, userNameOf } from '../support/index.ts';
+import {
+  applyRaw,
+  createNamespace,
+  createServiceAccount,
+  grantImpersonation,
+  grantRole,
+  startControlPlane,
+  userNameOf,
+} from '../support/index.ts';
 
 const saUser = userNameOf({ serviceAccount: 'deployer', namespace: 'guestbook' });
-const manifest = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  color: blue\n  mode: "0644"\n';
+const manifest =
+  'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  color: blue\n  mode: "0644"\n';
 
 let cp: TestControlPlane;
 let repo: TestRepo;
@@ -47,7 +56,11 @@ const application = (name: string, destinationNamespace: string) => ({
   apiVersion: 'argoproj.io/v1alpha1',
   kind: 'Application',
   metadata: { name, namespace: 'argocd' },
-  spec: { project: 'guestbook', source: { repoURL: repo.fileURL, path: 'app', targetRevision: 'HEAD' }, destination: { server: 'https://kubernetes.default.svc', namespace: destinationNamespace } },
+  spec: {
+    project: 'guestbook',
+    source: { repoURL: repo.fileURL, path: 'app', targetRevision: 'HEAD' },
+    destination: { server: 'https://kubernetes.default.svc', namespace: destinationNamespace },
+  },
 });
 
 before(async () => {
@@ -57,7 +70,12 @@ before(async () => {
   await repo.commit({ 'app/config.yaml': manifest });
   for (const ns of ['argocd', 'guestbook']) await createNamespace(cp.admin, ns);
   await createServiceAccount(cp.admin, 'guestbook', 'deployer');
-  await grantRole(cp.admin, { name: 'deployer', namespace: 'guestbook', to: { serviceAccount: 'deployer', namespace: 'guestbook' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }] });
+  await grantRole(cp.admin, {
+    name: 'deployer',
+    namespace: 'guestbook',
+    to: { serviceAccount: 'deployer', namespace: 'guestbook' },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }],
+  });
   // The controller reads its own namespace and may impersonate the one ServiceAccount; nothing else.
   await grantRole(cp.admin, {
     name: 'impersync-read',
@@ -68,8 +86,16 @@ before(async () => {
       { apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get', 'list'] },
     ],
   });
-  await grantImpersonation(cp.admin, { name: 'impersync-impersonate', serviceAccounts: [{ namespace: 'guestbook', name: 'deployer' }] });
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: 'argocd' }, data: { 'application.sync.impersonation.enabled': 'true' } });
+  await grantImpersonation(cp.admin, {
+    name: 'impersync-impersonate',
+    serviceAccounts: [{ namespace: 'guestbook', name: 'deployer' }],
+  });
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'argocd-cm', namespace: 'argocd' },
+    data: { 'application.sync.impersonation.enabled': 'true' },
+  });
   await applyRaw(cp.admin, {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'AppProject',
@@ -77,7 +103,9 @@ before(async () => {
     spec: {
       sourceRepos: ['*'],
       destinations: [{ server: '*', namespace: '*' }],
-      destinationServiceAccounts: [{ server: 'https://kubernetes.default.svc', namespace: 'guestbook', defaultServiceAccount: 'deployer' }],
+      destinationServiceAccounts: [
+        { server: 'https://kubernetes.default.svc', namespace: 'guestbook', defaultServiceAccount: 'deployer' },
+      ],
     },
   });
   await applyRaw(cp.admin, application('guestbook', 'guestbook'));
@@ -97,7 +125,11 @@ test('out of sync: the first line names the ServiceAccount, the diff shows what 
   assert.match(lines[1] ?? '', /^revision: [0-9a-f]{40}$/);
   assert.match(r.out, /^===== \/ConfigMap guestbook\/web-config ======$/m);
   assert.match(r.out, /^\+ {2}color: blue$/m);
-  assert.match(r.out, /^\+ {2}mode: "0644"$/m, 'YAML 1.1 would read 0644 as a number; the manifest quotes it and the diff keeps it a string');
+  assert.match(
+    r.out,
+    /^\+ {2}mode: "0644"$/m,
+    'YAML 1.1 would read 0644 as a number; the manifest quotes it and the diff keeps it a string',
+  );
   assert.match(r.out, /^1 resources: 0 Synced, 1 OutOfSync; sync status OutOfSync$/m);
   const [dry] = await cp.waitForAudit((a) => a.verb === 'patch' && a.name === 'web-config' && a.dryRun);
   assert.equal(dry?.impersonatedUser, saUser);
@@ -108,7 +140,19 @@ test('in sync after a sync as the ServiceAccount: exit 0; -o json carries the id
   try {
     const client = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser }, IN_CLUSTER);
     assert.ok(!isRefusal(client));
-    const result = await sync(client, [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { color: 'blue', mode: '0644' } }], [], { appName: 'guestbook', namespace: 'guestbook' });
+    const result = await sync(
+      client,
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'web-config' },
+          data: { color: 'blue', mode: '0644' },
+        },
+      ],
+      [],
+      { appName: 'guestbook', namespace: 'guestbook' },
+    );
     assert.equal(result.phase, 'Succeeded', result.message);
   } finally {
     await factory.close();
@@ -118,15 +162,32 @@ test('in sync after a sync as the ServiceAccount: exit 0; -o json carries the id
   assert.equal(text.out.split('\n')[0], `identity: ${saUser} (impersonated)`);
   const json = await diff('guestbook', '-o', 'json');
   assert.equal(json.code, 0);
-  const report = JSON.parse(json.out) as { identity: string; decision: string; syncStatus: string; resources: Array<{ kind: string; name: string; status: string; diff: string }> };
+  const report = JSON.parse(json.out) as {
+    identity: string;
+    decision: string;
+    syncStatus: string;
+    resources: Array<{ kind: string; name: string; status: string; diff: string }>;
+  };
   assert.equal(report.identity, saUser);
   assert.equal(report.decision, 'impersonate');
   assert.equal(report.syncStatus, 'Synced');
-  assert.deepEqual(report.resources.map((r) => [r.kind, r.name, r.status, r.diff]), [['ConfigMap', 'web-config', 'Synced', '']]);
+  assert.deepEqual(
+    report.resources.map((r) => [r.kind, r.name, r.status, r.diff]),
+    [['ConfigMap', 'web-config', 'Synced', '']],
+  );
 });
 
 test('drift after a live edit: exit 1 and the changed line', async () => {
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config', namespace: 'guestbook' }, data: { color: 'green' } }, { fieldManager: 'kubectl-edit', force: true });
+  await applyRaw(
+    cp.admin,
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'web-config', namespace: 'guestbook' },
+      data: { color: 'green' },
+    },
+    { fieldManager: 'kubectl-edit', force: true },
+  );
   const r = await diff('guestbook');
   assert.equal(r.code, 1);
   assert.match(r.out, /^- {2}color: green$/m);
@@ -137,13 +198,26 @@ test('no matching ServiceAccount with enforcement on: no comparison at all, the 
   const before = (await cp.readAudit()).length;
   const r = await diff('stray');
   assert.equal(r.code, 2);
-  assert.equal(r.out.split('\n')[0], 'identity: none (deny: no matching service account found for destination server https://kubernetes.default.svc and namespace elsewhere)');
-  assert.match(r.out, /^error: no matching service account found for destination server https:\/\/kubernetes\.default\.svc and namespace elsewhere$/m);
-  const json = JSON.parse((await diff('stray', '-o', 'json')).out) as { identity: string; syncStatus: string; errors: string[] };
+  assert.equal(
+    r.out.split('\n')[0],
+    'identity: none (deny: no matching service account found for destination server https://kubernetes.default.svc and namespace elsewhere)',
+  );
+  assert.match(
+    r.out,
+    /^error: no matching service account found for destination server https:\/\/kubernetes\.default\.svc and namespace elsewhere$/m,
+  );
+  const json = JSON.parse((await diff('stray', '-o', 'json')).out) as {
+    identity: string;
+    syncStatus: string;
+    errors: string[];
+  };
   assert.deepEqual([json.identity, json.syncStatus], ['none', 'Unknown']);
   // Nothing was sent to the destination on the Application's behalf.
   const since = (await cp.readAudit()).slice(before);
-  assert.deepEqual(since.filter((a) => a.impersonatedUser !== undefined || a.dryRun), []);
+  assert.deepEqual(
+    since.filter((a) => a.impersonatedUser !== undefined || a.dryRun),
+    [],
+  );
 });
 
 test('bad input is exit 2 with one line on stderr', async () => {
@@ -160,7 +234,20 @@ test('bad input is exit 2 with one line on stderr', async () => {
 
 test('the impersync command runs it as a process that exits on its own with the diff status', async () => {
   const main = path.resolve(import.meta.dirname, '../../src/cli/main.ts');
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'diff', 'guestbook', '--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      main,
+      'diff',
+      'guestbook',
+      '--kubeconfig',
+      cp.controllerKubeconfigPath,
+      '--cache-dir',
+      cacheDir,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));

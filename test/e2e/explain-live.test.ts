@@ -6,7 +6,13 @@ import { after, before, test } from 'node:test';
 import { run as explainRun } from '../../src/cli/explain.ts';
 import type { CommandIO } from '../../src/cli/io.ts';
 import { run as validateRun } from '../../src/cli/validate.ts';
-import { applyRaw, createNamespace, parseYamlDocuments, startControlPlane, type TestControlPlane } from '../support/index.ts';
+import {
+  applyRaw,
+  createNamespace,
+  parseYamlDocuments,
+  startControlPlane,
+  type TestControlPlane,
+} from '../support/index.ts';
 
 let cp: TestControlPlane;
 
@@ -14,7 +20,12 @@ function capture(): { io: CommandIO; out: () => string; err: () => string } {
   let out = '';
   let err = '';
   return {
-    io: { stdout: (t) => void (out += t), stderr: (t) => void (err += t), readFile: (p) => readFile(p, 'utf8'), readStdin: async () => '' },
+    io: {
+      stdout: (t) => void (out += t),
+      stderr: (t) => void (err += t),
+      readFile: (p) => readFile(p, 'utf8'),
+      readStdin: async () => '',
+    },
     out: () => out,
     err: () => err,
   };
@@ -47,7 +58,19 @@ test('explain reads argocd-cm, the project and the Application live and decides 
   assert.deepEqual(live['impersonation'], { enabled: true, enforced: true });
 
   const f = capture();
-  const fromFiles = await explainRun(['-f', 'examples/argocd-cm.yaml', '-f', 'examples/06-several-matching-entries.yaml', '--app', 'argocd/guestbook-dev', '-o', 'json'], f.io);
+  const fromFiles = await explainRun(
+    [
+      '-f',
+      'examples/argocd-cm.yaml',
+      '-f',
+      'examples/06-several-matching-entries.yaml',
+      '--app',
+      'argocd/guestbook-dev',
+      '-o',
+      'json',
+    ],
+    f.io,
+  );
   assert.equal(fromFiles, 0, f.err());
   const offline = JSON.parse(f.out()) as Record<string, unknown>;
   assert.deepEqual({ ...live, warnings: [] }, { ...offline, warnings: [] }, 'the live answer is the offline answer');

@@ -20,12 +20,30 @@ import { MemoryEvents } from '../../src/controller/events.ts';
 import { runWhileLeading } from '../../src/controller/leader.ts';
 import type { LeaderElection } from '../../src/controller/leader.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { application, deployer, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, waitForApp } from './controller-fixture.ts';
+import {
+  application,
+  deployer,
+  grantControllerRights,
+  guestbookFiles,
+  IN_CLUSTER,
+  NS,
+  operationPhase,
+  project,
+  setSettings,
+  waitForApp,
+} from './controller-fixture.ts';
 
 let cp: TestControlPlane;
 let repo: TestRepo;
 
-type Replica = { name: string; events: MemoryEvents; election: LeaderElection; controller: () => RunningController | undefined; starts: number; cacheDir: string };
+type Replica = {
+  name: string;
+  events: MemoryEvents;
+  election: LeaderElection;
+  controller: () => RunningController | undefined;
+  starts: number;
+  cacheDir: string;
+};
 const replicas: Replica[] = [];
 
 async function startReplica(name: string): Promise<Replica> {
@@ -33,23 +51,41 @@ async function startReplica(name: string): Promise<Replica> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), `impersync-${name}-`));
   let current: RunningController | undefined;
   const replica: Replica = {
-    name, events, cacheDir, starts: 0,
+    name,
+    events,
+    cacheDir,
+    starts: 0,
     controller: () => current,
     // As `impersync run --leader-elect` wires it: the controller runs only while leading.
     election: runWhileLeading({
-      kc: cp.controller, namespace: NS, name: 'impersync-controller', identity: name,
-      leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 300,
+      kc: cp.controller,
+      namespace: NS,
+      name: 'impersync-controller',
+      identity: name,
+      leaseDurationMs: 6000,
+      renewDeadlineMs: 4000,
+      retryPeriodMs: 300,
       start: async () => {
         replica.starts++;
         current = await startController({
-          kc: cp.controller, namespace: NS,
-          logger: createLogger({ level: 'warn' }, new Writable({ write(_c, _e, cb) { cb(); } })),
+          kc: cp.controller,
+          namespace: NS,
+          logger: createLogger(
+            { level: 'warn' },
+            new Writable({
+              write(_c, _e, cb) {
+                cb();
+              },
+            }),
+          ),
           ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
           events: [events],
         });
         return current;
       },
-      onStopped: () => { current = undefined; },
+      onStopped: () => {
+        current = undefined;
+      },
     }),
   };
   replicas.push(replica);
@@ -61,15 +97,29 @@ before(async () => {
   await grantControllerRights(cp);
   // The Lease rules of the strict Role (deploy/install/base/role.yaml).
   await grantRole(cp.admin, {
-    name: 'impersync-controller-lease', namespace: NS, to: 'controller',
+    name: 'impersync-controller-lease',
+    namespace: NS,
+    to: 'controller',
     rules: [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['impersync-controller'], verbs: ['get', 'update'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['impersync-controller'],
+        verbs: ['get', 'update'],
+      },
     ],
   });
   await deployer(cp, 'guestbook', 'generic-deployer');
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  await applyRaw(cp.admin, project('my-project', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' }] }));
+  await applyRaw(
+    cp.admin,
+    project('my-project', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'guestbook', defaultServiceAccount: 'generic-deployer' },
+      ],
+    }),
+  );
   repo = await TestRepo.create();
   await repo.commit(guestbookFiles(), 'guestbook');
 });
@@ -83,7 +133,8 @@ after(async () => {
   await cp?.stop();
 });
 
-const completed = (r: Replica) => r.events.events.filter((e) => e.reason === 'OperationCompleted').map((e) => e.message);
+const completed = (r: Replica) =>
+  r.events.events.filter((e) => e.reason === 'OperationCompleted').map((e) => e.message);
 
 test('two replicas: exactly one reconciles; when it dies the other takes over; no operation runs twice', async () => {
   const a = await startReplica('replica-a');
@@ -94,7 +145,12 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
 
   // First revision: synced by the leader alone.
   await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
-  const first = await waitForApp(cp, 'guestbook', 'the first sync', (x) => operationPhase(x) === 'Succeeded' && ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 1);
+  const first = await waitForApp(
+    cp,
+    'guestbook',
+    'the first sync',
+    (x) => operationPhase(x) === 'Succeeded' && ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 1,
+  );
   // The event is recorded just after the status is written.
   await until('the leader to record the completion', () => completed(leader).length === 1);
   assert.deepEqual(completed(standby), []);
@@ -107,9 +163,17 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   assert.equal(standby.starts, 1);
 
   // Second revision: synced by the new leader, once.
-  const second = await repo.commit({ 'app/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: "1"\n' }, 'second');
+  const second = await repo.commit(
+    { 'app/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: "1"\n' },
+    'second',
+  );
   await refresh();
-  const done = await waitForApp(cp, 'guestbook', 'the second sync', (x) => ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 2 && operationPhase(x) === 'Succeeded');
+  const done = await waitForApp(
+    cp,
+    'guestbook',
+    'the second sync',
+    (x) => ((x.status?.['history'] as unknown[] | undefined)?.length ?? 0) === 2 && operationPhase(x) === 'Succeeded',
+  );
   const revisions = (done.status?.['history'] as { revision: string }[]).map((h) => h.revision);
   assert.deepEqual(revisions, [firstRevision, second]);
   await until('the new leader to record the completion', () => completed(standby).length === 1);
@@ -130,39 +194,88 @@ test('two `impersync run --leader-elect` processes: SIGKILL the leader, the othe
   const main = new URL('../../src/cli/main.ts', import.meta.url).pathname;
   const startProcess = async (name: string) => {
     const cacheDir = await mkdtemp(path.join(os.tmpdir(), `impersync-${name}-`));
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'run', '--kubeconfig', cp.controllerKubeconfigPath, '--namespace', NS, '--leader-elect', '--health-port', '0', '--log-level', 'info'], {
-      env: { ...process.env, POD_NAME: name, IMPERSYNC_CACHE_DIR: cacheDir }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        main,
+        'run',
+        '--kubeconfig',
+        cp.controllerKubeconfigPath,
+        '--namespace',
+        NS,
+        '--leader-elect',
+        '--health-port',
+        '0',
+        '--log-level',
+        'info',
+      ],
+      {
+        env: { ...process.env, POD_NAME: name, IMPERSYNC_CACHE_DIR: cacheDir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const p = { name, child, out: '', cacheDir };
-    child.stdout.on('data', (d: Buffer) => { p.out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { p.out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      p.out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      p.out += d.toString();
+    });
     return p;
   };
   const holder = async () => {
-    const lease = await getRaw(cp.admin, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: NS, name: 'impersync-controller' });
-    return ((lease?.['spec'] as { holderIdentity?: string } | undefined)?.holderIdentity ?? '');
+    const lease = await getRaw(cp.admin, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      namespace: NS,
+      name: 'impersync-controller',
+    });
+    return (lease?.['spec'] as { holderIdentity?: string } | undefined)?.holderIdentity ?? '';
   };
   const p1 = await startProcess('process-1');
   const p2 = await startProcess('process-2');
   try {
     let leaderName = '';
-    await until('a process to hold the Lease', async () => {
-      leaderName = (await holder()).split('_')[0] ?? '';
-      return leaderName === 'process-1' || leaderName === 'process-2';
-    }, 60_000);
+    await until(
+      'a process to hold the Lease',
+      async () => {
+        leaderName = (await holder()).split('_')[0] ?? '';
+        return leaderName === 'process-1' || leaderName === 'process-2';
+      },
+      60_000,
+    );
     const [leader, standby] = leaderName === 'process-1' ? [p1, p2] : [p2, p1];
 
-    const third = await repo.commit({ 'app/third.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: third\ndata:\n  a: "3"\n' }, 'third');
+    const third = await repo.commit(
+      { 'app/third.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: third\ndata:\n  a: "3"\n' },
+      'third',
+    );
     await refresh();
-    await waitForApp(cp, 'guestbook', 'the third revision synced by the leader process', (x) => lastRevision(x) === third && operationPhase(x) === 'Succeeded', 60_000);
+    await waitForApp(
+      cp,
+      'guestbook',
+      'the third revision synced by the leader process',
+      (x) => lastRevision(x) === third && operationPhase(x) === 'Succeeded',
+      60_000,
+    );
     assert.match(leader.out, /leading: starting the controller/);
     assert.doesNotMatch(standby.out, /leading: starting the controller/);
 
     leader.child.kill('SIGKILL');
     await until('the standby to take the Lease', async () => (await holder()).startsWith(`${standby.name}_`), 60_000);
-    const fourth = await repo.commit({ 'app/fourth.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fourth\ndata:\n  a: "4"\n' }, 'fourth');
+    const fourth = await repo.commit(
+      { 'app/fourth.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fourth\ndata:\n  a: "4"\n' },
+      'fourth',
+    );
     await refresh();
-    const app = await waitForApp(cp, 'guestbook', 'the fourth revision synced by the new leader', (x) => lastRevision(x) === fourth && operationPhase(x) === 'Succeeded', 60_000);
+    const app = await waitForApp(
+      cp,
+      'guestbook',
+      'the fourth revision synced by the new leader',
+      (x) => lastRevision(x) === fourth && operationPhase(x) === 'Succeeded',
+      60_000,
+    );
     const revisions = (app.status?.['history'] as { revision: string }[]).map((h) => h.revision);
     assert.equal(new Set(revisions).size, revisions.length, `each revision synced once: ${revisions.join(' ')}`);
 
@@ -179,7 +292,15 @@ test('two `impersync run --leader-elect` processes: SIGKILL the leader, the othe
 });
 
 async function refresh(): Promise<void> {
-  await applyRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'guestbook', namespace: NS, annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, { fieldManager: 'refresher' });
+  await applyRaw(
+    cp.admin,
+    {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: 'guestbook', namespace: NS, annotations: { 'argocd.argoproj.io/refresh': 'normal' } },
+    },
+    { fieldManager: 'refresher' },
+  );
 }
 
 function lastRevision(app: { status?: Record<string, unknown> }): string | undefined {

@@ -6,7 +6,13 @@ import assert from 'node:assert/strict';
 import { startControlPlane, createNamespace, getRaw, grantRole, deleteRaw } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
-import { startLeaderElection, checkTimings, microTime, defaultIdentity, runWhileLeading } from '../../src/controller/leader.ts';
+import {
+  startLeaderElection,
+  checkTimings,
+  microTime,
+  defaultIdentity,
+  runWhileLeading,
+} from '../../src/controller/leader.ts';
 import type { LeaderElection, LeaderElectionOptions } from '../../src/controller/leader.ts';
 
 let cp: TestControlPlane;
@@ -21,7 +27,15 @@ after(async () => {
   await cp?.stop();
 });
 
-type Lease = { spec: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number } };
+type Lease = {
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+};
 
 async function lease(name: string): Promise<Lease> {
   const l = await getRaw(cp.admin, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns, name });
@@ -34,10 +48,20 @@ function candidate(name: string, identity: string, extra: Partial<LeaderElection
   const events: string[] = [];
   let signal: AbortSignal | undefined;
   const election: LeaderElection = startLeaderElection({
-    kc: cp.admin, namespace: ns, name, identity,
-    leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
-    onStartedLeading: (s) => { signal = s; events.push('started'); },
-    onStoppedLeading: (reason) => { events.push(`stopped:${reason}`); },
+    kc: cp.admin,
+    namespace: ns,
+    name,
+    identity,
+    leaseDurationMs: 2000,
+    renewDeadlineMs: 1500,
+    retryPeriodMs: 200,
+    onStartedLeading: (s) => {
+      signal = s;
+      events.push('started');
+    },
+    onStoppedLeading: (reason) => {
+      events.push(`stopped:${reason}`);
+    },
     ...extra,
   });
   return { identity, election, events, signal: () => signal };
@@ -45,25 +69,52 @@ function candidate(name: string, identity: string, extra: Partial<LeaderElection
 
 test('the timings are checked as client-go checks them, and times are written as MicroTime', () => {
   assert.equal(checkTimings(15_000, 10_000, 2_000), undefined);
-  assert.match(checkTimings(10_000, 10_000, 2_000) ?? '', /lease duration \(10000 ms\) must be greater than renew deadline/);
-  assert.match(checkTimings(15_000, 2_000, 2_000) ?? '', /renew deadline \(2000 ms\) must be greater than 1.2 × retry period/);
+  assert.match(
+    checkTimings(10_000, 10_000, 2_000) ?? '',
+    /lease duration \(10000 ms\) must be greater than renew deadline/,
+  );
+  assert.match(
+    checkTimings(15_000, 2_000, 2_000) ?? '',
+    /renew deadline \(2000 ms\) must be greater than 1.2 × retry period/,
+  );
   assert.match(checkTimings(15_000, 10_000, 0) ?? '', /retry period must be greater than zero/);
-  assert.throws(() => startLeaderElection({ kc: cp.admin, namespace: ns, name: 'x', identity: 'a', leaseDurationMs: 1000, renewDeadlineMs: 2000, retryPeriodMs: 200, onStartedLeading: () => {} }), /lease duration/);
+  assert.throws(
+    () =>
+      startLeaderElection({
+        kc: cp.admin,
+        namespace: ns,
+        name: 'x',
+        identity: 'a',
+        leaseDurationMs: 1000,
+        renewDeadlineMs: 2000,
+        retryPeriodMs: 200,
+        onStartedLeading: () => {},
+      }),
+    /lease duration/,
+  );
   assert.equal(microTime(new Date('2026-11-29T10:46:12.123Z')), '2026-11-29T10:46:12.123000Z');
-  assert.match(defaultIdentity({ POD_NAME: 'impersync-controller-7d9f-abcde' }), /^impersync-controller-7d9f-abcde_[0-9a-f]{8}$/);
+  assert.match(
+    defaultIdentity({ POD_NAME: 'impersync-controller-7d9f-abcde' }),
+    /^impersync-controller-7d9f-abcde_[0-9a-f]{8}$/,
+  );
   assert.notEqual(defaultIdentity({ POD_NAME: 'p' }), defaultIdentity({ POD_NAME: 'p' }));
 });
 
 test('of three candidates racing for a new Lease exactly one leads, and keeps leading', async () => {
   // Longer timings than the other tests: a loaded machine must not make the leader miss its renewals.
-  const cs = ['a', 'b', 'c'].map((id) => candidate('race', id, { leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 250 }));
+  const cs = ['a', 'b', 'c'].map((id) =>
+    candidate('race', id, { leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 250 }),
+  );
   try {
     await until('a leader', () => cs.some((c) => c.election.isLeader()), 10_000);
     // Over many renewals, never two leaders at once and always the same one.
     const first = cs.find((c) => c.election.isLeader());
     for (let i = 0; i < 40; i++) {
       const leaders = cs.filter((c) => c.election.isLeader());
-      assert.deepEqual(leaders.map((c) => c.identity), [first?.identity]);
+      assert.deepEqual(
+        leaders.map((c) => c.identity),
+        [first?.identity],
+      );
       await new Promise((r) => setTimeout(r, 50));
     }
     const l = await lease('race');
@@ -127,7 +178,9 @@ test('a leader that releases on shutdown hands over at once, long before the Lea
 test('a leader that can no longer renew stops leading after the renew deadline; its signal aborts', async () => {
   // The controller identity, with only the Lease rights the strict RBAC grants.
   await grantRole(cp.admin, {
-    name: 'leader-test', namespace: ns, to: 'controller',
+    name: 'leader-test',
+    namespace: ns,
+    to: 'controller',
     rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }],
   });
   const errors: string[] = [];
@@ -135,7 +188,12 @@ test('a leader that can no longer renew stops leading after the renew deadline; 
   await until('a leads', () => a.election.isLeader(), 10_000);
   const b = candidate('lost', 'b');
   try {
-    await deleteRaw(cp.admin, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', namespace: ns, name: 'leader-test' });
+    await deleteRaw(cp.admin, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      namespace: ns,
+      name: 'leader-test',
+    });
     await until('a stops leading', () => !a.election.isLeader(), 10_000);
     assert.deepEqual(a.events, ['started', 'stopped:lost']);
     assert.equal(a.signal()?.aborted, true);
@@ -165,12 +223,22 @@ test('two processes: SIGKILL the leader and the other takes over; SIGTERM releas
     process.once('SIGTERM', async () => { await election.stop(); console.log('RELEASED'); process.exit(0); });
   `;
   const start = (id: string) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], {
-      cwd: new URL('../../', import.meta.url).pathname, env: { ...process.env, KC: kubeconfig, ID: id }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script],
+      {
+        cwd: new URL('../../', import.meta.url).pathname,
+        env: { ...process.env, KC: kubeconfig, ID: id },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const out = { text: '', child };
-    child.stdout.on('data', (d: Buffer) => { out.text += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { out.text += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out.text += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out.text += d.toString();
+    });
     return out;
   };
   const p1 = start('process-1');
@@ -198,8 +266,13 @@ test('two processes: SIGKILL the leader and the other takes over; SIGTERM releas
 test('runWhileLeading: the work starts on leading, and on stop() the Lease is released only after the work stopped', async () => {
   const seen: string[] = [];
   const run = runWhileLeading({
-    kc: cp.admin, namespace: ns, name: 'work', identity: 'worker',
-    leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200,
+    kc: cp.admin,
+    namespace: ns,
+    name: 'work',
+    identity: 'worker',
+    leaseDurationMs: 2000,
+    renewDeadlineMs: 1500,
+    retryPeriodMs: 200,
     start: async (signal) => {
       seen.push('start');
       return {

@@ -7,7 +7,20 @@ import assert from 'node:assert/strict';
 import { applyRaw, createNamespace, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
-import { application, deployer, getApp, grantControllerRights, guestbookFiles, IN_CLUSTER, NS, operationPhase, project, setSettings, startFixture, waitForApp } from './controller-fixture.ts';
+import {
+  application,
+  deployer,
+  getApp,
+  grantControllerRights,
+  guestbookFiles,
+  IN_CLUSTER,
+  NS,
+  operationPhase,
+  project,
+  setSettings,
+  startFixture,
+  waitForApp,
+} from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
@@ -18,7 +31,12 @@ before(async () => {
   await grantControllerRights(cp);
   // An hour: nothing in these tests may be found by the periodic refresh.
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '1h' });
-  await applyRaw(cp.admin, project('live', { destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'deployer' }] }));
+  await applyRaw(
+    cp.admin,
+    project('live', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'deployer' }],
+    }),
+  );
   fx = await startFixture(cp, guestbookFiles());
 });
 
@@ -32,36 +50,72 @@ const configMap = (ns: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: 
 const history = (a: { status?: Record<string, unknown> }) => ((a.status?.['history'] ?? []) as unknown[]).length;
 
 async function syncedApp(name: string, selfHeal: boolean): Promise<void> {
-  const app = application(name, fx.repo.fileURL, { project: 'live', destination: { server: IN_CLUSTER, namespace: name } });
-  if (selfHeal) (app['spec'] as { syncPolicy: { automated: Record<string, boolean> } }).syncPolicy.automated['selfHeal'] = true;
+  const app = application(name, fx.repo.fileURL, {
+    project: 'live',
+    destination: { server: IN_CLUSTER, namespace: name },
+  });
+  if (selfHeal)
+    (app['spec'] as { syncPolicy: { automated: Record<string, boolean> } }).syncPolicy.automated['selfHeal'] = true;
   await applyRaw(cp.admin, app);
-  await waitForApp(cp, name, 'first sync Succeeded and Synced', (a) => operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced');
+  await waitForApp(
+    cp,
+    name,
+    'first sync Succeeded and Synced',
+    (a) =>
+      operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced',
+  );
 }
 
 /** Asks for a normal refresh and waits until it is done (the controller removes the annotation after it). */
 async function refresh(name: string): Promise<void> {
   await requestOk(cp.admin, {
-    method: 'PATCH', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
-    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, contentType: 'application/merge-patch+json',
+    method: 'PATCH',
+    path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
+    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } },
+    contentType: 'application/merge-patch+json',
   });
-  await waitForApp(cp, name, 'refresh done', (a) => ((a['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'] === undefined);
+  await waitForApp(
+    cp,
+    name,
+    'refresh done',
+    (a) =>
+      ((a['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'] ===
+      undefined,
+  );
 }
 
-const readsAs = (ns: string) => (r: AuditRecord) => r.namespace === ns && r.impersonatedUser === sa(ns) && (r.verb === 'get' || (r.verb === 'patch' && r.dryRun));
+const readsAs = (ns: string) => (r: AuditRecord) =>
+  r.namespace === ns && r.impersonatedUser === sa(ns) && (r.verb === 'get' || (r.verb === 'patch' && r.dryRun));
 
 test('a live edit of a managed object is seen by the watch and self-healed in seconds, not at the next refresh (1 h)', async () => {
   await deployer(cp, 'heal', 'deployer');
   await syncedApp('heal', true);
   await requestOk(cp.admin, {
-    method: 'PATCH', path: '/api/v1/namespaces/heal/configmaps/guestbook-config',
-    body: { data: { greeting: 'drifted' } }, contentType: 'application/merge-patch+json',
+    method: 'PATCH',
+    path: '/api/v1/namespaces/heal/configmaps/guestbook-config',
+    body: { data: { greeting: 'drifted' } },
+    contentType: 'application/merge-patch+json',
   });
-  await until('the ConfigMap corrected by a self-heal sync', async () => ((await getRaw(cp.admin, configMap('heal'))) as { data?: Record<string, string> } | undefined)?.data?.['greeting'] === 'hello', 30_000);
-  const healed = await waitForApp(cp, 'heal', 'second sync Succeeded', (a) => history(a) === 2 && operationPhase(a) === 'Succeeded');
+  await until(
+    'the ConfigMap corrected by a self-heal sync',
+    async () =>
+      ((await getRaw(cp.admin, configMap('heal'))) as { data?: Record<string, string> } | undefined)?.data?.[
+        'greeting'
+      ] === 'hello',
+    30_000,
+  );
+  const healed = await waitForApp(
+    cp,
+    'heal',
+    'second sync Succeeded',
+    (a) => history(a) === 2 && operationPhase(a) === 'Succeeded',
+  );
   assert.equal(history(healed), 2, 'exactly one self-heal sync');
   // The watch's list was made as the ServiceAccount, like every other read of the destination (the
   // watch itself is still open, so it is not in the audit log yet).
-  const lists = (await cp.readAudit()).filter((r) => r.namespace === 'heal' && r.resource === 'configmaps' && r.verb === 'list');
+  const lists = (await cp.readAudit()).filter(
+    (r) => r.namespace === 'heal' && r.resource === 'configmaps' && r.verb === 'list',
+  );
   assert.ok(lists.length > 0, 'a list of the ConfigMaps of namespace heal');
   for (const w of lists) assert.equal(w.impersonatedUser, sa('heal'));
 });
@@ -71,7 +125,9 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
   await syncedApp('rest', false);
   // The first comparison's dry-run is reused by the sync's own comparison, and the apply's answer by
   // the comparison after it: one dry-run per object unless the watch was still catching up.
-  const dryRuns = (await cp.readAudit()).filter((r) => r.namespace === 'rest' && r.verb === 'patch' && r.dryRun && r.impersonatedUser === sa('rest'));
+  const dryRuns = (await cp.readAudit()).filter(
+    (r) => r.namespace === 'rest' && r.verb === 'patch' && r.dryRun && r.impersonatedUser === sa('rest'),
+  );
   for (const name of ['guestbook-config', 'guestbook-ui']) {
     const n = dryRuns.filter((r) => r.name === name).length;
     assert.ok(n >= 1 && n <= 2, `${name}: ${n} dry-runs from creation to Synced (expected 1, at most 2)`);
@@ -82,7 +138,11 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
   for (let i = 0; i < 3; i++) await refresh('rest');
   await new Promise((r) => setTimeout(r, 1000));
   const reads = (await cp.readAudit()).slice(seen).filter(readsAs('rest'));
-  assert.deepEqual(reads.map((r) => `${r.verb} ${r.requestURI}`), [], 'three refreshes, no request to the destination');
+  assert.deepEqual(
+    reads.map((r) => `${r.verb} ${r.requestURI}`),
+    [],
+    'three refreshes, no request to the destination',
+  );
   const app = await getApp(cp, 'rest');
   assert.equal((app.status?.['sync'] as { status?: string }).status, 'Synced');
   assert.equal(history(app), 1);
@@ -90,20 +150,38 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
 
 test('an identity that may not list or watch is compared with GETs and dry-runs, as before', async () => {
   await createNamespace(cp.admin, 'nolist');
-  await applyRaw(cp.admin, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'deployer', namespace: 'nolist' } });
-  await grantRole(cp.admin, { name: 'deployer-nolist', namespace: 'nolist', to: { serviceAccount: 'deployer', namespace: 'nolist' }, rules: [
-    { apiGroups: [''], resources: ['configmaps', 'services'], verbs: ['get', 'create', 'update', 'patch', 'delete'] },
-  ] });
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: 'deployer', namespace: 'nolist' },
+  });
+  await grantRole(cp.admin, {
+    name: 'deployer-nolist',
+    namespace: 'nolist',
+    to: { serviceAccount: 'deployer', namespace: 'nolist' },
+    rules: [
+      { apiGroups: [''], resources: ['configmaps', 'services'], verbs: ['get', 'create', 'update', 'patch', 'delete'] },
+    ],
+  });
   await syncedApp('nolist', false);
-  const refused = (await cp.readAudit()).filter((r) => r.namespace === 'nolist' && r.verb === 'list' && r.impersonatedUser === sa('nolist'));
-  assert.ok(refused.length > 0 && refused.every((r) => r.code === 403), 'the list was tried as the ServiceAccount and refused');
+  const refused = (await cp.readAudit()).filter(
+    (r) => r.namespace === 'nolist' && r.verb === 'list' && r.impersonatedUser === sa('nolist'),
+  );
+  assert.ok(
+    refused.length > 0 && refused.every((r) => r.code === 403),
+    'the list was tried as the ServiceAccount and refused',
+  );
   await refresh('nolist'); // settles the refreshes that follow the sync
   await new Promise((r) => setTimeout(r, 1000));
   const seen = (await cp.readAudit()).length;
   await refresh('nolist');
   await new Promise((r) => setTimeout(r, 1000));
   const reads = (await cp.readAudit()).slice(seen).filter(readsAs('nolist'));
-  const names = (verb: string) => reads.filter((r) => r.verb === verb).map((r) => r.name).sort();
+  const names = (verb: string) =>
+    reads
+      .filter((r) => r.verb === verb)
+      .map((r) => r.name)
+      .sort();
   assert.deepEqual(names('get'), ['guestbook-config', 'guestbook-ui']);
   assert.deepEqual(names('patch'), ['guestbook-config', 'guestbook-ui']);
   assert.equal(((await getApp(cp, 'nolist')).status?.['sync'] as { status?: string }).status, 'Synced');

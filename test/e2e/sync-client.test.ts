@@ -11,7 +11,16 @@ import { DestinationClientFactory } from '../../src/kube/factory.ts';
 import type { DestinationClient } from '../../src/kube/types.ts';
 import { isRefusal } from '../../src/kube/types.ts';
 import type { TestControlPlane } from '../support/index.ts';
-import { applyRaw, createNamespace, createServiceAccount, getRaw, grantImpersonation, grantRole, startControlPlane, userNameOf } from '../support/index.ts';
+import {
+  applyRaw,
+  createNamespace,
+  createServiceAccount,
+  getRaw,
+  grantImpersonation,
+  grantRole,
+  startControlPlane,
+  userNameOf,
+} from '../support/index.ts';
 
 const ns = 'client-tenant';
 const sa = { serviceAccount: 'deployer', namespace: ns };
@@ -21,14 +30,30 @@ let cp: TestControlPlane;
 let factory: DestinationClientFactory;
 let asSA: DestinationClient;
 
-const cm = (name: string, data: Record<string, string>, extra: Record<string, unknown> = {}) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data, ...extra });
+const cm = (name: string, data: Record<string, string>, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: ns },
+  data,
+  ...extra,
+});
 
 before(async () => {
   cp = await startControlPlane();
   await createNamespace(cp.admin, ns);
   await createServiceAccount(cp.admin, ns, 'deployer');
-  await grantRole(cp.admin, { name: 'deployer', namespace: ns, to: sa, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] }] });
-  await grantImpersonation(cp.admin, { name: 'impersync-impersonate', serviceAccounts: [{ namespace: ns, name: 'deployer' }] });
+  await grantRole(cp.admin, {
+    name: 'deployer',
+    namespace: ns,
+    to: sa,
+    rules: [
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'patch', 'update', 'delete'] },
+    ],
+  });
+  await grantImpersonation(cp.admin, {
+    name: 'impersync-impersonate',
+    serviceAccounts: [{ namespace: ns, name: 'deployer' }],
+  });
   factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
   const client = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser, message: '' }, IN_CLUSTER);
   assert.ok(!isRefusal(client));
@@ -44,16 +69,27 @@ test('apply as the ServiceAccount: the object lands with the impersync field man
   const res = await asSA.apply(cm('settings', { mode: 'a' }));
   assert.ok(res.ok, res.ok ? '' : res.error.message);
   assert.deepEqual(res.value['data'], { mode: 'a' });
-  const managers = (res.value.metadata['managedFields'] as Array<{ manager: string; operation: string }>).map((m) => `${m.manager}/${m.operation}`);
+  const managers = (res.value.metadata['managedFields'] as Array<{ manager: string; operation: string }>).map(
+    (m) => `${m.manager}/${m.operation}`,
+  );
   assert.deepEqual(managers, ['impersync/Apply']);
-  const [rec] = await cp.waitForAudit((r) => r.verb === 'patch' && r.resource === 'configmaps' && r.name === 'settings' && !r.dryRun);
+  const [rec] = await cp.waitForAudit(
+    (r) => r.verb === 'patch' && r.resource === 'configmaps' && r.name === 'settings' && !r.dryRun,
+  );
   assert.equal(rec?.user, cp.controllerUserName);
   assert.equal(rec?.impersonatedUser, saUser);
   assert.equal(rec?.fieldManager, 'impersync');
   // User only (spec §5): the groups are the ones the API server derives for a ServiceAccount, no uid, no extra.
-  const raw = (await readFile(cp.auditLogPath, 'utf8')).split('\n').filter((l) => l.includes(`"auditID":"${rec?.auditID}"`) && l.includes('ResponseComplete'));
-  const event = JSON.parse(raw[0] ?? '{}') as { impersonatedUser?: { username?: string; groups?: string[]; uid?: string; extra?: unknown } };
-  assert.deepEqual(event.impersonatedUser, { username: saUser, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'] });
+  const raw = (await readFile(cp.auditLogPath, 'utf8'))
+    .split('\n')
+    .filter((l) => l.includes(`"auditID":"${rec?.auditID}"`) && l.includes('ResponseComplete'));
+  const event = JSON.parse(raw[0] ?? '{}') as {
+    impersonatedUser?: { username?: string; groups?: string[]; uid?: string; extra?: unknown };
+  };
+  assert.deepEqual(event.impersonatedUser, {
+    username: saUser,
+    groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+  });
 });
 
 test('a dry-run apply writes nothing', async () => {
@@ -66,11 +102,19 @@ test('a dry-run apply writes nothing', async () => {
 });
 
 test("a kind outside the ServiceAccount's Role is a 403 value carrying the server's message, which names the ServiceAccount", async () => {
-  const res = await asSA.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: ns }, stringData: { a: 'b' } });
+  const res = await asSA.apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 's', namespace: ns },
+    stringData: { a: 'b' },
+  });
   assert.ok(!res.ok);
   assert.equal(res.error.code, 403);
   assert.equal(res.error.reason, 'Forbidden');
-  assert.match(res.error.message, /User "system:serviceaccount:client-tenant:deployer" cannot patch resource "secrets"/);
+  assert.match(
+    res.error.message,
+    /User "system:serviceaccount:client-tenant:deployer" cannot patch resource "secrets"/,
+  );
 });
 
 test('the controller identity (no rights of its own) is refused as itself', async () => {
@@ -87,7 +131,9 @@ test('get, list and delete: null for a missing object, absent for a second delet
   await asSA.apply(cm('to-delete', {}));
   const listed = await asSA.list('v1', 'ConfigMap', { namespace: ns });
   assert.ok(listed.ok);
-  assert.ok(listed.value.some((o) => o.metadata.name === 'to-delete' && o.kind === 'ConfigMap' && o.apiVersion === 'v1'));
+  assert.ok(
+    listed.value.some((o) => o.metadata.name === 'to-delete' && o.kind === 'ConfigMap' && o.apiVersion === 'v1'),
+  );
   const first = await asSA.delete({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'to-delete' });
   assert.deepEqual(first.ok && first.value, 'deleted');
   const second = await asSA.delete({ apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'to-delete' });
@@ -128,7 +174,14 @@ test('discovery sees a CRD created after the first lookup of its group', async (
       group: 'example.com',
       scope: 'Namespaced',
       names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
     },
   });
   const deadline = Date.now() + 30_000;
@@ -138,20 +191,30 @@ test('discovery sees a CRD created after the first lookup of its group', async (
     found = await asSA.resolve('example.com/v1', 'Gadget');
   }
   assert.ok(found.ok, found.ok ? '' : found.error.message);
-  assert.deepEqual({ resource: found.value.resource, namespaced: found.value.namespaced }, { resource: 'gadgets', namespaced: true });
+  assert.deepEqual(
+    { resource: found.value.resource, namespaced: found.value.namespaced },
+    { resource: 'gadgets', namespaced: true },
+  );
   const byGroup = await asSA.resolveGroupKind('example.com', 'Gadget');
   assert.equal(byGroup.ok && byGroup.value.apiVersion, 'example.com/v1');
 });
 
-test('the factory hands out one client per (cluster, identity) and refuses deny/error with the decision\'s message', () => {
+test("the factory hands out one client per (cluster, identity) and refuses deny/error with the decision's message", () => {
   const again = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser }, IN_CLUSTER);
   assert.equal(again, asSA);
   const own = factory.forDecision({ decision: 'disabled', serviceAccount: null }, IN_CLUSTER);
   assert.ok(!isRefusal(own));
   assert.deepEqual(own.identity, { controller: true });
-  assert.equal(factory.forDecision({ decision: 'fallback', serviceAccount: null, message: 'falling back' }, IN_CLUSTER), own);
+  assert.equal(
+    factory.forDecision({ decision: 'fallback', serviceAccount: null, message: 'falling back' }, IN_CLUSTER),
+    own,
+  );
   const message = `no matching service account found for destination server ${IN_CLUSTER.server} and namespace ${ns}`;
-  assert.deepEqual(factory.forDecision({ decision: 'deny', serviceAccount: null, message }, IN_CLUSTER), { refused: true, decision: 'deny', message });
+  assert.deepEqual(factory.forDecision({ decision: 'deny', serviceAccount: null, message }, IN_CLUSTER), {
+    refused: true,
+    decision: 'deny',
+    message,
+  });
 });
 
 test("a remote cluster is reached with its Secret's credential plus the impersonation header", async () => {
@@ -159,23 +222,45 @@ test("a remote cluster is reached with its Secret's credential plus the imperson
   try {
     await createNamespace(remote.admin, 'far');
     await createServiceAccount(remote.admin, 'far', 'deployer');
-    await grantRole(remote.admin, { name: 'deployer', namespace: 'far', to: { serviceAccount: 'deployer', namespace: 'far' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create'] }] });
-    await grantImpersonation(remote.admin, { name: 'impersync-impersonate', serviceAccounts: [{ namespace: 'far', name: 'deployer' }] });
+    await grantRole(remote.admin, {
+      name: 'deployer',
+      namespace: 'far',
+      to: { serviceAccount: 'deployer', namespace: 'far' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'patch', 'create'] }],
+    });
+    await grantImpersonation(remote.admin, {
+      name: 'impersync-impersonate',
+      serviceAccounts: [{ namespace: 'far', name: 'deployer' }],
+    });
     const cluster: Cluster = {
       name: 'remote',
       server: remote.server,
       secret: 'argocd/remote',
-      config: { bearerToken: await remote.tokenFor('controller'), tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') } },
+      config: {
+        bearerToken: await remote.tokenFor('controller'),
+        tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') },
+      },
     };
-    const client = factory.forDecision({ decision: 'impersonate', serviceAccount: 'system:serviceaccount:far:deployer' }, cluster);
+    const client = factory.forDecision(
+      { decision: 'impersonate', serviceAccount: 'system:serviceaccount:far:deployer' },
+      cluster,
+    );
     assert.ok(!isRefusal(client));
-    const res = await client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'over-there', namespace: 'far' }, data: { a: 'b' } });
+    const res = await client.apply({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'over-there', namespace: 'far' },
+      data: { a: 'b' },
+    });
     assert.ok(res.ok, res.ok ? '' : res.error.message);
     const [rec] = await remote.waitForAudit((r) => r.verb === 'patch' && r.name === 'over-there');
     assert.equal(rec?.user, remote.controllerUserName);
     assert.equal(rec?.impersonatedUser, 'system:serviceaccount:far:deployer');
     // The local cluster never saw it.
-    assert.equal((await cp.readAudit()).some((r) => r.name === 'over-there'), false);
+    assert.equal(
+      (await cp.readAudit()).some((r) => r.name === 'over-there'),
+      false,
+    );
   } finally {
     await remote.stop();
   }

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { resolveDestination } from '../../src/impersonation/destination.ts';
 import type { Cluster } from '../../src/api/index.ts';
 
-const remote: Cluster = { name: 'remote-cluster', server: 'https://remote.example:6443', config: {}, secret: 'argocd/remote-cluster' };
+const remote: Cluster = {
+  name: 'remote-cluster',
+  server: 'https://remote.example:6443',
+  config: {},
+  secret: 'argocd/remote-cluster',
+};
 const dest = (destination: Record<string, string>) => ({ spec: { destination } });
 
 describe('spec §6: destinations and clusters', () => {
@@ -26,24 +31,45 @@ describe('spec §6: destinations and clusters', () => {
   test('a server given directly must be a known cluster', () => {
     assert.ok(resolveDestination(dest({ server: 'https://remote.example:6443' }), [remote]).ok);
     assert.deepEqual(resolveDestination(dest({ server: 'https://nowhere:6443' }), [remote]), {
-      ok: false, field: 'spec.destination.server', error: "destination cluster server 'https://nowhere:6443' not found: no cluster Secret has that server",
+      ok: false,
+      field: 'spec.destination.server',
+      error: "destination cluster server 'https://nowhere:6443' not found: no cluster Secret has that server",
     });
   });
 
   test('errors name the field', () => {
-    assert.deepEqual(resolveDestination(dest({ name: 'x' }), [remote]), { ok: false, field: 'spec.destination.name', error: "destination cluster name 'x' not found: no cluster Secret has that name" });
-    const twice = resolveDestination(dest({ name: 'dup' }), [{ ...remote, name: 'dup' }, { ...remote, name: 'dup', server: 'https://b' }]);
+    assert.deepEqual(resolveDestination(dest({ name: 'x' }), [remote]), {
+      ok: false,
+      field: 'spec.destination.name',
+      error: "destination cluster name 'x' not found: no cluster Secret has that name",
+    });
+    const twice = resolveDestination(dest({ name: 'dup' }), [
+      { ...remote, name: 'dup' },
+      { ...remote, name: 'dup', server: 'https://b' },
+    ]);
     assert.ok(!twice.ok);
     assert.match(twice.error, /destination cluster name 'dup' is ambiguous: 2 clusters have it/);
     const both = resolveDestination(dest({ name: 'remote-cluster', server: 'https://remote.example:6443' }), [remote]);
     assert.ok(!both.ok);
     assert.equal(both.field, 'spec.destination');
-    assert.equal(both.error, "application destination can't have both name and server defined: remote-cluster https://remote.example:6443");
-    assert.deepEqual(resolveDestination({ spec: {} }, []), { ok: false, field: 'spec.destination', error: 'application destination has neither server nor name' });
+    assert.equal(
+      both.error,
+      "application destination can't have both name and server defined: remote-cluster https://remote.example:6443",
+    );
+    assert.deepEqual(resolveDestination({ spec: {} }, []), {
+      ok: false,
+      field: 'spec.destination',
+      error: 'application destination has neither server nor name',
+    });
   });
 
   test('a cluster Secret for the in-cluster server replaces the built-in one', () => {
-    const local: Cluster = { name: 'local', server: 'https://kubernetes.default.svc', config: {}, secret: 'argocd/local' };
+    const local: Cluster = {
+      name: 'local',
+      server: 'https://kubernetes.default.svc',
+      config: {},
+      secret: 'argocd/local',
+    };
     const r = resolveDestination(dest({ name: 'local' }), [local]);
     assert.ok(r.ok);
     assert.equal(resolveDestination(dest({ name: 'in-cluster' }), [local]).ok, false);

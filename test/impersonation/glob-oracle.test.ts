@@ -24,7 +24,9 @@ interface Answer {
 const answers = JSON.parse(readFileSync(new URL('./fixtures/gobwas.json', import.meta.url), 'utf8')) as Answer[];
 
 function hasEmptyAlternative(nodes: readonly GlobNode[]): boolean {
-  return nodes.some((n) => n.kind === 'alternatives' && n.options.some((o) => o.length === 0 || hasEmptyAlternative(o)));
+  return nodes.some(
+    (n) => n.kind === 'alternatives' && n.options.some((o) => o.length === 0 || hasEmptyAlternative(o)),
+  );
 }
 
 /** Fewest characters any text matching the pattern must have, by spec §2. */
@@ -58,7 +60,8 @@ test('spec §2 compile errors agree with gobwas/glob exactly', () => {
     const ours = compileGlob(a.pattern);
     const theirs = a.error ?? null;
     const mine = ours.ok ? null : ours.error;
-    if (mine !== theirs) wrong.push(`${JSON.stringify(a.pattern)}: gobwas ${JSON.stringify(theirs)}, impersync ${JSON.stringify(mine)}`);
+    if (mine !== theirs)
+      wrong.push(`${JSON.stringify(a.pattern)}: gobwas ${JSON.stringify(theirs)}, impersync ${JSON.stringify(mine)}`);
   }
   assert.deepEqual(wrong, []);
 });
@@ -87,12 +90,29 @@ test('matches agree with gobwas/glob, except its three documented bugs', () => {
 });
 
 test('realistic server and namespace globs agree with gobwas/glob on every text', () => {
-  const realistic = ['https://kubernetes.default.svc', 'https://*', '*.svc', 'https://*.example.com:6443', 'guestbook-*', 'guestbook-{dev,stage}', 'team-[a-c]-*', '*-prod', 'kube-*', '[!k]*', 'ns-[0-9][0-9]', '*'];
+  const realistic = [
+    'https://kubernetes.default.svc',
+    'https://*',
+    '*.svc',
+    'https://*.example.com:6443',
+    'guestbook-*',
+    'guestbook-{dev,stage}',
+    'team-[a-c]-*',
+    '*-prod',
+    'kube-*',
+    '[!k]*',
+    'ns-[0-9][0-9]',
+    '*',
+  ];
   for (const pattern of realistic) {
     const a = answers.find((x) => x.pattern === pattern);
     assert.ok(a?.matches, pattern);
     const compiled = compileGlob(pattern);
     assert.ok(compiled.ok);
-    assert.deepEqual(a.texts.map((t) => compiled.glob.match(t)), a.matches, pattern);
+    assert.deepEqual(
+      a.texts.map((t) => compiled.glob.match(t)),
+      a.matches,
+      pattern,
+    );
   }
 });

@@ -1,15 +1,32 @@
 // spec §3: resolving the ServiceAccount.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolveServiceAccount, type ServiceAccountEntry, type ResolveTarget } from '../../src/impersonation/resolver.ts';
+import {
+  resolveServiceAccount,
+  type ServiceAccountEntry,
+  type ResolveTarget,
+} from '../../src/impersonation/resolver.ts';
 
 const IN = 'https://kubernetes.default.svc';
-const entry = (server: string, namespace: string | undefined, defaultServiceAccount: string, fromProject = 'my-project'): ServiceAccountEntry => ({ server, namespace, defaultServiceAccount, fromProject });
-const target = (destinationNamespace: string, resolvedServer = IN, applicationNamespace = 'argocd'): ResolveTarget => ({ resolvedServer, destinationNamespace, applicationNamespace });
+const entry = (
+  server: string,
+  namespace: string | undefined,
+  defaultServiceAccount: string,
+  fromProject = 'my-project',
+): ServiceAccountEntry => ({ server, namespace, defaultServiceAccount, fromProject });
+const target = (destinationNamespace: string, resolvedServer = IN, applicationNamespace = 'argocd'): ResolveTarget => ({
+  resolvedServer,
+  destinationNamespace,
+  applicationNamespace,
+});
 
 describe('spec §3: resolving the ServiceAccount', () => {
   test('"Walk the entries in order" and "The first entry whose two patterns both match decides. No ranking by specificity."', () => {
-    const entries = [entry(IN, 'guestbook-prod', 'guestbook-prod-deployer'), entry(IN, 'guestbook-*', 'guestbook-generic-deployer'), entry(IN, '*', 'generic-deployer')];
+    const entries = [
+      entry(IN, 'guestbook-prod', 'guestbook-prod-deployer'),
+      entry(IN, 'guestbook-*', 'guestbook-generic-deployer'),
+      entry(IN, '*', 'generic-deployer'),
+    ];
     const cases: [string, string][] = [
       ['myns', 'system:serviceaccount:myns:generic-deployer'],
       ['guestbook-dev', 'system:serviceaccount:guestbook-dev:guestbook-generic-deployer'],
@@ -22,14 +39,20 @@ describe('spec §3: resolving the ServiceAccount', () => {
       assert.equal(r.outcome === 'found' && r.serviceAccount, sa, ns);
     }
     // A catch-all first wins over a more specific entry after it.
-    const r = resolveServiceAccount([entry('*', '*', 'first'), entry(IN, 'guestbook', 'specific')], target('guestbook'));
+    const r = resolveServiceAccount(
+      [entry('*', '*', 'first'), entry(IN, 'guestbook', 'specific')],
+      target('guestbook'),
+    );
     assert.ok(r.outcome === 'found');
     assert.equal(r.serviceAccount, 'system:serviceaccount:guestbook:first');
     assert.equal(r.index, 0);
   });
 
   test('"server" is matched against the resolved server and "namespace" against the raw destination namespace', () => {
-    const entries = [entry('https://remote.example:6443', 'guestbook', 'remote-sa'), entry(IN, 'guestbook', 'local-sa')];
+    const entries = [
+      entry('https://remote.example:6443', 'guestbook', 'remote-sa'),
+      entry(IN, 'guestbook', 'local-sa'),
+    ];
     const remote = resolveServiceAccount(entries, target('guestbook', 'https://remote.example:6443'));
     assert.ok(remote.outcome === 'found');
     assert.equal(remote.serviceAccount, 'system:serviceaccount:guestbook:remote-sa');
@@ -39,21 +62,45 @@ describe('spec §3: resolving the ServiceAccount', () => {
   });
 
   test('"Both are evaluated for every entry visited": the trace records both results', () => {
-    const r = resolveServiceAccount([entry('https://other', 'guestbook', 'a'), entry(IN, 'other', 'b'), entry(IN, 'guestbook', 'c'), entry(IN, '*', 'd')], target('guestbook'));
+    const r = resolveServiceAccount(
+      [
+        entry('https://other', 'guestbook', 'a'),
+        entry(IN, 'other', 'b'),
+        entry(IN, 'guestbook', 'c'),
+        entry(IN, '*', 'd'),
+      ],
+      target('guestbook'),
+    );
     assert.ok(r.outcome === 'found');
-    assert.deepEqual(r.trace.map((t) => [t.index, t.serverMatched, t.namespaceMatched]), [[0, false, true], [1, true, false], [2, true, true]]);
+    assert.deepEqual(
+      r.trace.map((t) => [t.index, t.serverMatched, t.namespaceMatched]),
+      [
+        [0, false, true],
+        [1, true, false],
+        [2, true, true],
+      ],
+    );
   });
 
   test('"an invalid pattern in an entry visited before the first match aborts with an error (invalid glob pattern for destination server: <reason>)"', () => {
     const r = resolveServiceAccount([entry('[', '*', 'a'), entry(IN, '*', 'b')], target('guestbook'));
     assert.equal(r.outcome, 'error');
-    assert.equal(r.outcome === 'error' && r.error, 'invalid glob pattern for destination server: unexpected end of input');
+    assert.equal(
+      r.outcome === 'error' && r.error,
+      'invalid glob pattern for destination server: unexpected end of input',
+    );
   });
 
   test('"... or invalid glob pattern for destination namespace: <reason>", even when the server did not match', () => {
-    const r = resolveServiceAccount([entry('https://elsewhere', '[z-a]', 'a'), entry(IN, '*', 'b')], target('guestbook'));
+    const r = resolveServiceAccount(
+      [entry('https://elsewhere', '[z-a]', 'a'), entry(IN, '*', 'b')],
+      target('guestbook'),
+    );
     assert.ok(r.outcome === 'error');
-    assert.equal(r.error, "invalid glob pattern for destination namespace: hi character 'a' should be greater than lo 'z'");
+    assert.equal(
+      r.error,
+      "invalid glob pattern for destination namespace: hi character 'a' should be greater than lo 'z'",
+    );
     assert.equal(r.index, 0);
   });
 

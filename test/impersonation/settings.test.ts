@@ -6,13 +6,22 @@ import { matchesLabelSelector, checkLabelSelector } from '../../src/impersonatio
 import { parseDurationSeconds } from '../../src/impersonation/duration.ts';
 import type { ConfigMap } from '../../src/api/index.ts';
 
-const cm = (data: Record<string, string> | undefined): ConfigMap => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: 'argocd' }, ...(data ? { data } : {}) });
+const cm = (data: Record<string, string> | undefined): ConfigMap => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'argocd-cm', namespace: 'argocd' },
+  ...(data ? { data } : {}),
+});
 
 describe('spec §4: settings', () => {
   test('application.sync.impersonation.enabled: "on when the value is exactly "true"", default off', () => {
     assert.equal(readImpersonationSettings(cm({ 'application.sync.impersonation.enabled': 'true' })).enabled, true);
     for (const v of ['True', 'TRUE', 'yes', '1', ' true', 'true ', '']) {
-      assert.equal(readImpersonationSettings(cm({ 'application.sync.impersonation.enabled': v })).enabled, false, JSON.stringify(v));
+      assert.equal(
+        readImpersonationSettings(cm({ 'application.sync.impersonation.enabled': v })).enabled,
+        false,
+        JSON.stringify(v),
+      );
     }
     assert.equal(readImpersonationSettings(cm({})).enabled, false);
     assert.equal(readImpersonationSettings(cm(undefined)).enabled, false);
@@ -21,7 +30,11 @@ describe('spec §4: settings', () => {
   test('application.sync.impersonation.enforced: "on when the key is present and its value is anything but exactly "false"; absent → on"', () => {
     assert.equal(readImpersonationSettings(cm({ 'application.sync.impersonation.enforced': 'false' })).enforced, false);
     for (const v of ['true', 'False', 'FALSE', 'no', '0', '', ' false']) {
-      assert.equal(readImpersonationSettings(cm({ 'application.sync.impersonation.enforced': v })).enforced, true, JSON.stringify(v));
+      assert.equal(
+        readImpersonationSettings(cm({ 'application.sync.impersonation.enforced': v })).enforced,
+        true,
+        JSON.stringify(v),
+      );
     }
     assert.equal(readImpersonationSettings(cm({})).enforced, true);
   });
@@ -73,7 +86,12 @@ describe('spec §7: the globalProjects value', () => {
     assert.equal(s.errors.length, 1);
     assert.match(s.errors[0] as string, /^ConfigMap argocd\/argocd-cm data\.globalProjects: not valid YAML/);
     // YAML 1.1: an unquoted yes is a boolean, which Kubernetes refuses where a string belongs.
-    const yes = readImpersonationSettings(cm({ globalProjects: '- projectName: g\n  labelSelector:\n    matchExpressions: [{key: opt, operator: In, values: [yes]}]' }));
+    const yes = readImpersonationSettings(
+      cm({
+        globalProjects:
+          '- projectName: g\n  labelSelector:\n    matchExpressions: [{key: opt, operator: In, values: [yes]}]',
+      }),
+    );
     assert.match(yes.errors[0] as string, /\[0\]\.labelSelector\.matchExpressions\[0\]\.values\[0\]/);
     const wrong = readImpersonationSettings(cm({ globalProjects: '- labelSelector: {}' }));
     assert.match(wrong.errors[0] as string, /data\.globalProjects: \[0\]\.projectName: /);
@@ -88,25 +106,59 @@ describe('label selectors (globalProjects)', () => {
     assert.equal(matchesLabelSelector({ matchLabels: { other: '' } }, labels), false);
   });
   test('In, NotIn, Exists, DoesNotExist', () => {
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'In', values: ['prod', 'stage'] }] }, labels), true);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'In', values: ['dev'] }] }, labels), false);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'In', values: ['x'] }] }, labels), false);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] }, labels), true);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['prod'] }] }, labels), false);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'NotIn', values: ['x'] }] }, labels), true, 'NotIn holds when the label is absent');
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'In', values: ['prod', 'stage'] }] }, labels),
+      true,
+    );
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'In', values: ['dev'] }] }, labels),
+      false,
+    );
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'In', values: ['x'] }] }, labels),
+      false,
+    );
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] }, labels),
+      true,
+    );
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['prod'] }] }, labels),
+      false,
+    );
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'NotIn', values: ['x'] }] }, labels),
+      true,
+      'NotIn holds when the label is absent',
+    );
     assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'team', operator: 'Exists' }] }, labels), true);
     assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'Exists' }] }, labels), false);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'DoesNotExist' }] }, labels), true);
-    assert.equal(matchesLabelSelector({ matchExpressions: [{ key: 'team', operator: 'DoesNotExist' }] }, labels), false);
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'missing', operator: 'DoesNotExist' }] }, labels),
+      true,
+    );
+    assert.equal(
+      matchesLabelSelector({ matchExpressions: [{ key: 'team', operator: 'DoesNotExist' }] }, labels),
+      false,
+    );
   });
   test('an empty selector selects everything, as LabelSelectorAsSelector does', () => {
     assert.equal(matchesLabelSelector({}, {}), true);
     assert.equal(matchesLabelSelector({}, labels), true);
   });
   test('invalid selectors are named', () => {
-    assert.deepEqual(checkLabelSelector({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] }), { ok: false, error: "matchExpressions[0].values: for 'In', 'NotIn' operators, values set can't be empty" });
-    assert.deepEqual(checkLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] }), { ok: false, error: 'matchExpressions[0].values: values set must be empty for exists and does not exist' });
-    assert.deepEqual(checkLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }), { ok: false, error: 'matchExpressions[0].operator: "Gt" is not a valid label selector operator' });
+    assert.deepEqual(checkLabelSelector({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] }), {
+      ok: false,
+      error: "matchExpressions[0].values: for 'In', 'NotIn' operators, values set can't be empty",
+    });
+    assert.deepEqual(checkLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] }), {
+      ok: false,
+      error: 'matchExpressions[0].values: values set must be empty for exists and does not exist',
+    });
+    assert.deepEqual(checkLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }), {
+      ok: false,
+      error: 'matchExpressions[0].operator: "Gt" is not a valid label selector operator',
+    });
     assert.deepEqual(checkLabelSelector({ matchLabels: { a: 'b' } }), { ok: true });
   });
 });
@@ -119,7 +171,10 @@ describe('timeout.reconciliation', () => {
   test('reads Go durations and plain seconds', () => {
     assert.equal(readImpersonationSettings(cm({ 'timeout.reconciliation': '180s' })).reconciliationTimeoutSeconds, 180);
     assert.equal(readImpersonationSettings(cm({ 'timeout.reconciliation': '3m' })).reconciliationTimeoutSeconds, 180);
-    assert.equal(readImpersonationSettings(cm({ 'timeout.reconciliation': '1h30m' })).reconciliationTimeoutSeconds, 5400);
+    assert.equal(
+      readImpersonationSettings(cm({ 'timeout.reconciliation': '1h30m' })).reconciliationTimeoutSeconds,
+      5400,
+    );
     assert.equal(readImpersonationSettings(cm({ 'timeout.reconciliation': '0' })).reconciliationTimeoutSeconds, 0);
     assert.equal(readImpersonationSettings(cm({ 'timeout.reconciliation': '90' })).reconciliationTimeoutSeconds, 90);
     assert.deepEqual(parseDurationSeconds('1.5m'), { ok: true, seconds: 90 });

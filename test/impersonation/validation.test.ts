@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { validateDestinationServiceAccounts } from '../../src/impersonation/validation.ts';
 
 const IN = 'https://kubernetes.default.svc';
-const messages = (entries: { server: string; namespace?: string; defaultServiceAccount: string }[]) => validateDestinationServiceAccounts(entries).failures.map((f) => f.message);
+const messages = (entries: { server: string; namespace?: string; defaultServiceAccount: string }[]) =>
+  validateDestinationServiceAccounts(entries).failures.map((f) => f.message);
 
 describe('spec §8: validating an AppProject', () => {
   test('a valid list', () => {
@@ -16,26 +17,40 @@ describe('spec §8: validating an AppProject', () => {
   });
 
   test('"1. server contains ! anywhere → server has an invalid format, \'<server>\'"', () => {
-    assert.deepEqual(messages([{ server: 'https://a!b', namespace: 'x', defaultServiceAccount: 'sa' }]), ["server has an invalid format, 'https://a!b'"]);
-    assert.deepEqual(messages([{ server: '!*', namespace: 'x', defaultServiceAccount: 'sa' }]), ["server has an invalid format, '!*'"]);
+    assert.deepEqual(messages([{ server: 'https://a!b', namespace: 'x', defaultServiceAccount: 'sa' }]), [
+      "server has an invalid format, 'https://a!b'",
+    ]);
+    assert.deepEqual(messages([{ server: '!*', namespace: 'x', defaultServiceAccount: 'sa' }]), [
+      "server has an invalid format, '!*'",
+    ]);
   });
 
   test('"2. namespace contains ! anywhere → namespace has an invalid format, \'<namespace>\'"', () => {
-    assert.deepEqual(messages([{ server: IN, namespace: '!kube-system', defaultServiceAccount: 'sa' }]), ["namespace has an invalid format, '!kube-system'"]);
+    assert.deepEqual(messages([{ server: IN, namespace: '!kube-system', defaultServiceAccount: 'sa' }]), [
+      "namespace has an invalid format, '!kube-system'",
+    ]);
   });
 
   test('"3. defaultServiceAccount blank after trimming spaces, or contains any of ! * [ ] { } \\ / → defaultServiceAccount has an invalid format, \'<sa>\'"', () => {
     for (const sa of ['', '   ', 'a!', 'a*', 'a[', 'a]', 'a{', 'a}', 'a\\b', 'ns/sa']) {
-      assert.deepEqual(messages([{ server: IN, namespace: 'x', defaultServiceAccount: sa }]), [`defaultServiceAccount has an invalid format, '${sa}'`], JSON.stringify(sa));
+      assert.deepEqual(
+        messages([{ server: IN, namespace: 'x', defaultServiceAccount: sa }]),
+        [`defaultServiceAccount has an invalid format, '${sa}'`],
+        JSON.stringify(sa),
+      );
     }
   });
 
   test('"4. server does not compile as a glob → server has an invalid format, \'<server>\'"', () => {
-    assert.deepEqual(messages([{ server: 'https://[a-', namespace: 'x', defaultServiceAccount: 'sa' }]), ["server has an invalid format, 'https://[a-'"]);
+    assert.deepEqual(messages([{ server: 'https://[a-', namespace: 'x', defaultServiceAccount: 'sa' }]), [
+      "server has an invalid format, 'https://[a-'",
+    ]);
   });
 
   test('"5. namespace does not compile as a glob → namespace has an invalid format, \'<namespace>\'"', () => {
-    assert.deepEqual(messages([{ server: IN, namespace: '[z-a]', defaultServiceAccount: 'sa' }]), ["namespace has an invalid format, '[z-a]'"]);
+    assert.deepEqual(messages([{ server: IN, namespace: '[z-a]', defaultServiceAccount: 'sa' }]), [
+      "namespace has an invalid format, '[z-a]'",
+    ]);
   });
 
   test('"6. <server>/<namespace> already seen in this list → destinationServiceAccount \'<server>/<namespace>\' already added"', () => {
@@ -77,6 +92,8 @@ describe('spec §8: validating an AppProject', () => {
   });
 
   test('a server with ! that also fails to compile is reported once for that entry', () => {
-    assert.deepEqual(messages([{ server: '![', namespace: 'x', defaultServiceAccount: 'sa' }]), ["server has an invalid format, '!['"]);
+    assert.deepEqual(messages([{ server: '![', namespace: 'x', defaultServiceAccount: 'sa' }]), [
+      "server has an invalid format, '!['",
+    ]);
   });
 });

@@ -28,13 +28,28 @@ function tsFiles(dir: string): string[] {
 /** Every module specifier a file imports or re-exports, static or dynamic. */
 function specifiers(text: string): string[] {
   const out: string[] = [];
-  const patterns = [/\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g, /\bimport\s*['"]([^'"]+)['"]/g, /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g, /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g];
+  const patterns = [
+    /\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
   for (const re of patterns) for (const m of text.matchAll(re)) out.push(m[1] as string);
   return out;
 }
 
 const ALLOWED_KUBE = new Set([join(root, 'src/kube/types.ts')]);
-const FORBIDDEN_PACKAGES = ['@kubernetes/client-node', 'undici', 'node:http', 'node:https', 'node:http2', 'node:tls', 'http', 'https', 'tls'];
+const FORBIDDEN_PACKAGES = [
+  '@kubernetes/client-node',
+  'undici',
+  'node:http',
+  'node:https',
+  'node:http2',
+  'node:tls',
+  'http',
+  'https',
+  'tls',
+];
 
 function violations(folder: string): string[] {
   const found: string[] = [];
@@ -43,8 +58,10 @@ function violations(folder: string): string[] {
       const where = relative(root, file);
       if (spec.startsWith('.')) {
         const target = resolve(dirname(file), spec);
-        if (target.startsWith(join(root, 'src/kube') + '/') && !ALLOWED_KUBE.has(target)) found.push(`${where} imports ${spec}`);
-        if (target.startsWith(join(root, 'src/controller') + '/') || target.startsWith(join(root, 'src/cli') + '/')) found.push(`${where} imports ${spec}`);
+        if (target.startsWith(join(root, 'src/kube') + '/') && !ALLOWED_KUBE.has(target))
+          found.push(`${where} imports ${spec}`);
+        if (target.startsWith(join(root, 'src/controller') + '/') || target.startsWith(join(root, 'src/cli') + '/'))
+          found.push(`${where} imports ${spec}`);
       } else if (FORBIDDEN_PACKAGES.includes(spec)) {
         found.push(`${where} imports ${spec}`);
       }
@@ -61,7 +78,13 @@ test('the import scanner sees static, type-only, re-export and dynamic imports',
     "const m = await import('../kube/transport.ts');",
     "import '../kube/index.ts';",
   ].join('\n');
-  assert.deepEqual(specifiers(text).sort(), ['../kube/client.ts', '../kube/credentials.ts', '../kube/factory.ts', '../kube/index.ts', '../kube/transport.ts']);
+  assert.deepEqual(specifiers(text).sort(), [
+    '../kube/client.ts',
+    '../kube/credentials.ts',
+    '../kube/factory.ts',
+    '../kube/index.ts',
+    '../kube/transport.ts',
+  ]);
 });
 
 test('src/sync imports nothing of kube/ but its types, and no HTTP client', () => {
@@ -75,7 +98,10 @@ test('src/source imports nothing of kube/ but its types, and no HTTP client', ()
 
 test('kube/types.ts itself reaches no credential', () => {
   const specs = specifiers(readFileSync(join(root, 'src/kube/types.ts'), 'utf8'));
-  assert.deepEqual(specs.filter((s) => s.startsWith('./') || FORBIDDEN_PACKAGES.includes(s)), []);
+  assert.deepEqual(
+    specs.filter((s) => s.startsWith('./') || FORBIDDEN_PACKAGES.includes(s)),
+    [],
+  );
 });
 
 test('within kube/, only the factory (and the transport it builds, and the index) touch credentials', () => {

@@ -8,16 +8,33 @@ import { LiveObjectCache } from '../../src/kube/live-cache.ts';
 import type { ResourceInfo } from '../../src/kube/types.ts';
 import type { WatchTransport } from '../../src/kube/watch.ts';
 
-const CM: ResourceInfo = { apiVersion: 'v1', group: '', version: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true, verbs: ['get', 'list', 'watch', 'patch'] };
+const CM: ResourceInfo = {
+  apiVersion: 'v1',
+  group: '',
+  version: 'v1',
+  kind: 'ConfigMap',
+  resource: 'configmaps',
+  namespaced: true,
+  verbs: ['get', 'list', 'watch', 'patch'],
+};
 const COLL = '/api/v1/namespaces/a/configmaps';
-const cm = (name: string, rv: string, data = 'x') => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'a', resourceVersion: rv }, data: { v: data } });
+const cm = (name: string, rv: string, data = 'x') => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'a', resourceVersion: rv },
+  data: { v: data },
+});
 
 /** A transport whose list answers `items` (or `listStatus`) and whose watch streams what `push` sends. */
 function scripted(items: unknown[], listStatus = 200) {
   const queue: string[] = [];
   let wake: (() => void) | undefined;
   const transport: WatchTransport = {
-    get: async () => ({ status: listStatus, body: listStatus === 200 ? { metadata: { resourceVersion: '10' }, items } : { message: 'forbidden' }, text: '' }),
+    get: async () => ({
+      status: listStatus,
+      body: listStatus === 200 ? { metadata: { resourceVersion: '10' }, items } : { message: 'forbidden' },
+      text: '',
+    }),
     stream: async (_p, signal) => ({
       status: 200,
       discard: () => undefined,
@@ -25,12 +42,19 @@ function scripted(items: unknown[], listStatus = 200) {
         while (!signal.aborted) {
           const line = queue.shift();
           if (line !== undefined) yield line;
-          else await new Promise<void>((r) => { wake = r; signal.addEventListener('abort', () => r(), { once: true }); });
+          else
+            await new Promise<void>((r) => {
+              wake = r;
+              signal.addEventListener('abort', () => r(), { once: true });
+            });
         }
       })(),
     }),
   };
-  const push = (type: string, object: unknown) => { queue.push(`${JSON.stringify({ type, object })}\n`); wake?.(); };
+  const push = (type: string, object: unknown) => {
+    queue.push(`${JSON.stringify({ type, object })}\n`);
+    wake?.();
+  };
   return { transport, push };
 }
 
@@ -59,7 +83,9 @@ test('the first read misses and starts the watch; later reads come from it, abse
 test('after our own write, reads go to the server until the watch shows that version; its echo is not a change', async () => {
   const { transport, push } = scripted([cm('one', '5')]);
   const changes: string[] = [];
-  const cache = new LiveObjectCache(transport, { onChange: (o) => changes.push(`${o.metadata.name}@${String(o.metadata.resourceVersion)}`) });
+  const cache = new LiveObjectCache(transport, {
+    onChange: (o) => changes.push(`${o.metadata.name}@${String(o.metadata.resourceVersion)}`),
+  });
   try {
     cache.lookup(CM, COLL, 'one');
     await settle(() => cache.lookup(CM, COLL, 'one').hit);

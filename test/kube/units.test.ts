@@ -12,7 +12,15 @@ const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 test("a Status body keeps the API server's reason and message verbatim", () => {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: 'configmaps "x" is forbidden: User "system:serviceaccount:team:deployer" cannot patch resource "configmaps"' });
+  const body = JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    reason: 'Forbidden',
+    code: 403,
+    message:
+      'configmaps "x" is forbidden: User "system:serviceaccount:team:deployer" cannot patch resource "configmaps"',
+  });
   const e = errorFromResponse(403, body);
   assert.equal(e.code, 403);
   assert.equal(e.reason, 'Forbidden');
@@ -26,7 +34,12 @@ test('a non-Status body becomes the message; an empty one names the code', () =>
 });
 
 test('a network failure is a value naming the server', () => {
-  const e = errorFromException('https://127.0.0.1:1', Object.assign(new Error('connect failed'), { cause: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' } }));
+  const e = errorFromException(
+    'https://127.0.0.1:1',
+    Object.assign(new Error('connect failed'), {
+      cause: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' },
+    }),
+  );
   assert.equal(e.code, 0);
   assert.equal(e.reason, 'ConnectionError');
   assert.match(e.message, /^cannot reach https:\/\/127\.0\.0\.1:1: connect failed: connect ECONNREFUSED/);
@@ -39,12 +52,30 @@ test('Warning headers are read as the texts they quote', () => {
 });
 
 test('an identity decision becomes an identity or a refusal with its message (spec §5)', () => {
-  assert.deepEqual(identityFor({ decision: 'impersonate', serviceAccount: 'system:serviceaccount:team:deployer', message: '' }), { impersonate: 'system:serviceaccount:team:deployer' });
+  assert.deepEqual(
+    identityFor({ decision: 'impersonate', serviceAccount: 'system:serviceaccount:team:deployer', message: '' }),
+    { impersonate: 'system:serviceaccount:team:deployer' },
+  );
   assert.deepEqual(identityFor({ decision: 'disabled', serviceAccount: null }), { controller: true });
-  assert.deepEqual(identityFor({ decision: 'fallback', serviceAccount: null, message: 'no matching ... falling back' }), { controller: true });
-  const deny = 'no matching service account found for destination server https://kubernetes.default.svc and namespace team';
-  assert.deepEqual(identityFor({ decision: 'deny', serviceAccount: null, message: deny }), { refused: true, decision: 'deny', message: deny });
-  assert.deepEqual(identityFor({ decision: 'error', serviceAccount: null, message: 'failed to derive service account to impersonate: x' }), { refused: true, decision: 'error', message: 'failed to derive service account to impersonate: x' });
+  assert.deepEqual(
+    identityFor({ decision: 'fallback', serviceAccount: null, message: 'no matching ... falling back' }),
+    { controller: true },
+  );
+  const deny =
+    'no matching service account found for destination server https://kubernetes.default.svc and namespace team';
+  assert.deepEqual(identityFor({ decision: 'deny', serviceAccount: null, message: deny }), {
+    refused: true,
+    decision: 'deny',
+    message: deny,
+  });
+  assert.deepEqual(
+    identityFor({
+      decision: 'error',
+      serviceAccount: null,
+      message: 'failed to derive service account to impersonate: x',
+    }),
+    { refused: true, decision: 'error', message: 'failed to derive service account to impersonate: x' },
+  );
   assert.equal(impersonatedUser('team:deployer'), 'system:serviceaccount:team:deployer');
   assert.equal(describeIdentity({ impersonate: 'system:serviceaccount:a:b' }), 'system:serviceaccount:a:b');
   assert.equal(describeIdentity({ controller: true }), "controller's own credential");
@@ -57,13 +88,40 @@ test('a cluster Secret gives its own credential; in-cluster without one uses the
     name: 'remote',
     server: 'https://remote.example:6443/',
     secret: 'argocd/remote',
-    config: { bearerToken: 'remote-token', tlsClientConfig: { caData: b64(PEM), serverName: 'kubernetes', insecure: false } },
+    config: {
+      bearerToken: 'remote-token',
+      tlsClientConfig: { caData: b64(PEM), serverName: 'kubernetes', insecure: false },
+    },
   };
-  assert.deepEqual(credentialForCluster(remote, controller), { server: 'https://remote.example:6443', bearerToken: 'remote-token', ca: PEM, serverName: 'kubernetes' });
-  const basic: Cluster = { name: 'b', server: 'https://b', secret: 'argocd/b', config: { username: 'u', password: 'p', tlsClientConfig: { insecure: true } } };
-  assert.deepEqual(credentialForCluster(basic, controller), { server: 'https://b', basic: { username: 'u', password: 'p' }, insecure: true });
-  const bad: Cluster = { name: 'c', server: 'https://c', secret: 'argocd/c', config: { bearerToken: 't', tlsClientConfig: { caData: b64('not pem') } } };
-  assert.throws(() => credentialForCluster(bad, controller), (e: unknown) => e instanceof CredentialError && /argocd\/c: config.tlsClientConfig.caData is not base64-encoded PEM/.test(e.message));
+  assert.deepEqual(credentialForCluster(remote, controller), {
+    server: 'https://remote.example:6443',
+    bearerToken: 'remote-token',
+    ca: PEM,
+    serverName: 'kubernetes',
+  });
+  const basic: Cluster = {
+    name: 'b',
+    server: 'https://b',
+    secret: 'argocd/b',
+    config: { username: 'u', password: 'p', tlsClientConfig: { insecure: true } },
+  };
+  assert.deepEqual(credentialForCluster(basic, controller), {
+    server: 'https://b',
+    basic: { username: 'u', password: 'p' },
+    insecure: true,
+  });
+  const bad: Cluster = {
+    name: 'c',
+    server: 'https://c',
+    secret: 'argocd/c',
+    config: { bearerToken: 't', tlsClientConfig: { caData: b64('not pem') } },
+  };
+  assert.throws(
+    () => credentialForCluster(bad, controller),
+    (e: unknown) =>
+      e instanceof CredentialError &&
+      /argocd\/c: config.tlsClientConfig.caData is not base64-encoded PEM/.test(e.message),
+  );
 });
 
 test('a kubeconfig context gives server, CA, token; none of its impersonation settings', async () => {

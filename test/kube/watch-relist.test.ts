@@ -27,12 +27,20 @@ test('an expired continue token starts the list over; the cache holds every obje
       status: 200,
       discard: () => undefined,
       chunks: (async function* () {
-        await new Promise<void>((r) => { release = r; signal.addEventListener('abort', () => r(), { once: true }); });
-        yield* ([] as string[]); // the stream ends without an event
+        await new Promise<void>((r) => {
+          release = r;
+          signal.addEventListener('abort', () => r(), { once: true });
+        });
+        yield* [] as string[]; // the stream ends without an event
       })(),
     }),
   };
-  const w = new Watch(transport, { path: '/api/v1/namespaces/a/configmaps', kind: 'ConfigMap', apiVersion: 'v1', backoffInitialMs: 10_000 });
+  const w = new Watch(transport, {
+    path: '/api/v1/namespaces/a/configmaps',
+    kind: 'ConfigMap',
+    apiVersion: 'v1',
+    backoffInitialMs: 10_000,
+  });
   w.start();
   await w.synced;
   assert.deepEqual([...w.store.keys()].sort(), ['a/one', 'a/two']);

@@ -7,20 +7,36 @@ import { startHealthServer } from '../../src/observability/health.ts';
 
 function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
   const chunks: string[] = [];
-  const stream = new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } });
-  return { stream, lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+  const stream = new Writable({
+    write(c, _e, cb) {
+      chunks.push(String(c));
+      cb();
+    },
+  });
+  return {
+    stream,
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
 }
 
 test('the logger writes JSON and redacts tokens, certificates, Secret data and auth headers', () => {
   const out = capture();
   const log = createLogger({ level: 'info' }, out.stream);
-  log.info({
-    application: 'argocd/guestbook',
-    cluster: { config: { bearerToken: 'tok', tlsClientConfig: { caData: 'CA' } }, password: 'pw' },
-    secret: { data: { config: 'e30=' } },
-    headers: { authorization: 'Bearer x' },
-    token: 't',
-  }, 'hello');
+  log.info(
+    {
+      application: 'argocd/guestbook',
+      cluster: { config: { bearerToken: 'tok', tlsClientConfig: { caData: 'CA' } }, password: 'pw' },
+      secret: { data: { config: 'e30=' } },
+      headers: { authorization: 'Bearer x' },
+      token: 't',
+    },
+    'hello',
+  );
   log.debug('not shown at info');
   const [line, ...rest] = out.lines();
   assert.equal(rest.length, 0);
@@ -29,7 +45,8 @@ test('the logger writes JSON and redacts tokens, certificates, Secret data and a
   assert.equal(line['level'], 'info');
   assert.equal(line['application'], 'argocd/guestbook');
   const text = JSON.stringify(line);
-  for (const secret of ['"tok"', '"CA"', 'pw', 'e30=', 'Bearer x', '"t"']) assert.ok(!text.includes(secret), `${secret} leaked: ${text}`);
+  for (const secret of ['"tok"', '"CA"', 'pw', 'e30=', 'Bearer x', '"t"'])
+    assert.ok(!text.includes(secret), `${secret} leaked: ${text}`);
   assert.equal((line['headers'] as Record<string, unknown>)['authorization'], '[REDACTED]');
 });
 
@@ -38,7 +55,12 @@ test('health server answers /healthz, /readyz by readiness, /metrics with the re
   metrics.syncs.inc({ phase: 'Succeeded' });
   metrics.identityDecisions.inc({ outcome: 'impersonate' }, 2);
   let why = 'caches not synced';
-  const server = await startHealthServer({ port: 0, host: '127.0.0.1', registry: metrics.registry, readiness: () => why });
+  const server = await startHealthServer({
+    port: 0,
+    host: '127.0.0.1',
+    registry: metrics.registry,
+    readiness: () => why,
+  });
   try {
     const base = `http://127.0.0.1:${server.port}`;
     assert.equal((await fetch(`${base}/healthz`)).status, 200);

@@ -4,8 +4,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { AppProject, Application, KubeObject } from '../../src/api/index.ts';
 import {
-  checkApplicationLimits, checkResourceLimits, describeViolation, destinationDecision, normalizeGitURL, pathMatch,
-  resourceDecision, sourceRepoDecision, type IsNamespaced,
+  checkApplicationLimits,
+  checkResourceLimits,
+  describeViolation,
+  destinationDecision,
+  normalizeGitURL,
+  pathMatch,
+  resourceDecision,
+  sourceRepoDecision,
+  type IsNamespaced,
 } from '../../src/project/index.ts';
 
 const IN_CLUSTER = { server: 'https://kubernetes.default.svc', name: 'in-cluster' };
@@ -19,12 +26,27 @@ function application(spec: Partial<Application['spec']>): Application {
 }
 
 const obj = (apiVersion: string, kind: string, name: string, namespace?: string): KubeObject => ({
-  apiVersion, kind, metadata: namespace === undefined ? { name } : { name, namespace },
+  apiVersion,
+  kind,
+  metadata: namespace === undefined ? { name } : { name, namespace },
 });
 
 /** Discovery for the tests: the usual built-in kinds. */
-const CLUSTER_SCOPED = new Set(['/Namespace', 'rbac.authorization.k8s.io/ClusterRole', 'rbac.authorization.k8s.io/ClusterRoleBinding', 'apiextensions.k8s.io/CustomResourceDefinition', '/PersistentVolume']);
-const NAMESPACED = new Set(['/ConfigMap', '/Service', '/Secret', 'apps/Deployment', 'rbac.authorization.k8s.io/Role', 'batch/Job']);
+const CLUSTER_SCOPED = new Set([
+  '/Namespace',
+  'rbac.authorization.k8s.io/ClusterRole',
+  'rbac.authorization.k8s.io/ClusterRoleBinding',
+  'apiextensions.k8s.io/CustomResourceDefinition',
+  '/PersistentVolume',
+]);
+const NAMESPACED = new Set([
+  '/ConfigMap',
+  '/Service',
+  '/Secret',
+  'apps/Deployment',
+  'rbac.authorization.k8s.io/Role',
+  'batch/Job',
+]);
 const discovery: IsNamespaced = (group, kind) => {
   const key = `${group}/${kind}`;
   if (CLUSTER_SCOPED.has(key)) return false;
@@ -47,8 +69,14 @@ describe('sourceRepos', () => {
   test('`*` allows any repository; an empty list allows none', () => {
     assert.ok(permitted(['*'], 'https://anything.example/x/y/z.git'));
     assert.ok(permitted(['*'], '/srv/git/local-repo'));
-    assert.deepEqual(sourceRepoDecision([], 'https://github.com/org/app'), { permitted: false, because: 'sourceRepos is empty' });
-    assert.deepEqual(sourceRepoDecision(undefined, 'https://github.com/org/app'), { permitted: false, because: 'sourceRepos is empty' });
+    assert.deepEqual(sourceRepoDecision([], 'https://github.com/org/app'), {
+      permitted: false,
+      because: 'sourceRepos is empty',
+    });
+    assert.deepEqual(sourceRepoDecision(undefined, 'https://github.com/org/app'), {
+      permitted: false,
+      because: 'sourceRepos is empty',
+    });
   });
 
   test('globs: `*` stays within one path segment, `**` crosses them', () => {
@@ -62,38 +90,69 @@ describe('sourceRepos', () => {
   });
 
   test('`!` denies what it matches, whatever allowed it before', () => {
-    assert.deepEqual(sourceRepoDecision(['*', '!https://github.com/evil/*'], 'https://github.com/evil/app'), { permitted: false, because: "denied by sourceRepos entry '!https://github.com/evil/*'" });
-    assert.ok(!permitted(['https://github.com/org/app', '!https://github.com/org/app.git'], 'https://github.com/org/app'));
+    assert.deepEqual(sourceRepoDecision(['*', '!https://github.com/evil/*'], 'https://github.com/evil/app'), {
+      permitted: false,
+      because: "denied by sourceRepos entry '!https://github.com/evil/*'",
+    });
+    assert.ok(
+      !permitted(['https://github.com/org/app', '!https://github.com/org/app.git'], 'https://github.com/org/app'),
+    );
     assert.ok(permitted(['*', '!https://github.com/evil/*'], 'https://github.com/good/app'));
   });
 
-  test('a `!` entry that does not match allows on its own (Argo CD\'s reading)', () => {
+  test("a `!` entry that does not match allows on its own (Argo CD's reading)", () => {
     assert.ok(permitted(['!https://github.com/evil/*'], 'https://github.com/good/app'));
     assert.ok(!permitted(['!https://github.com/evil/*'], 'https://github.com/evil/app'));
   });
 
-  test('the Application-level message is Argo CD\'s', () => {
-    const v = checkApplicationLimits(project({ sourceRepos: ['https://github.com/org/*'], destinations: [{ server: '*', namespace: '*' }] }),
-      application({ source: { repoURL: 'https://github.com/other/app.git' }, destination: { server: IN_CLUSTER.server, namespace: 'x' } }), IN_CLUSTER);
+  test("the Application-level message is Argo CD's", () => {
+    const v = checkApplicationLimits(
+      project({ sourceRepos: ['https://github.com/org/*'], destinations: [{ server: '*', namespace: '*' }] }),
+      application({
+        source: { repoURL: 'https://github.com/other/app.git' },
+        destination: { server: IN_CLUSTER.server, namespace: 'x' },
+      }),
+      IN_CLUSTER,
+    );
     assert.equal(v.length, 1);
     assert.equal(v[0]?.rule, 'sourceRepos');
-    assert.equal(v[0]?.message, "application repo https://github.com/other/app.git is not permitted in project 'team-a'");
+    assert.equal(
+      v[0]?.message,
+      "application repo https://github.com/other/app.git is not permitted in project 'team-a'",
+    );
     assert.equal(v[0]?.detail, 'no sourceRepos entry matches');
   });
 
   test('every source of a multi-source Application is checked', () => {
-    const v = checkApplicationLimits(project({ sourceRepos: ['https://github.com/org/*'], destinations: [{ server: '*', namespace: '*' }] }),
-      application({ sources: [{ repoURL: 'https://github.com/org/a' }, { repoURL: 'https://github.com/x/b' }, { repoURL: 'https://github.com/y/c' }], destination: { server: IN_CLUSTER.server } }), IN_CLUSTER);
-    assert.deepEqual(v.map((x) => x.message), [
-      "application repo https://github.com/x/b is not permitted in project 'team-a'",
-      "application repo https://github.com/y/c is not permitted in project 'team-a'",
-    ]);
+    const v = checkApplicationLimits(
+      project({ sourceRepos: ['https://github.com/org/*'], destinations: [{ server: '*', namespace: '*' }] }),
+      application({
+        sources: [
+          { repoURL: 'https://github.com/org/a' },
+          { repoURL: 'https://github.com/x/b' },
+          { repoURL: 'https://github.com/y/c' },
+        ],
+        destination: { server: IN_CLUSTER.server },
+      }),
+      IN_CLUSTER,
+    );
+    assert.deepEqual(
+      v.map((x) => x.message),
+      [
+        "application repo https://github.com/x/b is not permitted in project 'team-a'",
+        "application repo https://github.com/y/c is not permitted in project 'team-a'",
+      ],
+    );
   });
 });
 
 describe('destinations', () => {
-  const permitted = (destinations: AppProject['spec']['destinations'], server: string, namespace: string, name = ''): boolean =>
-    destinationDecision(destinations, { server, name, namespace }).permitted;
+  const permitted = (
+    destinations: AppProject['spec']['destinations'],
+    server: string,
+    namespace: string,
+    name = '',
+  ): boolean => destinationDecision(destinations, { server, name, namespace }).permitted;
   const local = 'https://kubernetes.default.svc';
 
   test('server and namespace must both match; globs on each', () => {
@@ -119,11 +178,46 @@ describe('destinations', () => {
   });
 
   test('a matching `!` entry denies even after an entry that allowed', () => {
-    assert.deepEqual(destinationDecision([{ server: '*', namespace: '*' }, { server: '*', namespace: '!kube-system' }], { server: local, name: 'in-cluster', namespace: 'kube-system' }),
-      { permitted: false, because: "denied by destinations entry {server: '*', namespace: '!kube-system'}" });
-    assert.ok(!permitted([{ server: local, namespace: '*' }, { server: `!${local}`, namespace: '*' }], local, 'apps'));
-    assert.ok(!permitted([{ server: '*', namespace: '*' }, { server: `!${local}`, namespace: 'kube-system' }], local, 'kube-system'));
-    assert.ok(permitted([{ server: '*', namespace: '*' }, { server: `!${local}`, namespace: 'kube-system' }], local, 'default'));
+    assert.deepEqual(
+      destinationDecision(
+        [
+          { server: '*', namespace: '*' },
+          { server: '*', namespace: '!kube-system' },
+        ],
+        { server: local, name: 'in-cluster', namespace: 'kube-system' },
+      ),
+      { permitted: false, because: "denied by destinations entry {server: '*', namespace: '!kube-system'}" },
+    );
+    assert.ok(
+      !permitted(
+        [
+          { server: local, namespace: '*' },
+          { server: `!${local}`, namespace: '*' },
+        ],
+        local,
+        'apps',
+      ),
+    );
+    assert.ok(
+      !permitted(
+        [
+          { server: '*', namespace: '*' },
+          { server: `!${local}`, namespace: 'kube-system' },
+        ],
+        local,
+        'kube-system',
+      ),
+    );
+    assert.ok(
+      permitted(
+        [
+          { server: '*', namespace: '*' },
+          { server: `!${local}`, namespace: 'kube-system' },
+        ],
+        local,
+        'default',
+      ),
+    );
   });
 
   test('`!` on the server or name', () => {
@@ -135,7 +229,16 @@ describe('destinations', () => {
 
   test('a negated namespace on another server does not deny', () => {
     const eks = 'https://eks.example';
-    assert.ok(permitted([{ server: local, namespace: '!{kube-system,argocd}' }, { server: eks, namespace: '*' }], eks, 'kube-system'));
+    assert.ok(
+      permitted(
+        [
+          { server: local, namespace: '!{kube-system,argocd}' },
+          { server: eks, namespace: '*' },
+        ],
+        eks,
+        'kube-system',
+      ),
+    );
   });
 
   test('an invalid glob matches nothing', () => {
@@ -144,32 +247,97 @@ describe('destinations', () => {
 
   test('the Application-level message names the server, or the name when the Application used one', () => {
     const proj = project({ sourceRepos: ['*'], destinations: [{ server: local, namespace: 'team-a-*' }] });
-    const byServer = checkApplicationLimits(proj, application({ source: { repoURL: 'https://g/x' }, destination: { server: local, namespace: 'kube-system' } }), IN_CLUSTER);
-    assert.deepEqual(byServer.map((v) => [v.rule, v.message]), [[
-      'destinations', "application destination server 'https://kubernetes.default.svc' and namespace 'kube-system' do not match any of the allowed destinations in project 'team-a'",
-    ]]);
-    const byName = checkApplicationLimits(proj, application({ source: { repoURL: 'https://g/x' }, destination: { name: 'in-cluster', namespace: 'kube-system' } }), IN_CLUSTER);
-    assert.equal(byName[0]?.message, "application destination server 'in-cluster' and namespace 'kube-system' do not match any of the allowed destinations in project 'team-a'");
-    assert.deepEqual(checkApplicationLimits(proj, application({ source: { repoURL: 'https://g/x' }, destination: { server: local, namespace: 'team-a-web' } }), IN_CLUSTER), []);
+    const byServer = checkApplicationLimits(
+      proj,
+      application({ source: { repoURL: 'https://g/x' }, destination: { server: local, namespace: 'kube-system' } }),
+      IN_CLUSTER,
+    );
+    assert.deepEqual(
+      byServer.map((v) => [v.rule, v.message]),
+      [
+        [
+          'destinations',
+          "application destination server 'https://kubernetes.default.svc' and namespace 'kube-system' do not match any of the allowed destinations in project 'team-a'",
+        ],
+      ],
+    );
+    const byName = checkApplicationLimits(
+      proj,
+      application({
+        source: { repoURL: 'https://g/x' },
+        destination: { name: 'in-cluster', namespace: 'kube-system' },
+      }),
+      IN_CLUSTER,
+    );
+    assert.equal(
+      byName[0]?.message,
+      "application destination server 'in-cluster' and namespace 'kube-system' do not match any of the allowed destinations in project 'team-a'",
+    );
+    assert.deepEqual(
+      checkApplicationLimits(
+        proj,
+        application({ source: { repoURL: 'https://g/x' }, destination: { server: local, namespace: 'team-a-web' } }),
+        IN_CLUSTER,
+      ),
+      [],
+    );
   });
 });
 
 describe('resource allow and deny lists', () => {
   test('namespaced: no whitelist allows all, the blacklist wins, an empty whitelist allows none', () => {
     assert.ok(resourceDecision({}, 'apps', 'Deployment', 'web', true).permitted);
-    assert.deepEqual(resourceDecision({ namespaceResourceBlacklist: [{ group: '', kind: 'Secret' }] }, '', 'Secret', 's', true),
-      { permitted: false, rule: 'namespaceResourceBlacklist', because: "matches namespaceResourceBlacklist entry {group: '', kind: 'Secret'}" });
+    assert.deepEqual(
+      resourceDecision({ namespaceResourceBlacklist: [{ group: '', kind: 'Secret' }] }, '', 'Secret', 's', true),
+      {
+        permitted: false,
+        rule: 'namespaceResourceBlacklist',
+        because: "matches namespaceResourceBlacklist entry {group: '', kind: 'Secret'}",
+      },
+    );
     assert.ok(!resourceDecision({ namespaceResourceWhitelist: [] }, '', 'ConfigMap', 'c', true).permitted);
-    assert.ok(resourceDecision({ namespaceResourceWhitelist: [{ group: 'apps', kind: '*' }] }, 'apps', 'Deployment', 'web', true).permitted);
-    assert.deepEqual(resourceDecision({ namespaceResourceWhitelist: [{ group: 'apps', kind: '*' }] }, '', 'ConfigMap', 'c', true),
-      { permitted: false, rule: 'namespaceResourceWhitelist', because: 'not in namespaceResourceWhitelist' });
+    assert.ok(
+      resourceDecision(
+        { namespaceResourceWhitelist: [{ group: 'apps', kind: '*' }] },
+        'apps',
+        'Deployment',
+        'web',
+        true,
+      ).permitted,
+    );
+    assert.deepEqual(
+      resourceDecision({ namespaceResourceWhitelist: [{ group: 'apps', kind: '*' }] }, '', 'ConfigMap', 'c', true),
+      { permitted: false, rule: 'namespaceResourceWhitelist', because: 'not in namespaceResourceWhitelist' },
+    );
   });
 
   test('cluster-scoped: nothing unless whitelisted; the blacklist wins; names may narrow cluster entries', () => {
-    assert.deepEqual(resourceDecision({}, '', 'Namespace', 'n', false),
-      { permitted: false, rule: 'clusterResourceWhitelist', because: 'clusterResourceWhitelist is empty: no cluster-scoped resource is allowed' });
-    assert.ok(resourceDecision({ clusterResourceWhitelist: [{ group: '*', kind: '*' }] }, 'rbac.authorization.k8s.io', 'ClusterRole', 'r', false).permitted);
-    assert.ok(!resourceDecision({ clusterResourceWhitelist: [{ group: '*', kind: '*' }], clusterResourceBlacklist: [{ group: 'rbac.authorization.k8s.io', kind: 'Cluster*' }] }, 'rbac.authorization.k8s.io', 'ClusterRoleBinding', 'b', false).permitted);
+    assert.deepEqual(resourceDecision({}, '', 'Namespace', 'n', false), {
+      permitted: false,
+      rule: 'clusterResourceWhitelist',
+      because: 'clusterResourceWhitelist is empty: no cluster-scoped resource is allowed',
+    });
+    assert.ok(
+      resourceDecision(
+        { clusterResourceWhitelist: [{ group: '*', kind: '*' }] },
+        'rbac.authorization.k8s.io',
+        'ClusterRole',
+        'r',
+        false,
+      ).permitted,
+    );
+    assert.ok(
+      !resourceDecision(
+        {
+          clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+          clusterResourceBlacklist: [{ group: 'rbac.authorization.k8s.io', kind: 'Cluster*' }],
+        },
+        'rbac.authorization.k8s.io',
+        'ClusterRoleBinding',
+        'b',
+        false,
+      ).permitted,
+    );
     const named = { clusterResourceWhitelist: [{ group: '', kind: 'Namespace', name: 'team-a-*' }] };
     assert.ok(resourceDecision(named, '', 'Namespace', 'team-a-web', false).permitted);
     assert.ok(!resourceDecision(named, '', 'Namespace', 'kube-system', false).permitted);
@@ -193,52 +361,144 @@ describe('resource allow and deny lists', () => {
 describe('checkResourceLimits', () => {
   const proj = project({
     sourceRepos: ['*'],
-    destinations: [{ server: 'https://kubernetes.default.svc', namespace: 'team-a' }, { server: '*', namespace: '!kube-system' }],
+    destinations: [
+      { server: 'https://kubernetes.default.svc', namespace: 'team-a' },
+      { server: '*', namespace: '!kube-system' },
+    ],
     clusterResourceWhitelist: [{ group: '', kind: 'Namespace' }],
     namespaceResourceBlacklist: [{ group: '', kind: 'Secret' }],
   });
 
-  test('returns every violation, each naming the resource, the rule and Argo CD\'s message', () => {
+  test("returns every violation, each naming the resource, the rule and Argo CD's message", () => {
     const objects = [
       { object: obj('v1', 'ConfigMap', 'ok'), location: { file: 'app/cm.yaml', document: 1 } },
       { object: obj('v1', 'Namespace', 'team-a'), location: { file: 'app/ns.yaml', document: 1 } },
-      { object: obj('rbac.authorization.k8s.io/v1', 'ClusterRole', 'admin-ish'), location: { file: 'app/rbac.yaml', document: 1 } },
+      {
+        object: obj('rbac.authorization.k8s.io/v1', 'ClusterRole', 'admin-ish'),
+        location: { file: 'app/rbac.yaml', document: 1 },
+      },
       { object: obj('v1', 'Secret', 'token', 'team-a'), location: { file: 'app/secret.yaml', document: 1 } },
-      { object: obj('apps/v1', 'Deployment', 'web', 'kube-system'), location: { file: 'app/deploy.yaml', document: 2 } },
+      {
+        object: obj('apps/v1', 'Deployment', 'web', 'kube-system'),
+        location: { file: 'app/deploy.yaml', document: 2 },
+      },
     ];
-    const v = checkResourceLimits({ project: proj, cluster: IN_CLUSTER, destinationNamespace: 'team-a', objects, isNamespaced: discovery });
-    assert.deepEqual(v.map((x) => [x.rule, x.message, `${x.resource?.kind}/${x.resource?.name}`, x.location?.file]), [
-      ['clusterResourceWhitelist', 'resource rbac.authorization.k8s.io:ClusterRole is not permitted in project team-a', 'ClusterRole/admin-ish', 'app/rbac.yaml'],
-      ['namespaceResourceBlacklist', 'resource :Secret is not permitted in project team-a', 'Secret/token', 'app/secret.yaml'],
-      ['destinations', "namespace kube-system is not permitted in project 'team-a'", 'Deployment/web', 'app/deploy.yaml'],
-    ]);
-    assert.equal(describeViolation(v[2]!), "apps/Deployment kube-system/web: namespace kube-system is not permitted in project 'team-a' (destinations: denied by destinations entry {server: '*', namespace: '!kube-system'})");
+    const v = checkResourceLimits({
+      project: proj,
+      cluster: IN_CLUSTER,
+      destinationNamespace: 'team-a',
+      objects,
+      isNamespaced: discovery,
+    });
+    assert.deepEqual(
+      v.map((x) => [x.rule, x.message, `${x.resource?.kind}/${x.resource?.name}`, x.location?.file]),
+      [
+        [
+          'clusterResourceWhitelist',
+          'resource rbac.authorization.k8s.io:ClusterRole is not permitted in project team-a',
+          'ClusterRole/admin-ish',
+          'app/rbac.yaml',
+        ],
+        [
+          'namespaceResourceBlacklist',
+          'resource :Secret is not permitted in project team-a',
+          'Secret/token',
+          'app/secret.yaml',
+        ],
+        [
+          'destinations',
+          "namespace kube-system is not permitted in project 'team-a'",
+          'Deployment/web',
+          'app/deploy.yaml',
+        ],
+      ],
+    );
+    assert.equal(
+      describeViolation(v[2]!),
+      "apps/Deployment kube-system/web: namespace kube-system is not permitted in project 'team-a' (destinations: denied by destinations entry {server: '*', namespace: '!kube-system'})",
+    );
   });
 
   test('objects without a namespace are checked in the destination namespace; cluster-scoped ones are not', () => {
-    const v = checkResourceLimits({ project: proj, cluster: IN_CLUSTER, destinationNamespace: 'kube-system', objects: [obj('v1', 'ConfigMap', 'c'), obj('v1', 'Namespace', 'kube-system')], isNamespaced: discovery });
-    assert.deepEqual(v.map((x) => [x.message, x.resource?.namespace]), [["namespace kube-system is not permitted in project 'team-a'", 'kube-system']]);
+    const v = checkResourceLimits({
+      project: proj,
+      cluster: IN_CLUSTER,
+      destinationNamespace: 'kube-system',
+      objects: [obj('v1', 'ConfigMap', 'c'), obj('v1', 'Namespace', 'kube-system')],
+      isNamespaced: discovery,
+    });
+    assert.deepEqual(
+      v.map((x) => [x.message, x.resource?.namespace]),
+      [["namespace kube-system is not permitted in project 'team-a'", 'kube-system']],
+    );
   });
 
   test('plain objects are accepted as well as {object, location}', () => {
-    assert.deepEqual(checkResourceLimits({ project: proj, cluster: IN_CLUSTER, destinationNamespace: 'team-a', objects: [obj('v1', 'ConfigMap', 'c')], isNamespaced: discovery }), []);
+    assert.deepEqual(
+      checkResourceLimits({
+        project: proj,
+        cluster: IN_CLUSTER,
+        destinationNamespace: 'team-a',
+        objects: [obj('v1', 'ConfigMap', 'c')],
+        isNamespaced: discovery,
+      }),
+      [],
+    );
   });
 
   test('a kind discovery does not know takes its scope from a CRD among the objects, else is a violation', () => {
-    const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' }, spec: { group: 'example.com', scope: 'Namespaced', names: { kind: 'Widget' } } } as KubeObject;
-    const open = project({ sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }], clusterResourceWhitelist: [{ group: '*', kind: '*' }] });
-    const withCRD = checkResourceLimits({ project: open, cluster: IN_CLUSTER, destinationNamespace: 'team-a', objects: [crd, obj('example.com/v1', 'Widget', 'w')], isNamespaced: discovery });
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.example.com' },
+      spec: { group: 'example.com', scope: 'Namespaced', names: { kind: 'Widget' } },
+    } as KubeObject;
+    const open = project({
+      sourceRepos: ['*'],
+      destinations: [{ server: '*', namespace: '*' }],
+      clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+    });
+    const withCRD = checkResourceLimits({
+      project: open,
+      cluster: IN_CLUSTER,
+      destinationNamespace: 'team-a',
+      objects: [crd, obj('example.com/v1', 'Widget', 'w')],
+      isNamespaced: discovery,
+    });
     assert.deepEqual(withCRD, []);
-    const without = checkResourceLimits({ project: open, cluster: IN_CLUSTER, destinationNamespace: 'team-a', objects: [obj('example.com/v1', 'Gadget', 'g')], isNamespaced: discovery });
-    assert.deepEqual(without.map((x) => [x.rule, x.message]), [['apiResource', 'failed to get API resource info for example.com/Gadget: unable to verify permissions']]);
+    const without = checkResourceLimits({
+      project: open,
+      cluster: IN_CLUSTER,
+      destinationNamespace: 'team-a',
+      objects: [obj('example.com/v1', 'Gadget', 'g')],
+      isNamespaced: discovery,
+    });
+    assert.deepEqual(
+      without.map((x) => [x.rule, x.message]),
+      [['apiResource', 'failed to get API resource info for example.com/Gadget: unable to verify permissions']],
+    );
   });
 
-  test('a cluster-scoped CRD\'s resources are checked against the cluster lists', () => {
-    const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'quotas.example.com' }, spec: { group: 'example.com', scope: 'Cluster', names: { kind: 'Quota' } } } as KubeObject;
-    const v = checkResourceLimits({ project: proj, cluster: IN_CLUSTER, destinationNamespace: 'team-a', objects: [crd, obj('example.com/v1', 'Quota', 'q')], isNamespaced: discovery });
-    assert.deepEqual(v.map((x) => x.message), [
-      'resource apiextensions.k8s.io:CustomResourceDefinition is not permitted in project team-a',
-      'resource example.com:Quota is not permitted in project team-a',
-    ]);
+  test("a cluster-scoped CRD's resources are checked against the cluster lists", () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'quotas.example.com' },
+      spec: { group: 'example.com', scope: 'Cluster', names: { kind: 'Quota' } },
+    } as KubeObject;
+    const v = checkResourceLimits({
+      project: proj,
+      cluster: IN_CLUSTER,
+      destinationNamespace: 'team-a',
+      objects: [crd, obj('example.com/v1', 'Quota', 'q')],
+      isNamespaced: discovery,
+    });
+    assert.deepEqual(
+      v.map((x) => x.message),
+      [
+        'resource apiextensions.k8s.io:CustomResourceDefinition is not permitted in project team-a',
+        'resource example.com:Quota is not permitted in project team-a',
+      ],
+    );
   });
 });

@@ -61,9 +61,17 @@ describe('GitRepoCache', () => {
     assert.equal(await cache.resolveRevision(repo.dir, 'feature'), onBranch);
     assert.equal(await cache.resolveRevision(repo.dir, 'refs/heads/feature'), onBranch);
     assert.equal(await cache.resolveRevision(repo.dir, 'v1'), first);
-    assert.equal(await cache.resolveRevision(repo.dir, 'v1-annotated'), first, 'an annotated tag resolves to its commit');
+    assert.equal(
+      await cache.resolveRevision(repo.dir, 'v1-annotated'),
+      first,
+      'an annotated tag resolves to its commit',
+    );
     assert.equal(await cache.resolveRevision(repo.dir, first), first);
-    assert.equal(await cache.resolveRevision(repo.dir, first.slice(0, 8)), first, 'a short SHA resolves to the full one');
+    assert.equal(
+      await cache.resolveRevision(repo.dir, first.slice(0, 8)),
+      first,
+      'a short SHA resolves to the full one',
+    );
   });
 
   test('a branch is asked of the remote on every call, so a new commit is seen at once', async () => {
@@ -102,7 +110,10 @@ describe('GitRepoCache', () => {
     (await cache.checkout(r.dir, await cache.resolveRevision(r.dir, 'main'))).release();
     await r.remove();
     assert.equal(await cache.resolveRevision(r.dir, sha), sha);
-    await assert.rejects(cache.resolveRevision(r.dir, 'main'), isSourceError('RepositoryUnreachable', /^repository '.*' not reachable: .+/));
+    await assert.rejects(
+      cache.resolveRevision(r.dir, 'main'),
+      isSourceError('RepositoryUnreachable', /^repository '.*' not reachable: .+/),
+    );
   });
 
   test('a ref outside branches and tags (a pull request head) resolves and checks out', async () => {
@@ -128,9 +139,18 @@ describe('GitRepoCache', () => {
 
   test('an unknown revision is RevisionNotFound and names the revision and repository', async () => {
     const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
-    await assert.rejects(cache.resolveRevision(repo.dir, 'v9'), isSourceError('RevisionNotFound', new RegExp(`^revision 'v9' not found in '${repo.dir}'$`)));
-    await assert.rejects(cache.resolveRevision(repo.dir, 'deadbeefdeadbeef'), isSourceError('RevisionNotFound', /^revision 'deadbeefdeadbeef' not found in /));
-    await assert.rejects(cache.resolveRevision(repo.dir, '--upload-pack=touch x'), isSourceError('InvalidSource', /is not a valid revision/));
+    await assert.rejects(
+      cache.resolveRevision(repo.dir, 'v9'),
+      isSourceError('RevisionNotFound', new RegExp(`^revision 'v9' not found in '${repo.dir}'$`)),
+    );
+    await assert.rejects(
+      cache.resolveRevision(repo.dir, 'deadbeefdeadbeef'),
+      isSourceError('RevisionNotFound', /^revision 'deadbeefdeadbeef' not found in /),
+    );
+    await assert.rejects(
+      cache.resolveRevision(repo.dir, '--upload-pack=touch x'),
+      isSourceError('InvalidSource', /is not a valid revision/),
+    );
   });
 
   test('a branch deleted upstream is no longer found', async () => {
@@ -143,14 +163,29 @@ describe('GitRepoCache', () => {
     assert.ok(await cache.resolveRevision(r.dir, 'gone'));
     r.switch('main');
     git(r.dir, 'branch', '-D', 'gone');
-    await assert.rejects(cache.resolveRevision(r.dir, 'gone'), isSourceError('RevisionNotFound', /revision 'gone' not found/));
+    await assert.rejects(
+      cache.resolveRevision(r.dir, 'gone'),
+      isSourceError('RevisionNotFound', /revision 'gone' not found/),
+    );
   });
 
-  test('an unreachable repository is RepositoryUnreachable with git\'s reason', async () => {
+  test("an unreachable repository is RepositoryUnreachable with git's reason", async () => {
     const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
     const missing = path.join(os.tmpdir(), 'impersync-no-such-repo');
-    await assert.rejects(cache.resolveRevision(missing, 'HEAD'), isSourceError('RepositoryUnreachable', /^repository '.*impersync-no-such-repo' not reachable: .*(does not appear to be a git repository|does not exist)/s));
-    await assert.rejects(cache.resolveRevision('http://127.0.0.1:1/x.git', 'HEAD'), isSourceError('RepositoryUnreachable', /^repository 'http:\/\/127\.0\.0\.1:1\/x\.git' not reachable: .*(Failed to connect|Could not connect|Connection refused)/s));
+    await assert.rejects(
+      cache.resolveRevision(missing, 'HEAD'),
+      isSourceError(
+        'RepositoryUnreachable',
+        /^repository '.*impersync-no-such-repo' not reachable: .*(does not appear to be a git repository|does not exist)/s,
+      ),
+    );
+    await assert.rejects(
+      cache.resolveRevision('http://127.0.0.1:1/x.git', 'HEAD'),
+      isSourceError(
+        'RepositoryUnreachable',
+        /^repository 'http:\/\/127\.0\.0\.1:1\/x\.git' not reachable: .*(Failed to connect|Could not connect|Connection refused)/s,
+      ),
+    );
   });
 
   test('a password in the URL is not shown in errors', async () => {
@@ -165,7 +200,10 @@ describe('GitRepoCache', () => {
 
   test('a missing git binary is ToolMissing', async () => {
     const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), gitBinary: '/nonexistent/git' });
-    await assert.rejects(cache.resolveRevision(repo.dir, 'main'), isSourceError('ToolMissing', /^\/nonexistent\/git not found: install git/));
+    await assert.rejects(
+      cache.resolveRevision(repo.dir, 'main'),
+      isSourceError('ToolMissing', /^\/nonexistent\/git not found: install git/),
+    );
   });
 
   test('a symlink out of the repository refuses the checkout', async () => {
@@ -175,7 +213,10 @@ describe('GitRepoCache', () => {
     await r.commit({ 'ok.yaml': 'a: 1\n' });
     await symlink('/etc/passwd', path.join(r.dir, 'leak.yaml'));
     const sha = await r.commit({});
-    await assert.rejects(cache.checkout(r.dir, sha), isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml/));
+    await assert.rejects(
+      cache.checkout(r.dir, sha),
+      isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml/),
+    );
   });
 
   test('unused checkouts beyond maxTrees are removed; ones in use are kept', async () => {
@@ -196,7 +237,10 @@ describe('GitRepoCache', () => {
     try {
       const { port } = silent.address() as AddressInfo;
       const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), networkTimeoutMs: 1500 });
-      await assert.rejects(cache.resolveRevision(`http://127.0.0.1:${port}/x.git`, 'main'), isSourceError('Timeout', /^git ls-remote timed out after 1\.5s$/));
+      await assert.rejects(
+        cache.resolveRevision(`http://127.0.0.1:${port}/x.git`, 'main'),
+        isSourceError('Timeout', /^git ls-remote timed out after 1\.5s$/),
+      );
     } finally {
       for (const s of sockets) s.destroy();
       silent.close();
@@ -222,7 +266,10 @@ describe('GitRepoCache', () => {
       assert.equal(await readFile(path.join(co.dir, 'guestbook/extra.yaml'), 'utf8'), 'x: 1\n');
       co.release();
       assert.ok(server.requests() > before, 'git talked to the http server');
-      await assert.rejects(cache.resolveRevision(server.url('nope'), 'HEAD'), isSourceError('RepositoryUnreachable', /not reachable: .*(not found|404)/s));
+      await assert.rejects(
+        cache.resolveRevision(server.url('nope'), 'HEAD'),
+        isSourceError('RepositoryUnreachable', /not reachable: .*(not found|404)/s),
+      );
     });
   });
 });

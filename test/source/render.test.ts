@@ -10,7 +10,8 @@ import { SourceError, SourceRenderer, type RenderResult } from '../../src/source
 import { TestRepo } from '../support/git.ts';
 import { toolsDir } from './tools.ts';
 
-const cm = (name: string, extra = ''): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n${extra}`;
+const cm = (name: string, extra = ''): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n${extra}`;
 
 const FILES: Record<string, string> = {
   'plain/a.yaml': cm('a'),
@@ -25,12 +26,14 @@ const FILES: Record<string, string> = {
   'jsonnet/a.jsonnet': '{}',
   'kbase/kustomization.yaml': 'resources: [cm.yaml, deploy.yaml]\n',
   'kbase/cm.yaml': cm('settings', 'data:\n  mode: "0644"\n'),
-  'kbase/deploy.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.25}]\n',
+  'kbase/deploy.yaml':
+    'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.25}]\n',
   'koverlay/kustomization.yaml': 'resources: [../kbase]\nnamePrefix: prod-\n',
   'chart/Chart.yaml': 'apiVersion: v2\nname: demo\nversion: 0.1.0\n',
   'chart/values.yaml': 'replicas: 1\ncolor: blue\nlist: "a"\n',
   'chart/values-prod.yaml': 'replicas: 3\n',
-  'chart/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\n  namespace: {{ .Release.Namespace }}\ndata:\n  replicas: "{{ .Values.replicas }}"\n  color: {{ .Values.color | quote }}\n  list: {{ .Values.list | quote }}\n',
+  'chart/templates/cm.yaml':
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\n  namespace: {{ .Release.Namespace }}\ndata:\n  replicas: "{{ .Values.replicas }}"\n  color: {{ .Values.color | quote }}\n  list: {{ .Values.list | quote }}\n',
   'chart/templates/two.yaml': `${cm('first')}---\n${cm('second')}`,
   'both/kustomization.yaml': 'resources: [cm.yaml]\n',
   'both/Chart.yaml': 'apiVersion: v2\nname: both\nversion: 0.1.0\n',
@@ -41,7 +44,11 @@ const FILES: Record<string, string> = {
 function app(source: Record<string, unknown>, extra: { name?: string; namespace?: string } = {}): Application {
   return {
     metadata: { name: extra.name ?? 'guestbook', namespace: 'argocd' },
-    spec: { project: 'default', source: source as Application['spec']['source'], destination: { server: 'https://kubernetes.default.svc', namespace: extra.namespace ?? 'team-a' } },
+    spec: {
+      project: 'default',
+      source: source as Application['spec']['source'],
+      destination: { server: 'https://kubernetes.default.svc', namespace: extra.namespace ?? 'team-a' },
+    },
   } as Application;
 }
 
@@ -81,10 +88,13 @@ describe('SourceRenderer', () => {
       assert.equal(r.revision, head);
       assert.equal(r.sourceType, 'Directory');
       assert.deepEqual(names(r), ['a', 'b']);
-      assert.deepEqual(r.objects.map((o) => o.location), [
-        { file: 'plain/a.yaml', document: 1 },
-        { file: 'plain/b.json', document: 1 },
-      ]);
+      assert.deepEqual(
+        r.objects.map((o) => o.location),
+        [
+          { file: 'plain/a.yaml', document: 1 },
+          { file: 'plain/b.json', document: 1 },
+        ],
+      );
     });
 
     test('sub-folders with directory.recurse, in path order', async () => {
@@ -94,27 +104,46 @@ describe('SourceRenderer', () => {
     });
 
     test('include and exclude are globs on the path under the app folder', async () => {
-      const inc = await renderer.render(app({ repoURL: url, path: 'plain', directory: { recurse: true, include: '{*.yml,nested/deeper/*}' } }));
+      const inc = await renderer.render(
+        app({ repoURL: url, path: 'plain', directory: { recurse: true, include: '{*.yml,nested/deeper/*}' } }),
+      );
       assert.deepEqual(names(inc), ['c', 'd', 'e']);
-      const exc = await renderer.render(app({ repoURL: url, path: 'plain', directory: { recurse: true, exclude: 'nested/*' } }));
+      const exc = await renderer.render(
+        app({ repoURL: url, path: 'plain', directory: { recurse: true, exclude: 'nested/*' } }),
+      );
       assert.deepEqual(names(exc), ['a', 'b']);
     });
 
     test('a syntax error names the file and line', async () => {
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'broken' })), sourceError('InvalidManifest', /^broken\/bad\.yaml:1[12]: /));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'broken' })),
+        sourceError('InvalidManifest', /^broken\/bad\.yaml:1[12]: /),
+      );
     });
 
     test('a manifest that is not a Kubernetes object is an error naming file and document', async () => {
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'notk8s' })), sourceError('InvalidManifest', /^notk8s\/x\.yaml: document 1 is not a Kubernetes object: metadata\.name is missing/));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'notk8s' })),
+        sourceError(
+          'InvalidManifest',
+          /^notk8s\/x\.yaml: document 1 is not a Kubernetes object: metadata\.name is missing/,
+        ),
+      );
     });
 
     test('jsonnet is refused rather than skipped', async () => {
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'jsonnet' })), sourceError('InvalidSource', /jsonnet\/a\.jsonnet: jsonnet is not supported/));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'jsonnet' })),
+        sourceError('InvalidSource', /jsonnet\/a\.jsonnet: jsonnet is not supported/),
+      );
     });
 
     test('a file over the size limit is refused', async () => {
       const small = new SourceRenderer({ cacheDir, toolsDir: toolsDir(), limits: { maxFileBytes: 10 } });
-      await assert.rejects(small.render(app({ repoURL: url, path: 'plain' })), sourceError('TooLarge', /plain\/a\.yaml is \d+ bytes, over the 10 bytes limit/));
+      await assert.rejects(
+        small.render(app({ repoURL: url, path: 'plain' })),
+        sourceError('TooLarge', /plain\/a\.yaml is \d+ bytes, over the 10 bytes limit/),
+      );
     });
   });
 
@@ -123,15 +152,31 @@ describe('SourceRenderer', () => {
       const base = await renderer.render(app({ repoURL: url, path: 'kbase' }));
       assert.equal(base.sourceType, 'Kustomize');
       assert.deepEqual(names(base).sort(), ['settings', 'web']);
-      const settings = base.objects.find((o) => o.object.kind === 'ConfigMap')?.object as { data?: Record<string, unknown> };
+      const settings = base.objects.find((o) => o.object.kind === 'ConfigMap')?.object as {
+        data?: Record<string, unknown>;
+      };
       assert.equal(settings.data?.mode, '0644', 'quoted strings stay strings');
       const overlay = await renderer.render(app({ repoURL: url, path: 'koverlay' }));
       assert.deepEqual(names(overlay).sort(), ['prod-settings', 'prod-web']);
     });
 
     test('spec.source.kustomize overrides: prefix, suffix, images, labels', async () => {
-      const r = await renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { namePrefix: 'x-', nameSuffix: '-y', images: ['nginx=registry.local/nginx:1.27'], commonLabels: { team: 'a' } } }));
-      const deploy = r.objects.find((o) => o.object.kind === 'Deployment')?.object as unknown as { metadata: { name: string; labels: Record<string, string> }; spec: { template: { spec: { containers: { image: string }[] } } } };
+      const r = await renderer.render(
+        app({
+          repoURL: url,
+          path: 'kbase',
+          kustomize: {
+            namePrefix: 'x-',
+            nameSuffix: '-y',
+            images: ['nginx=registry.local/nginx:1.27'],
+            commonLabels: { team: 'a' },
+          },
+        }),
+      );
+      const deploy = r.objects.find((o) => o.object.kind === 'Deployment')?.object as unknown as {
+        metadata: { name: string; labels: Record<string, string> };
+        spec: { template: { spec: { containers: { image: string }[] } } };
+      };
       assert.equal(deploy.metadata.name, 'x-web-y');
       assert.equal(deploy.metadata.labels.team, 'a');
       assert.equal(deploy.spec.template.spec.containers[0]?.image, 'registry.local/nginx:1.27');
@@ -147,47 +192,89 @@ describe('SourceRenderer', () => {
       const r = await renderer.render(app({ repoURL: url, path: 'kbase', directory: { recurse: true } }));
       assert.equal(r.sourceType, 'Directory');
       assert.deepEqual(names(r).sort(), ['settings', 'web']);
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'kbase', directory: { recurse: true }, kustomize: { namePrefix: 'a-' } })), sourceError('InvalidSource', /^multiple application sources defined: Kustomize,Directory$/));
+      await assert.rejects(
+        renderer.render(
+          app({ repoURL: url, path: 'kbase', directory: { recurse: true }, kustomize: { namePrefix: 'a-' } }),
+        ),
+        sourceError('InvalidSource', /^multiple application sources defined: Kustomize,Directory$/),
+      );
     });
 
     test('an unsupported kustomize field is an error, not ignored', async () => {
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { replicas: [{ name: 'web', count: 2 }] } })), sourceError('InvalidSource', /spec\.source\.kustomize\.replicas is not supported/));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { replicas: [{ name: 'web', count: 2 }] } })),
+        sourceError('InvalidSource', /spec\.source\.kustomize\.replicas is not supported/),
+      );
     });
   });
 
   describe('Helm', () => {
     test('helm template with release name = app name, destination namespace, value files, values and parameters', async () => {
-      const r = await renderer.render(app({
-        repoURL: url, path: 'chart',
-        helm: { valueFiles: ['values-prod.yaml'], values: 'color: red\n', parameters: [{ name: 'list', value: 'x,y' }] },
-      }, { name: 'shop', namespace: 'team-b' }));
+      const r = await renderer.render(
+        app(
+          {
+            repoURL: url,
+            path: 'chart',
+            helm: {
+              valueFiles: ['values-prod.yaml'],
+              values: 'color: red\n',
+              parameters: [{ name: 'list', value: 'x,y' }],
+            },
+          },
+          { name: 'shop', namespace: 'team-b' },
+        ),
+      );
       assert.equal(r.sourceType, 'Helm');
       const cfg = r.objects.find((o) => o.object.metadata.name === 'shop-cfg');
       assert.ok(cfg, `objects: ${names(r).join(', ')}`);
       assert.equal(cfg.object.metadata.namespace, 'team-b');
       assert.deepEqual((cfg.object as { data?: unknown }).data, { replicas: '3', color: 'red', list: 'x,y' });
       assert.deepEqual(cfg.location, { file: 'demo/templates/cm.yaml', document: 1 });
-      assert.deepEqual(r.objects.filter((o) => o.location.file === 'demo/templates/two.yaml').map((o) => o.location.document), [1, 2]);
+      assert.deepEqual(
+        r.objects.filter((o) => o.location.file === 'demo/templates/two.yaml').map((o) => o.location.document),
+        [1, 2],
+      );
     });
 
     test('valuesObject wins over values, releaseName over the app name', async () => {
-      const r = await renderer.render(app({ repoURL: url, path: 'chart', helm: { releaseName: 'rel', values: 'color: red', valuesObject: { color: 'green' } } }));
-      const cfg = r.objects.find((o) => o.object.metadata.name === 'rel-cfg')?.object as { data?: Record<string, string> } | undefined;
+      const r = await renderer.render(
+        app({
+          repoURL: url,
+          path: 'chart',
+          helm: { releaseName: 'rel', values: 'color: red', valuesObject: { color: 'green' } },
+        }),
+      );
+      const cfg = r.objects.find((o) => o.object.metadata.name === 'rel-cfg')?.object as
+        { data?: Record<string, string> } | undefined;
       assert.equal(cfg?.data?.color, 'green');
     });
 
     test('a missing value file is an error unless ignoreMissingValueFiles', async () => {
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['nope.yaml'] } })), sourceError('InvalidSource', /helm value file 'nope\.yaml' of 'chart' does not exist/));
-      const r = await renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['nope.yaml'], ignoreMissingValueFiles: true } }));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['nope.yaml'] } })),
+        sourceError('InvalidSource', /helm value file 'nope\.yaml' of 'chart' does not exist/),
+      );
+      const r = await renderer.render(
+        app({ repoURL: url, path: 'chart', helm: { valueFiles: ['nope.yaml'], ignoreMissingValueFiles: true } }),
+      );
       assert.ok(r.objects.length > 0);
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['../../etc/passwd'] } })), sourceError('InvalidSource', /outside the repository/));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['../../etc/passwd'] } })),
+        sourceError('InvalidSource', /outside the repository/),
+      );
     });
 
-    test('a template error is ToolFailed with helm\'s message', async () => {
+    test("a template error is ToolFailed with helm's message", async () => {
       const r2 = await TestRepo.create();
       try {
-        await r2.commit({ 'c/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n', 'c/templates/x.yaml': '{{ .Values.nope.deeper }}\n' });
-        await assert.rejects(renderer.render(app({ repoURL: r2.dir, path: 'c' })), sourceError('ToolFailed', /^helm template of 'c' failed: .*nil pointer/s));
+        await r2.commit({
+          'c/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n',
+          'c/templates/x.yaml': '{{ .Values.nope.deeper }}\n',
+        });
+        await assert.rejects(
+          renderer.render(app({ repoURL: r2.dir, path: 'c' })),
+          sourceError('ToolFailed', /^helm template of 'c' failed: .*nil pointer/s),
+        );
       } finally {
         await r2.remove();
       }
@@ -197,16 +284,37 @@ describe('SourceRenderer', () => {
   describe('errors', () => {
     test('a missing tool names the tool and how to get it', async () => {
       const bare = new SourceRenderer({ cacheDir, toolsDir: '', searchPath: '/nonexistent' });
-      await assert.rejects(bare.render(app({ repoURL: url, path: 'kbase' })), sourceError('ToolMissing', /^kustomize not found on PATH: run scripts\/tool-binaries .* or put kustomize on PATH$/));
-      await assert.rejects(bare.render(app({ repoURL: url, path: 'chart' })), sourceError('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/));
+      await assert.rejects(
+        bare.render(app({ repoURL: url, path: 'kbase' })),
+        sourceError(
+          'ToolMissing',
+          /^kustomize not found on PATH: run scripts\/tool-binaries .* or put kustomize on PATH$/,
+        ),
+      );
+      await assert.rejects(
+        bare.render(app({ repoURL: url, path: 'chart' })),
+        sourceError('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/),
+      );
       const wrong = new SourceRenderer({ cacheDir, toolPaths: { helm: '/nonexistent/helm' } });
-      await assert.rejects(wrong.render(app({ repoURL: url, path: 'chart' })), sourceError('ToolMissing', /^helm not found at '\/nonexistent\/helm' \(configured path\)/));
+      await assert.rejects(
+        wrong.render(app({ repoURL: url, path: 'chart' })),
+        sourceError('ToolMissing', /^helm not found at '\/nonexistent\/helm' \(configured path\)/),
+      );
     });
 
     test('a missing app path, a path out of the repository, a revision that does not exist', async () => {
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'nope' })), sourceError('InvalidSource', /^app path 'nope' does not exist$/));
-      await assert.rejects(renderer.render(app({ repoURL: url, path: '../..' })), sourceError('InvalidSource', /^app path '\.\.\/\.\.' is outside the repository$/));
-      await assert.rejects(renderer.render(app({ repoURL: url, path: 'plain', targetRevision: 'v9' })), sourceError('RevisionNotFound', /^revision 'v9' not found in 'file:\/\//));
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'nope' })),
+        sourceError('InvalidSource', /^app path 'nope' does not exist$/),
+      );
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: '../..' })),
+        sourceError('InvalidSource', /^app path '\.\.\/\.\.' is outside the repository$/),
+      );
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'plain', targetRevision: 'v9' })),
+        sourceError('RevisionNotFound', /^revision 'v9' not found in 'file:\/\//),
+      );
     });
 
     test('opts.revision renders another commit than targetRevision', async () => {
@@ -222,8 +330,14 @@ describe('SourceRenderer', () => {
 
     test('multi-source Applications and Helm repository charts are refused', async () => {
       const multi = { metadata: { name: 'm' }, spec: { sources: [{ repoURL: url }] } } as Application;
-      await assert.rejects(renderer.render(multi), sourceError('InvalidSource', /spec\.sources \(multiple sources\) is not supported/));
-      await assert.rejects(renderer.render(app({ repoURL: 'https://charts.example', chart: 'nginx', targetRevision: '1.0.0' })), sourceError('InvalidSource', /charts from Helm repositories are not supported/));
+      await assert.rejects(
+        renderer.render(multi),
+        sourceError('InvalidSource', /spec\.sources \(multiple sources\) is not supported/),
+      );
+      await assert.rejects(
+        renderer.render(app({ repoURL: 'https://charts.example', chart: 'nginx', targetRevision: '1.0.0' })),
+        sourceError('InvalidSource', /charts from Helm repositories are not supported/),
+      );
     });
   });
 });

@@ -8,7 +8,10 @@ let cached: string | undefined;
 
 export function toolsDir(): string {
   if (cached) return cached;
-  const res = spawnSync('bash', [path.join(repoRoot, 'scripts/tool-binaries')], { encoding: 'utf8', timeout: 40 * 60_000 });
+  const res = spawnSync('bash', [path.join(repoRoot, 'scripts/tool-binaries')], {
+    encoding: 'utf8',
+    timeout: 40 * 60_000,
+  });
   const dir = res.stdout.trim().split('\n').at(-1) ?? '';
   if (res.status !== 0 || dir === '') {
     throw new Error(

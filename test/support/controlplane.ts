@@ -80,13 +80,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const body = (await requestOk(admin, {
       method: 'POST',
       path: `/api/v1/namespaces/${encodeURIComponent(identity.namespace)}/serviceaccounts/${encodeURIComponent(identity.serviceAccount)}/token`,
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: o.expirationSeconds ?? 86_400 } },
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: o.expirationSeconds ?? 86_400 },
+      },
     })) as { status: { token: string } };
     return body.status.token;
   };
 
   const yamlFor = async (identity: Identity, o: KubeconfigOptions = {}) =>
-    kubeconfigYaml({ server: cp.server, caPem: cp.caPem, name: identityName(identity), token: await tokenFor(identity), ...o });
+    kubeconfigYaml({
+      server: cp.server,
+      caPem: cp.caPem,
+      name: identityName(identity),
+      token: await tokenFor(identity),
+      ...o,
+    });
 
   return {
     server: cp.server,
@@ -102,7 +112,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     startupMs: cp.startupMs,
     kubeconfigFor: async (identity, o) => load(await yamlFor(identity, o)),
     kubeconfigFileFor: async (identity, o) => {
-      const path = join(cp.dir, `${identityName(identity)}${o?.impersonate ? `-as-${o.impersonate.replaceAll(':', '-')}` : ''}.kubeconfig`);
+      const path = join(
+        cp.dir,
+        `${identityName(identity)}${o?.impersonate ? `-as-${o.impersonate.replaceAll(':', '-')}` : ''}.kubeconfig`,
+      );
       await writeFile(path, await yamlFor(identity, o), { mode: 0o600 });
       return path;
     },

@@ -74,18 +74,25 @@ export async function startCuttableProxy(target: string, opts: { port?: number }
     resume: () => {
       refusing = false;
     },
-    close: () => new Promise<void>((resolve) => {
-      cutAll();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        cutAll();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** A kubeconfig file for the controller identity that talks to `server` (e.g. a proxy). */
-export async function controllerKubeconfigVia(cp: TestControlPlane, server: string, name = 'controller-via-proxy'): Promise<string> {
+export async function controllerKubeconfigVia(
+  cp: TestControlPlane,
+  server: string,
+  name = 'controller-via-proxy',
+): Promise<string> {
   const file = path.join(cp.dir, `${name}.kubeconfig`);
   const token = await cp.tokenFor('controller');
-  await writeFile(file, kubeconfigYaml({ server, caPem: cp.caPem, name: 'impersync-controller', token }), { mode: 0o600 });
+  await writeFile(file, kubeconfigYaml({ server, caPem: cp.caPem, name: 'impersync-controller', token }), {
+    mode: 0o600,
+  });
   return file;
 }
 
@@ -104,14 +111,31 @@ export interface ControllerProcess {
 export function spawnController(opts: { kubeconfig: string; cacheDir: string; args?: string[] }): ControllerProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, IMPERSYNC_CACHE_DIR: opts.cacheDir };
   delete env['KUBERNETES_SERVICE_HOST'];
-  const child = spawn(process.execPath, [
-    '--disable-warning=ExperimentalWarning', main, 'run', '--kubeconfig', opts.kubeconfig, '--namespace=argocd',
-    '--health-port=0', '--log-level=debug', ...(opts.args ?? []),
-  ], { cwd: opts.cacheDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      main,
+      'run',
+      '--kubeconfig',
+      opts.kubeconfig,
+      '--namespace=argocd',
+      '--health-port=0',
+      '--log-level=debug',
+      ...(opts.args ?? []),
+    ],
+    { cwd: opts.cacheDir, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  child.stdout?.on('data', (c: Buffer) => { out += c.toString('utf8'); });
-  child.stderr?.on('data', (c: Buffer) => { out += c.toString('utf8'); });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString('utf8');
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    out += c.toString('utf8');
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     output: () => out,
@@ -124,10 +148,16 @@ export function spawnController(opts: { kubeconfig: string; cacheDir: string; ar
 }
 
 /** Polls `cond` every 100 ms; the error names `what` and adds `detail()` when given. */
-export async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 30_000, detail?: () => string): Promise<void> {
+export async function until(
+  what: string,
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 30_000,
+  detail?: () => string,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail ? `\n${detail()}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail ? `\n${detail()}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

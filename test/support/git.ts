@@ -168,10 +168,11 @@ export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
     baseURL,
     url: (name) => `${baseURL}/${name}`,
     requests: () => count,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -51,7 +51,15 @@ export { startControlPlane } from './controlplane.ts';
 export type { Identity, KubeconfigOptions, TestControlPlane } from './controlplane.ts';
 export { ApiError, applyRaw, deleteRaw, getRaw, listRaw, pathFor, request, requestOk, resourceFor } from './kube.ts';
 export type { ApplyOptions, As, KubeObject, ObjectRef, RawRequest } from './kube.ts';
-export { controllerUserName, createNamespace, createServiceAccount, grantImpersonation, grantInstalledControllerRights, grantRole, userNameOf } from './rbac.ts';
+export {
+  controllerUserName,
+  createNamespace,
+  createServiceAccount,
+  grantImpersonation,
+  grantInstalledControllerRights,
+  grantRole,
+  userNameOf,
+} from './rbac.ts';
 export type { Grant, PolicyRule, Subject } from './rbac.ts';
 export { parseYamlDocuments, readYamlFile } from './yaml.ts';
 export { readAudit, waitForAudit } from '../../src/controlplane/audit.ts';

@@ -33,7 +33,11 @@ export class ApiError extends Error {
       // not JSON
     }
     const status = body as { message?: unknown; reason?: unknown };
-    super(typeof status.message === 'string' ? status.message : `${method} ${path}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
+    super(
+      typeof status.message === 'string'
+        ? status.message
+        : `${method} ${path}: HTTP ${res.status} ${res.text.slice(0, 300)}`,
+    );
     this.name = 'ApiError';
     this.status = res.status;
     this.reason = typeof status.reason === 'string' ? status.reason : undefined;
@@ -41,10 +45,19 @@ export class ApiError extends Error {
   }
 }
 
-export type RawRequest = As & { method?: string; path: string; body?: unknown; contentType?: string; headers?: Record<string, string> };
+export type RawRequest = As & {
+  method?: string;
+  path: string;
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string>;
+};
 
 /** One request with `kc`'s server, CA and credentials; the response body parsed when it is JSON. */
-export async function request(kc: KubeConfig, req: RawRequest): Promise<{ status: number; body: unknown; text: string }> {
+export async function request(
+  kc: KubeConfig,
+  req: RawRequest,
+): Promise<{ status: number; body: unknown; text: string }> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the KubeConfig has no current cluster');
   const options: https.RequestOptions = { agent: false };
@@ -70,7 +83,8 @@ export async function request(kc: KubeConfig, req: RawRequest): Promise<{ status
 /** Like request(), but throws ApiError unless the status is 2xx, and returns the body. */
 export async function requestOk(kc: KubeConfig, req: RawRequest): Promise<unknown> {
   const res = await request(kc, req);
-  if (res.status < 200 || res.status > 299) throw new ApiError(req.method ?? 'GET', req.path, { status: res.status, headers: {}, text: res.text });
+  if (res.status < 200 || res.status > 299)
+    throw new ApiError(req.method ?? 'GET', req.path, { status: res.status, headers: {}, text: res.text });
   return res.body;
 }
 
@@ -103,7 +117,8 @@ export async function resourceFor(kc: KubeConfig, apiVersion: string, kind: stri
 export async function pathFor(kc: KubeConfig, ref: Omit<ObjectRef, 'name'> & { name?: string }): Promise<string> {
   const r = await resourceFor(kc, ref.apiVersion, ref.kind);
   const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
-  if (r.namespaced && !ref.namespace) throw new Error(`${ref.kind} ${ref.name ?? ''} is namespaced: give metadata.namespace`);
+  if (r.namespaced && !ref.namespace)
+    throw new Error(`${ref.kind} ${ref.name ?? ''} is namespaced: give metadata.namespace`);
   const ns = r.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace ?? '')}` : '';
   return `${base}${ns}/${r.name}${ref.name ? `/${encodeURIComponent(ref.name)}` : ''}`;
 }
@@ -120,8 +135,16 @@ export type ApplyOptions = As & {
 
 /** Server-side apply of an untyped object, sent as JSON (valid apply-patch YAML). Returns the result. */
 export async function applyRaw(kc: KubeConfig, obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeObject> {
-  const path = await pathFor(kc, { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace });
-  const query = new URLSearchParams({ fieldManager: opts.fieldManager ?? 'impersync-test', force: String(opts.force ?? true) });
+  const path = await pathFor(kc, {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    name: obj.metadata.name,
+    namespace: obj.metadata.namespace,
+  });
+  const query = new URLSearchParams({
+    fieldManager: opts.fieldManager ?? 'impersync-test',
+    force: String(opts.force ?? true),
+  });
   if (opts.dryRun) query.set('dryRun', 'All');
   if (opts.fieldValidation) query.set('fieldValidation', opts.fieldValidation);
   return (await requestOk(kc, {
@@ -142,16 +165,29 @@ export async function getRaw(kc: KubeConfig, ref: ObjectRef, opts: As = {}): Pro
   return res.body as KubeObject;
 }
 
-export async function listRaw(kc: KubeConfig, ref: { apiVersion: string; kind: string; namespace?: string }, opts: As = {}): Promise<KubeObject[]> {
+export async function listRaw(
+  kc: KubeConfig,
+  ref: { apiVersion: string; kind: string; namespace?: string },
+  opts: As = {},
+): Promise<KubeObject[]> {
   const body = (await requestOk(kc, { path: await pathFor(kc, ref), asUser: opts.asUser })) as { items: KubeObject[] };
   return body.items;
 }
 
 /** Deletes the object; true when it existed. */
-export async function deleteRaw(kc: KubeConfig, ref: ObjectRef, opts: As & { dryRun?: boolean } = {}): Promise<boolean> {
+export async function deleteRaw(
+  kc: KubeConfig,
+  ref: ObjectRef,
+  opts: As & { dryRun?: boolean } = {},
+): Promise<boolean> {
   const path = await pathFor(kc, ref);
-  const res = await request(kc, { method: 'DELETE', path: opts.dryRun ? `${path}?dryRun=All` : path, asUser: opts.asUser });
+  const res = await request(kc, {
+    method: 'DELETE',
+    path: opts.dryRun ? `${path}?dryRun=All` : path,
+    asUser: opts.asUser,
+  });
   if (res.status === 404) return false;
-  if (res.status < 200 || res.status > 299) throw new ApiError('DELETE', path, { status: res.status, headers: {}, text: res.text });
+  if (res.status < 200 || res.status > 299)
+    throw new ApiError('DELETE', path, { status: res.status, headers: {}, text: res.text });
   return true;
 }

@@ -6,7 +6,8 @@ import type { KubeObject } from './kube.ts';
 import { applyRaw } from './kube.ts';
 
 /** Who a binding grants to. 'controller' is the harness's controller identity (impersync-controller). */
-export type Subject = 'controller' | { user: string } | { group: string } | { serviceAccount: string; namespace: string };
+export type Subject =
+  'controller' | { user: string } | { group: string } | { serviceAccount: string; namespace: string };
 
 export type PolicyRule = {
   apiGroups?: string[];
@@ -26,7 +27,8 @@ export function userNameOf(subject: Exclude<Subject, { group: string }>): string
 }
 
 function rbacSubject(subject: Subject): Record<string, string> {
-  if (subject === 'controller') return { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: controllerUserName };
+  if (subject === 'controller')
+    return { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: controllerUserName };
   if ('user' in subject) return { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: subject.user };
   if ('group' in subject) return { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: subject.group };
   return { kind: 'ServiceAccount', name: subject.serviceAccount, namespace: subject.namespace };
@@ -34,8 +36,16 @@ function rbacSubject(subject: Subject): Record<string, string> {
 
 const manager = { fieldManager: 'impersync-test-setup' };
 
-export async function createNamespace(kc: KubeConfig, name: string, opts: { labels?: Record<string, string> } = {}): Promise<KubeObject> {
-  return applyRaw(kc, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, ...(opts.labels ? { labels: opts.labels } : {}) } }, manager);
+export async function createNamespace(
+  kc: KubeConfig,
+  name: string,
+  opts: { labels?: Record<string, string> } = {},
+): Promise<KubeObject> {
+  return applyRaw(
+    kc,
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name, ...(opts.labels ? { labels: opts.labels } : {}) } },
+    manager,
+  );
 }
 
 export async function createServiceAccount(kc: KubeConfig, namespace: string, name: string): Promise<KubeObject> {
@@ -57,7 +67,11 @@ export async function grantRole(kc: KubeConfig, grant: Grant): Promise<void> {
   const namespaced = grant.namespace !== undefined;
   const metadata = namespaced ? { name: grant.name, namespace: grant.namespace } : { name: grant.name };
   const rbac = 'rbac.authorization.k8s.io/v1';
-  await applyRaw(kc, { apiVersion: rbac, kind: namespaced ? 'Role' : 'ClusterRole', metadata, rules: grant.rules }, manager);
+  await applyRaw(
+    kc,
+    { apiVersion: rbac, kind: namespaced ? 'Role' : 'ClusterRole', metadata, rules: grant.rules },
+    manager,
+  );
   await applyRaw(
     kc,
     {
@@ -88,9 +102,15 @@ export async function grantImpersonation(
     return;
   }
   const byNamespace = new Map<string, string[]>();
-  for (const sa of opts.serviceAccounts) byNamespace.set(sa.namespace, [...(byNamespace.get(sa.namespace) ?? []), sa.name]);
+  for (const sa of opts.serviceAccounts)
+    byNamespace.set(sa.namespace, [...(byNamespace.get(sa.namespace) ?? []), sa.name]);
   for (const [namespace, names] of byNamespace) {
-    await grantRole(kc, { name: opts.name, namespace, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs, resourceNames: names }] });
+    await grantRole(kc, {
+      name: opts.name,
+      namespace,
+      to,
+      rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs, resourceNames: names }],
+    });
   }
 }
 
@@ -99,19 +119,34 @@ export async function grantImpersonation(
  * get on ServiceAccounts (deploy/install/base/impersonate.yaml); `getServiceAccounts: false` leaves
  * out the get, as a custom install might (the ServiceAccount check then cannot run).
  */
-export async function grantInstalledControllerRights(kc: KubeConfig, namespace: string, opts: { getServiceAccounts?: boolean } = {}): Promise<void> {
+export async function grantInstalledControllerRights(
+  kc: KubeConfig,
+  namespace: string,
+  opts: { getServiceAccounts?: boolean } = {},
+): Promise<void> {
   await createNamespace(kc, namespace);
   await grantRole(kc, {
     name: 'impersync-controller',
     namespace,
     to: 'controller',
     rules: [
-      { apiGroups: ['argoproj.io'], resources: ['applications', 'appprojects'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-      { apiGroups: ['argoproj.io'], resources: ['applications/status', 'appprojects/status', 'applications/finalizers'], verbs: ['get', 'update', 'patch'] },
+      {
+        apiGroups: ['argoproj.io'],
+        resources: ['applications', 'appprojects'],
+        verbs: ['get', 'list', 'watch', 'update', 'patch'],
+      },
+      {
+        apiGroups: ['argoproj.io'],
+        resources: ['applications/status', 'appprojects/status', 'applications/finalizers'],
+        verbs: ['get', 'update', 'patch'],
+      },
       { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   });
-  await grantImpersonation(kc, { name: 'impersync-impersonate', verbs: opts.getServiceAccounts === false ? ['impersonate'] : ['impersonate', 'get'] });
+  await grantImpersonation(kc, {
+    name: 'impersync-impersonate',
+    verbs: opts.getServiceAccounts === false ? ['impersonate'] : ['impersonate', 'get'],
+  });
 }

@@ -1,11 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../src/api/index.ts';
-import { annotationCSV, hookDeletePolicies, isHook, isSkipped, syncPhasesOf, waveOf } from '../../src/sync/annotations.ts';
+import {
+  annotationCSV,
+  hookDeletePolicies,
+  isHook,
+  isSkipped,
+  syncPhasesOf,
+  waveOf,
+} from '../../src/sync/annotations.ts';
 import { expandPhases, operationPhaseOf } from '../../src/sync/hooks.ts';
 import { parseSyncOptions } from '../../src/sync/options.ts';
 
-const withAnnotations = (annotations: Record<string, string>, name = 'x'): KubeObject => ({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name, annotations } });
+const withAnnotations = (annotations: Record<string, string>, name = 'x'): KubeObject => ({
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: { name, annotations },
+});
 
 test('comma-separated annotations are trimmed and de-duplicated', () => {
   assert.deepEqual(annotationCSV(withAnnotations({ a: ' PreSync, ,PostSync,PreSync ' }), 'a'), ['PreSync', 'PostSync']);
@@ -23,36 +34,92 @@ test('hooks: Argo CD annotation, Skip alone is not a hook, Helm hooks mapped', (
   assert.ok(!isHook(withAnnotations({ 'argocd.argoproj.io/hook': 'Skip' })));
   assert.ok(isSkipped(withAnnotations({ 'argocd.argoproj.io/hook': 'Skip' })));
   assert.ok(!isHook(withAnnotations({ 'helm.sh/hook': 'crd-install' })));
-  assert.deepEqual(syncPhasesOf(withAnnotations({ 'helm.sh/hook': 'pre-install,post-upgrade' })), ['PreSync', 'PostSync']);
-  assert.deepEqual(syncPhasesOf(withAnnotations({ 'argocd.argoproj.io/hook': 'Sync', 'helm.sh/hook': 'pre-install' })), ['Sync']);
+  assert.deepEqual(syncPhasesOf(withAnnotations({ 'helm.sh/hook': 'pre-install,post-upgrade' })), [
+    'PreSync',
+    'PostSync',
+  ]);
+  assert.deepEqual(
+    syncPhasesOf(withAnnotations({ 'argocd.argoproj.io/hook': 'Sync', 'helm.sh/hook': 'pre-install' })),
+    ['Sync'],
+  );
   assert.deepEqual(syncPhasesOf(withAnnotations({})), ['Sync']);
 });
 
 test('delete policies default to BeforeHookCreation; Helm names are mapped', () => {
-  assert.deepEqual(hookDeletePolicies(withAnnotations({ 'argocd.argoproj.io/hook': 'PreSync' })), ['BeforeHookCreation']);
-  assert.deepEqual(hookDeletePolicies(withAnnotations({ 'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded,Bogus' })), ['HookSucceeded']);
-  assert.deepEqual(hookDeletePolicies(withAnnotations({ 'helm.sh/hook-delete-policy': 'hook-failed' })), ['HookFailed']);
+  assert.deepEqual(hookDeletePolicies(withAnnotations({ 'argocd.argoproj.io/hook': 'PreSync' })), [
+    'BeforeHookCreation',
+  ]);
+  assert.deepEqual(
+    hookDeletePolicies(withAnnotations({ 'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded,Bogus' })),
+    ['HookSucceeded'],
+  );
+  assert.deepEqual(hookDeletePolicies(withAnnotations({ 'helm.sh/hook-delete-policy': 'hook-failed' })), [
+    'HookFailed',
+  ]);
 });
 
 test('generateName hooks get a name per phase from revision, phase and start time', () => {
-  const hook: KubeObject = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: '', generateName: 'migrate-', annotations: { 'argocd.argoproj.io/hook': 'PreSync,PostSync' } } };
+  const hook: KubeObject = {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: '', generateName: 'migrate-', annotations: { 'argocd.argoproj.io/hook': 'PreSync,PostSync' } },
+  };
   const out = expandPhases(hook, '0123456789abcdef', new Date(1_700_000_000_000));
-  assert.deepEqual(out.map((e) => [e.phase, e.obj.metadata.name]), [['PreSync', 'migrate-0123456-presync-1700000000'], ['PostSync', 'migrate-0123456-postsync-1700000000']]);
+  assert.deepEqual(
+    out.map((e) => [e.phase, e.obj.metadata.name]),
+    [
+      ['PreSync', 'migrate-0123456-presync-1700000000'],
+      ['PostSync', 'migrate-0123456-postsync-1700000000'],
+    ],
+  );
   assert.equal(out[0]?.obj.metadata['generateName'], undefined);
   const named = withAnnotations({ 'argocd.argoproj.io/hook': 'PostSync' }, 'fixed');
   assert.equal(expandPhases(named, 'abc', new Date())[0]?.obj, named);
 });
 
 test('a hook is done when healthy, failed when degraded; kinds without health are done at once', () => {
-  const job = (conditions: unknown[]): KubeObject => ({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'j' }, status: { conditions } });
+  const job = (conditions: unknown[]): KubeObject => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'j' },
+    status: { conditions },
+  });
   assert.equal(operationPhaseOf(job([]), true).phase, 'Running');
   assert.equal(operationPhaseOf(job([{ type: 'Complete', status: 'True' }]), true).phase, 'Succeeded');
-  assert.deepEqual(operationPhaseOf(job([{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }]), true), { phase: 'Failed', message: 'BackoffLimitExceeded' });
-  assert.deepEqual(operationPhaseOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, true), { phase: 'Succeeded', message: 'c created' });
+  assert.deepEqual(operationPhaseOf(job([{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }]), true), {
+    phase: 'Failed',
+    message: 'BackoffLimitExceeded',
+  });
+  assert.deepEqual(operationPhaseOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, true), {
+    phase: 'Succeeded',
+    message: 'c created',
+  });
 });
 
 test('sync options: the ones Argo CD defines, unknown ones reported as ignored', () => {
-  const o = parseSyncOptions(['CreateNamespace=true', 'PruneLast=true', 'ApplyOutOfSyncOnly=true', 'Validate=false', 'PrunePropagationPolicy=background', 'ServerSideApply=true', 'Replace=true']);
-  assert.deepEqual(o, { createNamespace: true, pruneLast: true, applyOutOfSyncOnly: true, validate: false, prunePropagationPolicy: 'Background', ignored: ['Replace=true'] });
-  assert.deepEqual(parseSyncOptions(undefined), { createNamespace: false, pruneLast: false, applyOutOfSyncOnly: false, validate: true, prunePropagationPolicy: 'Foreground', ignored: [] });
+  const o = parseSyncOptions([
+    'CreateNamespace=true',
+    'PruneLast=true',
+    'ApplyOutOfSyncOnly=true',
+    'Validate=false',
+    'PrunePropagationPolicy=background',
+    'ServerSideApply=true',
+    'Replace=true',
+  ]);
+  assert.deepEqual(o, {
+    createNamespace: true,
+    pruneLast: true,
+    applyOutOfSyncOnly: true,
+    validate: false,
+    prunePropagationPolicy: 'Background',
+    ignored: ['Replace=true'],
+  });
+  assert.deepEqual(parseSyncOptions(undefined), {
+    createNamespace: false,
+    pruneLast: false,
+    applyOutOfSyncOnly: false,
+    validate: true,
+    prunePropagationPolicy: 'Foreground',
+    ignored: [],
+  });
 });

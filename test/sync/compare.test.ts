@@ -10,7 +10,12 @@ import type { ApplyOptions, DestinationClient, KubeError, KubeResult, ObjectRef 
 import type { Prepared, PreparedObject } from '../../src/sync/prepare.ts';
 import { compareResources } from '../../src/sync/index.ts';
 
-const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'guestbook' }, data: { k: 'v' } };
+const cm: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'c', namespace: 'guestbook' },
+  data: { k: 'v' },
+};
 const err = (code: number, reason: string, message: string): KubeError => ({ code, reason, message });
 const ok = <T>(value: T): KubeResult<T> => ({ ok: true, value, warnings: [] });
 const fail = (e: KubeError): KubeResult<never> => ({ ok: false, error: e });
@@ -24,10 +29,13 @@ interface Script {
 function scripted(script: Script): { client: DestinationClient; log: string[]; applyOpts: ApplyOptions[] } {
   const log: string[] = [];
   const applyOpts: ApplyOptions[] = [];
-  const later = <T>(what: string, value: T): Promise<T> => new Promise((resolve) => setImmediate(() => {
-    log.push(`${what} answered`);
-    resolve(value);
-  }));
+  const later = <T>(what: string, value: T): Promise<T> =>
+    new Promise((resolve) =>
+      setImmediate(() => {
+        log.push(`${what} answered`);
+        resolve(value);
+      }),
+    );
   const unused = (): never => {
     throw new Error('not used by compareOne');
   };
@@ -54,12 +62,19 @@ function scripted(script: Script): { client: DestinationClient; log: string[]; a
 }
 
 function prepared(over: Partial<PreparedObject> = {}): Prepared {
-  return { objects: [{ key: '/ConfigMap/guestbook/c', source: cm, target: cm, hook: false, pendingCrd: false, ...over }], warnings: [] };
+  return {
+    objects: [{ key: '/ConfigMap/guestbook/c', source: cm, target: cm, hook: false, pendingCrd: false, ...over }],
+    warnings: [],
+  };
 }
 
 const opts = { appName: 'guestbook', namespace: 'guestbook' };
 
-async function compareWith(script: Script, over: Partial<PreparedObject> = {}, extra: { fieldValidation?: 'Strict' } = {}) {
+async function compareWith(
+  script: Script,
+  over: Partial<PreparedObject> = {},
+  extra: { fieldValidation?: 'Strict' } = {},
+) {
   const s = scripted(script);
   const result = await compareResources(s.client, prepared(over), [], { ...opts, ...extra });
   assert.equal(result.resources.length, 1);
@@ -99,7 +114,11 @@ test('a missing live object (404) is OutOfSync and Missing; "namespace not found
 });
 
 test('a missing live object whose dry-run is refused stays OutOfSync and shows the refusal', async () => {
-  const denied = err(403, 'Forbidden', 'configmaps is forbidden: User "system:serviceaccount:guestbook:deployer" cannot patch resource "configmaps"');
+  const denied = err(
+    403,
+    'Forbidden',
+    'configmaps is forbidden: User "system:serviceaccount:guestbook:deployer" cannot patch resource "configmaps"',
+  );
   const { r } = await compareWith({ get: ok(null), dry: fail(denied) });
   assert.equal(r.status, 'OutOfSync');
   assert.equal(r.message, denied.message);
@@ -116,7 +135,11 @@ test('a live object whose dry-run is refused is Unknown with the dry-run’s mes
 });
 
 test('a failed live read decides the result whatever the dry-run answered', async () => {
-  const forbidden = err(403, 'Forbidden', 'configmaps "c" is forbidden: User "system:serviceaccount:guestbook:deployer" cannot get resource "configmaps"');
+  const forbidden = err(
+    403,
+    'Forbidden',
+    'configmaps "c" is forbidden: User "system:serviceaccount:guestbook:deployer" cannot get resource "configmaps"',
+  );
   for (const dry of [ok(cm), fail(err(422, 'Invalid', 'other'))]) {
     const { r } = await compareWith({ get: fail(forbidden), dry });
     assert.equal(r.status, 'Unknown');

@@ -30,18 +30,30 @@ test('a new object is all additions; a pruned one all removals', () => {
 
 test('the edit script rebuilds both sides (property)', () => {
   fc.assert(
-    fc.property(fc.array(fc.constantFrom('a', 'b', 'c', 'd')), fc.array(fc.constantFrom('a', 'b', 'c', 'd')), (a, b) => {
-      const ops = diffLines(a, b);
-      assert.deepEqual(ops.filter((o) => o.op !== '+').map((o) => o.line), a);
-      assert.deepEqual(ops.filter((o) => o.op !== '-').map((o) => o.line), b);
-    }),
+    fc.property(
+      fc.array(fc.constantFrom('a', 'b', 'c', 'd')),
+      fc.array(fc.constantFrom('a', 'b', 'c', 'd')),
+      (a, b) => {
+        const ops = diffLines(a, b);
+        assert.deepEqual(
+          ops.filter((o) => o.op !== '+').map((o) => o.line),
+          a,
+        );
+        assert.deepEqual(
+          ops.filter((o) => o.op !== '-').map((o) => o.line),
+          b,
+        );
+      },
+    ),
   );
 });
 
 test('the edit script is minimal: no longer than the LCS bound (property)', () => {
   const lcs = (a: string[], b: string[]) => {
     const dp = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
-    for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) dp[i]![j] = a[i - 1] === b[j - 1] ? dp[i - 1]![j - 1]! + 1 : Math.max(dp[i - 1]![j]!, dp[i]![j - 1]!);
+    for (let i = 1; i <= a.length; i++)
+      for (let j = 1; j <= b.length; j++)
+        dp[i]![j] = a[i - 1] === b[j - 1] ? dp[i - 1]![j - 1]! + 1 : Math.max(dp[i - 1]![j]!, dp[i]![j - 1]!);
     return dp[a.length]![b.length]!;
   };
   fc.assert(

@@ -3,51 +3,124 @@ import { test } from 'node:test';
 import type { KubeObject } from '../../src/api/index.ts';
 import { aggregateHealth, resourceHealth } from '../../src/sync/health.ts';
 
-const o = (apiVersion: string, kind: string, rest: Record<string, unknown> = {}, meta: Record<string, unknown> = {}): KubeObject => ({ apiVersion, kind, metadata: { name: 'x', ...meta }, ...rest });
+const o = (
+  apiVersion: string,
+  kind: string,
+  rest: Record<string, unknown> = {},
+  meta: Record<string, unknown> = {},
+): KubeObject => ({ apiVersion, kind, metadata: { name: 'x', ...meta }, ...rest });
 const status = (obj: KubeObject) => resourceHealth(obj)?.status;
 
 test('Deployment: paused, rollout pending, deadline exceeded, available', () => {
-  const d = (spec: Record<string, unknown>, st: Record<string, unknown>, generation = 1) => o('apps/v1', 'Deployment', { spec, status: st }, { generation });
+  const d = (spec: Record<string, unknown>, st: Record<string, unknown>, generation = 1) =>
+    o('apps/v1', 'Deployment', { spec, status: st }, { generation });
   assert.equal(status(d({ paused: true }, {})), 'Suspended');
-  assert.deepEqual(resourceHealth(d({ replicas: 1 }, { observedGeneration: 1 }, 2)), { status: 'Progressing', message: 'Waiting for rollout to finish: observed deployment generation less than desired generation' });
-  assert.deepEqual(resourceHealth(d({ replicas: 2 }, { observedGeneration: 1, updatedReplicas: 1 })), { status: 'Progressing', message: 'Waiting for rollout to finish: 1 out of 2 new replicas have been updated...' });
-  assert.equal(status(d({ replicas: 1 }, { observedGeneration: 1, conditions: [{ type: 'Progressing', reason: 'ProgressDeadlineExceeded' }] })), 'Degraded');
-  assert.equal(status(d({ replicas: 1 }, { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 0 })), 'Progressing');
-  assert.equal(status(d({ replicas: 1 }, { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 })), 'Healthy');
+  assert.deepEqual(resourceHealth(d({ replicas: 1 }, { observedGeneration: 1 }, 2)), {
+    status: 'Progressing',
+    message: 'Waiting for rollout to finish: observed deployment generation less than desired generation',
+  });
+  assert.deepEqual(resourceHealth(d({ replicas: 2 }, { observedGeneration: 1, updatedReplicas: 1 })), {
+    status: 'Progressing',
+    message: 'Waiting for rollout to finish: 1 out of 2 new replicas have been updated...',
+  });
+  assert.equal(
+    status(
+      d(
+        { replicas: 1 },
+        { observedGeneration: 1, conditions: [{ type: 'Progressing', reason: 'ProgressDeadlineExceeded' }] },
+      ),
+    ),
+    'Degraded',
+  );
+  assert.equal(
+    status(d({ replicas: 1 }, { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 0 })),
+    'Progressing',
+  );
+  assert.equal(
+    status(d({ replicas: 1 }, { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 })),
+    'Healthy',
+  );
 });
 
 test('StatefulSet, DaemonSet, ReplicaSet', () => {
-  const sts = (st: Record<string, unknown>, strategy: Record<string, unknown> = { type: 'RollingUpdate' }) => o('apps/v1', 'StatefulSet', { spec: { replicas: 2, updateStrategy: strategy }, status: st }, { generation: 1 });
+  const sts = (st: Record<string, unknown>, strategy: Record<string, unknown> = { type: 'RollingUpdate' }) =>
+    o('apps/v1', 'StatefulSet', { spec: { replicas: 2, updateStrategy: strategy }, status: st }, { generation: 1 });
   assert.equal(status(sts({})), 'Progressing');
   assert.equal(status(sts({ observedGeneration: 1, readyReplicas: 1 })), 'Progressing');
-  assert.equal(status(sts({ observedGeneration: 1, readyReplicas: 2, currentRevision: 'a', updateRevision: 'b' })), 'Progressing');
-  assert.equal(status(sts({ observedGeneration: 1, readyReplicas: 2, currentRevision: 'a', updateRevision: 'a' })), 'Healthy');
+  assert.equal(
+    status(sts({ observedGeneration: 1, readyReplicas: 2, currentRevision: 'a', updateRevision: 'b' })),
+    'Progressing',
+  );
+  assert.equal(
+    status(sts({ observedGeneration: 1, readyReplicas: 2, currentRevision: 'a', updateRevision: 'a' })),
+    'Healthy',
+  );
   assert.equal(status(sts({ observedGeneration: 1, readyReplicas: 2 }, { type: 'OnDelete' })), 'Healthy');
   const ds = (st: Record<string, unknown>) => o('apps/v1', 'DaemonSet', { spec: {}, status: st }, { generation: 1 });
-  assert.equal(status(ds({ observedGeneration: 1, desiredNumberScheduled: 2, updatedNumberScheduled: 1 })), 'Progressing');
-  assert.equal(status(ds({ observedGeneration: 1, desiredNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2 })), 'Healthy');
-  const rs = (st: Record<string, unknown>) => o('apps/v1', 'ReplicaSet', { spec: { replicas: 1 }, status: st }, { generation: 1 });
-  assert.deepEqual(resourceHealth(rs({ observedGeneration: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'quota' }] })), { status: 'Degraded', message: 'quota' });
+  assert.equal(
+    status(ds({ observedGeneration: 1, desiredNumberScheduled: 2, updatedNumberScheduled: 1 })),
+    'Progressing',
+  );
+  assert.equal(
+    status(ds({ observedGeneration: 1, desiredNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2 })),
+    'Healthy',
+  );
+  const rs = (st: Record<string, unknown>) =>
+    o('apps/v1', 'ReplicaSet', { spec: { replicas: 1 }, status: st }, { generation: 1 });
+  assert.deepEqual(
+    resourceHealth(
+      rs({ observedGeneration: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'quota' }] }),
+    ),
+    { status: 'Degraded', message: 'quota' },
+  );
   assert.equal(status(rs({ observedGeneration: 1, availableReplicas: 1 })), 'Healthy');
 });
 
 test('Pod: pending, running ready, crash loop, failed, finite pods stay Progressing while running', () => {
-  const pod = (st: Record<string, unknown>, restartPolicy = 'Always') => o('v1', 'Pod', { spec: { restartPolicy }, status: st });
+  const pod = (st: Record<string, unknown>, restartPolicy = 'Always') =>
+    o('v1', 'Pod', { spec: { restartPolicy }, status: st });
   assert.equal(status(pod({ phase: 'Pending' })), 'Progressing');
   assert.equal(status(pod({ phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] })), 'Healthy');
-  assert.deepEqual(resourceHealth(pod({ phase: 'Running', containerStatuses: [{ state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } } }] })), { status: 'Degraded', message: 'back-off' });
+  assert.deepEqual(
+    resourceHealth(
+      pod({
+        phase: 'Running',
+        containerStatuses: [{ state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } } }],
+      }),
+    ),
+    { status: 'Degraded', message: 'back-off' },
+  );
   assert.equal(status(pod({ phase: 'Running' }, 'Never')), 'Progressing');
   assert.equal(status(pod({ phase: 'Succeeded' }, 'Never')), 'Healthy');
-  assert.deepEqual(resourceHealth(pod({ phase: 'Failed', containerStatuses: [{ name: 'main', state: { terminated: { exitCode: 3 } } }] }, 'Never')), { status: 'Degraded', message: 'container "main" failed with exit code 3' });
+  assert.deepEqual(
+    resourceHealth(
+      pod({ phase: 'Failed', containerStatuses: [{ name: 'main', state: { terminated: { exitCode: 3 } } }] }, 'Never'),
+    ),
+    { status: 'Degraded', message: 'container "main" failed with exit code 3' },
+  );
   assert.equal(status(pod({})), 'Unknown');
 });
 
 test('Service, Ingress, PVC', () => {
   assert.equal(status(o('v1', 'Service', { spec: { type: 'ClusterIP' } })), 'Healthy');
-  assert.equal(status(o('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: {} } })), 'Progressing');
-  assert.equal(status(o('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: { ingress: [{ ip: '1.2.3.4' }] } } })), 'Healthy');
+  assert.equal(
+    status(o('v1', 'Service', { spec: { type: 'LoadBalancer' }, status: { loadBalancer: {} } })),
+    'Progressing',
+  );
+  assert.equal(
+    status(
+      o('v1', 'Service', {
+        spec: { type: 'LoadBalancer' },
+        status: { loadBalancer: { ingress: [{ ip: '1.2.3.4' }] } },
+      }),
+    ),
+    'Healthy',
+  );
   assert.equal(status(o('networking.k8s.io/v1', 'Ingress', { status: { loadBalancer: {} } })), 'Progressing');
-  assert.equal(status(o('networking.k8s.io/v1', 'Ingress', { status: { loadBalancer: { ingress: [{ hostname: 'h' }] } } })), 'Healthy');
+  assert.equal(
+    status(o('networking.k8s.io/v1', 'Ingress', { status: { loadBalancer: { ingress: [{ hostname: 'h' }] } } })),
+    'Healthy',
+  );
   assert.equal(status(o('v1', 'PersistentVolumeClaim', { status: { phase: 'Pending' } })), 'Progressing');
   assert.equal(status(o('v1', 'PersistentVolumeClaim', { status: { phase: 'Bound' } })), 'Healthy');
   assert.equal(status(o('v1', 'PersistentVolumeClaim', { status: { phase: 'Lost' } })), 'Degraded');
@@ -62,8 +135,12 @@ test('Job: running, complete, failed, suspended', () => {
 });
 
 test('CRD: established, installing, names not accepted, no conditions', () => {
-  const crd = (conditions: unknown[]) => o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', { status: { conditions } });
-  assert.deepEqual(resourceHealth(crd([{ type: 'Established', status: 'True' }])), { status: 'Healthy', message: 'CRD is healthy' });
+  const crd = (conditions: unknown[]) =>
+    o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', { status: { conditions } });
+  assert.deepEqual(resourceHealth(crd([{ type: 'Established', status: 'True' }])), {
+    status: 'Healthy',
+    message: 'CRD is healthy',
+  });
   assert.equal(status(crd([{ type: 'Established', status: 'False', reason: 'Installing' }])), 'Progressing');
   assert.equal(status(crd([{ type: 'NamesAccepted', status: 'False', message: 'taken' }])), 'Degraded');
   assert.equal(status(crd([])), 'Progressing');
@@ -71,17 +148,29 @@ test('CRD: established, installing, names not accepted, no conditions', () => {
 });
 
 test('Application (app of apps): its own status.health, Progressing until it has one', () => {
-  assert.equal(status(o('argoproj.io/v1alpha1', 'Application', { status: { health: { status: 'Degraded', message: 'child' } } })), 'Degraded');
+  assert.equal(
+    status(o('argoproj.io/v1alpha1', 'Application', { status: { health: { status: 'Degraded', message: 'child' } } })),
+    'Degraded',
+  );
   assert.equal(status(o('argoproj.io/v1alpha1', 'Application', {})), 'Progressing');
 });
 
 test('objects being deleted are Progressing; kinds without a check have no health', () => {
-  assert.deepEqual(resourceHealth(o('v1', 'Service', { spec: {} }, { deletionTimestamp: '2024-01-01T00:00:00Z' })), { status: 'Progressing', message: 'Pending deletion' });
+  assert.deepEqual(resourceHealth(o('v1', 'Service', { spec: {} }, { deletionTimestamp: '2024-01-01T00:00:00Z' })), {
+    status: 'Progressing',
+    message: 'Pending deletion',
+  });
   assert.equal(resourceHealth(o('v1', 'ConfigMap')), null);
 });
 
 test('aggregate: worst wins, missing does not count unless nothing exists, hooks do not count', () => {
-  const r = (status: 'Healthy' | 'Degraded' | 'Missing' | 'Progressing', live = true, hook = false) => ({ health: { status }, live, hook, kind: 'X', group: '' });
+  const r = (status: 'Healthy' | 'Degraded' | 'Missing' | 'Progressing', live = true, hook = false) => ({
+    health: { status },
+    live,
+    hook,
+    kind: 'X',
+    group: '',
+  });
   assert.equal(aggregateHealth([r('Healthy'), r('Progressing')]).status, 'Progressing');
   assert.equal(aggregateHealth([r('Healthy'), r('Missing', false)]).status, 'Healthy');
   assert.equal(aggregateHealth([r('Missing', false)]).status, 'Missing');

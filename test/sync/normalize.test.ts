@@ -21,7 +21,12 @@ test('server bookkeeping, status and last-applied are removed; the rest kept', (
     data: { a: '1' },
     status: { anything: true },
   };
-  assert.deepEqual(normalizeForCompare(live), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'n', labels: { keep: 'me' } }, data: { a: '1' } });
+  assert.deepEqual(normalizeForCompare(live), {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'c', namespace: 'n', labels: { keep: 'me' } },
+    data: { a: '1' },
+  });
   assert.equal(live.metadata['uid'], 'u', 'the input is not changed');
 });
 
@@ -33,8 +38,16 @@ test('JSON equality ignores key order, not array order', () => {
 });
 
 test('Secret values are masked, differing ones with a longer mask', () => {
-  const secret = (data: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data });
-  const { live, predicted } = maskSecrets(secret({ same: 'YQ==', changed: 'Yg==' }), secret({ same: 'YQ==', changed: 'Yw==', added: 'ZA==' }));
+  const secret = (data: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 's' },
+    data,
+  });
+  const { live, predicted } = maskSecrets(
+    secret({ same: 'YQ==', changed: 'Yg==' }),
+    secret({ same: 'YQ==', changed: 'Yw==', added: 'ZA==' }),
+  );
   assert.deepEqual(live?.['data'], { same: '++++++++', changed: '++++++++' });
   assert.deepEqual(predicted?.['data'], { same: '++++++++', changed: '+++++++++', added: '+++++++++' });
   const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { a: 'visible' } };
