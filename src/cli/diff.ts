@@ -10,6 +10,7 @@ import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity, isRefusal } from '../kube/types.ts';
 import { projectLimits } from '../controller/limits.ts';
 import { SourceRenderer } from '../source/index.ts';
+import { renderInputFor } from '../renderer/request.ts';
 import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
 import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
@@ -187,7 +188,7 @@ async function compareLive(
   let objects: KubeObject[];
   let revision = '';
   try {
-    const rendered = await new SourceRenderer({ cacheDir: opts.cacheDir }).render(app);
+    const rendered = await new SourceRenderer({ cacheDir: opts.cacheDir }).render(renderInputFor(app));
     objects = rendered.objects.map((o) => o.object as KubeObject);
     revision = rendered.revision;
   } catch (err) {

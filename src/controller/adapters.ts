@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Application, KubeObject } from '../api/index.ts';
 import { SourceRenderer } from '../source/index.ts';
+import { renderInputFor } from '../renderer/request.ts';
 import { appInstanceName, compare, sync } from '../sync/index.ts';
 import type { InventoryEntry, ResourceComparison } from '../sync/index.ts';
 import { deleteAppResources } from './delete.ts';
@@ -62,7 +63,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
   return {
     render: {
       render: async (app, o) => {
-        const r = await renderer.render(app, o.revision !== undefined ? { revision: o.revision } : {});
+        const r = await renderer.render(renderInputFor(app, { revision: o.revision }));
         return {
           revision: r.revision,
           sourceType: r.sourceType,

@@ -2,9 +2,13 @@
 //
 // Contract:
 //   const renderer = new SourceRenderer({ cacheDir, toolsDir });
-//   const { revision, sourceType, objects } = await renderer.render(app, { revision?, kubeVersion?, apiVersions? });
+//   const { revision, sourceType, objects } = await renderer.render({ source, appName, destinationNamespace, revision?, ... });
 //
-// - `revision` is the commit SHA that spec.source.targetRevision (or opts.revision, e.g. an
+// The input is one source and the few facts of its Application a render needs (renderer/protocol.ts
+// carries exactly this between the controller and the renderer process): never the Application,
+// its project or anything of the cluster.
+//
+// - `revision` is the commit SHA that source.targetRevision (or input.revision, e.g. an
 //   operation's sync revision) resolves to now: HEAD when empty, a branch, a tag or a SHA. Refs are
 //   asked of the remote on every call; a SHA already fetched needs no network.
 // - `objects` are the rendered Kubernetes objects in render order, each with where it came from
@@ -14,12 +18,12 @@
 // - Every failure rejects with a SourceError whose message is fit for a ComparisonError condition
 //   as is (it names the repository, revision, file and line, or the missing tool and how to get it)
 //   and whose `reason` tells what kind of failure it was. Nothing is ever partially rendered.
-// - Only spec.source is rendered: spec.sources (multi-source) and Helm repository charts are refused
-//   with a clear error. This module never talks to a Kubernetes cluster.
+// - Helm repository charts (source.chart) are refused with a clear error. This module never talks
+//   to a Kubernetes cluster, and runs only in the renderer process (ARCHITECTURE.md, the credential rule).
 // - Concurrency: many renders may run at once; git work on one repository is serialised. One
 //   SourceRenderer per cacheDir per process.
 import path from 'node:path';
-import type { Application, ApplicationSource } from '../api/application.ts';
+import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 import { GitRepoCache } from './git.ts';
 import type { ParsedObject } from './parse.ts';
@@ -49,12 +53,18 @@ export interface SourceRendererOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface RenderOptions {
-  /** A revision to render instead of spec.source.targetRevision (e.g. operation.sync.revision). */
-  revision?: string;
+/** One source to render, and what of its Application a render needs. */
+export interface RenderInput {
+  source: ApplicationSource;
+  /** The Application's name: Helm's release name unless source.helm.releaseName says otherwise. */
+  appName: string;
+  /** spec.destination.namespace: Helm's namespace unless source.helm.namespace says otherwise. */
+  destinationNamespace?: string | undefined;
+  /** A revision to render instead of source.targetRevision (e.g. operation.sync.revision). */
+  revision?: string | undefined;
   /** The destination's Kubernetes version and API versions, for `helm template` (as Argo CD passes them). */
-  kubeVersion?: string;
-  apiVersions?: readonly string[];
+  kubeVersion?: string | undefined;
+  apiVersions?: readonly string[] | undefined;
 }
 
 export interface RenderResult {
@@ -82,25 +92,25 @@ export class SourceRenderer {
     });
   }
 
-  /** The commit SHA the Application's source (or opts.revision) names now, without rendering. */
-  async resolveRevision(app: Application, opts: Pick<RenderOptions, 'revision'> = {}): Promise<string> {
-    const source = sourceOf(app);
-    return this.#git.resolveRevision(source.repoURL, opts.revision ?? source.targetRevision);
+  /** The commit SHA the source (or input.revision) names now, without rendering. */
+  async resolveRevision(input: Pick<RenderInput, 'source' | 'revision'>): Promise<string> {
+    const source = gitSource(input.source);
+    return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
   }
 
-  async render(app: Application, opts: RenderOptions = {}): Promise<RenderResult> {
-    const source = sourceOf(app);
-    const revision = await this.#git.resolveRevision(source.repoURL, opts.revision ?? source.targetRevision);
+  async render(input: RenderInput): Promise<RenderResult> {
+    const source = gitSource(input.source);
+    const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
     const checkout = await this.#git.checkout(source.repoURL, revision);
     try {
       const { sourceType, objects } = await renderCheckout(
         {
           checkoutDir: checkout.dir,
           source,
-          appName: app.metadata.name,
-          destinationNamespace: app.spec.destination?.namespace,
-          kubeVersion: opts.kubeVersion,
-          apiVersions: opts.apiVersions,
+          appName: input.appName,
+          destinationNamespace: input.destinationNamespace,
+          kubeVersion: input.kubeVersion,
+          apiVersions: input.apiVersions,
         },
         {
           tools: {
@@ -127,18 +137,14 @@ export class SourceRenderer {
   }
 }
 
-function sourceOf(app: Application): ApplicationSource {
-  const source = app.spec.source;
-  if (source?.chart) {
+/** A source this renderer can render: from Git (Helm repository charts are not supported yet). */
+function gitSource(source: ApplicationSource): ApplicationSource {
+  if (source.chart) {
     // Checked before any git work: the repoURL of a chart source is a Helm repository, not Git.
     throw new SourceError(
       'InvalidSource',
       `spec.source.chart '${source.chart}': charts from Helm repositories are not supported; point spec.source.path at a chart in Git`,
     );
   }
-  if (source) return source;
-  if (app.spec.sources && app.spec.sources.length > 0) {
-    throw new SourceError('InvalidSource', 'spec.sources (multiple sources) is not supported; use spec.source');
-  }
-  throw new SourceError('InvalidSource', 'spec.source is missing');
+  return source;
 }

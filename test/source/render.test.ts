@@ -5,8 +5,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Application } from '../../src/api/application.ts';
-import { SourceError, SourceRenderer, type RenderResult } from '../../src/source/index.ts';
+import type { ApplicationSource } from '../../src/api/application.ts';
+import { SourceError, SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { toolsDir } from './tools.ts';
 
@@ -41,15 +41,17 @@ const FILES: Record<string, string> = {
   'both/templates/cm.yaml': cm('from-helm'),
 };
 
-function app(source: Record<string, unknown>, extra: { name?: string; namespace?: string } = {}): Application {
+/** The render input of an Application named guestbook (by default) deploying to team-a. */
+function app(
+  source: Record<string, unknown>,
+  extra: { name?: string; namespace?: string; revision?: string } = {},
+): RenderInput {
   return {
-    metadata: { name: extra.name ?? 'guestbook', namespace: 'argocd' },
-    spec: {
-      project: 'default',
-      source: source as Application['spec']['source'],
-      destination: { server: 'https://kubernetes.default.svc', namespace: extra.namespace ?? 'team-a' },
-    },
-  } as Application;
+    source: source as ApplicationSource,
+    appName: extra.name ?? 'guestbook',
+    destinationNamespace: extra.namespace ?? 'team-a',
+    ...(extra.revision !== undefined ? { revision: extra.revision } : {}),
+  };
 }
 
 const names = (r: RenderResult): string[] => r.objects.map((o) => o.object.metadata.name);
@@ -323,17 +325,12 @@ describe('SourceRenderer', () => {
       const latest = await renderer.render(app({ repoURL: url, path: 'plain' }));
       assert.equal(latest.revision, next);
       assert.deepEqual(names(latest), ['a', 'b', 'z']);
-      const old = await renderer.render(app({ repoURL: url, path: 'plain' }), { revision: before });
+      const old = await renderer.render(app({ repoURL: url, path: 'plain' }, { revision: before }));
       assert.equal(old.revision, before);
       assert.deepEqual(names(old), ['a', 'b']);
     });
 
-    test('multi-source Applications and Helm repository charts are refused', async () => {
-      const multi = { metadata: { name: 'm' }, spec: { sources: [{ repoURL: url }] } } as Application;
-      await assert.rejects(
-        renderer.render(multi),
-        sourceError('InvalidSource', /spec\.sources \(multiple sources\) is not supported/),
-      );
+    test('Helm repository charts are refused', async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: 'https://charts.example', chart: 'nginx', targetRevision: '1.0.0' })),
         sourceError('InvalidSource', /charts from Helm repositories are not supported/),
