@@ -9,7 +9,7 @@ import { resolveDestination } from '../impersonation/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity, isRefusal } from '../kube/types.ts';
 import { projectLimits } from '../controller/limits.ts';
-import { SourceRenderer } from '../source/index.ts';
+import { ChildRenderer } from '../renderer/child.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
 import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
@@ -30,6 +30,10 @@ controller's own credential when impersonation is off or falls back. The first l
       --kubeconfig FILE, --context NAME   the controller's credential and cluster
   -o, --output FORMAT   text (default) or json
       --cache-dir DIR   where Git clones are kept (default ~/.cache/impersync/source)
+      --allow-local-repositories   render file:// and local repoURLs too (never for tenants' Applications)
+
+The source is rendered by a child renderer process that has none of this command's credentials or
+environment (ARCHITECTURE.md, the credential rule).
 
 Exit status: 0 when in sync, 1 when not, 2 on error.
 `;
@@ -40,6 +44,7 @@ const FLAGS = {
   context: { type: 'string' },
   output: { type: 'string', short: 'o' },
   'cache-dir': { type: 'string' },
+  'allow-local-repositories': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -106,6 +111,7 @@ interface DiffOptions {
   kubeconfig?: string | undefined;
   context?: string | undefined;
   cacheDir: string;
+  allowLocalRepositories: boolean;
 }
 
 async function compareLive(
@@ -188,7 +194,11 @@ async function compareLive(
   let objects: KubeObject[];
   let revision = '';
   try {
-    const rendered = await new SourceRenderer({ cacheDir: opts.cacheDir }).render(renderInputFor(app));
+    const renderer = new ChildRenderer({
+      cacheDir: opts.cacheDir,
+      allowLocalRepositories: opts.allowLocalRepositories,
+    });
+    const rendered = await renderer.render(renderInputFor(app)).finally(() => renderer.close());
     objects = rendered.objects.map((o) => o.object as KubeObject);
     revision = rendered.revision;
   } catch (err) {
@@ -231,6 +241,7 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
       'cache-dir',
       path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source'),
     ),
+    allowLocalRepositories: flags.values['allow-local-repositories'] === true,
   };
   let result: Awaited<ReturnType<typeof compareLive>>;
   // The factory holds keep-alive connections: one made here is closed here, or the process lingers.

@@ -20,6 +20,10 @@ const commands: Record<string, Command> = {
     summary: "compare an Application's desired and live state, as its identity",
     load: () => import('./diff.ts'),
   },
+  renderer: {
+    summary: 'render sources for the controller, in a process without Kubernetes credentials',
+    load: () => import('./renderer.ts'),
+  },
   cluster: {
     summary: 'start a local etcd + kube-apiserver + kube-controller-manager',
     load: () => import('./cluster.ts'),

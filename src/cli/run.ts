@@ -3,7 +3,11 @@
 // CRDs and the examples, and a line for each Application synced (as which ServiceAccount) or refused (why).
 import { existsSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseFlags, stringFlag } from './args.ts';
+import { readFile } from 'node:fs/promises';
+import { parseFlags, stringFlag, type Flags } from './args.ts';
+import { KubeApi } from '../controller/kubeapi.ts';
+import { rendererToken } from '../controller/renderer-token.ts';
+import { RendererClient, type Renderer } from '../renderer/client.ts';
 import { startController } from '../controller/controller.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
@@ -16,6 +20,8 @@ import { createMetrics } from '../observability/metrics.ts';
 export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NAME] [--namespace NS]
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
                     [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
+                    [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
+                    [--allow-local-repositories]
 
 Runs the controller: watches Applications, AppProjects, argocd-cm and cluster Secrets in NS and
 syncs each Application as the ServiceAccount its AppProject assigns (destinationServiceAccounts).
@@ -30,8 +36,16 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --log-level LEVEL              trace, debug, info (default), warn, error
   --leader-elect                 run as one of several replicas: only the holder of a Lease in NS reconciles
   --leader-election-lease NAME   the Lease's name (default impersync-controller)
+  --renderer URL                 the renderer that renders sources (http://host:port or unix:/path);
+                                 default: a child process of this one (impersync renderer), with no
+                                 variable of this process's environment but PATH
+  --renderer-token-secret NAME   the Secret in NS holding the renderer's token; made when missing
+                                 (default impersync-renderer-token, with --renderer)
+  --renderer-token-file FILE     the renderer's token from a file instead
+  --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
+                                 (local demos and tests; never with tenants)
 
-Environment: IMPERSYNC_CACHE_DIR (Git checkouts; default $XDG_CACHE_HOME or ~/.cache), POD_NAME
+Environment: IMPERSYNC_CACHE_DIR (the child renderer's Git checkouts; default $XDG_CACHE_HOME or ~/.cache), POD_NAME
 (leader election identity).
 
 With no flag at all and not in a Pod, starts a local control plane with the examples instead.
@@ -76,6 +90,10 @@ export async function main(argv: string[]): Promise<number> {
     'log-level': { type: 'string' },
     'leader-elect': { type: 'boolean' },
     'leader-election-lease': { type: 'string' },
+    renderer: { type: 'string' },
+    'renderer-token-secret': { type: 'string' },
+    'renderer-token-file': { type: 'string' },
+    'allow-local-repositories': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -126,8 +144,21 @@ export async function main(argv: string[]): Promise<number> {
     .map((s) => s.trim())
     .filter(Boolean);
   const metrics = createMetrics({ defaultMetrics: true });
+  const renderer = rendererFrom(v, kc, namespace);
+  if (typeof renderer === 'string') {
+    process.stderr.write(`impersync run: ${renderer}\n`);
+    return 2;
+  }
   const cacheDir = process.env['IMPERSYNC_CACHE_DIR'];
-  const ports = defaultPorts({ controllerNamespace: namespace, ...(cacheDir ? { cacheDir } : {}) });
+  // One set of ports per controller start (a new leader term starts its own child renderer).
+  const ports = () =>
+    defaultPorts({
+      controllerNamespace: namespace,
+      ...(renderer ? { renderer: renderer() } : {}),
+      ...(cacheDir ? { cacheDir } : {}),
+      ...(v['allow-local-repositories'] === true ? { allowLocalRepositories: true } : {}),
+      logger,
+    });
   let controller: RunningController | undefined;
   let starting: Promise<void> | undefined;
   const leaderElect = v['leader-elect'] === true;
@@ -151,7 +182,7 @@ export async function main(argv: string[]): Promise<number> {
       namespace,
       applicationNamespaces: globs,
       logger,
-      ports,
+      ports: ports(),
       metrics,
       events: [printerSink((line) => logger.info(line))],
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
@@ -202,4 +233,42 @@ export async function main(argv: string[]): Promise<number> {
   await election?.stop();
   await health.close();
   return 0;
+}
+
+/**
+ * The install's renderer from --renderer (a client per controller start), undefined for a child
+ * renderer, or the flag error.
+ */
+function rendererFrom(v: Flags, kc: KubeConfig, namespace: string): (() => Renderer) | undefined | string {
+  const url = stringFlag(v, 'renderer', '');
+  const secret = stringFlag(v, 'renderer-token-secret', '');
+  const file = stringFlag(v, 'renderer-token-file', '');
+  if (url === '') {
+    return secret !== '' || file !== ''
+      ? '--renderer-token-secret and --renderer-token-file go with --renderer'
+      : undefined;
+  }
+  if (!/^(https?:\/\/|unix:\/)/.test(url))
+    return `--renderer must be http://host:port, https://host:port or unix:/path, not '${url}'`;
+  if (secret !== '' && file !== '') return 'give --renderer-token-secret or --renderer-token-file, not both';
+  if (v['allow-local-repositories'] === true)
+    return '--allow-local-repositories is for the child renderer: set it on the renderer itself';
+  const api = new KubeApi(kc);
+  const secretName = secret || 'impersync-renderer-token';
+  return () => {
+    let token: Promise<string> | undefined;
+    const read = () =>
+      file !== '' ? readFile(file, 'utf8').then((t) => t.trim()) : rendererToken(api, namespace, secretName);
+    return new RendererClient({
+      url,
+      token: () =>
+        (token ??= read().catch((err: unknown) => {
+          token = undefined;
+          throw err;
+        })),
+      onUnauthorized: async () => {
+        token = undefined;
+      },
+    });
+  };
 }

@@ -1,9 +1,12 @@
-// Binds the reconciler's ports (ports.ts) to the real modules: source/ renders, project/ limits,
-// sync/ compares and syncs. Each adapter only translates shapes; the identity's client passes through.
+// Binds the reconciler's ports (ports.ts) to the real modules: the renderer process renders (never
+// this process: ARCHITECTURE.md, the credential rule), project/ limits, sync/ compares and syncs.
+// Each adapter only translates shapes; the identity's client passes through.
 import os from 'node:os';
+import type { Logger } from 'pino';
 import path from 'node:path';
 import type { Application, KubeObject } from '../api/index.ts';
-import { SourceRenderer } from '../source/index.ts';
+import { ChildRenderer } from '../renderer/child.ts';
+import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import { appInstanceName, compare, sync } from '../sync/index.ts';
 import type { InventoryEntry, ResourceComparison } from '../sync/index.ts';
@@ -14,9 +17,17 @@ import type { ResourceStatus } from './status.ts';
 
 export interface DefaultPortsOptions {
   controllerNamespace: string;
-  /** Git clones and checkouts (default: $XDG_CACHE_HOME or ~/.cache, impersync/source). */
+  /**
+   * Where sources are rendered: the install's renderer (a RendererClient), or by default a child
+   * renderer process (renderer/child.ts) that these ports start and close.
+   */
+  renderer?: Renderer;
+  /** The child renderer's Git clones and checkouts (default: $XDG_CACHE_HOME or ~/.cache, impersync/source). */
   cacheDir?: string;
-  renderer?: SourceRenderer;
+  /** The child renderer accepts file:// and local repoURLs (the local demo and tests). Default false. */
+  allowLocalRepositories?: boolean;
+  /** Where the child renderer's log lines go. */
+  logger?: Logger;
   /** How long one sync wave may wait for health (sync/ default 5 min). */
   waitTimeoutMs?: number;
 }
@@ -54,16 +65,25 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
   const cacheDir =
     opts.cacheDir ??
     path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source');
-  const renderer = opts.renderer ?? new SourceRenderer({ cacheDir });
+  const renderer =
+    opts.renderer ??
+    new ChildRenderer({
+      cacheDir,
+      ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
+      ...(opts.logger ? { logger: opts.logger } : {}),
+    });
   const ns = opts.controllerNamespace;
   const common = (app: Application) => ({
     appName: appInstanceName(app, ns),
     namespace: app.spec.destination?.namespace ?? '',
   });
   return {
+    close: async () => {
+      if (!opts.renderer) await renderer.close();
+    },
     render: {
       render: async (app, o) => {
-        const r = await renderer.render(renderInputFor(app, { revision: o.revision }));
+        const r = await renderer.render(renderInputFor(app, { revision: o.revision }), { noCache: o.hard === true });
         return {
           revision: r.revision,
           sourceType: r.sourceType,

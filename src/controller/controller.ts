@@ -135,6 +135,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       operator.abandonAll();
       await stopped;
       await factory.close();
+      // The controller owns its ports: a child renderer they started ends with it.
+      await opts.ports.close?.();
       await health?.close();
     },
   };

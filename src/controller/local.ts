@@ -127,7 +127,9 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
   }
   gitRepo(repoDir);
   const repoURL = pathToFileURL(repoDir).href;
-  say(`impersync: the examples' Git source is served from ${repoURL}`);
+  say(
+    `impersync: the examples' Git source is served from ${repoURL}; a child renderer without this process's credentials renders it, with local repositories allowed for this demo only`,
+  );
 
   const setup: KubeObject[] = [];
   for (const f of ['role.yaml', 'impersonate.yaml']) {
@@ -179,6 +181,9 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
       controllerNamespace: 'argocd',
       cacheDir: path.join(cp.dir, 'source-cache'),
       waitTimeoutMs: 30_000,
+      // The demo's repository is a local folder: allowed here only (never in the install).
+      allowLocalRepositories: true,
+      logger,
     }),
     events: [printer],
     healthPort: 0,

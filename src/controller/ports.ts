@@ -73,6 +73,8 @@ export interface SyncPort {
 }
 
 export interface Ports {
+  /** Releases what the ports hold (a child renderer process). */
+  close?(): Promise<void>;
   render: RenderPort;
   limits: LimitsPort;
   compare: ComparePort;

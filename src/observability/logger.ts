@@ -30,7 +30,11 @@ export function isLogLevel(s: string): s is LogLevel {
   return (LOG_LEVELS as readonly string[]).includes(s);
 }
 
-export function createLogger(opts: { level?: LogLevel; name?: string } = {}, destination?: DestinationStream): Logger {
+export function createLogger(
+  opts: { level?: LogLevel; name?: string } = {},
+  destination?: DestinationStream,
+  fd: 1 | 2 = 1,
+): Logger {
   return pino(
     {
       name: opts.name ?? 'impersync',
@@ -39,6 +43,6 @@ export function createLogger(opts: { level?: LogLevel; name?: string } = {}, des
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    destination ?? pino.destination(1),
+    destination ?? pino.destination(fd),
   );
 }

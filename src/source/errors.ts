@@ -11,6 +11,7 @@ export type SourceErrorReason =
   | 'TooLarge' // a file or a tool's output exceeded the size limit
   | 'InvalidSource' // the Application's source is unusable (bad path, conflicting types, ...)
   | 'InvalidManifest' // a file does not parse, or holds something that is not a Kubernetes object
+  | 'RendererUnavailable' // the controller could not reach the renderer process, or it refused the request
   | 'Unexpected'; // anything else (a filesystem error, say): a bug or a broken machine
 
 export class SourceError extends Error {
@@ -26,4 +27,11 @@ export class SourceError extends Error {
 /** Removes a password or token from a URL before it is shown (`https://user:***@host/repo`). */
 export function redactURL(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+}
+
+/** A size for a message: `32 MiB`, `64 KiB`, `100 bytes`. */
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${Math.round(n / (1024 * 1024))} MiB`;
+  if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
+  return `${n} bytes`;
 }

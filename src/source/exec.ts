@@ -3,7 +3,9 @@
 // so a runaway render cannot take the controller's memory.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { SourceError } from './errors.ts';
+import { SourceError, formatBytes } from './errors.ts';
+
+export { formatBytes };
 
 export interface RunOptions {
   cwd?: string;
@@ -16,6 +18,8 @@ export interface RunOptions {
   label: string;
   /** Sentence for the ToolMissing error, e.g. "run scripts/tool-binaries or put helm on PATH". */
   howToGet: string;
+  /** Stops the command (its whole process group); rejects with the signal's reason when it is a SourceError. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface RunResult {
@@ -55,6 +59,13 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       failure = new SourceError('Timeout', `${opts.label} timed out after ${opts.timeoutMs / 1000}s`);
       killGroup();
     }, opts.timeoutMs);
+    const onAbort = (): void => {
+      const reason: unknown = opts.signal?.reason;
+      failure ??= reason instanceof SourceError ? reason : new SourceError('Timeout', `${opts.label} was stopped`);
+      killGroup();
+    };
+    if (opts.signal?.aborted) onAbort();
+    else opts.signal?.addEventListener('abort', onAbort, { once: true });
 
     child.stdout.on('data', (chunk: Buffer) => {
       stdoutBytes += chunk.length;
@@ -78,6 +89,7 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
       if (err.code === 'ENOENT' && opts.cwd !== undefined && !existsSync(opts.cwd)) {
         reject(
           new SourceError(
@@ -96,6 +108,7 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
       if (failure) return reject(failure);
       if (code === null) {
         return reject(new SourceError('ToolFailed', `${opts.label} was killed by ${signal ?? 'a signal'}`));
@@ -115,10 +128,4 @@ export function tail(stderr: string, lines = 6): string {
     .map((l) => l.trimEnd())
     .filter((l) => l !== '');
   return kept.slice(-lines).join('\n');
-}
-
-export function formatBytes(n: number): string {
-  if (n >= 1024 * 1024) return `${Math.round(n / (1024 * 1024))} MiB`;
-  if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
-  return `${n} bytes`;
 }

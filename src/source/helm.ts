@@ -27,6 +27,8 @@ export interface HelmTemplateInput {
   /** Where helm keeps its cache, config and data (never the user's own). */
   helmHome: string;
   timeoutMs: number;
+  /** Stops the tool (the render's time limit). */
+  signal?: AbortSignal | undefined;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
 }
@@ -101,6 +103,7 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     cwd: input.chartDir,
     env,
     timeoutMs: input.timeoutMs,
+    signal: input.signal,
     maxStdoutBytes: input.maxOutputBytes,
     label: `helm template of '${input.shownPath}'`,
     howToGet: howToGet('helm'),

@@ -27,7 +27,8 @@ import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 import { GitRepoCache } from './git.ts';
 import type { ParsedObject } from './parse.ts';
-import { DEFAULT_LIMITS, renderCheckout, type RenderLimits } from './render.ts';
+import { DEFAULT_LIMITS, overTimeLimit, renderCheckout } from './render.ts';
+import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
 
 export { SourceError, type SourceErrorReason } from './errors.ts';
@@ -51,7 +52,19 @@ export interface SourceRendererOptions {
   kustomizeBuildOptions?: string[];
   /** Environment for git, helm and kustomize (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Where the files of a checked-out commit are rendered (read, kustomize or helm run, output
+   * parsed): the renderer passes its worker threads (renderer/pool.ts); default, in this thread.
+   */
+  runCheckout?: CheckoutRunner;
 }
+
+/** Renders one checkout within `timeoutMs`; the inputs are plain data (they cross to a worker thread). */
+export type CheckoutRunner = (
+  request: RenderRequest,
+  environment: Omit<RenderEnvironment, 'signal'>,
+  timeoutMs: number,
+) => Promise<RenderedObjects>;
 
 /** One source to render, and what of its Application a render needs. */
 export interface RenderInput {
@@ -78,10 +91,12 @@ export class SourceRenderer {
   readonly #git: GitRepoCache;
   readonly #opts: SourceRendererOptions;
   readonly #limits: RenderLimits;
+  readonly #runCheckout: CheckoutRunner;
 
   constructor(opts: SourceRendererOptions) {
     this.#opts = opts;
     this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.#runCheckout = opts.runCheckout ?? inThisThread;
     this.#git = new GitRepoCache({
       cacheDir: path.join(opts.cacheDir, 'git'),
       gitBinary: opts.toolPaths?.git,
@@ -98,12 +113,20 @@ export class SourceRenderer {
     return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
   }
 
-  async render(input: RenderInput): Promise<RenderResult> {
+  /**
+   * Renders the source at its revision. `deadline` (epoch ms) bounds the whole render; what is left
+   * of it once the commit is checked out is the time the tools and the parsing get.
+   */
+  async render(input: RenderInput, opts: { deadline?: number } = {}): Promise<RenderResult> {
     const source = gitSource(input.source);
     const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
     const checkout = await this.#git.checkout(source.repoURL, revision);
     try {
-      const { sourceType, objects } = await renderCheckout(
+      const remainingMs = opts.deadline === undefined ? this.#limits.renderTimeoutMs : opts.deadline - Date.now();
+      if (remainingMs <= 0) {
+        throw overTimeLimit(source, this.#limits.renderTimeoutMs);
+      }
+      const { sourceType, objects } = await this.#runCheckout(
         {
           checkoutDir: checkout.dir,
           source,
@@ -116,15 +139,17 @@ export class SourceRenderer {
           tools: {
             paths: { helm: this.#opts.toolPaths?.helm, kustomize: this.#opts.toolPaths?.kustomize },
             dir: this.#opts.toolsDir ?? process.env.IMPERSYNC_TOOLS_DIR,
-            searchPath: this.#opts.searchPath,
+            // Resolved here: a worker thread has no environment of its own.
+            searchPath: this.#opts.searchPath ?? process.env.PATH,
           },
           limits: this.#limits,
           // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
           workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
-          env: this.#opts.env ?? process.env,
+          env: { ...(this.#opts.env ?? process.env) },
         },
+        remainingMs,
       );
       return { revision, sourceType, objects };
     } catch (err) {
@@ -147,4 +172,18 @@ function gitSource(source: ApplicationSource): ApplicationSource {
     );
   }
   return source;
+}
+
+/** The default CheckoutRunner: in the calling thread, its tools stopped when the time is up. */
+function inThisThread(
+  request: RenderRequest,
+  environment: Omit<RenderEnvironment, 'signal'>,
+  timeoutMs: number,
+): Promise<RenderedObjects> {
+  const stop = new AbortController();
+  const timer = setTimeout(
+    () => stop.abort(overTimeLimit(request.source, environment.limits.renderTimeoutMs)),
+    timeoutMs,
+  );
+  return renderCheckout(request, { ...environment, signal: stop.signal }).finally(() => clearTimeout(timer));
 }

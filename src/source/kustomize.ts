@@ -25,6 +25,8 @@ export interface KustomizeBuildInput {
   /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
   workDir: string;
   timeoutMs: number;
+  /** Stops the tool (the render's time limit). */
+  signal?: AbortSignal | undefined;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
 }
@@ -54,6 +56,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     cwd: input.appDir,
     env: input.env,
     timeoutMs: input.timeoutMs,
+    signal: input.signal,
     maxStdoutBytes: input.maxOutputBytes,
     label: `kustomize build of '${input.shownPath}'`,
     howToGet: howToGet('kustomize'),

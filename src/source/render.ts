@@ -24,6 +24,8 @@ export interface RenderLimits {
   maxToolOutputBytes: number;
   /** Time limit for one kustomize or helm run. Default 120 s. */
   toolTimeoutMs: number;
+  /** Time limit for a whole render: fetch, checkout, tools and parsing. Default 180 s. */
+  renderTimeoutMs: number;
 }
 
 export const DEFAULT_LIMITS: RenderLimits = {
@@ -31,6 +33,7 @@ export const DEFAULT_LIMITS: RenderLimits = {
   maxTotalBytes: 256 * 1024 * 1024,
   maxToolOutputBytes: 256 * 1024 * 1024,
   toolTimeoutMs: 120_000,
+  renderTimeoutMs: 180_000,
 };
 
 export interface RenderEnvironment {
@@ -42,6 +45,8 @@ export interface RenderEnvironment {
   helmHome: string;
   kustomizeBuildOptions?: readonly string[] | undefined;
   env: NodeJS.ProcessEnv;
+  /** Stops the tools of this render (its time limit ran out). */
+  signal?: AbortSignal | undefined;
 }
 
 export interface RenderRequest {
@@ -62,6 +67,14 @@ export interface RenderedObjects {
 }
 
 const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
+
+/** The error of a render that ran past its time limit (`limitMs`). */
+export function overTimeLimit(source: Pick<ApplicationSource, 'path'>, limitMs: number): SourceError {
+  return new SourceError(
+    'Timeout',
+    `the render of '${source.path || '.'}' took longer than the renderer's time limit of ${limitMs / 1000}s`,
+  );
+}
 
 export async function renderCheckout(req: RenderRequest, env: RenderEnvironment): Promise<RenderedObjects> {
   const { source } = req;
@@ -103,6 +116,7 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
         buildOptions: env.kustomizeBuildOptions,
         workDir,
         timeoutMs: env.limits.toolTimeoutMs,
+        signal: env.signal,
         maxOutputBytes: env.limits.maxToolOutputBytes,
         env: env.env,
       });
@@ -121,6 +135,7 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
       workDir,
       helmHome: env.helmHome,
       timeoutMs: env.limits.toolTimeoutMs,
+      signal: env.signal,
       maxOutputBytes: env.limits.maxToolOutputBytes,
       env: env.env,
     });

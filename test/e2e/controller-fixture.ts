@@ -154,7 +154,12 @@ export async function startFixture(
       kc: cp.controller,
       namespace: NS,
       logger: createLogger({ level: 'debug' }, sink),
-      ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: opts.waitTimeoutMs ?? 20_000 }),
+      ports: defaultPorts({
+        controllerNamespace: NS,
+        cacheDir,
+        allowLocalRepositories: true,
+        waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
+      }),
       events: [events],
       healthPort: 0,
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),

@@ -155,7 +155,12 @@ before(async () => {
     kc,
     namespace: 'argocd',
     logger: createLogger({ level: 'info' }, sink),
-    ports: defaultPorts({ controllerNamespace: 'argocd', cacheDir, waitTimeoutMs: 20_000 }),
+    ports: defaultPorts({
+      controllerNamespace: 'argocd',
+      cacheDir,
+      allowLocalRepositories: true,
+      waitTimeoutMs: 20_000,
+    }),
   });
 });
 

@@ -48,7 +48,10 @@ function captureIO(): CommandIO & { out: () => string; err: () => string } {
 
 async function diff(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = captureIO();
-  const code = await run([...args, '--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir], io);
+  const code = await run(
+    [...args, '--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir, '--allow-local-repositories'],
+    io,
+  );
   return { code, out: io.out(), err: io.err() };
 }
 
@@ -245,6 +248,7 @@ test('the impersync command runs it as a process that exits on its own with the 
       cp.controllerKubeconfigPath,
       '--cache-dir',
       cacheDir,
+      '--allow-local-repositories',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -78,7 +78,12 @@ async function startReplica(name: string): Promise<Replica> {
               },
             }),
           ),
-          ports: defaultPorts({ controllerNamespace: NS, cacheDir, waitTimeoutMs: 20_000 }),
+          ports: defaultPorts({
+            controllerNamespace: NS,
+            cacheDir,
+            allowLocalRepositories: true,
+            waitTimeoutMs: 20_000,
+          }),
           events: [events],
         });
         return current;

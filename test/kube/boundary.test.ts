@@ -112,3 +112,61 @@ test('within kube/, only the factory (and the transport it builds, and the index
   }
   assert.deepEqual(users.sort(), ['src/kube/factory.ts', 'src/kube/index.ts', 'src/kube/transport.ts']);
 });
+
+// The credential rule (ARCHITECTURE.md): tenant content is rendered in the renderer process only.
+// Followed through every import a module makes at run time (type-only imports are erased), the
+// renderer reaches no credential and no Kubernetes client, and the controller's processes reach no
+// code that reads a checkout or runs a tool: they only send the renderer requests.
+
+/** The value imports of a file: `import type` and `export type` lines are erased at run time. */
+function valueSpecifiers(text: string): string[] {
+  const withoutTypeImports = text.replace(/^\s*(?:import|export)\s+type\s[^;]*;/gms, '');
+  return specifiers(withoutTypeImports);
+}
+
+/** Every file of ours, and every package, that `entry` loads when it runs. */
+function runtimeClosure(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const todo = [join(root, entry)];
+  while (todo.length > 0) {
+    const file = todo.pop() as string;
+    if (files.has(file)) continue;
+    files.add(file);
+    for (const spec of valueSpecifiers(readFileSync(file, 'utf8'))) {
+      if (spec.startsWith('.')) todo.push(resolve(dirname(file), spec));
+      else packages.add(spec);
+    }
+  }
+  return { files, packages };
+}
+
+const rel = (files: Set<string>): string[] => [...files].map((f) => relative(root, f)).sort();
+
+test('the renderer process loads nothing that holds or makes a Kubernetes credential', () => {
+  for (const entry of ['src/cli/renderer.ts', 'src/renderer/worker.ts']) {
+    const { files, packages } = runtimeClosure(entry);
+    assert.ok(files.size > 5, `${entry} has imports to follow`);
+    const reached = rel(files).filter((f) => /^src\/(kube\/(?!types\.ts)|controller\/|controlplane\/)/.test(f));
+    assert.deepEqual(reached, [], `${entry} reaches these`);
+    assert.deepEqual(
+      [...packages].filter((p) => p === '@kubernetes/client-node' || p === 'undici' || p.startsWith('node:https')),
+      [],
+      `${entry} loads these packages`,
+    );
+  }
+});
+
+test("the controller's processes load no code that reads a checkout or runs a tool", () => {
+  for (const entry of [
+    'src/cli/run.ts',
+    'src/cli/diff.ts',
+    'src/controller/controller.ts',
+    'src/controller/local.ts',
+  ]) {
+    // errors.ts: the error of a failed render; parse.ts: YAML parsing of files an admin hands the CLI.
+    const allowed = new Set(['src/source/errors.ts', 'src/source/parse.ts']);
+    const reached = rel(runtimeClosure(entry).files).filter((f) => f.startsWith('src/source/') && !allowed.has(f));
+    assert.deepEqual(reached, [], `${entry} reaches these`);
+  }
+});

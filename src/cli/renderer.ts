@@ -1,0 +1,148 @@
+// `impersync renderer`: the renderer process (renderer/run.ts). It renders tenant content (Git
+// checkouts, kustomize, helm) and holds no Kubernetes credential: run it where none is mounted.
+import path from 'node:path';
+import os from 'node:os';
+import { parseDurationSeconds } from '../impersonation/duration.ts';
+import { createLogger, isLogLevel } from '../observability/logger.ts';
+import { RENDERER_DEFAULTS, startRenderer } from '../renderer/run.ts';
+import type { RendererProcessOptions } from '../renderer/run.ts';
+import { parseByteSize } from '../renderer/sizes.ts';
+import { parseFlags, stringFlag } from './args.ts';
+
+export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-file FILE | --token-stdin) [--cache-dir DIR]
+                         [--tools-dir DIR] [--max-renders N] [--render-timeout DURATION]
+                         [--render-memory SIZE] [--answer-cache SIZE] [--allow-local-repositories]
+                         [--log-level LEVEL]
+
+Renders Applications' sources (git, kustomize build, helm template) for the controller, one request
+at a time per render slot, and answers with the objects or a source error. It needs no Kubernetes
+credential and must be given none: in the install it is its own Deployment without a ServiceAccount
+token; \`impersync run\` without --renderer starts one as a child process.
+
+  --listen ADDR               host:port (e.g. 0.0.0.0:8081) or unix:/path/to/socket
+  --token-file FILE           the bearer token requests must carry, read again when the file changes
+                              (a mounted Secret); until it exists the renderer is not ready
+  --token-stdin               read the token from the first line of standard input, and exit when
+                              standard input closes (how a controller runs its child renderer)
+  --cache-dir DIR             Git clones and checkouts (default $XDG_CACHE_HOME/impersync/renderer)
+  --tools-dir DIR             folder with helm and kustomize (default $IMPERSYNC_TOOLS_DIR, then PATH)
+  --max-renders N             renders at once; more wait (default ${RENDERER_DEFAULTS.maxRenders})
+  --render-timeout DURATION   one render's time limit, fetch to parsed objects (default ${RENDERER_DEFAULTS.renderTimeoutMs / 1000}s)
+  --render-memory SIZE        memory of one render's parsing (default 1Gi)
+  --answer-cache SIZE         answers kept for unchanged inputs at unchanged commits (default 256Mi; 0: off)
+  --allow-local-repositories  accept file:// and local paths as repoURL (local demos and tests only)
+  --log-level LEVEL           trace, debug, info (default), warn, error
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    listen: { type: 'string' },
+    'token-file': { type: 'string' },
+    'token-stdin': { type: 'boolean' },
+    'cache-dir': { type: 'string' },
+    'tools-dir': { type: 'string' },
+    'max-renders': { type: 'string' },
+    'render-timeout': { type: 'string' },
+    'render-memory': { type: 'string' },
+    'answer-cache': { type: 'string' },
+    'allow-local-repositories': { type: 'boolean' },
+    'log-level': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  const fail = (message: string): number => {
+    process.stderr.write(`impersync renderer: ${message}\n`);
+    return 2;
+  };
+  if (!flags.ok) return fail(`${flags.error}\n${RENDERER_USAGE}`);
+  const v = flags.values;
+  if (v['help'] === true) {
+    process.stdout.write(RENDERER_USAGE);
+    return 0;
+  }
+  const listen = stringFlag(v, 'listen', '');
+  if (listen === '') return fail('--listen is required (host:port or unix:/path)');
+  const level = stringFlag(v, 'log-level', 'info');
+  if (!isLogLevel(level)) return fail(`--log-level must be one of trace, debug, info, warn, error, not '${level}'`);
+  const tokenFile = stringFlag(v, 'token-file', '');
+  const tokenStdin = v['token-stdin'] === true;
+  if ((tokenFile === '') === !tokenStdin) return fail('give exactly one of --token-file and --token-stdin');
+
+  const opts: Partial<RendererProcessOptions> = {};
+  const maxRenders = stringFlag(v, 'max-renders', '');
+  if (maxRenders !== '') {
+    const n = Number(maxRenders);
+    if (!Number.isInteger(n) || n < 1)
+      return fail(`--max-renders must be a whole number of at least 1, not '${maxRenders}'`);
+    opts.maxRenders = n;
+  }
+  const timeout = stringFlag(v, 'render-timeout', '');
+  if (timeout !== '') {
+    const d = parseDurationSeconds(timeout);
+    if (!d.ok || d.seconds <= 0) return fail(`--render-timeout: ${d.ok ? 'must be more than 0' : d.error}`);
+    opts.renderTimeoutMs = d.seconds * 1000;
+  }
+  for (const [flag, key] of [
+    ['render-memory', 'renderMemoryBytes'],
+    ['answer-cache', 'cacheBytes'],
+  ] as const) {
+    const raw = stringFlag(v, flag, '');
+    if (raw === '') continue;
+    const size = parseByteSize(raw);
+    if (!size.ok) return fail(`--${flag}: ${size.error}`);
+    opts[key] = size.bytes;
+  }
+
+  let token: RendererProcessOptions['token'];
+  if (tokenStdin) {
+    const line = await firstLine(process.stdin);
+    if (!line) return fail('--token-stdin: standard input closed before a token was given');
+    token = { value: line };
+  } else {
+    token = { file: tokenFile };
+  }
+  // Logs go to stderr: stdout carries the one line saying where it listens.
+  const logger = createLogger({ level, name: 'impersync-renderer' }, undefined, 2);
+  const cacheDir = stringFlag(
+    v,
+    'cache-dir',
+    path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'renderer'),
+  );
+  const toolsDir = stringFlag(v, 'tools-dir', '');
+  const running = await startRenderer({
+    ...opts,
+    listen,
+    cacheDir,
+    token,
+    logger,
+    allowLocalRepositories: v['allow-local-repositories'] === true,
+    ...(toolsDir !== '' ? { toolsDir } : {}),
+  });
+  process.stdout.write(`${JSON.stringify({ listening: running.server.address })}\n`);
+  logger.info({ listen: running.server.address, cacheDir }, 'renderer listening');
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+    // A child renderer ends with its controller: the pipe closes when the parent is gone.
+    if (tokenStdin) process.stdin.once('end', resolve).once('close', resolve).resume();
+  });
+  logger.info('renderer stopping');
+  await running.stop();
+  return 0;
+}
+
+function firstLine(stream: NodeJS.ReadableStream): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let buffer = '';
+    const onData = (chunk: Buffer | string): void => {
+      buffer += chunk.toString();
+      const nl = buffer.indexOf('\n');
+      if (nl >= 0) {
+        stream.off('data', onData);
+        stream.pause();
+        resolve(buffer.slice(0, nl).trim() || undefined);
+      }
+    };
+    stream.on('data', onData);
+    stream.once('end', () => resolve(buffer.trim() || undefined));
+  });
+}

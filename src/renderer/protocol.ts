@@ -1,0 +1,81 @@
+// The one narrow request between the controller and the renderer process (ARCHITECTURE.md, the
+// credential rule): a source, the revision, the facts of its Application a render needs, and the
+// answer, the rendered objects or a source error. JSON over HTTP, with a bearer token:
+//
+//   POST /v1/render   {input, noCache?}    200 RenderAnswer | 422 {error} | 400 | 401 | 413 | 503
+//   POST /v1/resolve  {input}              200 {revision}   | 422 {error} | ...
+//   GET  /healthz                          200 (no token): the process answers
+//   GET  /readyz                           200 once it has its token, else 503
+//
+// Both sides parse what they receive with these schemas: the renderer treats a request as hostile
+// input (it comes over the network), and the controller a reply as the output of hostile content.
+import { z } from 'zod';
+import { ApplicationSourceSchema } from '../api/application.ts';
+import type { SourceErrorReason } from '../source/errors.ts';
+
+export const RENDER_PATH = '/v1/render';
+export const RESOLVE_PATH = '/v1/resolve';
+
+/** Largest request body the renderer reads (an Application's source with inline values fits in etcd's 1.5 MiB). */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+export const RenderInputSchema = z.strictObject({
+  source: ApplicationSourceSchema,
+  appName: z.string().min(1).max(253),
+  destinationNamespace: z.string().max(253).optional(),
+  revision: z.string().max(1024).optional(),
+  kubeVersion: z.string().max(64).optional(),
+  apiVersions: z.array(z.string().max(512)).max(10_000).optional(),
+  sourceRepos: z.array(z.string().max(4096)).max(10_000).optional(),
+});
+
+export const RenderRequestSchema = z.strictObject({
+  input: RenderInputSchema,
+  /** A hard refresh: render again even when the same input at the same commit was rendered before. */
+  noCache: z.boolean().optional(),
+});
+export type RenderRequest = z.infer<typeof RenderRequestSchema>;
+
+export const ResolveRequestSchema = z.strictObject({ input: RenderInputSchema });
+
+const REASONS = [
+  'RepositoryUnreachable',
+  'RevisionNotFound',
+  'ToolMissing',
+  'ToolFailed',
+  'Timeout',
+  'TooLarge',
+  'InvalidSource',
+  'InvalidManifest',
+  'RendererUnavailable',
+  'Unexpected',
+] as const satisfies readonly SourceErrorReason[];
+
+/** Every reason is listed: a new one that is not fails to compile here. */
+const allReasons: Record<Exclude<SourceErrorReason, (typeof REASONS)[number]>, never> = {};
+void allReasons;
+
+export const ErrorAnswerSchema = z.object({
+  error: z.object({ reason: z.enum(REASONS), message: z.string() }),
+});
+export type ErrorAnswer = z.infer<typeof ErrorAnswerSchema>;
+
+const KubeObjectSchema = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  metadata: z.looseObject({ name: z.string(), namespace: z.string().optional() }),
+});
+
+export const RenderAnswerSchema = z.object({
+  revision: z.string(),
+  sourceType: z.enum(['Directory', 'Kustomize', 'Helm']),
+  objects: z.array(
+    z.object({
+      object: KubeObjectSchema,
+      location: z.object({ file: z.string(), document: z.number() }),
+    }),
+  ),
+});
+export type RenderAnswer = z.infer<typeof RenderAnswerSchema>;
+
+export const ResolveAnswerSchema = z.object({ revision: z.string() });

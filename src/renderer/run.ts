@@ -1,0 +1,98 @@
+// The renderer process: a SourceRenderer whose checkouts render in worker threads (pool.ts), behind
+// the HTTP server of server.ts. Started by `impersync renderer` (its own Deployment in the install,
+// a child process of the controller elsewhere: child.ts). Its options, with every default, are here.
+import { statSync, readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { SourceRenderer } from '../source/index.ts';
+import { DEFAULT_LIMITS } from '../source/render.ts';
+import { RenderPool } from './pool.ts';
+import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
+
+export interface RendererProcessOptions {
+  /** `host:port` or `unix:/path`. */
+  listen: string;
+  /** Clones, checkouts and helm's homes. */
+  cacheDir: string;
+  /** The token requests must carry: a file (re-read when it changes, as a mounted Secret does) or a value. */
+  token: { file: string } | { value: string };
+  /** Folder with helm and kustomize (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
+  toolsDir?: string | undefined;
+  /** file:// and local paths as repoURL: for local demos and tests only. Default false. */
+  allowLocalRepositories?: boolean;
+  /** Renders at once (and worker threads). Default 4. */
+  maxRenders?: number;
+  /** A render's time limit. Default 180 s. */
+  renderTimeoutMs?: number;
+  /** Heap of one render's worker thread (parsing what it renders). Default 1 GiB. */
+  renderMemoryBytes?: number;
+  /** Bytes of answers cached for unchanged inputs. Default 256 MiB. */
+  cacheBytes?: number;
+  /** Environment of git, helm and kustomize. Default: this process's. */
+  env?: NodeJS.ProcessEnv;
+  logger: Logger;
+}
+
+export const RENDERER_DEFAULTS = {
+  maxRenders: 4,
+  renderTimeoutMs: DEFAULT_LIMITS.renderTimeoutMs,
+  renderMemoryBytes: 1024 * 1024 * 1024,
+  cacheBytes: 256 * 1024 * 1024,
+} as const;
+
+export interface RunningRenderer {
+  server: RendererServer;
+  stats: RendererStats;
+  stop(): Promise<void>;
+}
+
+export async function startRenderer(opts: RendererProcessOptions): Promise<RunningRenderer> {
+  const maxRenders = opts.maxRenders ?? RENDERER_DEFAULTS.maxRenders;
+  const renderTimeoutMs = opts.renderTimeoutMs ?? RENDERER_DEFAULTS.renderTimeoutMs;
+  const pool = new RenderPool({
+    size: maxRenders,
+    memoryBytes: opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes,
+  });
+  const renderer = new SourceRenderer({
+    cacheDir: opts.cacheDir,
+    ...(opts.toolsDir !== undefined ? { toolsDir: opts.toolsDir } : {}),
+    ...(opts.env !== undefined ? { env: opts.env } : {}),
+    limits: { renderTimeoutMs },
+    runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
+  });
+  const handler = rendererHandler({
+    renderer,
+    token: tokenReader(opts.token),
+    logger: opts.logger,
+    maxConcurrent: maxRenders,
+    renderTimeoutMs,
+    cacheBytes: opts.cacheBytes ?? RENDERER_DEFAULTS.cacheBytes,
+  });
+  const server = await startRendererServer(opts.listen, handler);
+  return {
+    server,
+    stats: handler.stats,
+    stop: async () => {
+      await server.close();
+      await pool.close();
+    },
+  };
+}
+
+/** The current token: a file is read again whenever its modification time changes (Secret rotation). */
+function tokenReader(token: RendererProcessOptions['token']): () => string | undefined {
+  if ('value' in token) return () => token.value;
+  let seen: { mtimeMs: number; value: string | undefined } | undefined;
+  return () => {
+    let mtimeMs: number;
+    try {
+      mtimeMs = statSync(token.file).mtimeMs;
+    } catch {
+      return undefined;
+    }
+    if (seen?.mtimeMs !== mtimeMs) {
+      const value = readFileSync(token.file, 'utf8').trim();
+      seen = { mtimeMs, value: value === '' ? undefined : value };
+    }
+    return seen.value;
+  };
+}

@@ -1,0 +1,260 @@
+// The renderer process's HTTP server (protocol.ts): the only way tenant content is turned into
+// objects. It holds no Kubernetes credential and is given none (ARCHITECTURE.md, the credential
+// rule): it reads a request, checks its token, renders with source/ and answers.
+//
+// Every request is hostile input: its body is size-capped and parsed with a strict schema, a wrong
+// token is refused before anything is read of it, and renders run a bounded number at a time (the
+// rest wait in a bounded queue; past it, 503). A render that runs past its time limit is answered
+// with a Timeout error at the limit; what it left running (a git fetch) keeps its slot until its own
+// time limit stops it, so an overloaded renderer queues instead of piling up work.
+//
+// Answers are cached by input and commit (as Argo CD's repo-server caches manifests by revision):
+// a refresh of an unchanged Application costs a `git ls-remote` and no render. `noCache` (a hard
+// refresh) renders again.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { SourceError } from '../source/errors.ts';
+import type { RenderInput, SourceRenderer } from '../source/index.ts';
+import { overTimeLimit } from '../source/render.ts';
+import {
+  MAX_REQUEST_BYTES,
+  RENDER_PATH,
+  RESOLVE_PATH,
+  RenderRequestSchema,
+  ResolveRequestSchema,
+  type ErrorAnswer,
+} from './protocol.ts';
+import { AnswerCache } from './answer-cache.ts';
+
+export interface RendererServerOptions {
+  renderer: SourceRenderer;
+  /** The token a request must carry; undefined while there is none yet (not ready: every request 503). */
+  token: () => string | undefined;
+  logger: Logger;
+  /** Requests rendered at once. Default 8. */
+  maxConcurrent?: number;
+  /** Requests waiting for a slot before new ones are refused with 503. Default 1000. */
+  maxQueued?: number;
+  /** A request's time limit, from when it starts rendering. Default 180 s. */
+  renderTimeoutMs?: number;
+  /** Bytes of answers kept for unchanged inputs. Default 256 MiB; 0 turns the cache off. */
+  cacheBytes?: number;
+}
+
+export interface RendererServer {
+  /** `host:port` or the socket path it listens on. */
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+/** An answer: JSON, except the plain-text probes. */
+type Answer = { status: number; body: Buffer | string; text?: true };
+
+export function rendererHandler(opts: RendererServerOptions): http.RequestListener & { stats: RendererStats } {
+  const maxConcurrent = opts.maxConcurrent ?? 8;
+  const maxQueued = opts.maxQueued ?? 1000;
+  const timeoutMs = opts.renderTimeoutMs ?? 180_000;
+  const cache = new AnswerCache(opts.cacheBytes ?? 256 * 1024 * 1024);
+  const stats: RendererStats = { renders: 0, cacheHits: 0, running: 0, queued: 0 };
+  const waiting: Array<() => void> = [];
+
+  const slot = async (): Promise<(() => void) | undefined> => {
+    if (stats.running >= maxConcurrent) {
+      if (waiting.length >= maxQueued) return undefined;
+      stats.queued++;
+      await new Promise<void>((resolve) => waiting.push(resolve));
+      stats.queued--;
+    }
+    stats.running++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      stats.running--;
+      waiting.shift()?.();
+    };
+  };
+
+  const render = async (input: RenderInput, noCache: boolean): Promise<Answer> => {
+    const deadline = Date.now() + timeoutMs;
+    const revision = await opts.renderer.resolveRevision(input);
+    const key = cacheKey(input, revision);
+    const cached = noCache ? undefined : cache.get(key);
+    if (cached) {
+      stats.cacheHits++;
+      return { status: 200, body: cached };
+    }
+    stats.renders++;
+    const result = await opts.renderer.render({ ...input, revision }, { deadline });
+    const body = Buffer.from(JSON.stringify(result));
+    cache.set(key, body);
+    return { status: 200, body };
+  };
+
+  const handle = async (req: http.IncomingMessage): Promise<Answer> => {
+    const url = req.url ?? '/';
+    if (req.method === 'GET' && url === '/healthz') return { status: 200, body: 'ok', text: true };
+    if (req.method === 'GET' && url === '/readyz') {
+      return opts.token()
+        ? { status: 200, body: 'ok', text: true }
+        : { status: 503, body: 'the renderer has no token yet', text: true };
+    }
+    if (req.method !== 'POST' || (url !== RENDER_PATH && url !== RESOLVE_PATH)) {
+      return refusal(404, 'RendererUnavailable', `no such renderer endpoint: ${req.method} ${url.slice(0, 100)}`);
+    }
+    const token = opts.token();
+    if (!token) return refusal(503, 'RendererUnavailable', 'the renderer has no token yet');
+    if (!authorized(req.headers.authorization, token)) {
+      return refusal(401, 'RendererUnavailable', 'the renderer refused the request: wrong or missing token');
+    }
+    const raw = await readBody(req);
+    if (raw === undefined) {
+      return refusal(413, 'RendererUnavailable', `render request over ${MAX_REQUEST_BYTES} bytes`);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      return refusal(400, 'RendererUnavailable', 'render request is not JSON');
+    }
+    const schema = url === RENDER_PATH ? RenderRequestSchema : ResolveRequestSchema;
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return refusal(
+        400,
+        'RendererUnavailable',
+        `render request: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+      );
+    }
+    const release = await slot();
+    if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
+    const input = parsed.data.input as RenderInput;
+    const work =
+      url === RESOLVE_PATH
+        ? opts.renderer
+            .resolveRevision(input)
+            .then((revision): Answer => ({ status: 200, body: JSON.stringify({ revision }) }))
+        : render(input, 'noCache' in parsed.data && parsed.data.noCache === true);
+    // The slot is held until the work really ends, even when the answer went out at the time limit.
+    void work.then(release, release);
+    let timer: NodeJS.Timeout | undefined;
+    const overtime = new Promise<never>((_, reject) => {
+      // A little after the render's own limit: the render reports its limit itself when it can.
+      timer = setTimeout(() => reject(overTimeLimit(input.source, timeoutMs)), timeoutMs + 1000);
+    });
+    try {
+      return await Promise.race([work, overtime]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const started = performance.now();
+    handle(req)
+      .catch((err: unknown): Answer => {
+        const e =
+          err instanceof SourceError ? err : new SourceError('Unexpected', (err as Error)?.message ?? String(err));
+        return refusal(422, e.reason, e.message);
+      })
+      .then((answer) => {
+        if (answer.status !== 200 && !answer.text) {
+          opts.logger.info(
+            { path: req.url, status: answer.status, ms: Math.round(performance.now() - started) },
+            errorText(answer),
+          );
+        }
+        res.writeHead(answer.status, {
+          'content-type': answer.text ? 'text/plain' : 'application/json',
+          'content-length': Buffer.byteLength(answer.body),
+          // A request cut off for its size is not read further: the connection goes with it.
+          ...(answer.status === 413 ? { connection: 'close' } : {}),
+        });
+        res.end(answer.body);
+      });
+  };
+  return Object.assign(listener, { stats });
+}
+
+export interface RendererStats {
+  /** Renders run (not answered from the cache). */
+  renders: number;
+  cacheHits: number;
+  running: number;
+  queued: number;
+}
+
+/** Listens on `host:port` (TCP) or `unix:/path` (a socket only its owner may use). */
+export async function startRendererServer(listen: string, handler: http.RequestListener): Promise<RendererServer> {
+  const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 0, keepAliveTimeout: 65_000 }, handler);
+  const socketPath = listen.startsWith('unix:') ? listen.slice('unix:'.length) : undefined;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    if (socketPath) {
+      server.listen({ path: socketPath, readableAll: false, writableAll: false }, resolve);
+    } else {
+      const colon = listen.lastIndexOf(':');
+      const host = colon > 0 ? listen.slice(0, colon).replace(/^\[|\]$/g, '') : '0.0.0.0';
+      server.listen({ host, port: Number(listen.slice(colon + 1)) }, resolve);
+    }
+  });
+  const a = server.address();
+  const address = socketPath ?? `${(a as AddressInfo).address}:${(a as AddressInfo).port}`;
+  return {
+    address,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function refusal(status: number, reason: ErrorAnswer['error']['reason'], message: string): Answer {
+  return { status, body: JSON.stringify({ error: { reason, message } } satisfies ErrorAnswer) };
+}
+
+function errorText(a: Answer): string {
+  try {
+    return (JSON.parse(a.body.toString()) as ErrorAnswer).error.message;
+  } catch {
+    return a.body.toString().slice(0, 200);
+  }
+}
+
+/** Compared as digests, in constant time: the token's length is not told either. */
+function authorized(header: string | undefined, token: string): boolean {
+  const given = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b) && given !== '';
+}
+
+/** The body as text, or undefined when it is larger than MAX_REQUEST_BYTES (reading stops there). */
+function readBody(req: http.IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) {
+        resolve(undefined);
+        chunks.length = 0;
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** The same input at the same commit renders the same objects. */
+function cacheKey(input: RenderInput, revision: string): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ ...input, revision }))
+    .digest('hex');
+}

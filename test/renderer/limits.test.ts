@@ -1,0 +1,123 @@
+// A render's own limits in the renderer process: past its memory or its time it fails with a
+// source error naming the limit, and the renderer goes on serving other renders, during and after.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { request } from 'undici';
+import { createLogger } from '../../src/observability/logger.ts';
+import { RendererClient } from '../../src/renderer/client.ts';
+import { startRenderer, type RunningRenderer } from '../../src/renderer/run.ts';
+import { SourceError, type RenderInput } from '../../src/source/index.ts';
+import { startGitHttpServer, TestRepo, type GitHttpServer } from '../support/git.ts';
+
+const TOKEN = 'limits-token';
+let work: string;
+let git: GitHttpServer;
+
+/** One ConfigMap per document, `count` of them: a legal file that costs parsing time and memory. */
+function manyDocuments(count: number): string {
+  const doc = (i: number) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${i}\ndata:\n  k: v${i}\n`;
+  return Array.from({ length: count }, (_, i) => doc(i)).join('---\n');
+}
+
+before(async () => {
+  work = await mkdtemp(path.join(os.tmpdir(), 'impersync-limits-'));
+  const repo = await TestRepo.create(path.join(work, 'repos', 'app'));
+  await repo.commit({
+    'small/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: small\n',
+    'heavy/cms.yaml': manyDocuments(120_000),
+  });
+  git = await startGitHttpServer(path.join(work, 'repos'));
+});
+after(async () => {
+  await git?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+async function withRenderer(
+  limits: { renderMemoryBytes?: number; renderTimeoutMs?: number },
+  fn: (client: RendererClient, renderer: RunningRenderer, input: (p: string) => RenderInput) => Promise<void>,
+): Promise<void> {
+  const renderer = await startRenderer({
+    listen: '127.0.0.1:0',
+    cacheDir: await mkdtemp(path.join(work, 'cache-')),
+    token: { value: TOKEN },
+    logger: createLogger({ level: 'silent' }),
+    cacheBytes: 0,
+    ...limits,
+  });
+  const client = new RendererClient({ url: `http://${renderer.server.address}`, token: () => TOKEN });
+  try {
+    await fn(client, renderer, (p) => ({ source: { repoURL: git.url('app'), path: p }, appName: p }));
+  } finally {
+    await client.close();
+    await renderer.stop();
+  }
+}
+
+const failsWith = (reason: string, message: RegExp) => (err: unknown) => {
+  assert.ok(err instanceof SourceError, String(err));
+  assert.equal(err.reason, reason, err.message);
+  assert.match(err.message, message);
+  return true;
+};
+
+test('a render that needs more memory than its limit fails naming the limit; other renders go on', async () => {
+  await withRenderer({ renderMemoryBytes: 64 * 1024 * 1024 }, async (client, renderer, input) => {
+    const heavy = client.render(input('heavy'));
+    // While the heavy one parses in its thread, the renderer answers and renders others.
+    const small = await client.render(input('small'));
+    assert.deepEqual(
+      small.objects.map((o) => o.object.metadata.name),
+      ['small'],
+    );
+    assert.equal((await request(`http://${renderer.server.address}/healthz`)).statusCode, 200);
+    await assert.rejects(
+      heavy,
+      failsWith('TooLarge', /^the render of 'heavy' needed more than the renderer's memory limit of 64 MiB$/),
+    );
+    assert.equal(
+      (await client.render(input('small'))).objects.length,
+      1,
+      'a new worker took the place of the one that ran out',
+    );
+  });
+});
+
+test('a render that takes longer than its time limit fails naming the limit; the renderer goes on', async () => {
+  await withRenderer({ renderTimeoutMs: 1000 }, async (client, _renderer, input) => {
+    const started = Date.now();
+    await assert.rejects(
+      client.render(input('heavy')),
+      failsWith('Timeout', /^the render of 'heavy' took longer than the renderer's time limit of 1s$/),
+    );
+    assert.ok(
+      Date.now() - started < 10_000,
+      `answered at the limit, not when the work ended (${Date.now() - started} ms)`,
+    );
+    assert.equal((await client.render(input('small'))).objects.length, 1);
+  });
+});
+
+test('the controller reads no answer larger than its limit', async () => {
+  await withRenderer({}, async (_client, renderer, input) => {
+    const small = new RendererClient({
+      url: `http://${renderer.server.address}`,
+      token: () => TOKEN,
+      maxAnswerBytes: 100,
+    });
+    try {
+      await assert.rejects(
+        small.render(input('small')),
+        failsWith(
+          'TooLarge',
+          /^the rendered objects of 'small' of 'http:\/\/127\.0\.0\.1:\d+\/app' are more than 100 bytes$/,
+        ),
+      );
+    } finally {
+      await small.close();
+    }
+  });
+});

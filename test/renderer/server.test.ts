@@ -1,0 +1,203 @@
+// The renderer's HTTP server and the controller's client to it, on real sockets and a real Git
+// repository served over smart HTTP: the token is required before anything is read, requests are
+// parsed strictly, source errors keep their reason, answers of unchanged inputs come from the cache,
+// and a busy renderer says so instead of piling up work.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { request } from 'undici';
+import { createLogger } from '../../src/observability/logger.ts';
+import { RendererClient } from '../../src/renderer/client.ts';
+import { startRenderer, type RunningRenderer } from '../../src/renderer/run.ts';
+import { SourceError, type RenderInput, type SourceRenderer } from '../../src/source/index.ts';
+import { rendererHandler, startRendererServer } from '../../src/renderer/server.ts';
+import { startGitHttpServer, TestRepo, type GitHttpServer } from '../support/git.ts';
+
+const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
+const silent = createLogger({ level: 'silent' });
+const TOKEN = 'test-token-0123456789';
+
+function isSourceError(reason: string, message: RegExp) {
+  return (err: unknown): boolean => {
+    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
+    assert.equal(err.reason, reason, err.message);
+    assert.match(err.message, message);
+    return true;
+  };
+}
+
+describe('renderer server', () => {
+  let work: string;
+  let repo: TestRepo;
+  let git: GitHttpServer;
+  let renderer: RunningRenderer;
+  let client: RendererClient;
+  let input: RenderInput;
+
+  before(async () => {
+    work = await mkdtemp(path.join(os.tmpdir(), 'impersync-renderer-test-'));
+    repo = await TestRepo.create(path.join(work, 'repos', 'app'));
+    await repo.commit({ 'guestbook/a.yaml': cm('a'), 'guestbook/b.yaml': cm('b') });
+    git = await startGitHttpServer(path.join(work, 'repos'));
+    renderer = await startRenderer({
+      listen: `unix:${path.join(work, 'r.sock')}`,
+      cacheDir: path.join(work, 'cache'),
+      token: { value: TOKEN },
+      logger: silent,
+    });
+    client = new RendererClient({ url: `unix:${renderer.server.address}`, token: () => TOKEN });
+    input = { source: { repoURL: git.url('app'), path: 'guestbook' }, appName: 'guestbook' };
+  });
+  after(async () => {
+    await client?.close();
+    await renderer?.stop();
+    await git?.close();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  const post = async (body: unknown, token: string | null = TOKEN, raw?: string) => {
+    const res = await request('http://renderer/v1/render', {
+      method: 'POST',
+      dispatcher: new (await import('undici')).Agent({ connect: { socketPath: renderer.server.address } }),
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: raw ?? JSON.stringify(body),
+    });
+    return { status: res.statusCode, text: await res.body.text() };
+  };
+
+  test('renders a source over the socket: the commit, the source type and each object with its file', async () => {
+    const r = await client.render(input);
+    assert.equal(r.revision, repo.head());
+    assert.equal(r.sourceType, 'Directory');
+    assert.deepEqual(
+      r.objects.map((o) => [o.object.metadata.name, o.location.file]),
+      [
+        ['a', 'guestbook/a.yaml'],
+        ['b', 'guestbook/b.yaml'],
+      ],
+    );
+    assert.equal(await client.resolveRevision({ ...input, revision: 'main' }), repo.head());
+  });
+
+  test('a request without the token, or with another, is refused before it is read', async () => {
+    const before = renderer.stats.renders + renderer.stats.cacheHits;
+    for (const token of [null, 'wrong', `${TOKEN}x`]) {
+      const res = await post({ input }, token);
+      assert.equal(res.status, 401);
+      assert.match(res.text, /wrong or missing token/);
+    }
+    assert.equal(renderer.stats.renders + renderer.stats.cacheHits, before, 'nothing was rendered');
+    const wrong = new RendererClient({ url: `unix:${renderer.server.address}`, token: () => 'wrong' });
+    await assert.rejects(wrong.render(input), isSourceError('RendererUnavailable', /refused the request \(401\)/));
+    await wrong.close();
+  });
+
+  test('the probes answer without a token; without a token of its own the renderer is not ready', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'impersync-renderer-notoken-'));
+    const unready = await startRenderer({
+      listen: '127.0.0.1:0',
+      cacheDir: dir,
+      token: { file: path.join(dir, 'missing-token') },
+      logger: silent,
+    });
+    try {
+      const base = `http://${unready.server.address}`;
+      assert.equal((await request(`${base}/healthz`)).statusCode, 200);
+      assert.equal((await request(`${base}/readyz`)).statusCode, 503);
+      const c = new RendererClient({ url: base, token: () => TOKEN });
+      await assert.rejects(c.render(input), isSourceError('RendererUnavailable', /has no token yet/));
+      await c.close();
+    } finally {
+      await unready.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a request is parsed strictly: unknown fields, wrong types and oversized bodies are refused', async () => {
+    const extra = await post({ input: { ...input, kubeconfig: '/etc/kubernetes/admin.conf' } });
+    assert.equal(extra.status, 400);
+    assert.match(extra.text, /input: Unrecognized key/);
+    const typed = await post({ input: { ...input, appName: 7 } });
+    assert.equal(typed.status, 400);
+    assert.match(typed.text, /input\.appName/);
+    const notJSON = await post(undefined, TOKEN, '{');
+    assert.equal(notJSON.status, 400);
+    const huge = await post(undefined, TOKEN, JSON.stringify({ input, pad: 'x'.repeat(5 * 1024 * 1024) }));
+    assert.equal(huge.status, 413);
+  });
+
+  test("a source error keeps its reason and message, the repository's paths only", async () => {
+    await assert.rejects(
+      client.render({ ...input, source: { ...input.source, path: 'nope' } }),
+      isSourceError('InvalidSource', /^app path 'nope' does not exist$/),
+    );
+    await assert.rejects(
+      client.render({ ...input, revision: 'v9' }),
+      isSourceError('RevisionNotFound', /^revision 'v9' not found in 'http:\/\/127\.0\.0\.1:\d+\/app'$/),
+    );
+  });
+
+  test('an unchanged input at an unchanged commit is answered from the cache; noCache and a new commit render', async () => {
+    const other = { ...input, appName: 'cached' };
+    const start = { ...renderer.stats };
+    await client.render(other);
+    await client.render(other);
+    assert.equal(renderer.stats.renders - start.renders, 1);
+    assert.equal(renderer.stats.cacheHits - start.cacheHits, 1);
+    await client.render(other, { noCache: true });
+    assert.equal(renderer.stats.renders - start.renders, 2, 'a hard refresh renders again');
+    await repo.commit({ 'guestbook/c.yaml': cm('c') });
+    const r = await client.render(other);
+    assert.equal(renderer.stats.renders - start.renders, 3, 'a new commit renders again');
+    assert.deepEqual(
+      r.objects.map((o) => o.object.metadata.name),
+      ['a', 'b', 'c'],
+    );
+  });
+});
+
+test('a busy renderer queues what it can and refuses the rest with 503, naming the queue', async () => {
+  // A renderer whose renders wait until released: the fault a real render cannot produce on cue.
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const fake = {
+    resolveRevision: async () => {
+      await gate;
+      return '0'.repeat(40);
+    },
+    render: async () => ({ revision: '0'.repeat(40), sourceType: 'Directory', objects: [] }),
+  } as unknown as SourceRenderer;
+  const handler = rendererHandler({
+    renderer: fake,
+    token: () => TOKEN,
+    logger: silent,
+    maxConcurrent: 1,
+    maxQueued: 1,
+  });
+  const server = await startRendererServer('127.0.0.1:0', handler);
+  const client = new RendererClient({ url: `http://${server.address}`, token: () => TOKEN });
+  const input = (n: number): RenderInput => ({ source: { repoURL: 'https://git.example/r.git' }, appName: `a${n}` });
+  try {
+    const first = client.render(input(1));
+    const second = client.render(input(2));
+    await until(() => handler.stats.running === 1 && handler.stats.queued === 1);
+    await assert.rejects(
+      client.render(input(3)),
+      isSourceError('RendererUnavailable', /is busy \(1 requests waiting\)/),
+    );
+    release();
+    assert.equal((await first).revision, '0'.repeat(40));
+    assert.equal((await second).revision, '0'.repeat(40));
+    assert.equal(handler.stats.running, 0);
+  } finally {
+    await client.close();
+    await server.close();
+  }
+});
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(check(), 'condition not reached');
+}
