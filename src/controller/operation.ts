@@ -20,7 +20,7 @@ import type { KubeApi } from './kubeapi.ts';
 import type { ReconcileResult } from './manager.ts';
 import { appendHistory, isCompleted, mayRetry, retryDelayMs } from './operation-policy.ts';
 import type { HistoryEntry, OperationState } from './operation-policy.ts';
-import type { Ports } from './ports.ts';
+import type { Ports, SyncOutcome } from './ports.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
 import { appPath, CONDITION, ConflictError, mergeConditions, patchApplication, writeStatus } from './status.ts';
 import type { AppCondition, ApplicationStatus } from './status.ts';
@@ -140,7 +140,23 @@ export class Operator {
     return this.runSync(key, raw, current);
   }
 
+  /** Runs the sync with an abort that terminate() can pull from its first step (the render) on. */
   private async runSync(key: string, raw: Raw, state: OperationState): Promise<ReconcileResult> {
+    const abort = new AbortController();
+    this.running.set(key, abort);
+    try {
+      return await this.syncWith(key, raw, state, abort);
+    } finally {
+      this.running.delete(key);
+    }
+  }
+
+  private async syncWith(
+    key: string,
+    raw: Raw,
+    state: OperationState,
+    abort: AbortController,
+  ): Promise<ReconcileResult> {
     const prepared = prepare(this.d, raw);
     const op: SyncOperation = state.operation.sync ?? {};
     if (!prepared.ok) {
@@ -198,11 +214,10 @@ export class Operator {
     if (missing !== null) return this.failOrRetry(raw, state, missing, 'Failed');
     // abandonAll() came while this operation was being prepared (render, checks): apply nothing.
     if (this.stopping) return this.leftRunning(key);
-    log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
-    const abort = new AbortController();
-    this.running.set(key, abort);
-    let outcome;
-    try {
+    // Terminated while it was being prepared: apply nothing, finish below.
+    let outcome: SyncOutcome | undefined;
+    if (!abort.signal.aborted) {
+      log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
       outcome = await this.d.ports.sync.sync(
         ctx.client,
         ctx.app,
@@ -211,11 +226,9 @@ export class Operator {
         abort.signal,
         checkServiceAccount,
       );
-    } finally {
-      this.running.delete(key);
     }
     if (abort.signal.aborted && this.stopping) return this.leftRunning(key);
-    if (abort.signal.aborted) {
+    if (abort.signal.aborted || !outcome) {
       // The Terminating write changed the Application: finish from what the API server has now.
       const now = await this.fresh(key);
       if (now) return this.complete(now, state, { phase: 'Failed', message: 'Operation terminated' });
