@@ -1,98 +1,12 @@
 // argoproj.io/v1alpha1 Application: the fields impersync reads and writes, Argo CD's names and
-// meanings. Unknown fields are kept (loose objects).
+// meanings: its spec (spec.ts), its operation and its status (status.ts). Unknown fields are kept.
 import { z } from 'zod';
 import { ObjectMetaSchema, parseObject } from './meta.ts';
+import { ApplicationDestinationSchema, ApplicationSourceSchema, OperationSchema, SyncPolicySchema } from './spec.ts';
+import { ApplicationStatusSchema } from './status.ts';
 
-export const ApplicationSourceSchema = z.looseObject({
-  repoURL: z.string(),
-  path: z.string().optional(),
-  targetRevision: z.string().optional(),
-  chart: z.string().optional(),
-  directory: z
-    .looseObject({
-      recurse: z.boolean().optional(),
-      include: z.string().optional(),
-      exclude: z.string().optional(),
-    })
-    .optional(),
-  helm: z
-    .looseObject({
-      releaseName: z.string().optional(),
-      valueFiles: z.array(z.string()).optional(),
-      values: z.string().optional(),
-      valuesObject: z.record(z.string(), z.unknown()).optional(),
-      parameters: z
-        .array(z.looseObject({ name: z.string(), value: z.string().optional(), forceString: z.boolean().optional() }))
-        .optional(),
-    })
-    .optional(),
-  kustomize: z
-    .looseObject({
-      namePrefix: z.string().optional(),
-      nameSuffix: z.string().optional(),
-      images: z.array(z.string()).optional(),
-      commonLabels: z.record(z.string(), z.string()).optional(),
-    })
-    .optional(),
-});
-export type ApplicationSource = z.infer<typeof ApplicationSourceSchema>;
-
-export const ApplicationDestinationSchema = z.looseObject({
-  server: z.string().optional(),
-  name: z.string().optional(),
-  namespace: z.string().optional(),
-});
-export type ApplicationDestination = z.infer<typeof ApplicationDestinationSchema>;
-
-export const ResourceRefSchema = z.looseObject({
-  group: z.string().optional(),
-  kind: z.string(),
-  name: z.string(),
-  namespace: z.string().optional(),
-});
-export type ResourceRef = z.infer<typeof ResourceRefSchema>;
-
-export const RetryStrategySchema = z.looseObject({
-  limit: z.number().int().optional(),
-  backoff: z
-    .looseObject({
-      duration: z.string().optional(),
-      factor: z.number().optional(),
-      maxDuration: z.string().optional(),
-    })
-    .optional(),
-});
-export type RetryStrategy = z.infer<typeof RetryStrategySchema>;
-
-export const SyncPolicySchema = z.looseObject({
-  automated: z
-    .looseObject({
-      prune: z.boolean().optional(),
-      selfHeal: z.boolean().optional(),
-      allowEmpty: z.boolean().optional(),
-      enabled: z.boolean().optional(),
-    })
-    .optional(),
-  syncOptions: z.array(z.string()).optional(),
-  retry: RetryStrategySchema.optional(),
-});
-export type SyncPolicy = z.infer<typeof SyncPolicySchema>;
-
-export const SyncOperationSchema = z.looseObject({
-  revision: z.string().optional(),
-  prune: z.boolean().optional(),
-  dryRun: z.boolean().optional(),
-  syncOptions: z.array(z.string()).optional(),
-  resources: z.array(ResourceRefSchema).optional(),
-});
-export type SyncOperation = z.infer<typeof SyncOperationSchema>;
-
-export const OperationSchema = z.looseObject({
-  sync: SyncOperationSchema.optional(),
-  initiatedBy: z.looseObject({ username: z.string().optional(), automated: z.boolean().optional() }).optional(),
-  retry: RetryStrategySchema.optional(),
-});
-export type Operation = z.infer<typeof OperationSchema>;
+// source/ and renderer/ name the source type from here.
+export { ApplicationSourceSchema, type ApplicationSource } from './spec.ts';
 
 export const ApplicationSchema = z.looseObject({
   apiVersion: z.string().optional(),
@@ -106,8 +20,8 @@ export const ApplicationSchema = z.looseObject({
     syncPolicy: SyncPolicySchema.optional(),
   }),
   operation: OperationSchema.optional(),
-  // status is written by the controller; its shape is checked where it is built, not on read.
-  status: z.record(z.string(), z.unknown()).optional(),
+  // Written by the controller; one it cannot read is refused like a bad spec, naming the field.
+  status: ApplicationStatusSchema.optional(),
 });
 export type Application = z.infer<typeof ApplicationSchema>;
 

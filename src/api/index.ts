@@ -1,5 +1,7 @@
 // The objects impersync reads and writes, as zod schemas and their types.
 export * from './meta.ts';
+export * from './spec.ts';
+export * from './status.ts';
 export * from './application.ts';
 export * from './appproject.ts';
 export * from './configmap.ts';

@@ -4,7 +4,7 @@
 import os from 'node:os';
 import type { Logger } from 'pino';
 import path from 'node:path';
-import type { Application, KubeObject } from '../api/index.ts';
+import type { Application, KubeObject, ResourceStatus } from '../api/index.ts';
 import { ChildRenderer } from '../renderer/child.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
@@ -13,7 +13,6 @@ import type { InventoryEntry, ResourceComparison } from '../sync/index.ts';
 import { deleteAppResources } from './delete.ts';
 import { projectLimits } from './limits.ts';
 import type { Ports } from './ports.ts';
-import type { ResourceStatus } from './status.ts';
 
 export interface DefaultPortsOptions {
   controllerNamespace: string;
@@ -33,7 +32,7 @@ export interface DefaultPortsOptions {
 }
 
 function inventoryOf(app: Application): InventoryEntry[] {
-  const resources = (app.status?.['resources'] ?? []) as ResourceStatus[];
+  const resources = app.status?.resources ?? [];
   return resources
     .filter((r) => r.kind && r.name)
     .map((r) => ({
@@ -119,7 +118,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
         return {
           phase: r.phase,
           message: r.message,
-          resources: r.resources as unknown as Array<Record<string, unknown>>,
+          resources: r.resources,
         };
       },
       deleteResources: (client, app) => deleteAppResources(client, app, ns),

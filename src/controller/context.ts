@@ -1,8 +1,8 @@
 // The first half of every reconcile, shared by comparison, operations and deletion: Application →
 // destination → project (+ global projects) → project validation → identity decision → the one
 // destination client. Either a ready context, or the reason the Application cannot proceed.
-import { parseApplication, parseAppProject, projectName } from '../api/index.ts';
-import type { AppProject, Application, Cluster } from '../api/index.ts';
+import { CONDITION, parseApplication, parseAppProject, projectName } from '../api/index.ts';
+import type { AppCondition, AppProject, Application, Cluster } from '../api/index.ts';
 import {
   decideIdentity,
   globMatch,
@@ -18,8 +18,6 @@ import type { Metrics } from '../observability/metrics.ts';
 import { instrumentClient } from './instrument.ts';
 import type { ControllerCache } from './cache.ts';
 import type { LimitsPort } from './ports.ts';
-import { CONDITION } from './status.ts';
-import type { AppCondition } from './status.ts';
 
 export interface AppContext {
   app: Application;

@@ -4,7 +4,6 @@
 import type { Application } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import { appInstanceName, trackedApp } from '../sync/index.ts';
-import type { ResourceStatus } from './status.ts';
 
 export interface DeletionResult {
   ok: boolean;
@@ -19,7 +18,7 @@ export async function deleteAppResources(
   controllerNamespace: string,
 ): Promise<DeletionResult> {
   const appName = appInstanceName(app, controllerNamespace);
-  const inventory = ((app.status?.['resources'] ?? []) as ResourceStatus[]).filter((r) => r.kind && r.name);
+  const inventory = (app.status?.resources ?? []).filter((r) => r.kind && r.name);
   // Namespaced first: a Namespace deleted first would take the others with it, as the controller.
   const ordered = [...inventory].sort(
     (a, b) =>

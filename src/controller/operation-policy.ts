@@ -1,45 +1,15 @@
 // The rules of operations, pure: when an automated sync starts (Argo CD's rules), the retry
 // backoff, operationState transitions and the history of the last syncs.
-import type { Application, Operation, RetryStrategy } from '../api/index.ts';
-
-export type OperationPhase = 'Running' | 'Succeeded' | 'Failed' | 'Error' | 'Terminating';
-
-export interface SyncResultRecord {
-  revision?: string;
-  source?: unknown;
-  resources?: Array<Record<string, unknown>>;
-}
-
-export interface OperationState {
-  operation: Operation;
-  phase: OperationPhase;
-  message?: string;
-  startedAt: string;
-  finishedAt?: string;
-  retryCount?: number;
-  syncResult?: SyncResultRecord;
-  /**
-   * The Application's metadata.generation when this operation started (impersync's own field).
-   * Setting or clearing `operation` bumps the generation, so a completed state whose generation is
-   * the current one belongs to the `operation` still set: it finished, only the clearing was lost.
-   */
-  generation?: number;
-}
-
-export interface HistoryEntry {
-  id: number;
-  revision: string;
-  source?: unknown;
-  deployedAt: string;
-  deployStartedAt?: string;
-  initiatedBy?: Operation['initiatedBy'];
-}
+import type {
+  Application,
+  HistoryEntry,
+  Operation,
+  OperationState,
+  RetryStrategy,
+  SyncStatusCode,
+} from '../api/index.ts';
 
 export const HISTORY_LIMIT = 10;
-
-export function isCompleted(phase: OperationPhase | undefined): boolean {
-  return phase === 'Succeeded' || phase === 'Failed' || phase === 'Error';
-}
 
 /** Go duration ("5s", "3m", "1h30m", "250ms") in milliseconds; undefined when it does not parse. */
 export function parseDuration(s: string | undefined): number | undefined {
@@ -75,7 +45,7 @@ export function mayRetry(strategy: RetryStrategy | undefined, retryCount: number
 }
 
 export interface Comparison {
-  syncStatus: 'Synced' | 'OutOfSync' | 'Unknown';
+  syncStatus: SyncStatusCode;
   revision: string;
   /** Number of desired objects after rendering. */
   desiredCount: number;
@@ -169,7 +139,10 @@ function sameSource(recorded: unknown, current: unknown): boolean {
 }
 
 /** Appends a successful sync to the history, keeping the last HISTORY_LIMIT entries. */
-export function appendHistory(history: HistoryEntry[] | undefined, entry: Omit<HistoryEntry, 'id'>): HistoryEntry[] {
+export function appendHistory(
+  history: HistoryEntry[] | undefined,
+  entry: Pick<HistoryEntry, 'revision' | 'source' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy'>,
+): HistoryEntry[] {
   const prev = history ?? [];
   const id = prev.reduce((m, h) => Math.max(m, h.id), -1) + 1;
   return [...prev, { id, ...entry }].slice(-HISTORY_LIMIT);

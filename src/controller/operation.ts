@@ -7,7 +7,15 @@
 // A sync as an impersonated ServiceAccount first checks that the ServiceAccount exists (sa-check.ts).
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import type { Application, Cluster, SyncOperation } from '../api/index.ts';
+import { CONDITION, isCompleted, readStatus } from '../api/index.ts';
+import type {
+  AppCondition,
+  Application,
+  ApplicationStatus,
+  Cluster,
+  OperationState,
+  SyncOperation,
+} from '../api/index.ts';
 import { isRefusal } from '../kube/types.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -18,12 +26,10 @@ import { involvedApplication } from './events.ts';
 import { instrumentClient } from './instrument.ts';
 import type { KubeApi } from './kubeapi.ts';
 import type { ReconcileResult } from './manager.ts';
-import { appendHistory, isCompleted, mayRetry, retryDelayMs } from './operation-policy.ts';
-import type { HistoryEntry, OperationState } from './operation-policy.ts';
+import { appendHistory, mayRetry, retryDelayMs } from './operation-policy.ts';
 import type { Ports, SyncOutcome } from './ports.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
-import { appPath, CONDITION, ConflictError, mergeConditions, patchApplication, writeStatus } from './status.ts';
-import type { AppCondition, ApplicationStatus } from './status.ts';
+import { appPath, ConflictError, mergeConditions, patchApplication, writeStatus } from './status.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 
@@ -92,8 +98,8 @@ export class Operator {
     const raw = await this.fresh(key);
     if (!raw) return {};
     if (raw.metadata.deletionTimestamp) return this.finalize(key, raw);
-    const status = (raw['status'] ?? {}) as ApplicationStatus;
-    const state = status.operationState as OperationState | undefined;
+    const status = readStatus(raw) ?? {};
+    const state = status.operationState;
     const operation = raw['operation'] as Application['operation'];
     if (!operation) {
       // A Running state without an operation: the operation was removed (terminated) meanwhile.
@@ -131,7 +137,7 @@ export class Operator {
       };
       const updated = await writeStatus(this.d.api, raw, {
         ...status,
-        operationState: current as unknown as Record<string, unknown>,
+        operationState: current,
       });
       raw.metadata.resourceVersion =
         (updated['metadata'] as { resourceVersion?: string }).resourceVersion ?? raw.metadata.resourceVersion;
@@ -283,8 +289,8 @@ export class Operator {
         retryCount: retries + 1,
         message: `${message}. Retrying attempt #${retries + 1} at ${new Date(Date.now() + delay).toISOString()}.`,
       };
-      const status = (raw['status'] ?? {}) as ApplicationStatus;
-      await writeStatus(this.d.api, raw, { ...status, operationState: next as unknown as Record<string, unknown> });
+      const status = readStatus(raw) ?? {};
+      await writeStatus(this.d.api, raw, { ...status, operationState: next });
       return { requeueAfterMs: delay };
     }
     return this.complete(raw, state, { phase, message });
@@ -301,7 +307,7 @@ export class Operator {
     const now = this.now();
     const build = (status: ApplicationStatus): ApplicationStatus => {
       const finalState: OperationState = { ...state, phase: end.phase, message: end.message, finishedAt: now };
-      let history = status.history as HistoryEntry[] | undefined;
+      let history = status.history;
       if (end.phase === 'Succeeded' && revision !== undefined && !state.operation.sync?.dryRun) {
         history = appendHistory(history, {
           revision,
@@ -320,9 +326,9 @@ export class Operator {
           : [{ type: CONDITION.SyncError, message: end.message }, ...extraConditions, ...others];
       return {
         ...status,
-        operationState: finalState as unknown as Record<string, unknown>,
+        operationState: finalState,
         conditions: mergeConditions(status.conditions, conds, now),
-        ...(history ? { history: history as unknown as Array<Record<string, unknown>> } : {}),
+        ...(history ? { history } : {}),
       };
     };
     // The work is done: a conflicting write (a refresh wrote status meanwhile) must not make it run
@@ -330,12 +336,12 @@ export class Operator {
     let current = raw;
     for (let attempt = 0; ; attempt++) {
       try {
-        await writeStatus(this.d.api, current, build((current['status'] ?? {}) as ApplicationStatus));
+        await writeStatus(this.d.api, current, build(readStatus(current) ?? {}));
         break;
       } catch (err) {
         if (!(err instanceof ConflictError) || attempt >= 5) throw err;
         const fresh = await this.fresh(`${raw.metadata.namespace}/${raw.metadata.name}`);
-        const st = (fresh?.['status'] as ApplicationStatus | undefined)?.operationState as OperationState | undefined;
+        const st = fresh ? readStatus(fresh)?.operationState : undefined;
         if (!fresh || !st || st.startedAt !== state.startedAt || isCompleted(st.phase)) return {};
         current = fresh;
       }
@@ -369,7 +375,7 @@ export class Operator {
     const fail = async (message: string): Promise<ReconcileResult> => {
       this.d.logger.warn({ application: key }, `deletion failed: ${message}`);
       await this.d.events.record(involved, 'Warning', 'DeletionFailed', message);
-      const status = (raw['status'] ?? {}) as ApplicationStatus;
+      const status = readStatus(raw) ?? {};
       const now = this.now();
       const conds = [
         { type: CONDITION.DeletionError, message },

@@ -3,9 +3,18 @@
 // real modules; keeping them narrow keeps the reconciler readable and each binding in one place.
 // Every destination-touching port receives the one DestinationClient built for the Application's
 // identity, and nothing else (ARCHITECTURE.md, the identity rule).
-import type { AppProject, Application, Cluster, KubeObject, SyncOperation } from '../api/index.ts';
+import type {
+  AppProject,
+  Application,
+  Cluster,
+  HealthStatus,
+  KubeObject,
+  ResourceResult,
+  ResourceStatus,
+  SyncOperation,
+  SyncStatusCode,
+} from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
-import type { ResourceStatus } from './status.ts';
 
 export interface Rendered {
   /** The commit the objects come from. */
@@ -34,9 +43,9 @@ export interface LimitsPort {
 }
 
 export interface ComparisonOutcome {
-  syncStatus: 'Synced' | 'OutOfSync' | 'Unknown';
+  syncStatus: SyncStatusCode;
   resources: ResourceStatus[];
-  health: { status: string; message?: string };
+  health: HealthStatus;
   /** Errors met while comparing (a Forbidden dry-run names the ServiceAccount). */
   errors: string[];
 }
@@ -44,7 +53,7 @@ export interface ComparisonOutcome {
 export interface SyncOutcome {
   phase: 'Succeeded' | 'Failed' | 'Error';
   message: string;
-  resources: Array<Record<string, unknown>>;
+  resources: ResourceResult[];
 }
 
 export interface ComparePort {

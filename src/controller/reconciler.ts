@@ -2,7 +2,8 @@
 // manifests → project limits → server-side diff as the identity → status. Starts an automated
 // sync by setting `operation` when Argo CD's rules say so; the operation worker runs it.
 import type { Logger } from 'pino';
-import type { Application } from '../api/index.ts';
+import { CONDITION, readStatus } from '../api/index.ts';
+import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
 import { isRefusal } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { prepare, identityLabel } from './context.ts';
@@ -13,10 +14,8 @@ import type { KubeApi } from './kubeapi.ts';
 import type { ReconcileResult } from './manager.ts';
 import { REFRESH_ANNOTATION } from './manager.ts';
 import { autoSyncDecision } from './operation-policy.ts';
-import type { OperationState } from './operation-policy.ts';
 import type { Ports } from './ports.ts';
-import { CONDITION, mergeConditions, patchApplication, shouldWriteStatus, writeStatus } from './status.ts';
-import type { AppCondition, ApplicationStatus } from './status.ts';
+import { mergeConditions, patchApplication, shouldWriteStatus, writeStatus } from './status.ts';
 
 export interface ReconcilerDeps extends PrepareDeps {
   api: KubeApi;
@@ -42,14 +41,13 @@ function carriedConditions(prev: ApplicationStatus | undefined): AppCondition[] 
   return (prev?.conditions ?? []).filter((c) => !REFRESH_CONDITIONS.has(c.type));
 }
 
-function comparedTo(app: Application): SyncStatusComparedTo {
+function comparedTo(app: Application): NonNullable<SyncStatus['comparedTo']> {
   return {
     ...(app.spec.source ? { source: app.spec.source } : {}),
     ...(app.spec.sources ? { sources: app.spec.sources } : {}),
     destination: app.spec.destination ?? {},
   };
 }
-type SyncStatusComparedTo = { source?: unknown; sources?: unknown; destination: unknown };
 
 export class Reconciler {
   private readonly d: ReconcilerDeps;
@@ -65,7 +63,7 @@ export class Reconciler {
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
     if (!raw) return {};
-    const prevStatus = raw['status'] as ApplicationStatus | undefined;
+    const prevStatus = readStatus(raw);
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
     const now = this.now().toISOString();
@@ -212,7 +210,7 @@ export class Reconciler {
             .filter((r) => r.status === 'OutOfSync')
             .map((r) => ({ requiresPruning: r.requiresPruning === true })),
         },
-        prev?.operationState as OperationState | undefined,
+        prev?.operationState,
         this.now().getTime(),
       );
       if (decision.sync) {

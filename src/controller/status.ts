@@ -6,56 +6,9 @@
 // watch event, but status-only changes of an Application do not requeue it (see manager.ts), and
 // the next reconcile computes the same status, so a write never causes another.
 import { isDeepStrictEqual } from 'node:util';
+import type { AppCondition, ApplicationStatus } from '../api/index.ts';
 import type { KubeApi } from './kubeapi.ts';
 import { fitStatus, isTooLarge } from './status-size.ts';
-
-/** Argo CD's condition types, plus impersync's identity and §10 warning conditions. */
-export const CONDITION = {
-  InvalidSpecError: 'InvalidSpecError',
-  ComparisonError: 'ComparisonError',
-  SyncError: 'SyncError',
-  DeletionError: 'DeletionError',
-  UnknownError: 'UnknownError',
-  /** spec §10: names the identity (decision and ServiceAccount) used for the last diff and sync. */
-  ImpersonationInfo: 'ImpersonationInfo',
-  /** spec §10: destinationServiceAccounts set while the feature is off, and fallback. */
-  ImpersonationWarning: 'ImpersonationWarning',
-} as const;
-
-export interface AppCondition {
-  type: string;
-  message: string;
-  lastTransitionTime?: string;
-}
-
-export interface ResourceStatus {
-  group?: string;
-  version?: string;
-  kind: string;
-  namespace?: string;
-  name: string;
-  status?: string;
-  health?: { status: string; message?: string };
-  requiresPruning?: boolean;
-}
-
-export interface SyncStatus {
-  status: 'Synced' | 'OutOfSync' | 'Unknown';
-  revision?: string;
-  comparedTo?: { source?: unknown; destination?: unknown };
-}
-
-export interface ApplicationStatus {
-  sync?: SyncStatus;
-  health?: { status: string; message?: string };
-  resources?: ResourceStatus[];
-  reconciledAt?: string;
-  sourceType?: string;
-  conditions?: AppCondition[];
-  operationState?: Record<string, unknown>;
-  history?: Array<Record<string, unknown>>;
-  [k: string]: unknown;
-}
 
 /**
  * Builds the next condition list: a condition whose type and message are unchanged keeps its
@@ -69,7 +22,7 @@ export function mergeConditions(prev: AppCondition[] | undefined, next: AppCondi
 }
 
 function withoutReconciledAt(s: ApplicationStatus | undefined): Record<string, unknown> {
-  const { reconciledAt: _r, ...rest } = (s ?? {}) as ApplicationStatus;
+  const { reconciledAt: _r, ...rest } = s ?? {};
   // Absent and undefined fields are the same thing once serialized.
   return JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
 }

@@ -1,6 +1,6 @@
 // Argo CD's annotations on manifests, read with Argo CD's meaning: comma-separated values, trimmed,
 // de-duplicated; unknown values ignored.
-import type { KubeObject } from '../api/index.ts';
+import type { HookType, KubeObject, SyncPhase } from '../api/index.ts';
 
 export const ANNOTATION_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
 export const ANNOTATION_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
@@ -12,8 +12,6 @@ export const HELM_HOOK = 'helm.sh/hook';
 export const HELM_HOOK_WEIGHT = 'helm.sh/hook-weight';
 export const HELM_HOOK_DELETE_POLICY = 'helm.sh/hook-delete-policy';
 
-export type SyncPhase = 'PreSync' | 'Sync' | 'PostSync' | 'SyncFail';
-export type HookType = SyncPhase | 'Skip';
 export type HookDeletePolicy = 'HookSucceeded' | 'HookFailed' | 'BeforeHookCreation';
 
 const HOOK_TYPES: readonly string[] = ['PreSync', 'Sync', 'PostSync', 'SyncFail', 'Skip'];

@@ -1,21 +1,18 @@
 // Server-side diff as the identity: for each desired object, a dry-run apply and a read of the live
 // object, both through the one DestinationClient; equal after normalization means Synced. Objects
 // the inventory holds and Git no longer does are OutOfSync and require pruning.
-import type { KubeObject, ResourceRef } from '../api/index.ts';
+import type { HealthStatus, KubeObject, ResourceRef, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { ClientRefusal, DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { isHook, isSkipped } from './annotations.ts';
 import { toYaml, unifiedDiff } from './differ.ts';
-import type { HealthStatus } from './health.ts';
 import { aggregateHealth, resourceHealth } from './health.ts';
 import { jsonEqual, maskSecrets, normalizeForCompare } from './normalize.ts';
 import type { Prepared, PreparedObject, PrepareOptions } from './prepare.ts';
 import { prepareDesired } from './prepare.ts';
 import { trackedApp } from './tracking.ts';
 import { mapLimit, refOf } from './util.ts';
-
-export type SyncStatusCode = 'Synced' | 'OutOfSync' | 'Unknown';
 
 /** An inventory entry: one of the Application's previous `status.resources`. */
 export type InventoryEntry = ResourceRef & { version?: string | undefined };

@@ -1,7 +1,7 @@
 // Health checks for the kinds whose rule is a line or two: Services, Ingresses, PVCs, and CRDs
 // (Argo CD ships the CRD check as a bundled customization rather than built in).
 import type { KubeObject } from '../api/index.ts';
-import type { HealthStatus } from './health.ts';
+import type { HealthStatus } from '../api/index.ts';
 
 type Obj = Record<string, unknown>;
 const rec = (v: unknown): Obj => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});

@@ -1,16 +1,10 @@
 // Health of live objects in Argo CD's terms, following gitops-engine's built-in checks and Argo CD's
 // bundled checks for CRDs and Applications. Kinds without a check have no health (null), which a
 // sync treats as done as soon as the object is applied.
-import type { KubeObject } from '../api/index.ts';
+import type { HealthStatus, HealthStatusCode, KubeObject } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import { ANNOTATION_IGNORE_RESTART_POLICY, annotationsOf, isHook } from './annotations.ts';
 import { crdHealth, ingressHealth, pvcHealth, serviceHealth } from './health-misc.ts';
-
-export type HealthStatusCode = 'Healthy' | 'Progressing' | 'Degraded' | 'Suspended' | 'Missing' | 'Unknown';
-export interface HealthStatus {
-  status: HealthStatusCode;
-  message?: string;
-}
 
 /** From most to least healthy; the worst one wins an aggregate. */
 export const HEALTH_ORDER: readonly HealthStatusCode[] = [

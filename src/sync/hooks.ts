@@ -1,11 +1,8 @@
 // Hooks (Argo CD's resource hooks): which phases an object runs in, the name a `generateName` hook
 // gets for this sync, and how far along a running hook or resource is, judged by its health.
-import type { KubeObject } from '../api/index.ts';
-import type { SyncPhase } from './annotations.ts';
+import type { HookPhase, KubeObject, SyncPhase } from '../api/index.ts';
 import { isHook, syncPhasesOf } from './annotations.ts';
 import { resourceHealth } from './health.ts';
-
-export type OperationPhase = 'Running' | 'Succeeded' | 'Failed' | 'Error';
 
 /**
  * One object per phase it runs in. A hook named by `generateName` gets a name per phase, made from
@@ -35,7 +32,7 @@ export function expandPhases(
  * Where a running task stands. Kinds without health are done once applied; Healthy is done,
  * Degraded (or Unknown, for a hook) failed, anything else still running.
  */
-export function operationPhaseOf(live: KubeObject, hook: boolean): { phase: OperationPhase; message: string } {
+export function operationPhaseOf(live: KubeObject, hook: boolean): { phase: HookPhase; message: string } {
   const health = resourceHealth(live);
   if (!health) return { phase: 'Succeeded', message: hook ? `${live.metadata.name} created` : '' };
   switch (health.status) {

@@ -36,18 +36,10 @@
 //
 // sync/ imports nothing from kube/ but its types (kube/types.ts): it cannot reach a credential.
 export { compare, compareResources, refusedComparison } from './compare.ts';
-export type {
-  ComparisonResult,
-  CompareOptions,
-  InventoryEntry,
-  ResourceComparison,
-  SyncStatusCode,
-} from './compare.ts';
+export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparison } from './compare.ts';
 export { sync, refusedSync } from './sync.ts';
-export type { ResourceResult, SyncOperationPhase, SyncOptions, SyncResult } from './sync.ts';
-export type { ResultCode } from './tasks.ts';
+export type { SyncOptions, SyncResult } from './sync.ts';
 export { resourceHealth, aggregateHealth, isWorse, HEALTH_ORDER } from './health.ts';
-export type { HealthStatus, HealthStatusCode } from './health.ts';
 export {
   ANNOTATION_TRACKING_ID,
   appInstanceName,
@@ -62,5 +54,3 @@ export type { AppSyncOptions } from './options.ts';
 export { KIND_ORDER, kindRank, sortTasks } from './order.ts';
 export { unifiedDiff, toYaml } from './differ.ts';
 export { normalizeForCompare } from './normalize.ts';
-export type { OperationPhase } from './hooks.ts';
-export type { SyncPhase } from './annotations.ts';

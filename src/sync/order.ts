@@ -2,9 +2,8 @@
 // (Helm's install order, namespaces and CRDs first, workloads last, unknown kinds after all known
 // ones), then name. Afterwards a Namespace or CRD that something earlier depends on is moved up
 // to just before its first user, taking that user's phase and wave.
-import type { KubeObject } from '../api/index.ts';
+import type { KubeObject, SyncPhase } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
-import type { SyncPhase } from './annotations.ts';
 import { waveOf } from './annotations.ts';
 
 export const KIND_ORDER: readonly string[] = [

@@ -2,20 +2,18 @@
 // (PreSync, Sync, PostSync) and waves, kind order within a wave, each wave healthy before the
 // next, prune as asked, SyncFail hooks on failure. Every request goes through the one
 // DestinationClient it is given (ARCHITECTURE.md, the identity rule).
-import type { KubeObject, ResourceRef } from '../api/index.ts';
+import type { CompletedPhase, KubeObject, ResourceRef, ResourceResult, SyncPhase } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { ClientRefusal, DestinationClient } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
-import type { SyncPhase } from './annotations.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare.ts';
 import { compareResources } from './compare.ts';
-import type { OperationPhase } from './hooks.ts';
 import { expandPhases } from './hooks.ts';
 import { parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
-import type { ResultCode, SyncTask, TaskContext } from './tasks.ts';
+import type { SyncTask, TaskContext } from './tasks.ts';
 import {
   applyTask,
   deleteAndWait,
@@ -57,23 +55,8 @@ export interface SyncOptions extends CompareOptions {
   startedAt?: Date;
 }
 
-export interface ResourceResult {
-  group: string;
-  version: string;
-  kind: string;
-  namespace: string;
-  name: string;
-  status: ResultCode;
-  message: string;
-  hookType?: SyncPhase;
-  hookPhase: OperationPhase;
-  syncPhase: SyncPhase;
-}
-
-export type SyncOperationPhase = 'Succeeded' | 'Failed' | 'Error';
-
 export interface SyncResult {
-  phase: SyncOperationPhase;
+  phase: CompletedPhase;
   message: string;
   identity: string;
   resources: ResourceResult[];
@@ -155,7 +138,7 @@ export async function sync(
   };
   const identity = describeIdentity(client.identity);
   const all: SyncTask[] = [];
-  const finish = (phase: SyncOperationPhase, message: string, comparison?: ComparisonResult): SyncResult => ({
+  const finish = (phase: CompletedPhase, message: string, comparison?: ComparisonResult): SyncResult => ({
     phase,
     message,
     identity,

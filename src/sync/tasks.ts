@@ -1,13 +1,10 @@
 // The steps of a sync, one task at a time, all through the one DestinationClient: apply, prune,
 // delete a hook, wait for health or for a CRD to be served. Each step records its outcome on the
 // task; none throws for an API error.
-import type { KubeObject } from '../api/index.ts';
+import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation } from '../kube/types.ts';
-import type { SyncPhase } from './annotations.ts';
 import { hookDeletePolicies } from './annotations.ts';
-import type { SyncStatusCode } from './compare.ts';
-import type { OperationPhase } from './hooks.ts';
 import { operationPhaseOf } from './hooks.ts';
 import type { PropagationPolicy } from './options.ts';
 import { pruneDisabled, validationDisabled } from './options.ts';
@@ -15,14 +12,12 @@ import type { Orderable } from './order.ts';
 import { taskObject } from './order.ts';
 import { refOf, sleep } from './util.ts';
 
-export type ResultCode = 'Synced' | 'SyncFailed' | 'Pruned' | 'PruneSkipped';
-
 export interface SyncTask extends Orderable {
   hook: boolean;
   /** What the comparison said (for ApplyOutOfSyncOnly); absent for hooks. */
   comparison?: SyncStatusCode | undefined;
   result?: ResultCode;
-  operationState?: OperationPhase;
+  operationState?: HookPhase;
   message: string;
   /** Execution order, for the results list. */
   order?: number;
@@ -52,7 +47,7 @@ export function setResult(
   ctx: TaskContext,
   t: SyncTask,
   result: ResultCode | undefined,
-  state: OperationPhase,
+  state: HookPhase,
   message: string,
 ): void {
   if (result !== undefined) t.result = result;

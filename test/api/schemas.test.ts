@@ -13,6 +13,7 @@ import {
   parseClusterSecret,
   parseConfigMap,
   projectName,
+  readStatus,
 } from '../../src/api/index.ts';
 
 const catchError = (fn: () => unknown): DocumentError => {
@@ -80,6 +81,64 @@ status:
     assert.match(noName.message, /required field is missing/);
     const noSpec = catchError(() => parseApplication({ metadata: { name: 'x' } }));
     assert.equal(noSpec.path, 'spec');
+  });
+});
+
+describe('Application status', () => {
+  // The shape Argo CD's application controller writes (fields impersync does not write included).
+  const argoStatus = `
+sync:
+  status: Synced
+  revision: 5c5ef0a
+  comparedTo:
+    source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, path: guestbook, targetRevision: HEAD}
+    destination: {server: https://kubernetes.default.svc, namespace: guestbook}
+health: {status: Healthy}
+resources:
+  - {version: v1, kind: Service, namespace: guestbook, name: guestbook-ui, status: Synced, health: {status: Healthy}}
+  - {group: apps, version: v1, kind: Deployment, namespace: guestbook, name: guestbook-ui, status: Synced}
+summary: {images: [gcr.io/heptio-images/ks-guestbook-demo:0.2]}
+reconciledAt: "2024-05-01T10:00:00Z"
+sourceType: Directory
+controllerNamespace: argocd
+operationState:
+  operation:
+    sync: {revision: 5c5ef0a, syncStrategy: {hook: {}}}
+    initiatedBy: {username: admin}
+    retry: {}
+  phase: Succeeded
+  message: successfully synced (all tasks run)
+  startedAt: "2024-05-01T09:59:50Z"
+  finishedAt: "2024-05-01T09:59:55Z"
+  syncResult:
+    revision: 5c5ef0a
+    source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, path: guestbook}
+    resources:
+      - {group: "", version: v1, kind: Service, namespace: guestbook, name: guestbook-ui, status: Synced,
+         message: service/guestbook-ui created, hookPhase: Running, syncPhase: Sync}
+history:
+  - {id: 0, revision: 5c5ef0a, deployedAt: "2024-05-01T09:59:55Z", deployStartedAt: "2024-05-01T09:59:50Z",
+     source: {repoURL: https://github.com/argoproj/argocd-example-apps.git, path: guestbook}, initiatedBy: {username: admin}}
+`;
+  const app = (status: unknown) => ({ metadata: { name: 'guestbook', namespace: 'argocd' }, spec: {}, status });
+
+  test('a status as Argo CD writes it is read with its types; fields impersync does not write are kept', () => {
+    const status = parseApplication(app(parse(argoStatus, { version: '1.1' }))).status;
+    assert.equal(status?.sync?.status, 'Synced');
+    assert.equal(status?.resources?.[1]?.group, 'apps');
+    assert.equal(status?.operationState?.phase, 'Succeeded');
+    assert.equal(status?.operationState?.syncResult?.resources?.[0]?.hookPhase, 'Running');
+    assert.equal(status?.history?.[0]?.id, 0);
+    assert.equal((status as Record<string, unknown>).controllerNamespace, 'argocd');
+    assert.deepEqual(readStatus(app(parse(argoStatus, { version: '1.1' }))), status);
+  });
+
+  test('a status that does not fit names its field; readStatus gives none', () => {
+    const bad = app({ operationState: { phase: 'Paused', startedAt: 'x', operation: {} } });
+    const e = catchError(() => parseApplication(bad));
+    assert.equal(e.path, 'status.operationState.phase');
+    assert.equal(readStatus(bad), undefined);
+    assert.equal(readStatus({ metadata: { name: 'x' } }), undefined);
   });
 });
 

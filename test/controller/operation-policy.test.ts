@@ -7,8 +7,8 @@ import {
   parseDuration,
   retryDelayMs,
 } from '../../src/controller/operation-policy.ts';
-import type { Comparison, OperationState } from '../../src/controller/operation-policy.ts';
-import type { Application } from '../../src/api/index.ts';
+import type { Comparison } from '../../src/controller/operation-policy.ts';
+import type { Application, OperationState } from '../../src/api/index.ts';
 
 function app(
   automated: NonNullable<NonNullable<Application['spec']['syncPolicy']>['automated']> | undefined,

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mergeConditions, shouldWriteStatus, statusChanged } from '../../src/controller/status.ts';
-import type { ApplicationStatus } from '../../src/controller/status.ts';
+import type { ApplicationStatus } from '../../src/api/index.ts';
 
 const base: ApplicationStatus = {
   sync: { status: 'Synced', revision: 'abc' },

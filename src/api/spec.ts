@@ -1,0 +1,94 @@
+// The spec side of an Application: its source, destination, sync policy and the operation a user or
+// an automated sync asks for, with Argo CD's names and meanings. Unknown fields are kept.
+import { z } from 'zod';
+
+export const ApplicationSourceSchema = z.looseObject({
+  repoURL: z.string(),
+  path: z.string().optional(),
+  targetRevision: z.string().optional(),
+  chart: z.string().optional(),
+  directory: z
+    .looseObject({
+      recurse: z.boolean().optional(),
+      include: z.string().optional(),
+      exclude: z.string().optional(),
+    })
+    .optional(),
+  helm: z
+    .looseObject({
+      releaseName: z.string().optional(),
+      valueFiles: z.array(z.string()).optional(),
+      values: z.string().optional(),
+      valuesObject: z.record(z.string(), z.unknown()).optional(),
+      parameters: z
+        .array(z.looseObject({ name: z.string(), value: z.string().optional(), forceString: z.boolean().optional() }))
+        .optional(),
+    })
+    .optional(),
+  kustomize: z
+    .looseObject({
+      namePrefix: z.string().optional(),
+      nameSuffix: z.string().optional(),
+      images: z.array(z.string()).optional(),
+      commonLabels: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
+});
+export type ApplicationSource = z.infer<typeof ApplicationSourceSchema>;
+
+export const ApplicationDestinationSchema = z.looseObject({
+  server: z.string().optional(),
+  name: z.string().optional(),
+  namespace: z.string().optional(),
+});
+export type ApplicationDestination = z.infer<typeof ApplicationDestinationSchema>;
+
+export const ResourceRefSchema = z.looseObject({
+  group: z.string().optional(),
+  kind: z.string(),
+  name: z.string(),
+  namespace: z.string().optional(),
+});
+export type ResourceRef = z.infer<typeof ResourceRefSchema>;
+
+export const RetryStrategySchema = z.looseObject({
+  limit: z.number().int().optional(),
+  backoff: z
+    .looseObject({
+      duration: z.string().optional(),
+      factor: z.number().optional(),
+      maxDuration: z.string().optional(),
+    })
+    .optional(),
+});
+export type RetryStrategy = z.infer<typeof RetryStrategySchema>;
+
+export const SyncPolicySchema = z.looseObject({
+  automated: z
+    .looseObject({
+      prune: z.boolean().optional(),
+      selfHeal: z.boolean().optional(),
+      allowEmpty: z.boolean().optional(),
+      enabled: z.boolean().optional(),
+    })
+    .optional(),
+  syncOptions: z.array(z.string()).optional(),
+  retry: RetryStrategySchema.optional(),
+});
+export type SyncPolicy = z.infer<typeof SyncPolicySchema>;
+
+export const SyncOperationSchema = z.looseObject({
+  revision: z.string().optional(),
+  prune: z.boolean().optional(),
+  dryRun: z.boolean().optional(),
+  syncOptions: z.array(z.string()).optional(),
+  resources: z.array(ResourceRefSchema).optional(),
+});
+export type SyncOperation = z.infer<typeof SyncOperationSchema>;
+
+export const OperationSchema = z.looseObject({
+  sync: SyncOperationSchema.optional(),
+  initiatedBy: z.looseObject({ username: z.string().optional(), automated: z.boolean().optional() }).optional(),
+  retry: RetryStrategySchema.optional(),
+});
+export type Operation = z.infer<typeof OperationSchema>;

@@ -1,0 +1,166 @@
+// The status side of an Application, as the controller writes it and Argo CD users read it: the
+// vocabulary (sync status, health, operation and hook phases, result codes, condition types) named
+// once, and the schemas of status, operation state and history beside the spec's (spec.ts).
+// Loose objects, as everywhere in api/: what Argo CD adds to a status is kept.
+import { z } from 'zod';
+import { ApplicationDestinationSchema, ApplicationSourceSchema, OperationSchema } from './spec.ts';
+
+/** Whether the live objects match Git: Argo CD's SyncStatusCode. */
+export const SyncStatusCodeSchema = z.enum(['Synced', 'OutOfSync', 'Unknown']);
+export type SyncStatusCode = z.infer<typeof SyncStatusCodeSchema>;
+
+/** Argo CD's health codes, best first as the aggregate ranks them (sync/health.ts). */
+export const HealthStatusCodeSchema = z.enum(['Healthy', 'Suspended', 'Progressing', 'Missing', 'Degraded', 'Unknown']);
+export type HealthStatusCode = z.infer<typeof HealthStatusCodeSchema>;
+
+export const HealthStatusSchema = z.looseObject({
+  status: HealthStatusCodeSchema,
+  message: z.string().optional(),
+});
+export type HealthStatus = z.infer<typeof HealthStatusSchema>;
+
+/** Where an operation stands (operationState.phase). Terminating: `argocd app terminate-op` asked it to stop. */
+export const OperationPhaseSchema = z.enum(['Running', 'Terminating', 'Succeeded', 'Failed', 'Error']);
+export type OperationPhase = z.infer<typeof OperationPhaseSchema>;
+/** How an operation ended. */
+export type CompletedPhase = Extract<OperationPhase, 'Succeeded' | 'Failed' | 'Error'>;
+
+export function isCompleted(phase: OperationPhase | undefined): phase is CompletedPhase {
+  return phase === 'Succeeded' || phase === 'Failed' || phase === 'Error';
+}
+
+/** Where one resource or hook of a sync stands (syncResult.resources[].hookPhase): never Terminating. */
+export const HookPhaseSchema = z.enum(['Running', 'Succeeded', 'Failed', 'Error']);
+export type HookPhase = z.infer<typeof HookPhaseSchema>;
+
+/** What a sync did with one resource. */
+export const ResultCodeSchema = z.enum(['Synced', 'SyncFailed', 'Pruned', 'PruneSkipped']);
+export type ResultCode = z.infer<typeof ResultCodeSchema>;
+
+/** The phases of a sync; a hook names the ones it runs in. */
+export const SyncPhaseSchema = z.enum(['PreSync', 'Sync', 'PostSync', 'SyncFail']);
+export type SyncPhase = z.infer<typeof SyncPhaseSchema>;
+/** A hook's type: a phase, or Skip (never applied). */
+export type HookType = SyncPhase | 'Skip';
+
+/** Argo CD's condition types, plus impersync's identity and §10 warning conditions. */
+export const CONDITION = {
+  InvalidSpecError: 'InvalidSpecError',
+  ComparisonError: 'ComparisonError',
+  SyncError: 'SyncError',
+  DeletionError: 'DeletionError',
+  UnknownError: 'UnknownError',
+  /** spec §10: names the identity (decision and ServiceAccount) used for the last diff and sync. */
+  ImpersonationInfo: 'ImpersonationInfo',
+  /** spec §10: destinationServiceAccounts set while the feature is off, and fallback. */
+  ImpersonationWarning: 'ImpersonationWarning',
+} as const;
+
+export const ConditionSchema = z.looseObject({
+  type: z.string(),
+  message: z.string(),
+  lastTransitionTime: z.string().optional(),
+});
+export type AppCondition = z.infer<typeof ConditionSchema>;
+
+/** One entry of status.resources: what was compared, and the inventory pruning and deletion rely on. */
+export const ResourceStatusSchema = z.looseObject({
+  group: z.string().optional(),
+  version: z.string().optional(),
+  kind: z.string(),
+  namespace: z.string().optional(),
+  name: z.string(),
+  status: SyncStatusCodeSchema.optional(),
+  health: HealthStatusSchema.optional(),
+  requiresPruning: z.boolean().optional(),
+});
+export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
+
+export const SyncStatusSchema = z.looseObject({
+  status: SyncStatusCodeSchema,
+  revision: z.string().optional(),
+  comparedTo: z
+    .looseObject({
+      source: ApplicationSourceSchema.optional(),
+      sources: z.array(ApplicationSourceSchema).optional(),
+      destination: ApplicationDestinationSchema.optional(),
+    })
+    .optional(),
+});
+export type SyncStatus = z.infer<typeof SyncStatusSchema>;
+
+/** One resource (or hook) of a finished sync: operationState.syncResult.resources[]. */
+export const ResourceResultSchema = z.looseObject({
+  group: z.string(),
+  version: z.string(),
+  kind: z.string(),
+  namespace: z.string(),
+  name: z.string(),
+  status: ResultCodeSchema,
+  message: z.string(),
+  hookType: z.enum(['PreSync', 'Sync', 'PostSync', 'SyncFail', 'Skip']).optional(),
+  hookPhase: HookPhaseSchema,
+  syncPhase: SyncPhaseSchema,
+});
+export type ResourceResult = z.infer<typeof ResourceResultSchema>;
+
+export const SyncResultSchema = z.looseObject({
+  revision: z.string().optional(),
+  source: ApplicationSourceSchema.optional(),
+  resources: z.array(ResourceResultSchema).optional(),
+  /** Results left out to keep the status within the API server's size limit (controller/status-size.ts). */
+  resourcesOmitted: z.number().int().optional(),
+  /** Who synced: the ServiceAccount user, or the controller's own credential (impersync's own field). */
+  identity: z.string().optional(),
+});
+export type SyncResult = z.infer<typeof SyncResultSchema>;
+
+export const OperationStateSchema = z.looseObject({
+  operation: OperationSchema,
+  phase: OperationPhaseSchema,
+  message: z.string().optional(),
+  startedAt: z.string(),
+  finishedAt: z.string().optional(),
+  retryCount: z.number().int().optional(),
+  syncResult: SyncResultSchema.optional(),
+  /**
+   * The Application's metadata.generation when this operation started (impersync's own field).
+   * Setting or clearing `operation` bumps the generation, so a completed state whose generation is
+   * the current one belongs to the `operation` still set: it finished, only the clearing was lost.
+   */
+  generation: z.number().int().optional(),
+});
+export type OperationState = z.infer<typeof OperationStateSchema>;
+
+/** One successful sync in status.history. */
+export const HistoryEntrySchema = z.looseObject({
+  id: z.number().int(),
+  revision: z.string(),
+  source: ApplicationSourceSchema.optional(),
+  deployedAt: z.string(),
+  deployStartedAt: z.string().optional(),
+  initiatedBy: OperationSchema.shape.initiatedBy,
+});
+export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
+
+export const ApplicationStatusSchema = z.looseObject({
+  sync: SyncStatusSchema.optional(),
+  health: HealthStatusSchema.optional(),
+  resources: z.array(ResourceStatusSchema).optional(),
+  reconciledAt: z.string().optional(),
+  sourceType: z.string().optional(),
+  conditions: z.array(ConditionSchema).optional(),
+  operationState: OperationStateSchema.optional(),
+  history: z.array(HistoryEntrySchema).optional(),
+});
+export type ApplicationStatus = z.infer<typeof ApplicationStatusSchema>;
+
+/**
+ * The status of an Application as read from the API server, or undefined when it has none or one
+ * that does not fit the schema (Application parsing then names the field; the next status written
+ * replaces it).
+ */
+export function readStatus(raw: { readonly [k: string]: unknown }): ApplicationStatus | undefined {
+  const parsed = ApplicationStatusSchema.safeParse(raw['status']);
+  return parsed.success ? parsed.data : undefined;
+}
