@@ -7,3 +7,4 @@ export * from './appproject.ts';
 export * from './configmap.ts';
 export * from './cluster.ts';
 export * from './manifest.ts';
+export * from './serviceaccount.ts';

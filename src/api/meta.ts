@@ -17,9 +17,6 @@ export const ObjectMetaSchema = z.looseObject({
 });
 export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
 
-/** The user name prefix of a ServiceAccount, as the API server authenticates and impersonates it. */
-export const SERVICE_ACCOUNT_USER_PREFIX = 'system:serviceaccount:';
-
 /** A document that does not fit its schema: names the object and the first offending field. */
 export class DocumentError extends Error {
   readonly kind: string;

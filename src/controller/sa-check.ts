@@ -6,7 +6,8 @@
 // sync with a message naming the ServiceAccount; a refused or failed read never does, since a
 // custom install may not grant the controller `get` on serviceaccounts (logged once at info).
 import type { Logger } from 'pino';
-import { SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
+import { serviceAccountFromUser } from '../api/index.ts';
+import type { ServiceAccountRef } from '../api/index.ts';
 import type { DestinationClient, Identity, KubeError, KubeResult } from '../kube/types.ts';
 
 // What the API server accepts (apimachinery validation): a namespace is a DNS-1123 label, a
@@ -14,36 +15,32 @@ import type { DestinationClient, Identity, KubeError, KubeResult } from '../kube
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-export interface ServiceAccountRef {
-  namespace: string;
-  name: string;
+/** The ServiceAccount a sync impersonates, with the user name it was impersonated under. */
+export interface ImpersonatedAccount extends ServiceAccountRef {
   /** The impersonated user name, `system:serviceaccount:<namespace>:<name>`. */
   user: string;
 }
 
 /** The ServiceAccount an identity impersonates; null for the controller's own credential. */
-export function impersonatedServiceAccount(identity: Identity): ServiceAccountRef | null {
-  if (!('impersonate' in identity) || !identity.impersonate.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) return null;
-  const rest = identity.impersonate.slice(SERVICE_ACCOUNT_USER_PREFIX.length);
-  const colon = rest.indexOf(':');
-  // spec §3.4 builds `system:serviceaccount:` + `ns:name`; without a second colon there is no name.
-  if (colon < 0) return { namespace: rest, name: '', user: identity.impersonate };
-  return { namespace: rest.slice(0, colon), name: rest.slice(colon + 1), user: identity.impersonate };
+export function impersonatedServiceAccount(identity: Identity): ImpersonatedAccount | null {
+  if (!('impersonate' in identity)) return null;
+  const ref = serviceAccountFromUser(identity.impersonate);
+  return ref ? { ...ref, user: identity.impersonate } : null;
 }
 
 /** Why `ref` cannot name an existing ServiceAccount, or null when it could. */
-export function invalidReason(ref: ServiceAccountRef): string | null {
+export function invalidReason(ref: ImpersonatedAccount): string | null {
   if (ref.namespace.length > 63 || !DNS_LABEL.test(ref.namespace)) return 'not a valid namespace name';
   if (ref.name.length > 253 || !DNS_SUBDOMAIN.test(ref.name)) return 'not a valid ServiceAccount name';
   return null;
 }
 
-export function serviceAccountPath(ref: ServiceAccountRef): string {
+export function serviceAccountPath(ref: ImpersonatedAccount): string {
   return `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/serviceaccounts/${encodeURIComponent(ref.name)}`;
 }
 
 /** The operation message (and SyncError condition) when the ServiceAccount is gone. */
-export function missingMessage(ref: ServiceAccountRef, why?: string): string {
+export function missingMessage(ref: ImpersonatedAccount, why?: string): string {
   return `ServiceAccount "${ref.name}" not found in namespace "${ref.namespace}"${why ? ` (${why})` : ''}: refusing to sync as ${ref.user}`;
 }
 
@@ -54,7 +51,7 @@ export type CheckOutcome =
   | { readonly kind: 'unknown'; readonly error: KubeError };
 
 /** What the answer to the GET of the ServiceAccount means. Only a 404 blocks. */
-export function outcomeOf(ref: ServiceAccountRef, result: KubeResult<unknown>): CheckOutcome {
+export function outcomeOf(ref: ImpersonatedAccount, result: KubeResult<unknown>): CheckOutcome {
   if (result.ok) return { kind: 'present' };
   if (result.error.code === 404) return { kind: 'missing', message: missingMessage(ref) };
   return { kind: 'unknown', error: result.error };
@@ -91,7 +88,7 @@ export class ServiceAccountCheck {
     };
   }
 
-  #logUnknown(server: string, ref: ServiceAccountRef, error: KubeError): void {
+  #logUnknown(server: string, ref: ImpersonatedAccount, error: KubeError): void {
     // Once per destination and kind of failure: a missing permission is a property of the install.
     const key = `${server}\n${error.code}\n${error.reason}`;
     if (this.#logged.has(key)) return;

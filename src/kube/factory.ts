@@ -3,7 +3,7 @@
 // (cluster, identity); connection pools per cluster credential; discovery per cluster.
 import { createHash } from 'node:crypto';
 import type { Cluster, KubeObject } from '../api/index.ts';
-import { IN_CLUSTER, SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
+import { IN_CLUSTER } from '../api/index.ts';
 import { KubeDestinationClient } from './client.ts';
 import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
@@ -23,13 +23,6 @@ export interface IdentityDecisionLike {
   message?: string | undefined;
 }
 
-/** The user name the API server impersonates: `system:serviceaccount:<ns>:<name>` (spec §3.4). */
-export function impersonatedUser(serviceAccount: string): string {
-  return serviceAccount.startsWith(SERVICE_ACCOUNT_USER_PREFIX)
-    ? serviceAccount
-    : SERVICE_ACCOUNT_USER_PREFIX + serviceAccount;
-}
-
 /** The identity a decision asks for, or the refusal that stands in for a client. */
 export function identityFor(decision: IdentityDecisionLike): Identity | ClientRefusal {
   switch (decision.decision) {
@@ -41,7 +34,7 @@ export function identityFor(decision: IdentityDecisionLike): Identity | ClientRe
           message: 'failed to derive service account to impersonate: the decision named no ServiceAccount',
         };
       }
-      return { impersonate: impersonatedUser(decision.serviceAccount) };
+      return { impersonate: decision.serviceAccount };
     case 'disabled':
     case 'fallback':
       return { controller: true };

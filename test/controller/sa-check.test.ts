@@ -13,11 +13,11 @@ import {
   serviceAccountPath,
   ServiceAccountCheck,
 } from '../../src/controller/sa-check.ts';
-import type { ServiceAccountRef } from '../../src/controller/sa-check.ts';
+import type { ImpersonatedAccount } from '../../src/controller/sa-check.ts';
 import type { DestinationClient, Identity, KubeResult, RawRequest } from '../../src/kube/types.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 
-const deployer: ServiceAccountRef = {
+const deployer: ImpersonatedAccount = {
   namespace: 'team-a',
   name: 'deployer',
   user: 'system:serviceaccount:team-a:deployer',

@@ -5,7 +5,7 @@ import type { Cluster } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { CredentialError, credentialForCluster, credentialFromKubeConfig } from '../../src/kube/credentials.ts';
 import { errorFromException, errorFromResponse, parseWarnings } from '../../src/kube/errors.ts';
-import { identityFor, impersonatedUser } from '../../src/kube/factory.ts';
+import { identityFor } from '../../src/kube/factory.ts';
 import { describeIdentity } from '../../src/kube/types.ts';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -76,7 +76,6 @@ test('an identity decision becomes an identity or a refusal with its message (sp
     }),
     { refused: true, decision: 'error', message: 'failed to derive service account to impersonate: x' },
   );
-  assert.equal(impersonatedUser('team:deployer'), 'system:serviceaccount:team:deployer');
   assert.equal(describeIdentity({ impersonate: 'system:serviceaccount:a:b' }), 'system:serviceaccount:a:b');
   assert.equal(describeIdentity({ controller: true }), "controller's own credential");
 });

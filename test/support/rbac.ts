@@ -2,6 +2,7 @@
 // the controller's right to impersonate. All are server-side applies, so calling twice is harmless.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { controllerUser } from '../../src/controlplane/identities.ts';
+import { serviceAccountToUser } from '../../src/api/index.ts';
 import type { KubeObject } from './kube.ts';
 import { applyRaw } from './kube.ts';
 
@@ -23,7 +24,7 @@ export const controllerUserName = controllerUser.name;
 export function userNameOf(subject: Exclude<Subject, { group: string }>): string {
   if (subject === 'controller') return controllerUserName;
   if ('user' in subject) return subject.user;
-  return `system:serviceaccount:${subject.namespace}:${subject.serviceAccount}`;
+  return serviceAccountToUser({ namespace: subject.namespace, name: subject.serviceAccount });
 }
 
 function rbacSubject(subject: Subject): Record<string, string> {
