@@ -8,32 +8,22 @@ import type {
   RetryStrategy,
   SyncStatusCode,
 } from '../api/index.ts';
+import { parseDurationSeconds } from '../impersonation/duration.ts';
 
 export const HISTORY_LIMIT = 10;
 
-/** Go duration ("5s", "3m", "1h30m", "250ms") in milliseconds; undefined when it does not parse. */
-export function parseDuration(s: string | undefined): number | undefined {
+/** A backoff duration ("5s", "1m30s", or bare seconds, as Argo CD reads them) in ms; undefined when unset or bad. */
+function durationMs(s: string | undefined): number | undefined {
   if (s === undefined || s.trim() === '') return undefined;
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
-  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  let total = 0;
-  let m: RegExpExecArray | null;
-  let consumed = 0;
-  const text = s.trim();
-  while ((m = re.exec(text)) !== null) {
-    total += Number(m[1]) * (unit[m[2] as string] ?? 0);
-    consumed = re.lastIndex;
-  }
-  // Argo CD accepts bare seconds; a value too large to be a duration (Go: past ~292 years) is none.
-  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : consumed === text.length && consumed > 0 ? total : undefined;
-  return ms !== undefined && Number.isFinite(ms) ? ms : undefined;
+  const parsed = parseDurationSeconds(s);
+  return parsed.ok ? parsed.seconds * 1000 : undefined;
 }
 
 /** Argo CD's retry backoff: duration·factor^retries, capped at maxDuration (defaults 5s, 2, 3m). */
 export function retryDelayMs(strategy: RetryStrategy | undefined, retryCount: number): number {
-  const base = parseDuration(strategy?.backoff?.duration) ?? 5_000;
+  const base = durationMs(strategy?.backoff?.duration) ?? 5_000;
   const factor = strategy?.backoff?.factor ?? 2;
-  const max = parseDuration(strategy?.backoff?.maxDuration) ?? 180_000;
+  const max = durationMs(strategy?.backoff?.maxDuration) ?? 180_000;
   return Math.min(max, base * factor ** Math.max(0, retryCount));
 }
 

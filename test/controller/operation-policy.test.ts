@@ -1,12 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  appendHistory,
-  autoSyncDecision,
-  mayRetry,
-  parseDuration,
-  retryDelayMs,
-} from '../../src/controller/operation-policy.ts';
+import { appendHistory, autoSyncDecision, mayRetry, retryDelayMs } from '../../src/controller/operation-policy.ts';
 import type { Comparison } from '../../src/controller/operation-policy.ts';
 import type { Application, OperationState } from '../../src/api/index.ts';
 
@@ -91,11 +85,9 @@ test('one auto-sync per revision unless self-heal; a failed attempt is not repea
 });
 
 test('durations and retry backoff follow Argo CD defaults', () => {
-  assert.equal(parseDuration('5s'), 5000);
-  assert.equal(parseDuration('1m30s'), 90_000);
-  assert.equal(parseDuration('250ms'), 250);
-  assert.equal(parseDuration('10'), 10_000);
-  assert.equal(parseDuration('soon'), undefined);
+  // Backoff durations are Go durations or bare seconds, read by the one parser (impersonation/duration.ts).
+  const after = (duration: string) => retryDelayMs({ backoff: { duration, factor: 1 } }, 0);
+  assert.deepEqual(['5s', '1m30s', '250ms', '10', 'soon', '-5s'].map(after), [5000, 90_000, 250, 10_000, 5000, 5000]);
   assert.deepEqual(
     [0, 1, 2, 10].map((n) => retryDelayMs(undefined, n)),
     [5000, 10_000, 20_000, 180_000],
