@@ -2,6 +2,7 @@
 export * from './meta.ts';
 export * from './spec.ts';
 export * from './status.ts';
+export * from './events.ts';
 export * from './application.ts';
 export * from './appproject.ts';
 export * from './configmap.ts';

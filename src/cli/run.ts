@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
+import { EVENT_REASON } from '../api/index.ts';
 import { parseFlags, stringFlag, type Flags } from './args.ts';
 import { KubeApi } from '../controller/kubeapi.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
@@ -68,12 +69,13 @@ export function printerSink(write: (line: string) => void): EventSink {
   return {
     record: async (obj, type, reason, message) => {
       const app = `${obj.namespace}/${obj.name}`;
-      if (reason === 'OperationCompleted') write(`✔ ${app}: ${message}`);
-      else if (reason === 'OperationFailed') write(`✖ ${app}: ${message}`);
-      else if (reason === 'ImpersonationFallback') write(`! ${app}: ${message}`);
-      else if (reason === 'DeletionFailed') write(`✖ ${app}: deletion: ${message}`);
-      else if (reason === 'ResourcesDeleted') write(`✔ ${app}: ${message}`);
-      else if (type === 'Warning' && reason !== 'ImpersonationDenied') write(`! ${app}: ${reason}: ${message}`);
+      if (reason === EVENT_REASON.OperationCompleted) write(`✔ ${app}: ${message}`);
+      else if (reason === EVENT_REASON.OperationFailed) write(`✖ ${app}: ${message}`);
+      else if (reason === EVENT_REASON.ImpersonationFallback) write(`! ${app}: ${message}`);
+      else if (reason === EVENT_REASON.DeletionFailed) write(`✖ ${app}: deletion: ${message}`);
+      else if (reason === EVENT_REASON.ResourcesDeleted) write(`✔ ${app}: ${message}`);
+      else if (type === 'Warning' && reason !== EVENT_REASON.ImpersonationDenied)
+        write(`! ${app}: ${reason}: ${message}`);
     },
   };
 }

@@ -2,6 +2,7 @@
 // deny), deletion. A repeat of the same (object, type, reason, message) bumps the count of the
 // Event already written instead of creating another, as client-go's recorder does.
 import { randomBytes } from 'node:crypto';
+import type { EventReason } from '../api/index.ts';
 import type { KubeApi } from './kubeapi.ts';
 
 export type EventType = 'Normal' | 'Warning';
@@ -18,12 +19,12 @@ export interface InvolvedObject {
 export interface RecordedEvent {
   object: InvolvedObject;
   type: EventType;
-  reason: string;
+  reason: EventReason;
   message: string;
 }
 
 export interface EventSink {
-  record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void>;
+  record(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void>;
 }
 
 const COMPONENT = 'impersync-application-controller';
@@ -56,7 +57,7 @@ export class EventRecorder implements EventSink {
   }
 
   /** Never throws: an event that cannot be written is reported through onError and dropped. */
-  async record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+  async record(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void> {
     try {
       await this.write(
         object,
@@ -69,7 +70,7 @@ export class EventRecorder implements EventSink {
     }
   }
 
-  private async write(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+  private async write(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void> {
     const ns = object.namespace || 'default';
     const now = new Date().toISOString();
     const key = [object.namespace, object.name, object.uid ?? '', type, reason, message].join('\u0000');
@@ -113,7 +114,7 @@ export class EventRecorder implements EventSink {
 /** Collects events in memory (tests, and the `run` command's printer tee). */
 export class MemoryEvents implements EventSink {
   readonly events: RecordedEvent[] = [];
-  async record(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+  async record(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void> {
     this.events.push({ object, type, reason, message });
   }
 }

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { IN_CLUSTER } from '../api/index.ts';
+import { EVENT_REASON, IN_CLUSTER } from '../api/index.ts';
 import type { KubeObject } from '../api/index.ts';
 import { startControlPlane } from '../controlplane/controlplane.ts';
 import type { ControlPlane } from '../controlplane/controlplane.ts';
@@ -163,10 +163,11 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
   const printer: EventSink = {
     record: async (obj, _type, reason, message) => {
       const app = `${obj.namespace}/${obj.name}`;
-      if (reason === 'OperationCompleted') say(`✔ ${app} synced: ${message}`);
-      else if (reason === 'OperationFailed') say(`✖ ${app} refused: ${message}`);
-      else if (reason === 'ImpersonationFallback') say(`! ${app}: ${message}`);
-      else if (reason === 'ComparisonError' || reason === 'InvalidSpecError') say(`✖ ${app} refused: ${message}`);
+      if (reason === EVENT_REASON.OperationCompleted) say(`✔ ${app} synced: ${message}`);
+      else if (reason === EVENT_REASON.OperationFailed) say(`✖ ${app} refused: ${message}`);
+      else if (reason === EVENT_REASON.ImpersonationFallback) say(`! ${app}: ${message}`);
+      else if (reason === EVENT_REASON.ComparisonError || reason === EVENT_REASON.InvalidSpecError)
+        say(`✖ ${app} refused: ${message}`);
     },
   };
   const logFile = path.join(cp.dir, 'controller.log');

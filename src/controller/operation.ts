@@ -7,7 +7,7 @@
 // A sync as an impersonated ServiceAccount first checks that the ServiceAccount exists (sa-check.ts).
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import { CONDITION, isCompleted, readStatus } from '../api/index.ts';
+import { CONDITION, EVENT_REASON, isCompleted, readStatus } from '../api/index.ts';
 import type {
   AppCondition,
   Application,
@@ -180,16 +180,16 @@ export class Operator {
     if (isRefusal(ctx.client)) {
       // spec §5: deny and error end the operation in Error, nothing written to the destination.
       log.warn(ctx.client.message);
-      await this.d.events.record(involved, 'Warning', 'ImpersonationDenied', ctx.client.message);
+      await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationDenied, ctx.client.message);
       return this.complete(raw, state, { phase: 'Error', message: ctx.client.message }, ctx.identityConditions);
     }
     if (ctx.identity.decision === 'fallback') {
       log.info(ctx.identity.message);
-      await this.d.events.record(involved, 'Warning', 'ImpersonationFallback', ctx.identity.message);
+      await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
     const who = identityLabel(ctx.identity);
     if ((state.retryCount ?? 0) === 0)
-      await this.d.events.record(involved, 'Normal', 'OperationStarted', `Sync operation started as ${who}`);
+      await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
       rendered = await this.d.ports.render.render(ctx.app, { revision: op.revision });
@@ -212,7 +212,7 @@ export class Operator {
         const missing = await check();
         if (missing !== null) {
           log.warn(missing);
-          await this.d.events.record(involved, 'Warning', 'ServiceAccountNotFound', missing);
+          await this.d.events.record(involved, 'Warning', EVENT_REASON.ServiceAccountNotFound, missing);
         }
         return missing;
       });
@@ -352,7 +352,7 @@ export class Operator {
     await this.d.events.record(
       involved,
       end.phase === 'Succeeded' ? 'Normal' : 'Warning',
-      end.phase === 'Succeeded' ? 'OperationCompleted' : 'OperationFailed',
+      end.phase === 'Succeeded' ? EVENT_REASON.OperationCompleted : EVENT_REASON.OperationFailed,
       `Sync operation to ${revision ?? state.operation.sync?.revision ?? ''} ${end.phase === 'Succeeded' ? 'succeeded' : 'failed'}: ${end.message}`,
     );
     this.d.logger.info(
@@ -374,7 +374,7 @@ export class Operator {
     const prepared = prepare(this.d, raw);
     const fail = async (message: string): Promise<ReconcileResult> => {
       this.d.logger.warn({ application: key }, `deletion failed: ${message}`);
-      await this.d.events.record(involved, 'Warning', 'DeletionFailed', message);
+      await this.d.events.record(involved, 'Warning', EVENT_REASON.DeletionFailed, message);
       const status = readStatus(raw) ?? {};
       const now = this.now();
       const conds = [
@@ -393,7 +393,7 @@ export class Operator {
     if (isRefusal(ctx.client)) return fail(ctx.client.message);
     if (ctx.identity.decision === 'fallback') {
       this.d.logger.info({ application: key }, ctx.identity.message);
-      await this.d.events.record(involved, 'Warning', 'ImpersonationFallback', ctx.identity.message);
+      await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
     const result = await this.d.ports.sync.deleteResources(ctx.client, ctx.app);
     if (!result.ok) return fail(result.message);
@@ -401,7 +401,7 @@ export class Operator {
     await this.d.events.record(
       involved,
       'Normal',
-      'ResourcesDeleted',
+      EVENT_REASON.ResourcesDeleted,
       `Deleted the Application's resources as ${identityLabel(ctx.identity)}`,
     );
     const rest = finalizers.filter((f) => f !== RESOURCES_FINALIZER);

@@ -2,7 +2,7 @@
 // manifests → project limits → server-side diff as the identity → status. Starts an automated
 // sync by setting `operation` when Argo CD's rules say so; the operation worker runs it.
 import type { Logger } from 'pino';
-import { CONDITION, readStatus } from '../api/index.ts';
+import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
 import { isRefusal } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -111,7 +111,7 @@ export class Reconciler {
       await this.d.events.record(
         involvedApplication({ ...raw, metadata: raw.metadata }),
         'Normal',
-        'OperationStarted',
+        EVENT_REASON.OperationStarted,
         `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`,
       );
       delete result.startOperation;

@@ -121,8 +121,8 @@ test('a repeated event is aggregated into one Event with a count', async () => {
     namespace: 'argocd',
     uid: 'u-1',
   };
-  await rec.record(obj, 'Warning', 'SyncFailed', 'no matching service account');
-  await rec.record(obj, 'Warning', 'SyncFailed', 'no matching service account');
+  await rec.record(obj, 'Warning', 'OperationFailed', 'no matching service account');
+  await rec.record(obj, 'Warning', 'OperationFailed', 'no matching service account');
   await rec.record(obj, 'Normal', 'OperationStarted', 'started');
   assert.deepEqual(errors, []);
   const list = (await api.call(
@@ -131,7 +131,7 @@ test('a repeated event is aggregated into one Event with a count', async () => {
   )) as { items: Array<{ reason: string; count: number; type: string }> };
   const byReason = Object.fromEntries(list.items.map((e) => [e.reason, e]));
   assert.equal(list.items.length, 2);
-  assert.equal(byReason['SyncFailed']?.count, 2);
-  assert.equal(byReason['SyncFailed']?.type, 'Warning');
+  assert.equal(byReason['OperationFailed']?.count, 2);
+  assert.equal(byReason['OperationFailed']?.type, 'Warning');
   assert.equal(byReason['OperationStarted']?.count, 1);
 });
