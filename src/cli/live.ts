@@ -1,9 +1,10 @@
 // Reading explain/validate's objects live from the control cluster of a kubeconfig (no -f): the
 // Applications and AppProjects of a namespace, its argocd-cm and its cluster Secrets, as raw JSON
-// through the controller's KubeApi (client-node's typed models would drop unknown fields).
+// through the controller's own connection (kube/control.ts; client-node's typed models would drop
+// unknown fields).
 import { ARGOCD_CM, SECRET_TYPE_LABEL } from '../api/index.ts';
-import { ApiError, KubeApi } from '../controller/kubeapi.ts';
-import { loadKubeConfig } from '../kube/credentials.ts';
+import { ControlClient } from '../kube/control.ts';
+import { loadControllerCredential } from '../kube/credentials.ts';
 import type { Loaded, RawDocument } from './documents.ts';
 import { buildInventory, type Inventory } from './inventory.ts';
 
@@ -16,17 +17,16 @@ export interface LiveSource {
   applicationNamespace?: string | undefined;
 }
 
-const REQUEST_TIMEOUT_MS = 30_000;
-
 async function list(
-  api: KubeApi,
+  control: ControlClient,
   path: string,
   apiVersion: string,
   kind: string,
   where: string,
 ): Promise<RawDocument[]> {
-  const body = (await api.call('GET', path, { timeoutMs: REQUEST_TIMEOUT_MS })) as { items?: unknown[] } | null;
-  const items = Array.isArray(body?.items) ? body.items : [];
+  const res = await control.request<{ items?: unknown[] } | null>({ method: 'GET', path });
+  if (!res.ok) throw new Error(`GET ${path}: ${res.error.code} ${res.error.message}`);
+  const items = Array.isArray(res.value?.items) ? res.value.items : [];
   // List items from the core API carry no apiVersion/kind; set them so the inventory can sort them.
   return items
     .filter((i): i is Record<string, unknown> => i !== null && typeof i === 'object')
@@ -35,22 +35,31 @@ async function list(
 
 /** Lists the objects; a failure to reach the cluster or to list is the error (argocd-cm aside). */
 export async function loadLiveInventory(source: LiveSource): Promise<Loaded<Inventory>> {
-  let api: KubeApi;
+  let control: ControlClient;
   try {
-    api = new KubeApi(loadKubeConfig({ kubeconfig: source.kubeconfig, context: source.context }));
-    api.server();
+    control = new ControlClient(
+      await loadControllerCredential({ kubeconfig: source.kubeconfig, context: source.context }),
+    );
   } catch (err) {
     return { ok: false, error: (err as Error).message };
   }
+  try {
+    return await readInventory(control, source);
+  } finally {
+    await control.close();
+  }
+}
+
+async function readInventory(control: ControlClient, source: LiveSource): Promise<Loaded<Inventory>> {
   const ns = encodeURIComponent(source.namespace);
   const appNs = encodeURIComponent(source.applicationNamespace ?? source.namespace);
-  const where = `cluster ${api.server()}`;
+  const where = `cluster ${control.server}`;
   const docs: RawDocument[] = [];
   let configMapError: Error | undefined;
   try {
     docs.push(
       ...(await list(
-        api,
+        control,
         `/apis/argoproj.io/v1alpha1/namespaces/${appNs}/applications`,
         'argoproj.io/v1alpha1',
         'Application',
@@ -59,7 +68,7 @@ export async function loadLiveInventory(source: LiveSource): Promise<Loaded<Inve
     );
     docs.push(
       ...(await list(
-        api,
+        control,
         `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`,
         'argoproj.io/v1alpha1',
         'AppProject',
@@ -69,7 +78,7 @@ export async function loadLiveInventory(source: LiveSource): Promise<Loaded<Inve
     const selector = encodeURIComponent(`${SECRET_TYPE_LABEL}=cluster`);
     docs.push(
       ...(await list(
-        api,
+        control,
         `/api/v1/namespaces/${ns}/secrets?labelSelector=${selector}`,
         'v1',
         'Secret',
@@ -79,19 +88,20 @@ export async function loadLiveInventory(source: LiveSource): Promise<Loaded<Inve
   } catch (err) {
     return { ok: false, error: `${where}: ${(err as Error).message}` };
   }
-  try {
-    const cm = await api.call('GET', `/api/v1/namespaces/${ns}/configmaps/${ARGOCD_CM}`, {
-      timeoutMs: REQUEST_TIMEOUT_MS,
+  const cm = await control.request<Record<string, unknown> | null>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${ns}/configmaps/${ARGOCD_CM}`,
+  });
+  if (cm.ok && cm.value !== null && typeof cm.value === 'object')
+    docs.push({
+      object: { ...cm.value, apiVersion: 'v1', kind: 'ConfigMap' },
+      where: { file: `${where}, namespace ${source.namespace}`, document: 0 },
     });
-    if (cm !== null && typeof cm === 'object')
-      docs.push({
-        object: { ...(cm as Record<string, unknown>), apiVersion: 'v1', kind: 'ConfigMap' },
-        where: { file: `${where}, namespace ${source.namespace}`, document: 0 },
-      });
-  } catch (err) {
-    // Not found: settings take their defaults (with explain's warning); other failures are §4 read errors.
-    if (!(err instanceof ApiError && err.status === 404)) configMapError = err as Error;
-  }
+  // Not found: settings take their defaults (with explain's warning); other failures are §4 read errors.
+  else if (!cm.ok && cm.error.code !== 404)
+    configMapError = new Error(
+      `GET /api/v1/namespaces/${ns}/configmaps/${ARGOCD_CM}: ${cm.error.code} ${cm.error.message}`,
+    );
   const inventory = buildInventory(docs);
   if (inventory.ok) inventory.value.configMapError = configMapError;
   return inventory;

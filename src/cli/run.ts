@@ -6,7 +6,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { EVENT_REASON } from '../api/index.ts';
 import { parseFlags, stringFlag, type Flags } from './args.ts';
-import { KubeApi } from '../controller/kubeapi.ts';
+import { connectControlCluster } from '../kube/control.ts';
+import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
 import { RendererClient, type Renderer } from '../renderer/client.ts';
 import { startController } from '../controller/controller.ts';
@@ -146,7 +147,14 @@ export async function main(argv: string[]): Promise<number> {
     .map((s) => s.trim())
     .filter(Boolean);
   const metrics = createMetrics({ defaultMetrics: true });
-  const renderer = rendererFrom(v, kc, namespace);
+  // The renderer's token is read from the control cluster, over a connection made when first needed.
+  let control: Promise<ControlClient> | undefined;
+  const connection = () =>
+    (control ??= connectControlCluster(kc).catch((err: unknown) => {
+      control = undefined;
+      throw err;
+    }));
+  const renderer = rendererFrom(v, connection, namespace);
   if (typeof renderer === 'string') {
     process.stderr.write(`impersync run: ${renderer}\n`);
     return 2;
@@ -234,6 +242,7 @@ export async function main(argv: string[]): Promise<number> {
   await stopController();
   await election?.stop();
   await health.close();
+  await (await control?.catch(() => undefined))?.close();
   return 0;
 }
 
@@ -241,7 +250,11 @@ export async function main(argv: string[]): Promise<number> {
  * The install's renderer from --renderer (a client per controller start), undefined for a child
  * renderer, or the flag error.
  */
-function rendererFrom(v: Flags, kc: KubeConfig, namespace: string): (() => Renderer) | undefined | string {
+function rendererFrom(
+  v: Flags,
+  connection: () => Promise<ControlClient>,
+  namespace: string,
+): (() => Renderer) | undefined | string {
   const url = stringFlag(v, 'renderer', '');
   const secret = stringFlag(v, 'renderer-token-secret', '');
   const file = stringFlag(v, 'renderer-token-file', '');
@@ -255,12 +268,13 @@ function rendererFrom(v: Flags, kc: KubeConfig, namespace: string): (() => Rende
   if (secret !== '' && file !== '') return 'give --renderer-token-secret or --renderer-token-file, not both';
   if (v['allow-local-repositories'] === true)
     return '--allow-local-repositories is for the child renderer: set it on the renderer itself';
-  const api = new KubeApi(kc);
   const secretName = secret || 'impersync-renderer-token';
   return () => {
     let token: Promise<string> | undefined;
     const read = () =>
-      file !== '' ? readFile(file, 'utf8').then((t) => t.trim()) : rendererToken(api, namespace, secretName);
+      file !== ''
+        ? readFile(file, 'utf8').then((t) => t.trim())
+        : connection().then((control) => rendererToken(control, namespace, secretName));
     return new RendererClient({
       url,
       token: () =>

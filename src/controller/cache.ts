@@ -1,11 +1,12 @@
 // The controller's view of its control cluster: one Watch per kind it reads (Applications,
-// AppProjects, argocd-cm, cluster Secrets), with typed, parsed accessors for the reconciler.
+// AppProjects, argocd-cm, cluster Secrets), with typed, parsed accessors for the reconciler. The
+// watches run over the controller's control-cluster connection (kube/control.ts).
 import { parseAppProject, parseClusterSecret, parseConfigMap, ARGOCD_CM, SECRET_TYPE_LABEL } from '../api/index.ts';
 import type { AppProject, Cluster, ConfigMap } from '../api/index.ts';
 import { globMatch } from '../impersonation/glob.ts';
-import type { KubeApi } from './kubeapi.ts';
-import { Watch } from './watch.ts';
-import type { WatchedObject } from './watch.ts';
+import type { WatchTransport } from '../kube/watch.ts';
+import { Watch } from '../kube/watch.ts';
+import type { WatchedObject } from '../kube/watch.ts';
 
 export interface CacheOptions {
   /** The control namespace (argocd): projects, argocd-cm, cluster Secrets, and Applications. */
@@ -26,7 +27,7 @@ export class ControllerCache {
   private readonly appNamespaces: string[];
   private readonly parsedProjects = new WeakMap<WatchedObject, AppProject | null>();
 
-  constructor(api: KubeApi, opts: CacheOptions) {
+  constructor(transport: WatchTransport, opts: CacheOptions) {
     this.namespace = opts.namespace;
     this.appNamespaces = opts.applicationNamespaces;
     const ns = encodeURIComponent(opts.namespace);
@@ -40,21 +41,21 @@ export class ControllerCache {
       this.appNamespaces.length > 0
         ? '/apis/argoproj.io/v1alpha1/applications'
         : `/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications`;
-    this.apps = new Watch(api, {
+    this.apps = new Watch(transport, {
       path: appsPath,
       kind: 'Application',
       apiVersion: 'argoproj.io/v1alpha1',
       ...common,
       onError: err('applications'),
     });
-    this.projects = new Watch(api, {
+    this.projects = new Watch(transport, {
       path: `/apis/argoproj.io/v1alpha1/namespaces/${ns}/appprojects`,
       kind: 'AppProject',
       apiVersion: 'argoproj.io/v1alpha1',
       ...common,
       onError: err('appprojects'),
     });
-    this.configMaps = new Watch(api, {
+    this.configMaps = new Watch(transport, {
       path: `/api/v1/namespaces/${ns}/configmaps`,
       kind: 'ConfigMap',
       apiVersion: 'v1',
@@ -62,7 +63,7 @@ export class ControllerCache {
       ...common,
       onError: err('argocd-cm'),
     });
-    this.secrets = new Watch(api, {
+    this.secrets = new Watch(transport, {
       path: `/api/v1/namespaces/${ns}/secrets`,
       kind: 'Secret',
       apiVersion: 'v1',

@@ -13,9 +13,7 @@ import {
 import type { Identity as IdentityDecision, ImpersonationSettings } from '../impersonation/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ClientRefusal, DestinationClient } from '../kube/types.ts';
-import { isRefusal } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { instrumentClient } from './instrument.ts';
 import type { ControllerCache } from './cache.ts';
 import type { LimitsPort } from './ports.ts';
 
@@ -135,12 +133,7 @@ export function prepare(deps: PrepareDeps, raw: unknown): Prepared {
     settings,
     resolvedServer: dest.cluster.server,
   });
-  const built = deps.factory.forDecision(identity, dest.cluster);
-  const m = deps.metrics;
-  const client =
-    m && !isRefusal(built)
-      ? instrumentClient(built, (code, kind) => m.apiRequests.inc({ code, identity: kind }))
-      : built;
+  const client = deps.factory.forDecision(identity, dest.cluster);
   return {
     ok: true,
     ctx: {

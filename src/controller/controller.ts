@@ -2,8 +2,10 @@
 // factory, reconciler, operation runner, manager and the health/metrics endpoint.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { ControlClient } from '../kube/control.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig } from '../kube/credentials.ts';
+import type { ResponseHook } from '../kube/transport.ts';
 import { WatchHttpError } from '../kube/watch.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
@@ -12,7 +14,6 @@ import type { Metrics } from '../observability/metrics.ts';
 import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
-import { KubeApi } from './kubeapi.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import type { Ports } from './ports.ts';
@@ -51,9 +52,11 @@ export interface RunningController {
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
   const log = opts.logger;
   const metrics = opts.metrics ?? createMetrics();
-  const api = new KubeApi(opts.kc);
-  api.onResponse = (_m, code) => metrics.apiRequests.inc({ code: String(code), identity: 'controller' });
-  const cache = new ControllerCache(api, {
+  // Every request to every API server is counted in the one transport (kube/transport.ts).
+  const onResponse: ResponseHook = (code, identity) => metrics.apiRequests.inc({ code: String(code), identity });
+  const credential = await credentialFromKubeConfig(opts.kc);
+  const control = new ControlClient(credential, { onResponse });
+  const cache = new ControllerCache(control.watchTransport(), {
     namespace: opts.namespace,
     applicationNamespaces: opts.applicationNamespaces ?? [],
     ...(opts.watchLivenessMs !== undefined ? { livenessMs: opts.watchLivenessMs } : {}),
@@ -61,10 +64,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   });
   const holder: { manager?: Manager } = {};
   const factory = new DestinationClientFactory(
-    await credentialFromKubeConfig(opts.kc),
+    credential,
     opts.liveObjects === false
-      ? {}
+      ? { onResponse }
       : {
+          onResponse,
           liveObjects: {
             onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
@@ -86,11 +90,20 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
           },
         },
   );
-  const recorder = new EventRecorder(api);
+  const recorder = new EventRecorder(control);
   recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
   const events = teeEvents(recorder, ...(opts.events ?? []));
   const refreshIntervalMs = () => holder.manager?.refreshIntervalMs() ?? 120_000;
-  const common = { cache, factory, limits: opts.ports.limits, api, ports: opts.ports, events, logger: log, metrics };
+  const common = {
+    cache,
+    factory,
+    limits: opts.ports.limits,
+    control,
+    ports: opts.ports,
+    events,
+    logger: log,
+    metrics,
+  };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
   const operator = new Operator(common);
   const manager = new Manager({
@@ -135,6 +148,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       operator.abandonAll();
       await stopped;
       await factory.close();
+      await control.close();
       // The controller owns its ports: a child renderer they started ends with it.
       await opts.ports.close?.();
       await health?.close();

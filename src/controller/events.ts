@@ -3,7 +3,7 @@
 // Event already written instead of creating another, as client-go's recorder does.
 import { randomBytes } from 'node:crypto';
 import type { EventReason } from '../api/index.ts';
-import type { KubeApi } from './kubeapi.ts';
+import type { ControlClient } from '../kube/control.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -46,13 +46,13 @@ export function involvedApplication(app: {
 }
 
 export class EventRecorder implements EventSink {
-  private readonly api: KubeApi;
+  private readonly control: ControlClient;
   private readonly seen = new Map<string, { name: string; count: number }>();
   private readonly host: string;
   onError: ((err: Error) => void) | undefined;
 
-  constructor(api: KubeApi, host = 'impersync') {
-    this.api = api;
+  constructor(control: ControlClient, host = 'impersync') {
+    this.control = control;
     this.host = host;
   }
 
@@ -77,11 +77,13 @@ export class EventRecorder implements EventSink {
     const prior = this.seen.get(key);
     if (prior) {
       const count = prior.count + 1;
-      const res = await this.api.request('PATCH', `/api/v1/namespaces/${ns}/events/${prior.name}`, {
+      const res = await this.control.request({
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${ns}/events/${prior.name}`,
         body: { count, lastTimestamp: now },
         contentType: 'application/merge-patch+json',
       });
-      if (res.status === 200) {
+      if (res.ok) {
         prior.count = count;
         return;
       }
@@ -89,7 +91,9 @@ export class EventRecorder implements EventSink {
       this.seen.delete(key);
     }
     const name = `${object.name}.${Date.now().toString(16)}${randomBytes(3).toString('hex')}`;
-    await this.api.call('POST', `/api/v1/namespaces/${ns}/events`, {
+    const created = await this.control.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns}/events`,
       body: {
         apiVersion: 'v1',
         kind: 'Event',
@@ -106,6 +110,8 @@ export class EventRecorder implements EventSink {
         reportingInstance: this.host,
       },
     });
+    if (!created.ok)
+      throw new Error(`recording Event ${reason} on ${object.namespace}/${object.name}: ${created.error.message}`);
     this.seen.set(key, { name, count: 1 });
     if (this.seen.size > 5000) this.seen.delete(this.seen.keys().next().value as string);
   }

@@ -19,7 +19,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { KubeApi } from './kubeapi.ts';
+import { connectControlCluster } from '../kube/control.ts';
+import type { ControlClient } from '../kube/control.ts';
+import type { KubeError } from '../kube/types.ts';
 
 /**
  * A candidate identity unique per process: the Pod name (POD_NAME, from the downward API in the
@@ -31,8 +33,8 @@ export function defaultIdentity(env: Record<string, string | undefined> = proces
 }
 
 export type LeaderElectionOptions = {
-  /** The control cluster: a KubeApi, or a KubeConfig to build one from. */
-  api?: KubeApi;
+  /** The control cluster: its client, or a KubeConfig to connect with (closed when the election stops). */
+  control?: ControlClient;
   kc?: KubeConfig;
   /** Where the Lease lives (the controller's namespace) and its name. */
   namespace: string;
@@ -112,12 +114,15 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
   const bad = checkTimings(leaseMs, renewMs, retryMs);
   if (bad) throw new Error(bad);
   if (!opts.identity) throw new Error('leader election: identity must not be empty');
-  let api = opts.api;
-  if (!api) {
-    if (!opts.kc) throw new Error('leader election: give api or kc');
-    api = new KubeApi(opts.kc);
-  }
-  const client = api;
+  const kc = opts.kc;
+  if (!opts.control && !kc) throw new Error('leader election: give control or kc');
+  // Connecting reads the kubeconfig's credential (an exec plugin may fail): tried again on the next attempt.
+  let connecting: Promise<ControlClient> | undefined = opts.control ? Promise.resolve(opts.control) : undefined;
+  const connection = (): Promise<ControlClient> =>
+    (connecting ??= connectControlCluster(kc as KubeConfig).catch((err: unknown) => {
+      connecting = undefined;
+      throw err;
+    }));
   const path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(opts.namespace)}/leases`;
   const leasePath = `${path}/${encodeURIComponent(opts.name)}`;
   // The Lease's duration field is whole seconds; a sub-second test duration rounds up to 1.
@@ -134,6 +139,8 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
   let observedAt = 0;
   let holder = '';
 
+  const leaseError = (what: string, error: KubeError) =>
+    new Error(`${what} Lease ${opts.namespace}/${opts.name}: HTTP ${error.code} ${error.message}`);
   const now = () => performance.now();
   const report = (err: unknown) => opts.onError?.(err instanceof Error ? err : new Error(String(err)));
 
@@ -157,8 +164,9 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
   const tryAcquireOrRenew = async (): Promise<boolean> => {
     const time = microTime(new Date());
     const timeoutMs = renewMs;
-    const got = await client.request('GET', leasePath, { timeoutMs });
-    if (got.status === 404) {
+    const client = await connection();
+    const got = await client.request<Lease>({ method: 'GET', path: leasePath, timeoutMs });
+    if (!got.ok && got.error.code === 404) {
       const lease: Lease = {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
@@ -171,18 +179,14 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
           leaseTransitions: 0,
         },
       };
-      const created = await client.request('POST', path, { body: lease, timeoutMs });
-      if (created.status === 409) return false; // another candidate created it first
-      if (created.status < 200 || created.status > 299)
-        throw new Error(
-          `creating Lease ${opts.namespace}/${opts.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`,
-        );
-      observe(created.body as Lease);
+      const created = await client.request<Lease>({ method: 'POST', path, body: lease, timeoutMs });
+      if (!created.ok && created.error.code === 409) return false; // another candidate created it first
+      if (!created.ok) throw leaseError('creating', created.error);
+      observe(created.value);
       return true;
     }
-    if (got.status !== 200)
-      throw new Error(`reading Lease ${opts.namespace}/${opts.name}: HTTP ${got.status} ${got.text.slice(0, 300)}`);
-    const current = got.body as Lease;
+    if (!got.ok) throw leaseError('reading', got.error);
+    const current = got.value;
     observe(current);
     const spec = current.spec ?? {};
     const heldBy = spec.holderIdentity ?? '';
@@ -202,11 +206,10 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       },
     };
     // resourceVersion is in next.metadata: the update fails with 409 if the Lease changed since.
-    const put = await client.request('PUT', leasePath, { body: next, timeoutMs });
-    if (put.status === 409) return false;
-    if (put.status < 200 || put.status > 299)
-      throw new Error(`updating Lease ${opts.namespace}/${opts.name}: HTTP ${put.status} ${put.text.slice(0, 300)}`);
-    observe(put.body as Lease);
+    const put = await client.request<Lease>({ method: 'PUT', path: leasePath, body: next, timeoutMs });
+    if (!put.ok && put.error.code === 409) return false;
+    if (!put.ok) throw leaseError('updating', put.error);
+    observe(put.value);
     return true;
   };
 
@@ -283,11 +286,10 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: time, renewTime: time },
     };
     // With the resourceVersion we last wrote: if someone else took the Lease since, leave it alone.
-    const res = await client.request('PUT', leasePath, { body, timeoutMs: renewMs });
-    if (res.status === 409) return;
-    if (res.status < 200 || res.status > 299)
-      throw new Error(`releasing Lease ${opts.namespace}/${opts.name}: HTTP ${res.status} ${res.text.slice(0, 300)}`);
-    observe(res.body as Lease);
+    const res = await (await connection()).request<Lease>({ method: 'PUT', path: leasePath, body, timeoutMs: renewMs });
+    if (!res.ok && res.error.code === 409) return;
+    if (!res.ok) throw leaseError('releasing', res.error);
+    observe(res.value);
   };
 
   return {
@@ -306,6 +308,8 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
       // release() checks that we still hold the Lease (it may have been won just as stop began).
       // A failed release is reported, not thrown: the Lease then expires as after a crash.
       if (doRelease) await release().catch(report);
+      // A connection this election made is its to close.
+      if (!opts.control && connecting) await (await connecting.catch(() => undefined))?.close();
     },
   };
 }

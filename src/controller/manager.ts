@@ -12,11 +12,11 @@ import type { Metrics } from '../observability/metrics.ts';
 import { trackedApp } from '../sync/tracking.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
-import { ConflictError } from './status.ts';
+import { ConflictError } from './applications.ts';
 import { appsAffectedByCluster, appsAffectedByProject, appsAffectedBySettings } from './requeue.ts';
 import type { AppIndexEntry } from './requeue.ts';
-import type { WatchEvent, WatchedObject } from './watch.ts';
-import { objectStoreKey } from './watch.ts';
+import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
+import { objectStoreKey } from '../kube/watch.ts';
 
 export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
 

@@ -23,18 +23,19 @@ import { identityLabel, prepare } from './context.ts';
 import type { PrepareDeps } from './context.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
-import { instrumentClient } from './instrument.ts';
-import type { KubeApi } from './kubeapi.ts';
+import type { ControlClient } from '../kube/control.ts';
 import type { ReconcileResult } from './manager.ts';
 import { appendHistory, mayRetry, retryDelayMs } from './operation-policy.ts';
 import type { Ports, SyncOutcome } from './ports.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
-import { appPath, ConflictError, mergeConditions, patchApplication, writeStatus } from './status.ts';
+import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
+import type { RawApplication } from './applications.ts';
+import { mergeConditions } from './status.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 
 export interface OperatorDeps extends PrepareDeps {
-  api: KubeApi;
+  control: ControlClient;
   ports: Ports;
   events: EventSink;
   logger: Logger;
@@ -42,15 +43,7 @@ export interface OperatorDeps extends PrepareDeps {
   now?: () => Date;
 }
 
-type Raw = Record<string, unknown> & {
-  metadata: {
-    name: string;
-    namespace: string;
-    finalizers?: string[];
-    deletionTimestamp?: string;
-    resourceVersion?: string;
-  };
-};
+type Raw = RawApplication;
 
 export class Operator {
   private readonly d: OperatorDeps;
@@ -68,12 +61,8 @@ export class Operator {
   }
 
   /** The Application as the API server has it now: an operation is never started from a stale cache. */
-  private async fresh(key: string): Promise<Raw | undefined> {
-    const [ns, name] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
-    const res = await this.d.api.request('GET', appPath(ns, name));
-    if (res.status === 404) return undefined;
-    if (res.status !== 200) throw new Error(`Application ${key}: read failed: ${res.status} ${res.text.slice(0, 200)}`);
-    return res.body as Raw;
+  private fresh(key: string): Promise<Raw | undefined> {
+    return readApplication(this.d.control, key);
   }
 
   private stopping = false;
@@ -117,7 +106,7 @@ export class Operator {
       state.generation === generation
     ) {
       // Finished before a restart, `operation` not yet cleared: clear it, do not run it again.
-      await patchApplication(this.d.api, raw.metadata.namespace, raw.metadata.name, { operation: null });
+      await patchApplication(this.d.control, raw, { operation: null });
       return {};
     }
     let current: OperationState;
@@ -135,7 +124,7 @@ export class Operator {
         retryCount: 0,
         ...(generation !== undefined ? { generation } : {}),
       };
-      const updated = await writeStatus(this.d.api, raw, {
+      const updated = await writeStatus(this.d.control, raw, {
         ...status,
         operationState: current,
       });
@@ -269,9 +258,7 @@ export class Operator {
 
   /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */
   private ownClient(cluster: Cluster): DestinationClient {
-    const client = this.d.factory.forIdentity(cluster, { controller: true });
-    const m = this.d.metrics;
-    return m ? instrumentClient(client, (code, kind) => m.apiRequests.inc({ code, identity: kind })) : client;
+    return this.d.factory.forIdentity(cluster, { controller: true });
   }
 
   /** syncPolicy.retry / operation.retry: stay Running and try again after the backoff, or end. */
@@ -290,7 +277,7 @@ export class Operator {
         message: `${message}. Retrying attempt #${retries + 1} at ${new Date(Date.now() + delay).toISOString()}.`,
       };
       const status = readStatus(raw) ?? {};
-      await writeStatus(this.d.api, raw, { ...status, operationState: next });
+      await writeStatus(this.d.control, raw, { ...status, operationState: next });
       return { requeueAfterMs: delay };
     }
     return this.complete(raw, state, { phase, message });
@@ -336,7 +323,7 @@ export class Operator {
     let current = raw;
     for (let attempt = 0; ; attempt++) {
       try {
-        await writeStatus(this.d.api, current, build(readStatus(current) ?? {}));
+        await writeStatus(this.d.control, current, build(readStatus(current) ?? {}));
         break;
       } catch (err) {
         if (!(err instanceof ConflictError) || attempt >= 5) throw err;
@@ -346,7 +333,7 @@ export class Operator {
         current = fresh;
       }
     }
-    await patchApplication(this.d.api, raw.metadata.namespace, raw.metadata.name, { operation: null });
+    await patchApplication(this.d.control, raw, { operation: null });
     this.d.metrics?.syncs.inc({ phase: end.phase });
     const involved = involvedApplication(raw as never);
     await this.d.events.record(
@@ -382,7 +369,10 @@ export class Operator {
         ...(status.conditions ?? []).filter((c) => c.type !== CONDITION.DeletionError),
       ];
       try {
-        await writeStatus(this.d.api, raw, { ...status, conditions: mergeConditions(status.conditions, conds, now) });
+        await writeStatus(this.d.control, raw, {
+          ...status,
+          conditions: mergeConditions(status.conditions, conds, now),
+        });
       } catch {
         // the next attempt writes it
       }
@@ -406,9 +396,8 @@ export class Operator {
     );
     const rest = finalizers.filter((f) => f !== RESOURCES_FINALIZER);
     // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
-    await this.d.api.call('PATCH', appPath(raw.metadata.namespace, raw.metadata.name), {
-      body: { metadata: { finalizers: rest, resourceVersion: raw.metadata.resourceVersion } },
-      contentType: 'application/merge-patch+json',
+    await patchApplication(this.d.control, raw, {
+      metadata: { finalizers: rest, resourceVersion: raw.metadata.resourceVersion },
     });
     return {};
   }

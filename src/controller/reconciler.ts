@@ -10,15 +10,16 @@ import { prepare, identityLabel } from './context.ts';
 import type { AppContext, PrepareDeps } from './context.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
-import type { KubeApi } from './kubeapi.ts';
+import type { ControlClient } from '../kube/control.ts';
+import { patchApplication, writeStatus } from './applications.ts';
 import type { ReconcileResult } from './manager.ts';
 import { REFRESH_ANNOTATION } from './manager.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import type { Ports } from './ports.ts';
-import { mergeConditions, patchApplication, shouldWriteStatus, writeStatus } from './status.ts';
+import { mergeConditions, shouldWriteStatus } from './status.ts';
 
 export interface ReconcilerDeps extends PrepareDeps {
-  api: KubeApi;
+  control: ControlClient;
   ports: Ports;
   events: EventSink;
   logger: Logger;
@@ -90,7 +91,7 @@ export class Reconciler {
       result = out.result;
     }
     if (shouldWriteStatus(prevStatus, next, this.now().getTime(), this.d.refreshIntervalMs())) {
-      await writeStatus(this.d.api, raw as Record<string, unknown>, next);
+      await writeStatus(this.d.control, raw, next);
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prevStatus?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
@@ -105,7 +106,7 @@ export class Reconciler {
       }
     }
     if (result.startOperation) {
-      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, {
+      await patchApplication(this.d.control, raw, {
         operation: result.startOperation,
       });
       await this.d.events.record(
@@ -121,7 +122,7 @@ export class Reconciler {
     if ((raw.metadata as { deletionTimestamp?: string }).deletionTimestamp) result.operation = true;
     if (refreshKind !== undefined) {
       // Argo CD removes the refresh annotation once the refresh it asked for is done.
-      await patchApplication(this.d.api, raw.metadata.namespace ?? '', raw.metadata.name, {
+      await patchApplication(this.d.control, raw, {
         metadata: { annotations: { [REFRESH_ANNOTATION]: null } },
       });
     }

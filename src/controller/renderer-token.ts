@@ -5,17 +5,17 @@
 // so it starts before the Secret exists) and re-reads it when it changes; the controller reads it
 // through the API and reads it again when the renderer refuses its token.
 import { randomBytes } from 'node:crypto';
-import type { KubeApi } from './kubeapi.ts';
+import type { ControlClient } from '../kube/control.ts';
 
 export const RENDERER_TOKEN_KEY = 'token';
 
 /** The current token of Secret `name` in `namespace`, creating the Secret when there is none. */
-export async function rendererToken(api: KubeApi, namespace: string, name: string): Promise<string> {
+export async function rendererToken(control: ControlClient, namespace: string, name: string): Promise<string> {
   const secretPath = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const got = await api.request('GET', secretPath);
-    if (got.status === 200) {
-      const data = (got.body as { data?: Record<string, string> }).data ?? {};
+    const got = await control.request<{ data?: Record<string, string> }>({ method: 'GET', path: secretPath });
+    if (got.ok) {
+      const data = got.value.data ?? {};
       const token = Buffer.from(data[RENDERER_TOKEN_KEY] ?? '', 'base64')
         .toString('utf8')
         .trim();
@@ -24,11 +24,13 @@ export async function rendererToken(api: KubeApi, namespace: string, name: strin
         `Secret ${namespace}/${name} has no '${RENDERER_TOKEN_KEY}': delete it and the controller makes a new one`,
       );
     }
-    if (got.status !== 404)
+    if (got.error.code !== 404)
       throw new Error(
-        `reading the renderer's token Secret ${namespace}/${name}: ${got.status} ${got.text.slice(0, 200)}`,
+        `reading the renderer's token Secret ${namespace}/${name}: ${got.error.code} ${got.error.message}`,
       );
-    const created = await api.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, {
+    const created = await control.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`,
       body: {
         apiVersion: 'v1',
         kind: 'Secret',
@@ -45,9 +47,9 @@ export async function rendererToken(api: KubeApi, namespace: string, name: strin
       },
     });
     // 409: another replica made it meanwhile; read that one.
-    if (created.status !== 201 && created.status !== 409) {
+    if (!created.ok && created.error.code !== 409) {
       throw new Error(
-        `creating the renderer's token Secret ${namespace}/${name}: ${created.status} ${created.text.slice(0, 200)}`,
+        `creating the renderer's token Secret ${namespace}/${name}: ${created.error.code} ${created.error.message}`,
       );
     }
   }

@@ -1,4 +1,5 @@
-// The Application status as Argo CD users read it, its conditions, and the rule for writing it.
+// The rule for writing an Application's status, and its conditions (the shapes are api/status.ts;
+// the writes themselves applications.ts).
 //
 // Write rule (no update loops): the status subresource is written when anything other than
 // `reconciledAt` changed, or when the stored `reconciledAt` is older than the refresh interval
@@ -7,8 +8,6 @@
 // the next reconcile computes the same status, so a write never causes another.
 import { isDeepStrictEqual } from 'node:util';
 import type { AppCondition, ApplicationStatus } from '../api/index.ts';
-import type { KubeApi } from './kubeapi.ts';
-import { fitStatus, isTooLarge } from './status-size.ts';
 
 /**
  * Builds the next condition list: a condition whose type and message are unchanged keeps its
@@ -42,51 +41,4 @@ export function shouldWriteStatus(
   if (statusChanged(prev, next)) return true;
   const at = prev?.reconciledAt ? Date.parse(prev.reconciledAt) : NaN;
   return Number.isNaN(at) || nowMs - at >= refreshIntervalMs;
-}
-
-export function appPath(namespace: string, name: string): string {
-  return `/apis/argoproj.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/applications/${encodeURIComponent(name)}`;
-}
-
-/** The status write hit a newer version of the Application: reconcile again from the cache. */
-export class ConflictError extends Error {}
-
-/**
- * Replaces the status through the status subresource, with the object's resourceVersion
- * (optimistic concurrency: a conflict is an error the queue retries, never a blind overwrite).
- * Returns the updated object.
- */
-export async function writeStatus(
-  api: KubeApi,
-  raw: Record<string, unknown>,
-  status: ApplicationStatus,
-): Promise<Record<string, unknown>> {
-  const meta = raw['metadata'] as { name: string; namespace: string };
-  const path = `${appPath(meta.namespace, meta.name)}/status`;
-  let res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status) } });
-  // Still refused for its size (a smaller etcd limit than the budget assumes): without any sync
-  // results, so that a finished operation is recorded rather than run again.
-  if (isTooLarge(res.status, res.text))
-    res = await api.request('PUT', path, { body: { ...raw, status: fitStatus(status, 0) } });
-  if (res.status === 409)
-    throw new ConflictError(`Application ${meta.namespace}/${meta.name}: status update conflict, will retry`);
-  if (res.status < 200 || res.status >= 300) {
-    throw new Error(
-      `Application ${meta.namespace}/${meta.name}: writing status failed: ${res.status} ${(res.body as { message?: string } | undefined)?.message ?? res.text.slice(0, 300)}`,
-    );
-  }
-  return res.body as Record<string, unknown>;
-}
-
-/** A JSON merge patch of the Application itself (operation, annotations, finalizers). */
-export async function patchApplication(
-  api: KubeApi,
-  namespace: string,
-  name: string,
-  patch: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
-  return (await api.call('PATCH', appPath(namespace, name), {
-    body: patch,
-    contentType: 'application/merge-patch+json',
-  })) as Record<string, unknown>;
 }

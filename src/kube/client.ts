@@ -5,12 +5,11 @@
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../api/index.ts';
 import type { DiscoveryCache } from './discovery.ts';
-import { errorFromResponse, fail, localError, ok, parseWarnings } from './errors.ts';
+import { fail, localError, ok } from './errors.ts';
 import { LiveObjectCache } from './live-cache.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
+import { sendJson, watchTransportOver } from './request.ts';
 import type { Transport } from './transport.ts';
-import { isHttpResponse } from './transport.ts';
-import type { WatchTransport } from './watch.ts';
 import type {
   ApplyOptions,
   DeleteOptions,
@@ -24,14 +23,6 @@ import type {
 } from './types.ts';
 
 export const DEFAULT_FIELD_MANAGER = 'impersync';
-
-function queryString(query: Record<string, string | undefined> | undefined): string {
-  if (!query) return '';
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(query))
-    if (v !== undefined) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
-  return parts.length ? `?${parts.join('&')}` : '';
-}
 
 function collectionPath(info: ResourceInfo, namespace: string | undefined): string {
   const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
@@ -84,7 +75,8 @@ export class KubeDestinationClient implements DestinationClient {
     this.identity = Object.freeze({ ...identity });
     this.#transport = transport;
     this.#discovery = discovery;
-    this.#live = live ? new LiveObjectCache(this.#watchTransport(), live) : undefined;
+    // The cache's lists and watches go out as this client's identity, like every other read.
+    this.#live = live ? new LiveObjectCache(watchTransportOver(transport, this.#identityHeaders()), live) : undefined;
   }
 
   /** Watches running for the live-object cache (0 without one). */
@@ -102,57 +94,8 @@ export class KubeDestinationClient implements DestinationClient {
     return 'impersonate' in this.identity ? { 'impersonate-user': this.identity.impersonate } : {};
   }
 
-  /** The cache's lists and watches go out as this client's identity, like every other read. */
-  #watchTransport(): WatchTransport {
-    return {
-      get: async (path, signal) => {
-        if (signal.aborted) return { status: 0, body: undefined, text: 'aborted' };
-        const res = await this.#transport.send({ method: 'GET', path, headers: this.#identityHeaders(), signal });
-        if (!isHttpResponse(res)) throw new Error(res.message);
-        let body: unknown;
-        try {
-          body = res.body === '' ? undefined : JSON.parse(res.body);
-        } catch {
-          body = undefined;
-        }
-        return { status: res.status, body, text: res.body };
-      },
-      stream: async (path, signal) => {
-        const res = await this.#transport.stream(path, this.#identityHeaders(), signal);
-        if ('code' in res) throw new Error(res.message);
-        return { status: res.status, chunks: res.body, discard: res.discard };
-      },
-    };
-  }
-
-  async request<T = unknown>(req: RawRequest): Promise<KubeResult<T>> {
-    const headers = this.#identityHeaders();
-    let body: string | undefined;
-    if (req.body !== undefined) {
-      body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
-      headers['content-type'] = req.contentType ?? 'application/json';
-    }
-    const res = await this.#transport.send({
-      method: req.method,
-      path: req.path + queryString(req.query),
-      headers,
-      ...(body !== undefined ? { body } : {}),
-    });
-    if (!isHttpResponse(res)) return fail(res);
-    if (res.status < 200 || res.status >= 300) return fail(errorFromResponse(res.status, res.body));
-    let value: unknown = undefined;
-    if (res.body !== '') {
-      try {
-        value = JSON.parse(res.body);
-      } catch {
-        return fail({
-          code: res.status,
-          reason: 'InvalidResponse',
-          message: `${req.method} ${req.path}: the server answered with something that is not JSON`,
-        });
-      }
-    }
-    return ok(value as T, parseWarnings(res.warnings));
+  request<T = unknown>(req: RawRequest): Promise<KubeResult<T>> {
+    return sendJson<T>(this.#transport, this.#identityHeaders(), req);
   }
 
   #fetch = (path: string) => this.request({ method: 'GET', path });

@@ -10,6 +10,7 @@ import { credentialForCluster, loadControllerCredential } from './credentials.ts
 import { DiscoveryCache } from './discovery.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
 import { Transport } from './transport.ts';
+import type { ResponseHook } from './transport.ts';
 import type { ClientRefusal, DestinationClient, Identity } from './types.ts';
 
 /**
@@ -75,14 +76,19 @@ export interface LiveObjectsOptions extends Omit<LiveCacheOptions, 'onChange'> {
 export class DestinationClientFactory {
   readonly #controller: Credential;
   readonly #live: LiveObjectsOptions | undefined;
+  readonly #onResponse: ResponseHook | undefined;
   // destination server -> its pool; replaced (and the old one closed) when the credential changes.
   readonly #transports = new Map<string, { fp: string; transport: Transport }>();
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
 
-  constructor(controller: Credential, opts: { liveObjects?: LiveObjectsOptions } = {}) {
+  constructor(
+    controller: Credential,
+    opts: { liveObjects?: LiveObjectsOptions; onResponse?: ResponseHook | undefined } = {},
+  ) {
     this.#controller = controller;
     this.#live = opts.liveObjects;
+    this.#onResponse = opts.onResponse;
   }
 
   static async fromKubeConfig(source: KubeConfigSource = {}): Promise<DestinationClientFactory> {
@@ -103,7 +109,7 @@ export class DestinationClientFactory {
         void client.close();
       }
     }
-    const transport = new Transport(cred);
+    const transport = new Transport(cred, { onResponse: this.#onResponse });
     this.#transports.set(cluster.server, { fp, transport });
     return transport;
   }

@@ -12,3 +12,5 @@ export {
 } from './credentials.ts';
 export type { Credential, KubeConfigSource } from './credentials.ts';
 export { DEFAULT_FIELD_MANAGER } from './client.ts';
+export { ControlClient, connectControlCluster } from './control.ts';
+export type { RequestIdentity, ResponseHook } from './transport.ts';

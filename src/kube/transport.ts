@@ -1,7 +1,9 @@
 // One keep-alive connection pool per API server and credential (undici Agent with that server's
 // TLS settings), so a reconcile reuses connections instead of paying for a TLS handshake per
 // request. The pool is shared by every identity on that cluster: impersonation is a per-request
-// header, not a property of the connection.
+// header, not a property of the connection. Every request to every API server goes through here,
+// the control cluster's (control.ts) as well as destinations': timeouts, GOAWAY retries, errors as
+// values and the metrics hook are in this one place.
 import { Agent, request } from 'undici';
 import type { Credential } from './credentials.ts';
 import { errorFromException } from './errors.ts';
@@ -20,7 +22,19 @@ export interface HttpRequest {
   headers: Record<string, string>;
   body?: string;
   /** Abandons the request (a watch's list when the watch is stopped). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
+  /** Abandons the request when no answer came within this long (default: 60 s for the headers). */
+  timeoutMs?: number | undefined;
+}
+
+/** Who a request went out as: an impersonated ServiceAccount, or the credential itself. */
+export type RequestIdentity = 'serviceaccount' | 'controller';
+
+/** Called once per request with its HTTP status (0: no answer), for metrics. */
+export type ResponseHook = (code: number, identity: RequestIdentity) => void;
+
+export interface TransportOptions {
+  onResponse?: ResponseHook | undefined;
 }
 
 // Long enough to span the requests of one reconcile; the API server closes idle connections itself.
@@ -33,10 +47,12 @@ export class Transport {
   readonly server: string;
   readonly #credential: Credential;
   readonly #agent: Agent;
+  readonly #onResponse: ResponseHook | undefined;
 
-  constructor(credential: Credential) {
+  constructor(credential: Credential, opts: TransportOptions = {}) {
     this.server = credential.server;
     this.#credential = credential;
+    this.#onResponse = opts.onResponse;
     const connect: Record<string, unknown> = { timeout: CONNECT_TIMEOUT_MS };
     if (credential.ca) connect['ca'] = credential.ca;
     if (credential.cert) connect['cert'] = credential.cert;
@@ -73,13 +89,22 @@ export class Transport {
     // idempotent (server-side apply, GET, DELETE), so those are asked again, a few times.
     for (let attempt = 1; ; attempt++) {
       const res = await this.#sendOnce(req);
+      // A request its caller abandoned (a stopped watch's list) had no answer to count.
+      if (isHttpResponse(res) || !req.signal?.aborted) this.#count(isHttpResponse(res) ? res.status : 0, req.headers);
       if (isHttpResponse(res) || req.method === 'POST' || !res.message.includes('GOAWAY') || attempt >= GOAWAY_ATTEMPTS)
         return res;
       await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
     }
   }
 
+  /** The metrics hook: a request carrying Impersonate-User went out as that ServiceAccount. */
+  #count(code: number, headers: Record<string, string>): void {
+    this.#onResponse?.(code, headers['impersonate-user'] !== undefined ? 'serviceaccount' : 'controller');
+  }
+
   async #sendOnce(req: HttpRequest): Promise<HttpResponse | KubeError> {
+    const timeout = req.timeoutMs !== undefined ? AbortSignal.timeout(req.timeoutMs) : undefined;
+    const signal = timeout && req.signal ? AbortSignal.any([req.signal, timeout]) : (timeout ?? req.signal);
     try {
       const headers: Record<string, string> = { 'user-agent': 'impersync', accept: 'application/json', ...req.headers };
       const auth = await this.#authorization();
@@ -88,12 +113,14 @@ export class Transport {
         method: req.method,
         headers,
         ...(req.body !== undefined ? { body: req.body } : {}),
-        ...(req.signal ? { signal: req.signal } : {}),
+        ...(signal ? { signal } : {}),
         dispatcher: this.#agent,
       });
       const body = await res.body.text();
       return { status: res.statusCode, body, warnings: res.headers['warning'] };
     } catch (err) {
+      if (timeout?.aborted && !req.signal?.aborted)
+        return errorFromException(this.server, new Error(`no answer within ${req.timeoutMs} ms`));
       return errorFromException(this.server, err);
     }
   }
@@ -118,8 +145,10 @@ export class Transport {
         signal,
         bodyTimeout: 0,
       });
+      this.#count(res.statusCode, headers);
       return { status: res.statusCode, body: res.body, discard: () => void res.body.dump().catch(() => undefined) };
     } catch (err) {
+      if (!signal.aborted) this.#count(0, headers);
       return errorFromException(this.server, err);
     }
   }

@@ -81,6 +81,9 @@ export interface RawRequest {
   query?: Record<string, string | undefined>;
   body?: unknown;
   contentType?: string;
+  signal?: AbortSignal | undefined;
+  /** No answer within this long is a ConnectionError (default: the transport's 60 s for headers). */
+  timeoutMs?: number | undefined;
 }
 
 /**

@@ -2,7 +2,7 @@
 // list, then watch from the list's resourceVersion with bookmarks; reconnect with jittered
 // exponential backoff; relist on 410 Gone ("too old resource version"); restart a watch that has
 // been silent longer than the liveness limit; re-emit every cached object periodically (resync).
-// It runs over any WatchTransport: the controller's own connection (controller/kubeapi.ts) or a
+// It runs over any WatchTransport: the controller's own connection (control.ts) or a
 // DestinationClient's identity (live-cache.ts).
 
 /** What a Watch needs from a connection: one GET answered whole, and one GET read as a stream. */

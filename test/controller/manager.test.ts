@@ -4,7 +4,7 @@ import { appChangeNeedsRefresh, hasOperationWork, Manager } from '../../src/cont
 import type { ReconcileResult } from '../../src/controller/manager.ts';
 import type { ControllerCache } from '../../src/controller/cache.ts';
 import { identityConditions } from '../../src/controller/context.ts';
-import type { WatchedObject, WatchEvent } from '../../src/controller/watch.ts';
+import type { WatchedObject, WatchEvent } from '../../src/kube/watch.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 
 const base: WatchedObject = {

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeApi } from '../../src/controller/kubeapi.ts';
-import { Watch } from '../../src/controller/watch.ts';
-import type { WatchEvent } from '../../src/controller/watch.ts';
+import { connectControlCluster } from '../../src/kube/control.ts';
+import { Watch } from '../../src/kube/watch.ts';
+import type { WatchEvent } from '../../src/kube/watch.ts';
 
 function cm(name: string, rv: string) {
   return { metadata: { name, namespace: 'argocd', resourceVersion: rv } };
@@ -53,7 +53,8 @@ test('410 Gone in the watch stream relists and reports the differences as events
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
     currentContext: 'x',
   });
-  const w = new Watch(new KubeApi(kc), {
+  const control = await connectControlCluster(kc);
+  const w = new Watch(control.watchTransport(), {
     path: '/api/v1/namespaces/argocd/configmaps',
     kind: 'ConfigMap',
     apiVersion: 'v1',
@@ -78,6 +79,7 @@ test('410 Gone in the watch stream relists and reports the differences as events
     assert.equal(w.store.get('argocd/a')?.kind, 'ConfigMap', 'items get their kind');
   } finally {
     await w.stop();
+    await control.close();
     server.closeAllConnections();
     server.close();
   }

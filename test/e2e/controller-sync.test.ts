@@ -281,7 +281,7 @@ test('health and metrics: ready once synced; reconciles, syncs, identity decisio
   assert.match(text, /impersync_syncs_total\{phase="Succeeded"\} [1-9]/);
   assert.match(text, /impersync_identity_decisions_total\{outcome="impersonate"\} [1-9]/);
   assert.match(text, /impersync_api_requests_total\{code="200",identity="controller"\} [1-9]/);
-  assert.match(text, /impersync_api_requests_total\{code="2xx",identity="serviceaccount"\} [1-9]/);
+  assert.match(text, /impersync_api_requests_total\{code="200",identity="serviceaccount"\} [1-9]/);
 });
 
 test('a restart in the middle of an operation resumes it and never runs it twice', async () => {

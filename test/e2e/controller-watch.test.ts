@@ -1,24 +1,27 @@
-// The watch wrapper, the event recorder and the status write against a real kube-apiserver.
+// The controller's watches of its control cluster and the event recorder, over its control-cluster
+// connection (kube/control.ts), against a real kube-apiserver.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startControlPlane, createNamespace } from '../support/index.ts';
+import { startControlPlane, createNamespace, requestOk } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
-import { KubeApi } from '../../src/controller/kubeapi.ts';
-import { Watch } from '../../src/controller/watch.ts';
-import type { WatchEvent } from '../../src/controller/watch.ts';
+import { connectControlCluster } from '../../src/kube/control.ts';
+import type { ControlClient } from '../../src/kube/control.ts';
+import { Watch } from '../../src/kube/watch.ts';
+import type { WatchEvent } from '../../src/kube/watch.ts';
 import { EventRecorder } from '../../src/controller/events.ts';
 
 let cp: TestControlPlane;
-let api: KubeApi;
+let control: ControlClient;
 
 before(async () => {
   cp = await startControlPlane();
-  api = new KubeApi(cp.admin);
+  control = await connectControlCluster(cp.admin);
   await createNamespace(cp.admin, 'argocd');
 });
 
 after(async () => {
+  await control?.close();
   await cp?.stop();
 });
 
@@ -27,9 +30,17 @@ function configMap(name: string, data: Record<string, string>) {
 }
 
 test('a field-selected watch sees only argocd-cm: add, modify, delete, and a resync', async () => {
-  await api.call('POST', '/api/v1/namespaces/argocd/configmaps', { body: configMap('other', { a: '1' }) });
-  await api.call('POST', '/api/v1/namespaces/argocd/configmaps', { body: configMap('argocd-cm', { a: '1' }) });
-  const w = new Watch(api, {
+  await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/api/v1/namespaces/argocd/configmaps',
+    body: configMap('other', { a: '1' }),
+  });
+  await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/api/v1/namespaces/argocd/configmaps',
+    body: configMap('argocd-cm', { a: '1' }),
+  });
+  const w = new Watch(control.watchTransport(), {
     path: '/api/v1/namespaces/argocd/configmaps',
     kind: 'ConfigMap',
     apiVersion: 'v1',
@@ -42,11 +53,15 @@ test('a field-selected watch sees only argocd-cm: add, modify, delete, and a res
   try {
     await w.synced;
     assert.deepEqual([...w.store.keys()], ['argocd/argocd-cm']);
-    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/argocd-cm', {
+    await requestOk(cp.admin, {
+      method: 'PATCH',
+      path: '/api/v1/namespaces/argocd/configmaps/argocd-cm',
       body: { data: { a: '2' } },
       contentType: 'application/merge-patch+json',
     });
-    await api.call('PATCH', '/api/v1/namespaces/argocd/configmaps/other', {
+    await requestOk(cp.admin, {
+      method: 'PATCH',
+      path: '/api/v1/namespaces/argocd/configmaps/other',
       body: { data: { a: '2' } },
       contentType: 'application/merge-patch+json',
     });
@@ -55,7 +70,7 @@ test('a field-selected watch sees only argocd-cm: add, modify, delete, and a res
     assert.equal((mod?.object['data'] as Record<string, string>)['a'], '2');
     assert.equal((mod?.old?.['data'] as Record<string, string>)['a'], '1');
     await until('RESYNC', () => events.some((e) => e.type === 'RESYNC'));
-    await api.call('DELETE', '/api/v1/namespaces/argocd/configmaps/argocd-cm');
+    await requestOk(cp.admin, { method: 'DELETE', path: '/api/v1/namespaces/argocd/configmaps/argocd-cm' });
     await until('DELETED', () => events.some((e) => e.type === 'DELETED'));
     assert.equal(w.store.size, 0);
     assert.ok(
@@ -74,12 +89,14 @@ test('a label-selected watch on cluster Secrets survives silence (liveness resta
     metadata: { name, namespace: 'argocd', labels },
     stringData: { name, server: `https://${name}.example` },
   });
-  await api.call('POST', '/api/v1/namespaces/argocd/secrets', {
+  await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/api/v1/namespaces/argocd/secrets',
     body: secret('c1', { 'argocd.argoproj.io/secret-type': 'cluster' }),
   });
-  await api.call('POST', '/api/v1/namespaces/argocd/secrets', { body: secret('plain', {}) });
+  await requestOk(cp.admin, { method: 'POST', path: '/api/v1/namespaces/argocd/secrets', body: secret('plain', {}) });
   const errors: string[] = [];
-  const w = new Watch(api, {
+  const w = new Watch(control.watchTransport(), {
     path: '/api/v1/namespaces/argocd/secrets',
     kind: 'Secret',
     apiVersion: 'v1',
@@ -96,7 +113,9 @@ test('a label-selected watch on cluster Secrets survives silence (liveness resta
     // Silence: no event for longer than the liveness limit restarts the watch.
     await until('a liveness restart', () => w.restarts >= 1, 10_000);
     assert.match(errors[0] ?? '', /no event for 1000 ms/);
-    await api.call('POST', '/api/v1/namespaces/argocd/secrets', {
+    await requestOk(cp.admin, {
+      method: 'POST',
+      path: '/api/v1/namespaces/argocd/secrets',
       body: secret('c2', { 'argocd.argoproj.io/secret-type': 'cluster' }),
     });
     await until('c2 in the cache', () => w.store.has('argocd/c2'));
@@ -111,7 +130,7 @@ test('a label-selected watch on cluster Secrets survives silence (liveness resta
 });
 
 test('a repeated event is aggregated into one Event with a count', async () => {
-  const rec = new EventRecorder(api);
+  const rec = new EventRecorder(control);
   const errors: Error[] = [];
   rec.onError = (e) => errors.push(e);
   const obj = {
@@ -125,10 +144,10 @@ test('a repeated event is aggregated into one Event with a count', async () => {
   await rec.record(obj, 'Warning', 'OperationFailed', 'no matching service account');
   await rec.record(obj, 'Normal', 'OperationStarted', 'started');
   assert.deepEqual(errors, []);
-  const list = (await api.call(
-    'GET',
-    '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dguestbook',
-  )) as { items: Array<{ reason: string; count: number; type: string }> };
+  const list = (await requestOk(cp.admin, {
+    method: 'GET',
+    path: '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dguestbook',
+  })) as { items: Array<{ reason: string; count: number; type: string }> };
   const byReason = Object.fromEntries(list.items.map((e) => [e.reason, e]));
   assert.equal(list.items.length, 2);
   assert.equal(byReason['OperationFailed']?.count, 2);

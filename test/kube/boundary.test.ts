@@ -104,13 +104,31 @@ test('kube/types.ts itself reaches no credential', () => {
   );
 });
 
-test('within kube/, only the factory (and the transport it builds, and the index) touch credentials', () => {
+test('within kube/, only the factory, the control-cluster client (and the transport they build, and the index) touch credentials', () => {
   const users: string[] = [];
   for (const file of tsFiles(join(root, 'src'))) {
     if (!file.startsWith(join(root, 'src/kube') + '/')) continue;
     if (specifiers(readFileSync(file, 'utf8')).some((s) => s === './credentials.ts')) users.push(relative(root, file));
   }
-  assert.deepEqual(users.sort(), ['src/kube/factory.ts', 'src/kube/index.ts', 'src/kube/transport.ts']);
+  assert.deepEqual(users.sort(), [
+    'src/kube/control.ts',
+    'src/kube/factory.ts',
+    'src/kube/index.ts',
+    'src/kube/transport.ts',
+  ]);
+});
+
+test('one way to an API server: only kube/transport.ts sends HTTP requests to one', () => {
+  // The renderer's client (renderer/) talks to the renderer, not to an API server; the local
+  // control plane (controlplane/) and the health endpoint serve, they do not call.
+  const senders: string[] = [];
+  for (const file of tsFiles(join(root, 'src'))) {
+    const where = relative(root, file);
+    if (/^src\/(renderer|controlplane|observability)\//.test(where)) continue;
+    const specs = specifiers(readFileSync(file, 'utf8'));
+    if (specs.some((s) => ['undici', 'node:http', 'node:https', 'http', 'https'].includes(s))) senders.push(where);
+  }
+  assert.deepEqual(senders, ['src/kube/transport.ts']);
 });
 
 // The credential rule (ARCHITECTURE.md): tenant content is rendered in the renderer process only.
