@@ -3,11 +3,9 @@
 // of sync, 2 on error (as `kubectl diff`).
 import os from 'node:os';
 import path from 'node:path';
-import type { AppProject, Application, KubeObject } from '../api/index.ts';
-import { applicationKey, projectName } from '../api/index.ts';
-import { resolveDestination } from '../impersonation/index.ts';
+import type { Application, KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
-import { describeIdentity, isRefusal } from '../kube/types.ts';
+import { describeIdentity } from '../kube/types.ts';
 import { projectLimits } from '../controller/limits.ts';
 import { ChildRenderer } from '../renderer/child.ts';
 import { renderInputFor } from '../renderer/request.ts';
@@ -23,7 +21,8 @@ export const DIFF_USAGE = `usage: impersync diff NAME|NAMESPACE/NAME [-n NAMESPA
 
 Compares an Application's desired state (rendered from Git) with the live objects, by server-side
 dry-run, as the identity a sync would use: the ServiceAccount its AppProject assigns, or the
-controller's own credential when impersonation is off or falls back. The first line names it.
+controller's own credential when impersonation is off or falls back. The first line names it. An
+Application the controller refuses is refused here with the controller's message, and not compared.
 
   -n, --namespace NS    the control namespace: argocd-cm, AppProjects, cluster Secrets, and the
                         Application unless NAME says NAMESPACE/NAME (default argocd)
@@ -133,31 +132,16 @@ async function compareLive(
     source: `namespace ${appNamespace}`,
   });
   if (!explained.ok) return { error: explained.error };
-  const { report: why, identity } = explained.value;
-  const app = inventory.applications
-    .map((a) => a.value)
-    .find(
-      (a) =>
-        applicationKey({ metadata: { name: a.metadata.name, namespace: a.metadata.namespace ?? opts.namespace } }) ===
-        why.application,
-    ) as Application;
-  const project: AppProject = inventory.projects
-    .map((p) => p.value)
-    .find((p) => p.metadata.name === projectName(app)) ?? { metadata: { name: 'default' }, spec: {} };
-  const destination = resolveDestination(
-    app,
-    inventory.clusters.map((c) => c.value),
-  );
-  if (!destination.ok) return { error: `${destination.field}: ${destination.error}` };
-  const cluster = destination.cluster;
+  // explain() asked the controller's admission gate: what it refuses never gets here.
+  const { report: why, identity, admission } = explained.value;
+  const { app, project, cluster } = admission;
   const warnings = [...why.warnings];
   const base = { application: why.application, decision: identity.decision, revision: '', warnings };
 
-  const client = factory.forDecision(identity, cluster);
-  if (isRefusal(client)) {
-    const refused = refusedComparison(client, []);
+  if (!admission.admitted) {
+    const refused = refusedComparison(admission.condition.message, []);
     return {
-      identityLine: `identity: none (${identity.decision}: ${client.message})`,
+      identityLine: `identity: none (${identity.decision}: ${admission.condition.message})`,
       report: {
         ...base,
         identity: 'none',
@@ -168,6 +152,7 @@ async function compareLive(
       },
     };
   }
+  const client = factory.forIdentity(cluster, admission.actsAs);
   const who = describeIdentity(client.identity);
   const how =
     identity.decision === 'impersonate'
@@ -188,9 +173,6 @@ async function compareLive(
     },
   });
 
-  const limits = projectLimits();
-  const appViolations = limits.checkApplication(project, app, cluster);
-  if (appViolations.length) return fail(appViolations.join('; '));
   let objects: KubeObject[];
   let revision = '';
   try {
@@ -204,7 +186,7 @@ async function compareLive(
   } catch (err) {
     return fail((err as Error).message);
   }
-  const violations = await limits.checkObjects(client, project, app, cluster, objects);
+  const violations = await projectLimits().checkObjects(client, project, app, cluster, objects);
   const comparison = await compare(client, objects, inventoryOf(app), {
     appName: appInstanceName(app, opts.namespace),
     namespace: app.spec.destination?.namespace ?? '',

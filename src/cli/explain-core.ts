@@ -1,12 +1,12 @@
 // The pure part of `impersync explain`: from an inventory of objects to the explanation of which
 // identity one Application syncs as (spec §3–§7, §10), or to the reason the input is unusable.
-import { applicationKey, projectName, type AppProject, type Application } from '../api/index.ts';
+// The Application goes through the controller's admission gate (controller/admission.ts), so what
+// the controller refuses is refused here too, with its message.
+import { applicationKey, type AppProject, type Application } from '../api/index.ts';
+import { admit, type Admission, type ControlState, type IdentityDecision } from '../controller/admission.ts';
 import {
-  decideIdentity,
   readImpersonationSettings,
-  resolveDestination,
   type DecisionKind,
-  type Identity,
   type ImpersonationSettings,
   type MatchedEntry,
 } from '../impersonation/index.ts';
@@ -38,7 +38,9 @@ export interface ExplainReport {
 
 export interface Explanation {
   report: ExplainReport;
-  identity: Identity;
+  /** What the admission gate said: admitted, or refused by the identity decision (deny, error). */
+  admission: Exclude<Admission, { by: 'spec' }>;
+  identity: IdentityDecision;
   settings: ImpersonationSettings;
   /** The destination cluster's name (`in-cluster` for the built-in one). */
   clusterName: string;
@@ -86,68 +88,46 @@ function selectApplication(inventory: Inventory, options: ExplainOptions): Loade
   };
 }
 
-/** Argo CD always has a `default` project; without one in the input, an empty one stands in. */
-function builtinDefaultProject(namespace: string): AppProject {
-  return { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'default', namespace }, spec: {} };
+/**
+ * The control namespace's state as the input gives it, for the admission gate: the AppProjects of
+ * the control namespace (a document without a namespace is in it), its argocd-cm, cluster Secrets.
+ */
+export function inventoryState(inventory: Inventory, namespace: string): ControlState {
+  const projects: AppProject[] = inventory.projects
+    .map((p) => p.value)
+    .filter((p) => (p.metadata.namespace ?? namespace) === namespace)
+    .map((p) => ({ ...p, metadata: { ...p.metadata, namespace } }));
+  return {
+    namespace,
+    settings: readImpersonationSettings(inventory.configMap?.value ?? inventory.configMapError),
+    clusters: inventory.clusters.map((c) => c.value),
+    clusterErrors: [],
+    projects,
+    projectErrors: new Map(),
+  };
 }
 
-function findProject(inventory: Inventory, name: string, namespace: string): AppProject | undefined {
-  const named = inventory.projects.filter((p) => p.value.metadata.name === name).map((p) => p.value);
-  return named.find((p) => (p.metadata.namespace ?? namespace) === namespace) ?? named[0];
-}
-
-/** Explains one Application's identity, or says why the input cannot be explained. */
+/** Explains one Application's identity, or says why it cannot be explained (unusable input, or refused). */
 export function explain(inventory: Inventory, options: ExplainOptions): Loaded<Explanation> {
   const selected = selectApplication(inventory, options);
   if (!selected.ok) return selected;
-  const app = selected.value.value;
+  const app: Application = selected.value.value;
   const appRef = `${describeWhere(selected.value.where)}: Application ${applicationKey(app)}`;
+  const admission = admit(inventoryState(inventory, options.namespace), app);
+  if (!admission.admitted && admission.by === 'spec')
+    return { ok: false, error: `${appRef}: ${admission.condition.message}` };
+  const { identity, settings, cluster, project } = admission;
   const warnings: string[] = [];
-
-  const projName = projectName(app);
-  let project = findProject(inventory, projName, options.namespace);
-  if (!project) {
-    if (projName !== 'default')
-      return { ok: false, error: `${appRef}: spec.project: AppProject '${projName}' not found in ${options.source}` };
-    project = builtinDefaultProject(options.namespace);
-    warnings.push(
-      `AppProject 'default' not found in ${options.source}: using Argo CD's built-in default project (no destinationServiceAccounts)`,
-    );
-  }
-  const projects = inventory.projects.map((p) => ({
-    ...p.value,
-    metadata: { ...p.value.metadata, namespace: p.value.metadata.namespace ?? options.namespace },
-  }));
-  const projectWithNs = {
-    ...project,
-    metadata: { ...project.metadata, namespace: project.metadata.namespace ?? options.namespace },
-  };
-
-  const destination = resolveDestination(
-    app,
-    inventory.clusters.map((c) => c.value),
-  );
-  if (!destination.ok) return { ok: false, error: `${appRef}: ${destination.field}: ${destination.error}` };
-
-  const settings = readImpersonationSettings(inventory.configMap?.value ?? inventory.configMapError);
   if (settings.source === 'absent') warnings.push(missingConfigMapWarning(options.source));
-
-  const identity = decideIdentity({
-    application: app,
-    project: projectWithNs,
-    projects,
-    settings,
-    resolvedServer: destination.cluster.server,
-  });
   const report: ExplainReport = {
     application: applicationKey(app),
-    project: projName,
+    project: project.metadata.name,
     destination: {
       server: app.spec.destination?.server ?? '',
       name: app.spec.destination?.name ?? '',
       namespace: app.spec.destination?.namespace ?? '',
     },
-    resolvedServer: destination.cluster.server,
+    resolvedServer: cluster.server,
     impersonation: { enabled: settings.enabled, enforced: settings.enforced },
     decision: identity.decision,
     serviceAccount: identity.serviceAccount,
@@ -155,5 +135,5 @@ export function explain(inventory: Inventory, options: ExplainOptions): Loaded<E
     message: identity.message,
     warnings: [...warnings, ...identity.warnings],
   };
-  return { ok: true, value: { report, identity, settings, clusterName: destination.cluster.name } };
+  return { ok: true, value: { report, admission, identity, settings, clusterName: cluster.name } };
 }

@@ -1,5 +1,6 @@
 // `impersync explain`: which ServiceAccount an Application syncs as, and why (spec §3–§7, §10).
-// Exit 0 whenever an explanation was produced, whatever the decision; 2 when the input is unusable.
+// Exit 0 whenever an explanation was produced, whatever the decision; 2 when the input is unusable
+// or the controller's admission gate refuses the Application before its identity is decided.
 import { listFlag, startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
 import { formatExplanation } from './explain-format.ts';
@@ -20,7 +21,11 @@ tried in order, the one that decided, and the outcome (disabled, impersonate, fa
   -n, --namespace NS    the control namespace (argocd-cm, AppProjects, cluster Secrets; default argocd)
       --kubeconfig FILE, --context NAME   the cluster to read in live mode
 
-Exit status: 0 when an explanation was produced, 2 when the input is unusable.
+The Application is admitted as the controller admits it: one the controller refuses before deciding
+its identity (its project missing or invalid under spec §8, a source or destination the project does
+not permit, a namespace its sourceNamespaces do not list) is refused here with the controller's message.
+
+Exit status: 0 when an explanation was produced, 2 when the input is unusable or the Application refused.
 `;
 
 export async function run(argv: string[], io: CommandIO): Promise<number> {

@@ -4,9 +4,11 @@
 import { parseAppProject, parseClusterSecret, parseConfigMap, ARGOCD_CM, SECRET_TYPE_LABEL } from '../api/index.ts';
 import type { AppProject, Cluster, ConfigMap } from '../api/index.ts';
 import { globMatch } from '../impersonation/glob.ts';
+import { readImpersonationSettings } from '../impersonation/settings.ts';
 import type { WatchTransport } from '../kube/watch.ts';
 import { Watch } from '../kube/watch.ts';
 import type { WatchedObject } from '../kube/watch.ts';
+import type { ControlState } from './admission.ts';
 
 export interface CacheOptions {
   /** The control namespace (argocd): projects, argocd-cm, cluster Secrets, and Applications. */
@@ -25,7 +27,7 @@ export class ControllerCache {
   readonly secrets: Watch;
   readonly namespace: string;
   private readonly appNamespaces: string[];
-  private readonly parsedProjects = new WeakMap<WatchedObject, AppProject | null>();
+  private readonly parsedProjects = new WeakMap<WatchedObject, AppProject | Error>();
 
   constructor(transport: WatchTransport, opts: CacheOptions) {
     this.namespace = opts.namespace;
@@ -116,29 +118,46 @@ export class ControllerCache {
     return [...this.apps.store.keys()].filter((k) => this.watchesNamespace(k.slice(0, k.indexOf('/'))));
   }
 
-  /** Every AppProject that parses; a broken one is reported by the reconciler that needs it. */
-  allProjects(): AppProject[] {
-    const out: AppProject[] = [];
-    for (const raw of this.projects.list()) {
+  /** Every AppProject, parsed, or the Error it does not parse with. */
+  private parsedAll(): Array<{ name: string; project: AppProject | Error }> {
+    return this.projects.list().map((raw) => {
       // Parsed once per stored object (the store replaces an object when it changes): every
       // reconcile needs all projects for global-project inheritance.
       let parsed = this.parsedProjects.get(raw);
       if (parsed === undefined) {
         try {
           parsed = parseAppProject(raw);
-        } catch {
-          parsed = null; // reported where the project is used
+        } catch (err) {
+          parsed = err as Error; // reported where the project is used
         }
         this.parsedProjects.set(raw, parsed);
       }
-      if (parsed) out.push(parsed);
-    }
-    return out;
+      return { name: raw.metadata.name, project: parsed };
+    });
   }
 
-  /** The raw AppProject in the control namespace. */
-  rawProject(name: string): WatchedObject | undefined {
-    return this.projects.get(`${this.namespace}/${name}`);
+  /** Every AppProject that parses; a broken one is reported by the reconcile that needs it. */
+  allProjects(): AppProject[] {
+    return this.parsedAll().flatMap((p) => (p.project instanceof Error ? [] : [p.project]));
+  }
+
+  /** What the admission gate reads (admission.ts): settings, cluster Secrets, AppProjects. */
+  controlState(): ControlState {
+    const projects: AppProject[] = [];
+    const projectErrors = new Map<string, string>();
+    for (const p of this.parsedAll()) {
+      if (p.project instanceof Error) projectErrors.set(p.name, p.project.message);
+      else projects.push(p.project);
+    }
+    const { clusters, errors } = this.clusters();
+    return {
+      namespace: this.namespace,
+      settings: readImpersonationSettings(this.settingsConfigMap()),
+      clusters,
+      clusterErrors: errors,
+      projects,
+      projectErrors,
+    };
   }
 
   /** argocd-cm, parsed; a ConfigMap that does not parse is an Error (settings take defaults, spec §4). */

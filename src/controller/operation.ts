@@ -16,11 +16,11 @@ import type {
   OperationState,
   SyncOperation,
 } from '../api/index.ts';
-import { isRefusal } from '../kube/types.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { identityLabel, prepare } from './context.ts';
-import type { PrepareDeps } from './context.ts';
+import { admit, identityLabel } from './admission.ts';
+import type { ControllerCache } from './cache.ts';
+import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { ControlClient } from '../kube/control.ts';
@@ -34,7 +34,9 @@ import { mergeConditions } from './status.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 
-export interface OperatorDeps extends PrepareDeps {
+export interface OperatorDeps {
+  cache: ControllerCache;
+  factory: DestinationClientFactory;
   control: ControlClient;
   ports: Ports;
   events: EventSink;
@@ -152,12 +154,11 @@ export class Operator {
     state: OperationState,
     abort: AbortController,
   ): Promise<ReconcileResult> {
-    const prepared = prepare(this.d, raw);
+    const ctx = admit(this.d.cache.controlState(), raw);
     const op: SyncOperation = state.operation.sync ?? {};
-    if (!prepared.ok) {
-      return this.complete(raw, state, { phase: 'Error', message: prepared.condition.message });
+    if (!ctx.admitted && ctx.by === 'spec') {
+      return this.complete(raw, state, { phase: 'Error', message: ctx.condition.message });
     }
-    const { ctx } = prepared;
     const log = this.d.logger.child({
       application: key,
       project: ctx.project.metadata.name,
@@ -166,17 +167,19 @@ export class Operator {
     });
     const involved = involvedApplication(ctx.app);
     this.d.metrics?.identityDecisions.inc({ outcome: ctx.identity.decision });
-    if (isRefusal(ctx.client)) {
+    if (!ctx.admitted) {
       // spec §5: deny and error end the operation in Error, nothing written to the destination.
-      log.warn(ctx.client.message);
-      await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationDenied, ctx.client.message);
-      return this.complete(raw, state, { phase: 'Error', message: ctx.client.message }, ctx.identityConditions);
+      const message = ctx.condition.message;
+      log.warn(message);
+      await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationDenied, message);
+      return this.complete(raw, state, { phase: 'Error', message }, ctx.conditions);
     }
+    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
     if (ctx.identity.decision === 'fallback') {
       log.info(ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
-    const who = identityLabel(ctx.identity);
+    const who = identityLabel(ctx.actsAs);
     if ((state.retryCount ?? 0) === 0)
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
@@ -186,7 +189,7 @@ export class Operator {
       return this.failOrRetry(raw, state, `failed to render desired manifests: ${(err as Error).message}`, 'Error');
     }
     const violations = await this.d.ports.limits.checkObjects(
-      ctx.client,
+      client,
       ctx.project,
       ctx.app,
       ctx.cluster,
@@ -194,7 +197,7 @@ export class Operator {
     );
     if (violations.length > 0) return this.complete(raw, state, { phase: 'Failed', message: violations.join('; ') });
     // The impersonated ServiceAccount must still exist: now, and again before each later wave.
-    const check = this.saCheck.guard(ctx.client, () => this.ownClient(ctx.cluster));
+    const check = this.saCheck.guard(client, () => this.ownClient(ctx.cluster));
     const checkServiceAccount =
       check &&
       (async (): Promise<string | null> => {
@@ -213,14 +216,7 @@ export class Operator {
     let outcome: SyncOutcome | undefined;
     if (!abort.signal.aborted) {
       log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
-      outcome = await this.d.ports.sync.sync(
-        ctx.client,
-        ctx.app,
-        rendered.objects,
-        op,
-        abort.signal,
-        checkServiceAccount,
-      );
+      outcome = await this.d.ports.sync.sync(client, ctx.app, rendered.objects, op, abort.signal, checkServiceAccount);
     }
     if (abort.signal.aborted && this.stopping) return this.leftRunning(key);
     if (abort.signal.aborted || !outcome) {
@@ -358,7 +354,7 @@ export class Operator {
     const finalizers = raw.metadata.finalizers ?? [];
     if (!finalizers.includes(RESOURCES_FINALIZER)) return {};
     const involved = involvedApplication(raw as never);
-    const prepared = prepare(this.d, raw);
+    const ctx = admit(this.d.cache.controlState(), raw);
     const fail = async (message: string): Promise<ReconcileResult> => {
       this.d.logger.warn({ application: key }, `deletion failed: ${message}`);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.DeletionFailed, message);
@@ -378,21 +374,22 @@ export class Operator {
       }
       return { requeueAfterMs: 10_000 };
     };
-    if (!prepared.ok) return fail(prepared.condition.message);
-    const { ctx } = prepared;
-    if (isRefusal(ctx.client)) return fail(ctx.client.message);
+    if (!ctx.admitted) return fail(ctx.condition.message);
     if (ctx.identity.decision === 'fallback') {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
-    const result = await this.d.ports.sync.deleteResources(ctx.client, ctx.app);
+    const result = await this.d.ports.sync.deleteResources(
+      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
+      ctx.app,
+    );
     if (!result.ok) return fail(result.message);
     if (result.remaining > 0) return { requeueAfterMs: 2_000 };
     await this.d.events.record(
       involved,
       'Normal',
       EVENT_REASON.ResourcesDeleted,
-      `Deleted the Application's resources as ${identityLabel(ctx.identity)}`,
+      `Deleted the Application's resources as ${identityLabel(ctx.actsAs)}`,
     );
     const rest = finalizers.filter((f) => f !== RESOURCES_FINALIZER);
     // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.

@@ -1,13 +1,15 @@
-// The refresh of one Application (Argo CD's "comparison"): prepare (context.ts) → desired
+// The refresh of one Application (Argo CD's "comparison"): admission (admission.ts) → desired
 // manifests → project limits → server-side diff as the identity → status. Starts an automated
 // sync by setting `operation` when Argo CD's rules say so; the operation worker runs it.
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
-import { isRefusal } from '../kube/types.ts';
+import type { DestinationClientFactory } from '../kube/factory.ts';
+import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { prepare, identityLabel } from './context.ts';
-import type { AppContext, PrepareDeps } from './context.ts';
+import { admit, identityLabel } from './admission.ts';
+import type { Admission } from './admission.ts';
+import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { ControlClient } from '../kube/control.ts';
@@ -18,7 +20,9 @@ import { autoSyncDecision } from './operation-policy.ts';
 import type { Ports } from './ports.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 
-export interface ReconcilerDeps extends PrepareDeps {
+export interface ReconcilerDeps {
+  cache: ControllerCache;
+  factory: DestinationClientFactory;
   control: ControlClient;
   ports: Ports;
   events: EventSink;
@@ -68,25 +72,44 @@ export class Reconciler {
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
     const now = this.now().toISOString();
-    const prepared = prepare(this.d, raw);
-    const log = this.d.logger.child({ application: key });
+    const admission = admit(this.d.cache.controlState(), raw);
+    const log = this.d.logger.child({
+      application: key,
+      ...(admission.admitted || admission.by === 'identity'
+        ? {
+            project: admission.project.metadata.name,
+            decision: admission.identity.decision,
+            serviceAccount: admission.identity.serviceAccount ?? undefined,
+          }
+        : {}),
+    });
+    if (admission.admitted || admission.by === 'identity')
+      this.d.metrics?.identityDecisions.inc({ outcome: admission.identity.decision });
     let next: ApplicationStatus;
     let result: ReconcileResult = {};
-    if (!prepared.ok) {
-      log.warn({ condition: prepared.condition.type }, prepared.condition.message);
+    if (!admission.admitted) {
+      // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
+      log.warn({ condition: admission.condition.type }, admission.condition.message);
+      const app = admission.app;
       next = {
         ...prevStatus,
-        sync: { status: 'Unknown', ...(prepared.app ? { comparedTo: comparedTo(prepared.app) } : {}) },
+        sync: { status: 'Unknown', ...(app ? { comparedTo: comparedTo(app) } : {}) },
         health: { status: 'Unknown' },
         reconciledAt: now,
         conditions: mergeConditions(
           prevStatus?.conditions,
-          [prepared.condition, ...carriedConditions(prevStatus)],
+          [
+            admission.condition,
+            ...(admission.by === 'identity' ? admission.conditions : []),
+            ...carriedConditions(prevStatus),
+          ],
           now,
         ),
       };
     } else {
-      const out = await this.compare(prepared.ctx, prevStatus, refreshKind === 'hard', now);
+      if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
+      const client = this.d.factory.forIdentity(admission.cluster, admission.actsAs);
+      const out = await this.compare(admission, client, log, prevStatus, refreshKind === 'hard', now);
       next = out.status;
       result = out.result;
     }
@@ -130,38 +153,21 @@ export class Reconciler {
   }
 
   private async compare(
-    ctx: AppContext,
+    ctx: Extract<Admission, { admitted: true }>,
+    client: DestinationClient,
+    log: Logger,
     prev: ApplicationStatus | undefined,
     hard: boolean,
     now: string,
   ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
-    const { app, identity } = ctx;
-    const key = `${app.metadata.namespace}/${app.metadata.name}`;
-    const log = this.d.logger.child({
-      application: key,
-      project: ctx.project.metadata.name,
-      decision: identity.decision,
-      serviceAccount: identity.serviceAccount ?? undefined,
-    });
-    this.d.metrics?.identityDecisions.inc({ outcome: identity.decision });
-    if (identity.decision === 'fallback') log.info(identity.message);
+    const { app } = ctx;
     const base: ApplicationStatus = { ...prev, reconciledAt: now };
-    const conds: AppCondition[] = [...ctx.identityConditions];
+    const conds: AppCondition[] = [...ctx.conditions];
     const finish = (status: Partial<ApplicationStatus>, extra: AppCondition[] = []): ApplicationStatus => ({
       ...base,
       ...status,
       conditions: mergeConditions(prev?.conditions, [...extra, ...conds, ...carriedConditions(prev)], now),
     });
-    if (isRefusal(ctx.client)) {
-      // spec §5: the diff applies the same table; no diff is reported as Synced.
-      log.warn(ctx.client.message);
-      return {
-        status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: { status: 'Unknown' } }, [
-          { type: CONDITION.ComparisonError, message: ctx.client.message },
-        ]),
-        result: {},
-      };
-    }
     let rendered;
     try {
       rendered = await this.d.ports.render.render(app, { hard });
@@ -176,14 +182,8 @@ export class Reconciler {
         result: {},
       };
     }
-    const violations = await this.d.ports.limits.checkObjects(
-      ctx.client,
-      ctx.project,
-      app,
-      ctx.cluster,
-      rendered.objects,
-    );
-    const cmp = await this.d.ports.compare.compare(ctx.client, app, rendered.objects);
+    const violations = await this.d.ports.limits.checkObjects(client, ctx.project, app, ctx.cluster, rendered.objects);
+    const cmp = await this.d.ports.compare.compare(client, app, rendered.objects);
     const errs: AppCondition[] = [...violations, ...cmp.errors].map((message) => ({
       type: CONDITION.ComparisonError,
       message,
@@ -215,7 +215,7 @@ export class Reconciler {
         this.now().getTime(),
       );
       if (decision.sync) {
-        log.info({ revision: rendered.revision, identity: identityLabel(identity) }, 'starting automated sync');
+        log.info({ revision: rendered.revision, identity: identityLabel(ctx.actsAs) }, 'starting automated sync');
         // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
         result.startOperation = decision.operation;
         result.operation = true;

@@ -1,9 +1,9 @@
-// The one place that holds the controller's credential and turns an identity decision into a
-// DestinationClient (ARCHITECTURE.md, the identity rule; spec §5). Clients are cached per
-// (cluster, identity); connection pools per cluster credential; discovery per cluster.
+// The one place that holds the controller's credential for destinations and turns the identity an
+// admitted Application acts as (controller/admission.ts, spec §5) into a DestinationClient
+// (ARCHITECTURE.md, the identity rule). Clients are cached per (cluster, identity); connection
+// pools per cluster credential; discovery per cluster.
 import { createHash } from 'node:crypto';
 import type { Cluster, KubeObject } from '../api/index.ts';
-import { IN_CLUSTER } from '../api/index.ts';
 import { KubeDestinationClient } from './client.ts';
 import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
@@ -11,43 +11,7 @@ import { DiscoveryCache } from './discovery.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
 import { Transport } from './transport.ts';
 import type { ResponseHook } from './transport.ts';
-import type { ClientRefusal, DestinationClient, Identity } from './types.ts';
-
-/**
- * What the identity decision (src/impersonation/) says, as far as building a client needs it:
- * `impersonate` names the ServiceAccount user; `disabled` and `fallback` use the controller's own
- * credential; `deny` and `error` build nothing and carry the spec §5 message.
- */
-export interface IdentityDecisionLike {
-  decision: 'disabled' | 'impersonate' | 'fallback' | 'deny' | 'error';
-  serviceAccount?: string | null | undefined;
-  message?: string | undefined;
-}
-
-/** The identity a decision asks for, or the refusal that stands in for a client. */
-export function identityFor(decision: IdentityDecisionLike): Identity | ClientRefusal {
-  switch (decision.decision) {
-    case 'impersonate':
-      if (!decision.serviceAccount) {
-        return {
-          refused: true,
-          decision: 'error',
-          message: 'failed to derive service account to impersonate: the decision named no ServiceAccount',
-        };
-      }
-      return { impersonate: decision.serviceAccount };
-    case 'disabled':
-    case 'fallback':
-      return { controller: true };
-    case 'deny':
-    case 'error':
-      return {
-        refused: true,
-        decision: decision.decision,
-        message: decision.message ?? `identity decision: ${decision.decision}`,
-      };
-  }
-}
+import type { DestinationClient, Identity } from './types.ts';
 
 function fingerprint(cred: Credential, cluster: Cluster): string {
   const h = createHash('sha256');
@@ -145,18 +109,6 @@ export class DestinationClientFactory {
     let n = 0;
     for (const c of this.#clients.values()) n += c.liveWatchCount;
     return n;
-  }
-
-  /** spec §5: impersonate, fall back to the controller, or refuse with the decision's message. */
-  forDecision(decision: IdentityDecisionLike, cluster: Cluster): DestinationClient | ClientRefusal {
-    const identity = identityFor(decision);
-    if ('refused' in identity) return identity;
-    return this.forIdentity(cluster, identity);
-  }
-
-  /** The controller's own client on its own cluster: for reading Applications, projects, settings. */
-  controllerClient(): DestinationClient {
-    return this.forIdentity(IN_CLUSTER, { controller: true });
   }
 
   async close(): Promise<void> {

@@ -1,8 +1,7 @@
 // Talking to API servers. The controller and the CLI import from here; sync/ and source/ import
 // only `./types.ts` (types), never the factory or credentials (ARCHITECTURE.md, the identity rule).
 export * from './types.ts';
-export { DestinationClientFactory, identityFor } from './factory.ts';
-export type { IdentityDecisionLike } from './factory.ts';
+export { DestinationClientFactory } from './factory.ts';
 export {
   CredentialError,
   credentialForCluster,

@@ -108,17 +108,3 @@ export interface DestinationClient {
   /** `deleted` when the server accepted the delete, `absent` when there was nothing to delete. */
   delete(ref: ObjectRef, opts?: DeleteOptions): Promise<KubeResult<'deleted' | 'absent'>>;
 }
-
-/**
- * Why no client was built (spec §5): the identity decision denied the Application or failed.
- * `message` is the spec's message verbatim; it becomes the operation or condition message.
- */
-export interface ClientRefusal {
-  readonly refused: true;
-  readonly decision: 'deny' | 'error';
-  readonly message: string;
-}
-
-export function isRefusal(x: DestinationClient | ClientRefusal): x is ClientRefusal {
-  return (x as ClientRefusal).refused === true;
-}

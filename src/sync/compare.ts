@@ -3,7 +3,7 @@
 // the inventory holds and Git no longer does are OutOfSync and require pruning.
 import type { HealthStatus, KubeObject, ResourceRef, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
-import type { ClientRefusal, DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
+import type { DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { isHook, isSkipped } from './annotations.ts';
 import { toYaml, unifiedDiff } from './differ.ts';
@@ -216,7 +216,7 @@ export async function compare(
  * spec §5: when the identity decision denies or fails, the comparison fails with its message and
  * nothing is Synced; the desired objects are listed as Unknown so the user still sees what they are.
  */
-export function refusedComparison(refusal: ClientRefusal, desired: readonly KubeObject[]): ComparisonResult {
+export function refusedComparison(message: string, desired: readonly KubeObject[]): ComparisonResult {
   const managed = desired.filter((o) => !isHook(o) && !isSkipped(o));
   const resources: ResourceComparison[] = managed.map((o) => ({
     ...coordinates(o),
@@ -224,14 +224,14 @@ export function refusedComparison(refusal: ClientRefusal, desired: readonly Kube
     health: null,
     diff: '',
     requiresPruning: false,
-    message: refusal.message,
+    message: message,
   }));
   return {
     identity: 'none',
     syncStatus: 'Unknown',
-    health: { status: 'Unknown', message: refusal.message },
+    health: { status: 'Unknown', message: message },
     resources,
-    errors: [refusal.message],
+    errors: [message],
     warnings: [],
   };
 }

@@ -14,7 +14,7 @@
 //     holds Argo CD's "Failed to compare desired state to live state: ..." messages), else
 //     OutOfSync when any object is, else Synced. `health` aggregates resource health the way
 //     Argo CD does. `identity` names who compared. Never throws for API errors.
-// - `refusedComparison(refusal, desired)`: spec §5's deny/error as a comparison: Unknown, the
+// - `refusedComparison(message, desired)`: spec §5's deny/error as a comparison: Unknown, the
 //     decision's message as the only error, nothing Synced.
 // - `sync(client, desired, inventory, {appName, namespace, revision?, prune?, dryRun?,
 //     syncOptions?, resources?, fieldValidation?, waitTimeoutMs?, pollIntervalMs?, signal?,
@@ -29,7 +29,6 @@
 //     "successfully synced (all tasks run)", "one or more objects failed to apply, reason: ...".
 //     Every object applied carries `argocd.argoproj.io/tracking-id`. No retries: a 403 fails its
 //     object with the API server's message and ends the sync after that wave.
-// - `refusedSync(refusal)`: spec §5's deny/error as an operation: phase Error, the exact message.
 // - `resourceHealth(obj)` / `aggregateHealth(...)`: Argo CD's health checks.
 // - `formatTrackingId`, `parseTrackingId`, `appInstanceName`, `trackingIdFor`: tracking ids.
 // - `parseSyncOptions(list)`: the sync options this engine understands (and those it ignores).
@@ -37,7 +36,7 @@
 // sync/ imports nothing from kube/ but its types (kube/types.ts): it cannot reach a credential.
 export { compare, compareResources, refusedComparison } from './compare.ts';
 export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparison } from './compare.ts';
-export { sync, refusedSync } from './sync.ts';
+export { sync } from './sync.ts';
 export type { SyncOptions, SyncResult } from './sync.ts';
 export { resourceHealth, aggregateHealth, isWorse, HEALTH_ORDER } from './health.ts';
 export {

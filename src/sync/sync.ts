@@ -4,7 +4,7 @@
 // DestinationClient it is given (ARCHITECTURE.md, the identity rule).
 import type { CompletedPhase, KubeObject, ResourceRef, ResourceResult, SyncPhase } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
-import type { ClientRefusal, DestinationClient } from '../kube/types.ts';
+import type { DestinationClient } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare.ts';
@@ -107,11 +107,6 @@ function failureMessage(what: string, tasks: readonly SyncTask[]): string {
     ),
   ];
   return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
-}
-
-/** spec §5: a denied or failed identity decision ends the sync before anything is sent. */
-export function refusedSync(refusal: ClientRefusal): SyncResult {
-  return { phase: 'Error', message: refusal.message, identity: 'none', resources: [] };
 }
 
 export async function sync(

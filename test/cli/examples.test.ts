@@ -4,7 +4,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { run } from '../../src/cli/explain.ts';
-import { repoFile, runCommand } from './helpers.ts';
+import { repoFile, runCommand, writeFiles } from './helpers.ts';
 
 const CM = repoFile('examples/argocd-cm.yaml');
 
@@ -75,7 +75,6 @@ const cases: {
     decision: 'impersonate',
     serviceAccount: 'system:serviceaccount:guestbook-prod:guestbook-prod-deployer',
   },
-  { file: '07-no-destination-namespace.yaml', decision: 'deny', serviceAccount: null },
   {
     file: '08-no-destination-namespace-matching.yaml',
     app: 'argocd/guestbook',
@@ -107,12 +106,31 @@ describe("examples/: the design document's cases give their documented outcome",
     });
   }
 
-  test("07: the deny message is spec §5's, with the raw (empty) destination namespace", async () => {
-    const r = await explainJson('07-no-destination-namespace.yaml');
+  test("07: refused as the controller refuses it, before any ServiceAccount is looked for: the project's destinations do not allow the empty namespace (spec §9)", async () => {
+    const r = await runCommand(run, ['-f', CM, '-f', repoFile('examples/07-no-destination-namespace.yaml')]);
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /Application argocd\/guestbook: application destination server 'https:\/\/kubernetes\.default\.svc' and namespace '' do not match any of the allowed destinations in project 'my-project'/,
+    );
+    assert.ok(readFileSync(repoFile('examples/07-no-destination-namespace.yaml'), 'utf8').includes("and namespace ''"));
+  });
+
+  test("07: with destinations that allow it, the deny message is spec §5's, with the raw (empty) destination namespace", async () => {
+    const text = readFileSync(repoFile('examples/07-no-destination-namespace.yaml'), 'utf8').replace(
+      / {2}destinations:\n( {4}.*\n)+/,
+      "  destinations: [{server: '*', namespace: '*'}]\n",
+    );
+    const [file] = Object.values(writeFiles({ '07-widened.yaml': text }));
+    const r = await runCommand(run, ['-f', CM, '-f', file!, '-o', 'json']);
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { decision: string; message: string };
+    assert.equal(out.decision, 'deny');
     assert.equal(
-      r.message,
+      out.message,
       'no matching service account found for destination server https://kubernetes.default.svc and namespace ',
     );
+    assert.ok(text.includes(`-> deny: ${out.message}`), 'the comment of 07 states the decision');
   });
 
   test('06: the first match wins: guestbook-prod is decided by entry 0, guestbook-dev by entry 1, myns by entry 2', async () => {

@@ -20,6 +20,21 @@ function files(extra: Record<string, string> = {}) {
   });
 }
 
+/**
+ * A project inheriting `entries` from a global project: spec §8 validates a project's own entries
+ * (the controller refuses an invalid one before deciding), so an invalid pattern reaches the
+ * identity decision (outcome error) only from a global project (spec §7).
+ */
+function inheriting(entries: string) {
+  return files({
+    'cm.yaml':
+      ENABLED_CM +
+      '  globalProjects: |\n    - projectName: shared\n      labelSelector: {matchLabels: {tenant: "true"}}\n',
+    'project.yaml':
+      projectYaml('my-project', '[]', ', labels: {tenant: "true"}') + '---\n' + projectYaml('shared', entries),
+  });
+}
+
 const json = async (argv: string[], stdin?: string) => {
   const r = await runCommand(run, [...argv, '-o', 'json'], stdin);
   assert.equal(r.code, 0, r.stderr);
@@ -94,12 +109,7 @@ describe('explain -o json', () => {
   });
 
   test("error carries spec §5's operation message", async () => {
-    const f = files({
-      'project.yaml': projectYaml(
-        'my-project',
-        `\n    - {server: '[', namespace: guestbook, defaultServiceAccount: x}`,
-      ),
-    });
+    const f = inheriting(`\n    - {server: '[', namespace: guestbook, defaultServiceAccount: x}`);
     const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
     assert.equal(out.decision, 'error');
     assert.equal(
@@ -179,6 +189,10 @@ stringData: {name: remote-cluster, server: 'https://remote:6443'}
         appYaml('a', `{server: '${IN}', namespace: guestbook}`) +
         '---\n' +
         appYaml('b', `{server: '${IN}', namespace: guestbook-b}`, 'my-project', 'team'),
+      'project.yaml': projectYaml('my-project', ENTRIES).replace(
+        "sourceRepos: ['*']",
+        "sourceRepos: ['*']\n  sourceNamespaces: [team]",
+      ),
     });
     const base = ['-f', f['cm.yaml']!, '-f', f['apps.yaml']!, '-f', f['project.yaml']!];
     assert.equal(
@@ -191,6 +205,8 @@ stringData: {name: remote-cluster, server: 'https://remote:6443'}
         'apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bare}\nspec: {project: my-project, destination: {server: "' +
         IN +
         '"}}\n',
+      // The controller reads projects of its own namespace only: this one, too, has none written.
+      'project.yaml': projectYaml('my-project', ENTRIES).replace('namespace: argocd}', '}'),
     });
     const out = await json([
       '-f',
@@ -205,12 +221,32 @@ stringData: {name: remote-cluster, server: 'https://remote:6443'}
     assert.equal(out.application, 'tenant-cd/bare');
   });
 
-  test('the project "default" may be left out: Argo CD always has one, with no entries', async () => {
+  test('the project "default" left out is refused as the controller refuses it: no built-in one stands in', async () => {
     const f = files({ 'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: guestbook}`, '""') });
-    const out = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!]);
-    assert.equal(out.project, 'default');
-    assert.equal(out.decision, 'deny');
-    assert.match((out.warnings as string[])[0]!, /AppProject 'default' not found/);
+    assert.match(
+      await unusable(['-f', f['cm.yaml']!, '-f', f['app.yaml']!]),
+      /Application argocd\/guestbook: Application referencing project default which does not exist$/,
+    );
+  });
+
+  test("what the controller refuses before deciding is refused with the controller's message (spec §8, §9, sourceNamespaces)", async () => {
+    const invalid = files({
+      'project.yaml': projectYaml(
+        'my-project',
+        ENTRIES + `\n    - {server: '!x', namespace: '*', defaultServiceAccount: other}`,
+      ),
+    });
+    assert.match(
+      await unusable(['-f', invalid['cm.yaml']!, '-f', invalid['app.yaml']!, '-f', invalid['project.yaml']!]),
+      /: AppProject my-project: spec\.destinationServiceAccounts\[2\]\.server: server has an invalid format, '!x'$/,
+    );
+    const elsewhere = files({
+      'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: guestbook}`, 'my-project', 'team'),
+    });
+    assert.match(
+      await unusable(['-f', elsewhere['cm.yaml']!, '-f', elsewhere['app.yaml']!, '-f', elsewhere['project.yaml']!]),
+      /application 'guestbook' in namespace 'team' is not permitted to use project 'my-project' \(spec\.sourceNamespaces\)$/,
+    );
   });
 });
 
@@ -246,12 +282,7 @@ describe('explain -o text', () => {
   });
 
   test('names the invalid pattern and the error outcome', async () => {
-    const f = files({
-      'project.yaml': projectYaml(
-        'my-project',
-        `\n    - {server: '${IN}', namespace: '[z-a]', defaultServiceAccount: x}`,
-      ),
-    });
+    const f = inheriting(`\n    - {server: '${IN}', namespace: '[z-a]', defaultServiceAccount: x}`);
     const r = await runCommand(run, [
       '-f',
       f['cm.yaml']!,
@@ -321,7 +352,7 @@ describe('explain: unusable input exits 2 with one stderr line naming file, docu
     const f = files();
     assert.match(
       await unusable(['-f', f['app.yaml']!]),
-      /app\.yaml: document 1: Application argocd\/guestbook: spec\.project: AppProject 'my-project' not found in /,
+      /app\.yaml: document 1: Application argocd\/guestbook: Application referencing project my-project which does not exist$/,
     );
   });
 

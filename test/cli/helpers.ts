@@ -70,6 +70,7 @@ kind: AppProject
 metadata: {name: ${name}, namespace: argocd${extra}}
 spec:
   sourceRepos: ['*']
+  destinations: [{server: '*', namespace: '*'}]
   destinationServiceAccounts: ${entries}
 `;
 }

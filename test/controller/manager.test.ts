@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { appChangeNeedsRefresh, hasOperationWork, Manager } from '../../src/controller/manager.ts';
 import type { ReconcileResult } from '../../src/controller/manager.ts';
 import type { ControllerCache } from '../../src/controller/cache.ts';
-import { identityConditions } from '../../src/controller/context.ts';
 import type { WatchedObject, WatchEvent } from '../../src/kube/watch.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 
@@ -220,38 +219,4 @@ test('operation work: an operation, a Running state to resume, or a deletion', (
   assert.equal(hasOperationWork({ ...base, status: { operationState: { phase: 'Running' } } }), true);
   assert.equal(hasOperationWork({ ...base, status: { operationState: { phase: 'Succeeded' } } }), false);
   assert.equal(hasOperationWork({ ...base, metadata: { ...base.metadata, deletionTimestamp: 'now' } }), true);
-});
-
-test('the identity condition names the decision and the ServiceAccount; warnings become their own condition', () => {
-  const common = { trace: [], entries: [], globalProjects: [] };
-  const impersonate = identityConditions({
-    ...common,
-    decision: 'impersonate',
-    serviceAccount: 'system:serviceaccount:g:sa',
-    matched: { index: 1, server: '*', namespace: 'g', defaultServiceAccount: 'sa', fromProject: 'p' },
-    message: '',
-    warnings: [],
-  });
-  assert.deepEqual(impersonate, [
-    {
-      type: 'ImpersonationInfo',
-      message:
-        "comparison and sync run as system:serviceaccount:g:sa (destinationServiceAccounts[1] of AppProject 'p': server '*', namespace 'g')",
-    },
-  ]);
-  const deny = identityConditions({
-    ...common,
-    decision: 'deny',
-    serviceAccount: null,
-    matched: null,
-    message: 'no matching service account found for destination server s and namespace n',
-    warnings: ['w1', 'w2'],
-  });
-  assert.deepEqual(deny, [
-    {
-      type: 'ImpersonationInfo',
-      message: 'refused: no matching service account found for destination server s and namespace n',
-    },
-    { type: 'ImpersonationWarning', message: 'w1; w2' },
-  ]);
 });

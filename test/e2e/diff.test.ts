@@ -11,7 +11,6 @@ import { IN_CLUSTER } from '../../src/api/index.ts';
 import { run } from '../../src/cli/diff.ts';
 import type { CommandIO } from '../../src/cli/io.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
-import { isRefusal } from '../../src/kube/types.ts';
 import { sync } from '../../src/sync/index.ts';
 import { TestRepo } from '../support/git.ts';
 import type { TestControlPlane } from '../support/index.ts';
@@ -141,8 +140,7 @@ test('out of sync: the first line names the ServiceAccount, the diff shows what 
 test('in sync after a sync as the ServiceAccount: exit 0; -o json carries the identity and every resource', async () => {
   const factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
   try {
-    const client = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser }, IN_CLUSTER);
-    assert.ok(!isRefusal(client));
+    const client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
     const result = await sync(
       client,
       [
@@ -216,6 +214,40 @@ test('no matching ServiceAccount with enforcement on: no comparison at all, the 
   };
   assert.deepEqual([json.identity, json.syncStatus], ['none', 'Unknown']);
   // Nothing was sent to the destination on the Application's behalf.
+  const since = (await cp.readAudit()).slice(before);
+  assert.deepEqual(
+    since.filter((a) => a.impersonatedUser !== undefined || a.dryRun),
+    [],
+  );
+});
+
+test('an Application the controller refuses (its AppProject fails spec §8) is refused by diff too: no diff, exit 2', async () => {
+  // The first entry would decide (impersonate guestbook:deployer); the second is invalid (rule 1),
+  // so the controller refuses the Application with InvalidSpecError and never compares it.
+  await applyRaw(cp.admin, {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'AppProject',
+    metadata: { name: 'invalid', namespace: 'argocd' },
+    spec: {
+      sourceRepos: ['*'],
+      destinations: [{ server: '*', namespace: '*' }],
+      destinationServiceAccounts: [
+        { server: 'https://kubernetes.default.svc', namespace: 'guestbook', defaultServiceAccount: 'deployer' },
+        { server: '!https://other.example', namespace: '*', defaultServiceAccount: 'other' },
+      ],
+    },
+  });
+  const refused = application('refused', 'guestbook');
+  await applyRaw(cp.admin, { ...refused, spec: { ...refused.spec, project: 'invalid' } });
+  const before = (await cp.readAudit()).length;
+  const r = await diff('refused');
+  assert.equal(r.code, 2, r.out);
+  assert.equal(r.out, '');
+  // The controller's InvalidSpecError message, on one stderr line.
+  assert.match(
+    r.err,
+    /^impersync diff: .*Application argocd\/refused: AppProject invalid: spec\.destinationServiceAccounts\[1\]\.server: server has an invalid format, '!https:\/\/other\.example'\n$/,
+  );
   const since = (await cp.readAudit()).slice(before);
   assert.deepEqual(
     since.filter((a) => a.impersonatedUser !== undefined || a.dryRun),

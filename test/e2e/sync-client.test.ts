@@ -9,7 +9,6 @@ import type { Cluster } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
 import type { DestinationClient } from '../../src/kube/types.ts';
-import { isRefusal } from '../../src/kube/types.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
   applyRaw,
@@ -55,9 +54,7 @@ before(async () => {
     serviceAccounts: [{ namespace: ns, name: 'deployer' }],
   });
   factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
-  const client = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser, message: '' }, IN_CLUSTER);
-  assert.ok(!isRefusal(client));
-  asSA = client;
+  asSA = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
 });
 
 after(async () => {
@@ -199,22 +196,15 @@ test('discovery sees a CRD created after the first lookup of its group', async (
   assert.equal(byGroup.ok && byGroup.value.apiVersion, 'example.com/v1');
 });
 
-test("the factory hands out one client per (cluster, identity) and refuses deny/error with the decision's message", () => {
-  const again = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser }, IN_CLUSTER);
+test('the factory hands out one client per (cluster, identity)', () => {
+  // Which identity a decision asks for (and that deny and error build none) is the admission
+  // gate's (test/controller/admission.test.ts): the factory only builds what it is asked for.
+  const again = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
   assert.equal(again, asSA);
-  const own = factory.forDecision({ decision: 'disabled', serviceAccount: null }, IN_CLUSTER);
-  assert.ok(!isRefusal(own));
+  const own = factory.forIdentity(IN_CLUSTER, { controller: true });
   assert.deepEqual(own.identity, { controller: true });
-  assert.equal(
-    factory.forDecision({ decision: 'fallback', serviceAccount: null, message: 'falling back' }, IN_CLUSTER),
-    own,
-  );
-  const message = `no matching service account found for destination server ${IN_CLUSTER.server} and namespace ${ns}`;
-  assert.deepEqual(factory.forDecision({ decision: 'deny', serviceAccount: null, message }, IN_CLUSTER), {
-    refused: true,
-    decision: 'deny',
-    message,
-  });
+  assert.equal(factory.forIdentity(IN_CLUSTER, { controller: true }), own);
+  assert.notEqual(own, asSA);
 });
 
 test("a remote cluster is reached with its Secret's credential plus the impersonation header", async () => {
@@ -241,11 +231,7 @@ test("a remote cluster is reached with its Secret's credential plus the imperson
         tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') },
       },
     };
-    const client = factory.forDecision(
-      { decision: 'impersonate', serviceAccount: 'system:serviceaccount:far:deployer' },
-      cluster,
-    );
-    assert.ok(!isRefusal(client));
+    const client = factory.forIdentity(cluster, { impersonate: 'system:serviceaccount:far:deployer' });
     const res = await client.apply({
       apiVersion: 'v1',
       kind: 'ConfigMap',

@@ -8,7 +8,6 @@ import type { KubeObject } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
 import type { DestinationClient } from '../../src/kube/types.ts';
-import { isRefusal } from '../../src/kube/types.ts';
 import type { ComparisonResult, InventoryEntry, SyncOptions } from '../../src/sync/index.ts';
 import { compare, sync } from '../../src/sync/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
@@ -135,9 +134,7 @@ before(async () => {
   // Pods need the namespace's default ServiceAccount, which kube-controller-manager creates.
   await waitFor('the default ServiceAccount', () => live('ServiceAccount', 'default'));
   factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
-  const c = factory.forDecision({ decision: 'impersonate', serviceAccount: saUser, message: '' }, IN_CLUSTER);
-  assert.ok(!isRefusal(c));
-  client = c;
+  client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
 });
 
 after(async () => {

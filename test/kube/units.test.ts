@@ -5,7 +5,6 @@ import type { Cluster } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { CredentialError, credentialForCluster, credentialFromKubeConfig } from '../../src/kube/credentials.ts';
 import { errorFromException, errorFromResponse, parseWarnings } from '../../src/kube/errors.ts';
-import { identityFor } from '../../src/kube/factory.ts';
 import { describeIdentity } from '../../src/kube/types.ts';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -51,31 +50,7 @@ test('Warning headers are read as the texts they quote', () => {
   assert.deepEqual(parseWarnings(undefined), []);
 });
 
-test('an identity decision becomes an identity or a refusal with its message (spec §5)', () => {
-  assert.deepEqual(
-    identityFor({ decision: 'impersonate', serviceAccount: 'system:serviceaccount:team:deployer', message: '' }),
-    { impersonate: 'system:serviceaccount:team:deployer' },
-  );
-  assert.deepEqual(identityFor({ decision: 'disabled', serviceAccount: null }), { controller: true });
-  assert.deepEqual(
-    identityFor({ decision: 'fallback', serviceAccount: null, message: 'no matching ... falling back' }),
-    { controller: true },
-  );
-  const deny =
-    'no matching service account found for destination server https://kubernetes.default.svc and namespace team';
-  assert.deepEqual(identityFor({ decision: 'deny', serviceAccount: null, message: deny }), {
-    refused: true,
-    decision: 'deny',
-    message: deny,
-  });
-  assert.deepEqual(
-    identityFor({
-      decision: 'error',
-      serviceAccount: null,
-      message: 'failed to derive service account to impersonate: x',
-    }),
-    { refused: true, decision: 'error', message: 'failed to derive service account to impersonate: x' },
-  );
+test('who a client acts as reads as the ServiceAccount user or the controller’s own credential', () => {
   assert.equal(describeIdentity({ impersonate: 'system:serviceaccount:a:b' }), 'system:serviceaccount:a:b');
   assert.equal(describeIdentity({ controller: true }), "controller's own credential");
 });

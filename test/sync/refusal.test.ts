@@ -1,17 +1,13 @@
-// spec §5: a denied or failed identity decision is a failed comparison and an errored sync with
-// the decision's exact message, and nothing is reported as Synced.
+// spec §5: a denied or failed identity decision is a failed comparison with the decision's exact
+// message, and nothing is reported as Synced (the errored sync is the operation's: admission.ts
+// refuses, test/controller/operation-machine.test.ts ends it).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../src/api/index.ts';
-import type { ClientRefusal } from '../../src/kube/types.ts';
-import { refusedComparison, refusedSync } from '../../src/sync/index.ts';
+import { refusedComparison } from '../../src/sync/index.ts';
 
-const deny: ClientRefusal = {
-  refused: true,
-  decision: 'deny',
-  message:
-    'no matching service account found for destination server https://kubernetes.default.svc and namespace guestbook',
-};
+const deny =
+  'no matching service account found for destination server https://kubernetes.default.svc and namespace guestbook';
 const desired: KubeObject[] = [
   { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'guestbook' } },
   {
@@ -24,19 +20,10 @@ const desired: KubeObject[] = [
 test('a refused comparison is Unknown with the exact message, every resource Unknown, hooks left out', () => {
   const c = refusedComparison(deny, desired);
   assert.equal(c.syncStatus, 'Unknown');
-  assert.deepEqual(c.errors, [deny.message]);
+  assert.deepEqual(c.errors, [deny]);
   assert.deepEqual(
     c.resources.map((r) => [r.kind, r.status, r.message]),
-    [['ConfigMap', 'Unknown', deny.message]],
+    [['ConfigMap', 'Unknown', deny]],
   );
   assert.ok(!c.resources.some((r) => r.status === 'Synced'));
-});
-
-test('a refused sync is phase Error with the exact message and no resource results', () => {
-  const error: ClientRefusal = {
-    refused: true,
-    decision: 'error',
-    message: "failed to derive service account to impersonate: default service account contains invalid chars 'a*b'",
-  };
-  assert.deepEqual(refusedSync(error), { phase: 'Error', message: error.message, identity: 'none', resources: [] });
 });

@@ -1,0 +1,185 @@
+// The admission gate: whether an Application may be compared and synced, and as whom. One pure
+// function from the control namespace's state (argocd-cm's settings, the cluster Secrets, the
+// AppProjects) and an Application to the admitted context, or to the condition that refuses it.
+// The controller asks it from its caches, `impersync explain` and `impersync diff` from files or a
+// live read, so the three refuse exactly the same Applications with the same messages.
+//
+// In order, as a refusal names the first problem: the Application parses; its destination resolves
+// (spec §6); its project exists and parses; the project admits the Application's namespace
+// (sourceNamespaces); the project's destinationServiceAccounts are valid (spec §8); the project
+// permits its source and destination (spec §9); the identity decision (spec §3–§7) neither denies
+// nor fails. The last is the one decision of the identity rule (ARCHITECTURE.md): an admitted
+// context says whom the destination client acts as, and nothing else decides it.
+import { CONDITION, parseApplication, projectName } from '../api/index.ts';
+import type { AppCondition, AppProject, Application, Cluster } from '../api/index.ts';
+import { decideIdentity, globMatch, resolveDestination, validateProject } from '../impersonation/index.ts';
+import type { Identity as ImpersonationIdentity, ImpersonationSettings } from '../impersonation/index.ts';
+import type { Identity } from '../kube/types.ts';
+import { checkApplicationLimits, describeViolation } from '../project/index.ts';
+
+/** The identity decision of spec §5 for one Application, with its trace, entries and warnings. */
+export type IdentityDecision = ImpersonationIdentity;
+
+/** What the control namespace holds, as far as admission needs it. */
+export interface ControlState {
+  /** The control namespace: its Applications need no sourceNamespaces entry. */
+  namespace: string;
+  settings: ImpersonationSettings;
+  /** The cluster Secrets that parse. */
+  clusters: readonly Cluster[];
+  /** Why the others do not (named when a destination is not found). */
+  clusterErrors: readonly string[];
+  /** The AppProjects of the control namespace that parse (global projects are among them). */
+  projects: readonly AppProject[];
+  /** Project name → why that AppProject does not parse. */
+  projectErrors: ReadonlyMap<string, string>;
+}
+
+/** An Application whose project, destination and identity decision are known. */
+export interface Decided {
+  app: Application;
+  project: AppProject;
+  /** The destination cluster (spec §6). */
+  cluster: Cluster;
+  settings: ImpersonationSettings;
+  identity: IdentityDecision;
+  /** The ImpersonationInfo and ImpersonationWarning conditions of this decision (spec §10). */
+  conditions: AppCondition[];
+}
+
+export type Admission =
+  /** Compare and sync as `actsAs`. */
+  | (Decided & { admitted: true; actsAs: Identity })
+  /** spec §5: the identity decision denied or failed; nothing may touch the destination. */
+  | (Decided & { admitted: false; by: 'identity'; condition: AppCondition })
+  /** The Application, its destination or its project is not usable (InvalidSpecError). */
+  | {
+      admitted: false;
+      by: 'spec';
+      app: Application | undefined;
+      settings: ImpersonationSettings;
+      condition: AppCondition;
+    };
+
+/** "system:serviceaccount:ns:sa" or "the controller's own credential", for messages. */
+export function identityLabel(actsAs: Identity): string {
+  return 'impersonate' in actsAs ? actsAs.impersonate : "the controller's own credential";
+}
+
+/** The identity conditions (spec §10): the decision and the ServiceAccount used for the comparison. */
+export function identityConditions(identity: IdentityDecision): AppCondition[] {
+  let message: string;
+  switch (identity.decision) {
+    case 'disabled':
+      message = "sync impersonation is disabled: comparison and sync use the controller's own credential";
+      break;
+    case 'impersonate': {
+      const m = identity.matched;
+      const from = m
+        ? ` (destinationServiceAccounts[${m.index}] of AppProject '${m.fromProject}': server '${m.server}', namespace '${m.namespace}')`
+        : '';
+      message = `comparison and sync run as ${identity.serviceAccount}${from}`;
+      break;
+    }
+    case 'fallback':
+      message = `${identity.message}: comparison and sync use the controller's own credential`;
+      break;
+    case 'deny':
+    case 'error':
+      message = `refused: ${identity.message}`;
+      break;
+  }
+  const out: AppCondition[] = [{ type: CONDITION.ImpersonationInfo, message }];
+  if (identity.warnings.length > 0)
+    out.push({ type: CONDITION.ImpersonationWarning, message: identity.warnings.join('; ') });
+  return out;
+}
+
+/** Whom the destination client acts as for a decision, or the message refusing it. */
+function actingIdentity(identity: IdentityDecision): Identity | string {
+  switch (identity.decision) {
+    case 'impersonate':
+      return identity.serviceAccount
+        ? { impersonate: identity.serviceAccount }
+        : 'failed to derive service account to impersonate: the decision named no ServiceAccount';
+    case 'disabled':
+    case 'fallback':
+      return { controller: true };
+    case 'deny':
+    case 'error':
+      return identity.message;
+  }
+}
+
+export function admit(state: ControlState, raw: unknown): Admission {
+  const { settings } = state;
+  const refuse = (app: Application | undefined, message: string): Admission => ({
+    admitted: false,
+    by: 'spec',
+    app,
+    settings,
+    condition: { type: CONDITION.InvalidSpecError, message },
+  });
+  let app: Application;
+  try {
+    app = parseApplication(raw);
+  } catch (err) {
+    return refuse(undefined, (err as Error).message);
+  }
+  const dest = resolveDestination(app, state.clusters);
+  if (!dest.ok) {
+    const unreadable = state.clusterErrors.length > 0;
+    return refuse(
+      app,
+      `${dest.field}: ${dest.error}${unreadable ? ` (unreadable cluster Secrets: ${state.clusterErrors.join('; ')})` : ''}`,
+    );
+  }
+  const name = projectName(app);
+  const project = state.projects.find((p) => p.metadata.name === name);
+  if (!project) {
+    const broken = state.projectErrors.get(name);
+    return refuse(app, broken ?? `Application referencing project ${name} which does not exist`);
+  }
+  // Apps in any namespace: the project must list the Application's namespace in sourceNamespaces.
+  const appNs = app.metadata.namespace ?? '';
+  if (appNs !== state.namespace && !(project.spec.sourceNamespaces ?? []).some((g) => globMatch(g, appNs))) {
+    return refuse(
+      app,
+      `application '${app.metadata.name}' in namespace '${appNs}' is not permitted to use project '${name}' (spec.sourceNamespaces)`,
+    );
+  }
+  const validation = validateProject(project);
+  if (!validation.valid) {
+    const first = validation.failures[0];
+    return refuse(
+      app,
+      `AppProject ${name}: spec.destinationServiceAccounts[${first?.index ?? 0}].${first?.field ?? 'server'}: ${first?.message ?? 'invalid'}`,
+    );
+  }
+  const limits = checkApplicationLimits(project, app, dest.cluster).map(describeViolation);
+  if (limits.length > 0) return refuse(app, limits.join('; '));
+  const identity = decideIdentity({
+    application: app,
+    project,
+    projects: state.projects,
+    settings,
+    resolvedServer: dest.cluster.server,
+  });
+  const decided: Decided = {
+    app,
+    project,
+    cluster: dest.cluster,
+    settings,
+    identity,
+    conditions: identityConditions(identity),
+  };
+  const actsAs = actingIdentity(identity);
+  if (typeof actsAs === 'string')
+    return {
+      ...decided,
+      admitted: false,
+      by: 'identity',
+      condition: { type: CONDITION.ComparisonError, message: actsAs },
+    };
+  return { ...decided, admitted: true, actsAs };
+}

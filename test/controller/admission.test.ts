@@ -1,0 +1,253 @@
+// The admission gate (src/controller/admission.ts) as a table: control-namespace state and an
+// Application in, the admitted identity or the refusing condition out. The controller, `impersync
+// explain` and `impersync diff` all ask this one function, so each row holds for the three.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { admit, identityConditions } from '../../src/controller/admission.ts';
+import type { Admission, ControlState } from '../../src/controller/admission.ts';
+import type { AppProject } from '../../src/api/index.ts';
+import { readImpersonationSettings } from '../../src/impersonation/index.ts';
+
+const IN = 'https://kubernetes.default.svc';
+const settings = (data: Record<string, string>) =>
+  readImpersonationSettings({ metadata: { name: 'argocd-cm', namespace: 'argocd' }, data });
+const ENABLED = { 'application.sync.impersonation.enabled': 'true' };
+
+function project(name: string, spec: Partial<AppProject['spec']> = {}, labels?: Record<string, string>): AppProject {
+  return {
+    metadata: { name, namespace: 'argocd', ...(labels ? { labels } : {}) },
+    spec: {
+      sourceRepos: ['*'],
+      destinations: [{ server: '*', namespace: '*' }],
+      destinationServiceAccounts: [{ server: IN, namespace: 'team-*', defaultServiceAccount: 'deployer' }],
+      ...spec,
+    },
+  };
+}
+
+function state(over: Partial<ControlState> = {}): ControlState {
+  return {
+    namespace: 'argocd',
+    settings: settings(ENABLED),
+    clusters: [],
+    clusterErrors: [],
+    projects: [project('team')],
+    projectErrors: new Map(),
+    ...over,
+  };
+}
+
+function app(over: { namespace?: string; project?: string; destination?: Record<string, string>; repo?: string } = {}) {
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name: 'web', namespace: over.namespace ?? 'argocd' },
+    spec: {
+      project: over.project ?? 'team',
+      source: { repoURL: over.repo ?? 'https://git.example/web.git', path: 'app' },
+      destination: over.destination ?? { server: IN, namespace: 'team-a' },
+    },
+  };
+}
+
+/** What a row expects: admitted as someone, or refused by the spec or the identity decision with a message. */
+type Outcome = { actsAs: string } | { refused: 'spec' | 'identity'; message: string | RegExp };
+
+function outcome(a: Admission): Outcome {
+  if (a.admitted) return { actsAs: 'impersonate' in a.actsAs ? a.actsAs.impersonate : 'controller' };
+  return { refused: a.by, message: a.condition.message };
+}
+
+const rows: Array<{ name: string; state?: ControlState; app?: unknown; expect: Outcome }> = [
+  {
+    name: 'spec §5: the first matching entry names the ServiceAccount the client impersonates',
+    expect: { actsAs: 'system:serviceaccount:team-a:deployer' },
+  },
+  {
+    name: 'spec §4: impersonation disabled: the controller’s own credential',
+    state: state({ settings: settings({}) }),
+    expect: { actsAs: 'controller' },
+  },
+  {
+    name: 'spec §5: no entry matches, enforcement off: fallback to the controller’s own credential',
+    state: state({ settings: settings({ ...ENABLED, 'application.sync.impersonation.enforced': 'false' }) }),
+    app: app({ destination: { server: IN, namespace: 'other' } }),
+    expect: { actsAs: 'controller' },
+  },
+  {
+    name: 'spec §5: no entry matches, enforced: refused with the deny message, nothing compared',
+    app: app({ destination: { server: IN, namespace: 'other' } }),
+    expect: {
+      refused: 'identity',
+      message: `no matching service account found for destination server ${IN} and namespace other`,
+    },
+  },
+  {
+    name: 'spec §7: an invalid pattern inherited from a global project is the decision’s error',
+    state: state({
+      settings: settings({
+        ...ENABLED,
+        globalProjects: '- {projectName: global, labelSelector: {matchLabels: {tier: t}}}',
+      }),
+      projects: [
+        project('team', { destinationServiceAccounts: [] }, { tier: 't' }),
+        project('global', {
+          destinationServiceAccounts: [{ server: '[', namespace: '*', defaultServiceAccount: 'x' }],
+        }),
+      ],
+    }),
+    expect: { refused: 'identity', message: /^failed to derive service account to impersonate: invalid glob pattern/ },
+  },
+  {
+    name: 'an Application that does not parse is refused with the field',
+    app: {
+      kind: 'Application',
+      metadata: { name: 'web', namespace: 'argocd' },
+      spec: { destination: { namespace: 5 } },
+    },
+    expect: { refused: 'spec', message: /spec\.destination\.namespace: expected string, got number/ },
+  },
+  {
+    name: 'spec §6: a destination with both name and server',
+    app: app({ destination: { server: IN, name: 'in-cluster', namespace: 'team-a' } }),
+    expect: { refused: 'spec', message: /^spec\.destination: application destination can't have both name and server/ },
+  },
+  {
+    name: 'spec §6: an unknown server names the cluster Secrets that could not be read',
+    state: state({
+      clusterErrors: ['Secret argocd/far: data.server: a cluster Secret needs the server URL'],
+    }),
+    app: app({ destination: { server: 'https://far.example', namespace: 'team-a' } }),
+    expect: {
+      refused: 'spec',
+      message:
+        "spec.destination.server: destination cluster server 'https://far.example' not found: no cluster Secret has that server (unreadable cluster Secrets: Secret argocd/far: data.server: a cluster Secret needs the server URL)",
+    },
+  },
+  {
+    name: 'a project that does not exist, "default" included (no built-in one stands in)',
+    app: app({ project: '' }),
+    expect: { refused: 'spec', message: 'Application referencing project default which does not exist' },
+  },
+  {
+    name: 'a project that does not parse is refused with its own message',
+    state: state({
+      projects: [],
+      projectErrors: new Map([['team', 'AppProject argocd/team: spec.sourceRepos: expected array, got string']]),
+    }),
+    expect: { refused: 'spec', message: 'AppProject argocd/team: spec.sourceRepos: expected array, got string' },
+  },
+  {
+    name: 'apps in any namespace: a namespace the project’s sourceNamespaces do not list',
+    app: app({ namespace: 'team-apps' }),
+    expect: {
+      refused: 'spec',
+      message:
+        "application 'web' in namespace 'team-apps' is not permitted to use project 'team' (spec.sourceNamespaces)",
+    },
+  },
+  {
+    name: 'apps in any namespace: a namespace sourceNamespaces matches',
+    state: state({ projects: [project('team', { sourceNamespaces: ['team-*'] })] }),
+    app: app({ namespace: 'team-apps' }),
+    expect: { actsAs: 'system:serviceaccount:team-a:deployer' },
+  },
+  {
+    name: 'spec §8: an invalid entry refuses the Application even when an earlier entry would decide',
+    state: state({
+      projects: [
+        project('team', {
+          destinationServiceAccounts: [
+            { server: IN, namespace: 'team-*', defaultServiceAccount: 'deployer' },
+            { server: '!x', namespace: '*', defaultServiceAccount: 'other' },
+          ],
+        }),
+      ],
+    }),
+    expect: {
+      refused: 'spec',
+      message: "AppProject team: spec.destinationServiceAccounts[1].server: server has an invalid format, '!x'",
+    },
+  },
+  {
+    name: 'spec §9: a source repository the project does not permit',
+    state: state({ projects: [project('team', { sourceRepos: ['https://git.example/other.git'] })] }),
+    expect: {
+      refused: 'spec',
+      message: /^application repo https:\/\/git\.example\/web\.git is not permitted in project 'team'/,
+    },
+  },
+  {
+    name: 'spec §9: a destination the project does not permit',
+    state: state({ projects: [project('team', { destinations: [{ server: IN, namespace: 'team-b' }] })] }),
+    expect: {
+      refused: 'spec',
+      message: new RegExp(
+        `^application destination server '${IN}' and namespace 'team-a' do not match any of the allowed destinations in project 'team'`,
+      ),
+    },
+  },
+];
+
+for (const row of rows) {
+  test(`admission: ${row.name}`, () => {
+    const got = outcome(admit(row.state ?? state(), row.app ?? app()));
+    if ('refused' in row.expect && row.expect.message instanceof RegExp && 'refused' in got) {
+      assert.equal(got.refused, row.expect.refused);
+      assert.match(String(got.message), row.expect.message);
+    } else assert.deepEqual(got, row.expect);
+  });
+}
+
+test('an admitted or identity-refused Application carries its project, cluster and identity conditions', () => {
+  const a = admit(state(), app());
+  assert.ok(a.admitted);
+  assert.equal(a.project.metadata.name, 'team');
+  assert.equal(a.cluster.server, IN);
+  assert.deepEqual(
+    a.conditions.map((c) => c.type),
+    ['ImpersonationInfo'],
+  );
+  const denied = admit(state(), app({ destination: { server: IN, namespace: 'other' } }));
+  assert.ok(!denied.admitted && denied.by === 'identity');
+  assert.equal(denied.condition.type, 'ComparisonError');
+  assert.equal(denied.identity.decision, 'deny');
+  const invalid = admit(state(), app({ project: 'nope' }));
+  assert.ok(!invalid.admitted && invalid.by === 'spec');
+  assert.equal(invalid.condition.type, 'InvalidSpecError');
+  assert.equal(invalid.app?.metadata.name, 'web');
+});
+
+test('the identity condition names the decision and the ServiceAccount; warnings become their own condition', () => {
+  const common = { trace: [], entries: [], globalProjects: [] };
+  const impersonate = identityConditions({
+    ...common,
+    decision: 'impersonate',
+    serviceAccount: 'system:serviceaccount:g:sa',
+    matched: { index: 1, server: '*', namespace: 'g', defaultServiceAccount: 'sa', fromProject: 'p' },
+    message: '',
+    warnings: [],
+  });
+  assert.deepEqual(impersonate, [
+    {
+      type: 'ImpersonationInfo',
+      message:
+        "comparison and sync run as system:serviceaccount:g:sa (destinationServiceAccounts[1] of AppProject 'p': server '*', namespace 'g')",
+    },
+  ]);
+  const deny = identityConditions({
+    ...common,
+    decision: 'deny',
+    serviceAccount: null,
+    matched: null,
+    message: 'no matching service account found for destination server s and namespace n',
+    warnings: ['w1', 'w2'],
+  });
+  assert.deepEqual(deny, [
+    {
+      type: 'ImpersonationInfo',
+      message: 'refused: no matching service account found for destination server s and namespace n',
+    },
+    { type: 'ImpersonationWarning', message: 'w1; w2' },
+  ]);
+});
