@@ -1,16 +1,14 @@
 // `impersync diff`: what a sync of one Application would change, compared live and as the identity
 // that would make the change (spec §5). The first line names that identity. Exit 0 in sync, 1 out
 // of sync, 2 on error (as `kubectl diff`).
-import os from 'node:os';
-import path from 'node:path';
-import type { Application, KubeObject } from '../api/index.ts';
+import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
-import { projectLimits } from '../controller/limits.ts';
-import { ChildRenderer } from '../renderer/child.ts';
+import { objectLimitViolations } from '../controller/limits.ts';
+import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import { renderInputFor } from '../renderer/request.ts';
-import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
-import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
+import type { ComparisonResult } from '../sync/index.ts';
+import { compare, inventoryOf, refusedComparison, trackingTarget } from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
 import { processIO, type CommandIO } from './io.ts';
@@ -58,24 +56,6 @@ export interface DiffReport {
   resources: Array<Omit<ComparisonResult['resources'][number], 'target' | 'live'>>;
   errors: string[];
   warnings: string[];
-}
-
-function inventoryOf(app: Application): InventoryEntry[] {
-  const list = app.status?.['resources'];
-  if (!Array.isArray(list)) return [];
-  return list.flatMap((r: Record<string, unknown>) =>
-    typeof r['kind'] === 'string' && typeof r['name'] === 'string'
-      ? [
-          {
-            kind: r['kind'],
-            name: r['name'],
-            group: typeof r['group'] === 'string' ? r['group'] : '',
-            namespace: typeof r['namespace'] === 'string' ? r['namespace'] : '',
-            ...(typeof r['version'] === 'string' ? { version: r['version'] } : {}),
-          },
-        ]
-      : [],
-  );
 }
 
 function header(r: { group: string; kind: string; namespace: string; name: string }): string {
@@ -134,7 +114,7 @@ async function compareLive(
   if (!explained.ok) return { error: explained.error };
   // explain() asked the controller's admission gate: what it refuses never gets here.
   const { report: why, identity, admission } = explained.value;
-  const { app, project, cluster } = admission;
+  const { app, cluster } = admission;
   const warnings = [...why.warnings];
   const base = { application: why.application, decision: identity.decision, revision: '', warnings };
 
@@ -181,16 +161,13 @@ async function compareLive(
       allowLocalRepositories: opts.allowLocalRepositories,
     });
     const rendered = await renderer.render(renderInputFor(app)).finally(() => renderer.close());
-    objects = rendered.objects.map((o) => o.object as KubeObject);
+    objects = rendered.objects.map((o) => o.object);
     revision = rendered.revision;
   } catch (err) {
     return fail((err as Error).message);
   }
-  const violations = await projectLimits().checkObjects(client, project, app, cluster, objects);
-  const comparison = await compare(client, objects, inventoryOf(app), {
-    appName: appInstanceName(app, opts.namespace),
-    namespace: app.spec.destination?.namespace ?? '',
-  });
+  const violations = await objectLimitViolations(client, admission, objects);
+  const comparison = await compare(client, objects, inventoryOf(app), trackingTarget(app, opts.namespace));
   return {
     identityLine,
     report: {
@@ -218,11 +195,7 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
     namespace: stringFlag(flags.values, 'namespace', DEFAULT_CONTROL_NAMESPACE),
     kubeconfig: typeof flags.values.kubeconfig === 'string' ? flags.values.kubeconfig : undefined,
     context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
-    cacheDir: stringFlag(
-      flags.values,
-      'cache-dir',
-      path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source'),
-    ),
+    cacheDir: stringFlag(flags.values, 'cache-dir', defaultSourceCacheDir()),
     allowLocalRepositories: flags.values['allow-local-repositories'] === true,
   };
   let result: Awaited<ReturnType<typeof compareLive>>;

@@ -13,7 +13,6 @@ import { RendererClient, type Renderer } from '../renderer/client.ts';
 import { startController } from '../controller/controller.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
-import { defaultPorts } from '../controller/adapters.ts';
 import { defaultIdentity, startLeaderElection } from '../controller/leader.ts';
 import { startHealthServer } from '../observability/health.ts';
 import { createLogger, isLogLevel } from '../observability/logger.ts';
@@ -160,15 +159,11 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const cacheDir = process.env['IMPERSYNC_CACHE_DIR'];
-  // One set of ports per controller start (a new leader term starts its own child renderer).
-  const ports = () =>
-    defaultPorts({
-      controllerNamespace: namespace,
-      ...(renderer ? { renderer: renderer() } : {}),
-      ...(cacheDir ? { cacheDir } : {}),
-      ...(v['allow-local-repositories'] === true ? { allowLocalRepositories: true } : {}),
-      logger,
-    });
+  // Each controller start (a new leader term too) gets its own renderer client, or starts its own child.
+  const rendering = () =>
+    renderer
+      ? { renderer: renderer() }
+      : { childRenderer: { cacheDir, allowLocalRepositories: v['allow-local-repositories'] === true, logger } };
   let controller: RunningController | undefined;
   let starting: Promise<void> | undefined;
   const leaderElect = v['leader-elect'] === true;
@@ -192,7 +187,7 @@ export async function main(argv: string[]): Promise<number> {
       namespace,
       applicationNamespaces: globs,
       logger,
-      ports: ports(),
+      ...rendering(),
       metrics,
       events: [printerSink((line) => logger.info(line))],
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),

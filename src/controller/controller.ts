@@ -1,5 +1,6 @@
 // Assembles a running controller: the control-cluster connection, caches, the destination client
-// factory, reconciler, operation runner, manager and the health/metrics endpoint.
+// factory, the renderer (the install's, or a child process this controller starts and stops),
+// reconciler, operation runner, manager and the health/metrics endpoint.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ControlClient } from '../kube/control.ts';
@@ -11,12 +12,13 @@ import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
+import type { Renderer } from '../renderer/client.ts';
 import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
-import type { Ports } from './ports.ts';
 import { Reconciler } from './reconciler.ts';
 
 export interface ControllerOptions {
@@ -26,7 +28,15 @@ export interface ControllerOptions {
   statusProcessors?: number;
   operationProcessors?: number;
   logger: Logger;
-  ports: Ports;
+  /**
+   * Where sources are rendered: the install's renderer (a RendererClient; its owner closes it), or
+   * by default a child renderer process (renderer/child.ts) that this controller starts and closes.
+   */
+  renderer?: Renderer;
+  /** The child renderer's Git clones, local repositories and log lines; unused with `renderer`. */
+  childRenderer?: ChildRendererSettings;
+  /** How long one sync wave may wait for health (sync/ default 5 min). */
+  waitTimeoutMs?: number;
   /** Port for /healthz, /readyz, /metrics; undefined: no server. 0: any free port. */
   healthPort?: number;
   /** Extra event sinks (the `run` command's printer). */
@@ -39,6 +49,15 @@ export interface ControllerOptions {
    * cache and a live edit refreshes its Application at once. False: every comparison GETs.
    */
   liveObjects?: boolean;
+}
+
+export interface ChildRendererSettings {
+  /** Its Git clones and checkouts (default: $XDG_CACHE_HOME or ~/.cache, impersync/source). */
+  cacheDir?: string | undefined;
+  /** It accepts file:// and local repoURLs (the local demo and tests). Default false. */
+  allowLocalRepositories?: boolean | undefined;
+  /** Where its log lines go (default: dropped). */
+  logger?: Logger | undefined;
 }
 
 export interface RunningController {
@@ -94,18 +113,17 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
   const events = teeEvents(recorder, ...(opts.events ?? []));
   const refreshIntervalMs = () => holder.manager?.refreshIntervalMs() ?? 120_000;
-  const common = {
-    cache,
-    factory,
-    limits: opts.ports.limits,
-    control,
-    ports: opts.ports,
-    events,
-    logger: log,
-    metrics,
-  };
+  const child = opts.childRenderer;
+  const renderer =
+    opts.renderer ??
+    new ChildRenderer({
+      cacheDir: child?.cacheDir ?? defaultSourceCacheDir(),
+      ...(child?.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
+      ...(child?.logger ? { logger: child.logger } : {}),
+    });
+  const common = { cache, factory, control, renderer, events, logger: log, metrics };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
-  const operator = new Operator(common);
+  const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({
     cache,
     workers: {
@@ -149,8 +167,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       await stopped;
       await factory.close();
       await control.close();
-      // The controller owns its ports: a child renderer they started ends with it.
-      await opts.ports.close?.();
+      // A child renderer this controller started ends with it.
+      if (!opts.renderer) await renderer.close();
       await health?.close();
     },
   };

@@ -1,28 +1,23 @@
-// Binds the LimitsPort to project/ (spec §9): Application-level limits (sourceRepos, destinations)
-// and per-object limits, whose namespaced-or-not answers come from the destination's discovery,
-// read through the Application's own client.
-import { groupOf } from '../api/index.ts';
-import { checkApplicationLimits, checkResourceLimits, describeViolation } from '../project/index.ts';
-import type { LimitsPort } from './ports.ts';
+// spec §9 for the objects an Application renders: the project's resource allow and deny lists and,
+// for namespaced objects, its destinations. Whether a kind is namespaced comes from the
+// destination's discovery through the Application's own client (sync/scopes.ts); the
+// Application-level limits (sourceRepos, destinations) are the admission gate's.
+import type { AppProject, Application, Cluster, KubeObject } from '../api/index.ts';
+import type { DestinationClient } from '../kube/types.ts';
+import { checkResourceLimits, describeViolation } from '../project/index.ts';
+import { resourceScopes } from '../sync/index.ts';
 
-export function projectLimits(): LimitsPort {
-  return {
-    checkApplication: (project, app, cluster) => checkApplicationLimits(project, app, cluster).map(describeViolation),
-    checkObjects: async (client, project, app, cluster, objects) => {
-      const scopes = new Map<string, boolean | undefined>();
-      for (const o of objects) {
-        const key = `${groupOf(o.apiVersion)}/${o.kind}`;
-        if (scopes.has(key)) continue;
-        const info = await client.resolve(o.apiVersion, o.kind);
-        scopes.set(key, info.ok ? info.value.namespaced : undefined);
-      }
-      return checkResourceLimits({
-        project,
-        cluster,
-        destinationNamespace: app.spec.destination?.namespace,
-        objects,
-        isNamespaced: (group, kind) => scopes.get(`${group}/${kind}`),
-      }).map(describeViolation);
-    },
-  };
+/** The violations, as messages; empty when every object is permitted. */
+export async function objectLimitViolations(
+  client: DestinationClient,
+  admitted: { project: AppProject; app: Application; cluster: Cluster },
+  objects: readonly KubeObject[],
+): Promise<string[]> {
+  return checkResourceLimits({
+    project: admitted.project,
+    cluster: admitted.cluster,
+    destinationNamespace: admitted.app.spec.destination?.namespace,
+    objects,
+    isNamespaced: await resourceScopes(client, objects),
+  }).map(describeViolation);
 }

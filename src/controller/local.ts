@@ -16,7 +16,6 @@ import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig, loadKubeConfig } from '../kube/credentials.ts';
 import { createLogger } from '../observability/logger.ts';
-import { defaultPorts } from './adapters.ts';
 import { startController } from './controller.ts';
 import type { EventSink } from './events.ts';
 
@@ -178,14 +177,9 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
     kc: loadKubeConfig({ kubeconfig: cp.controllerKubeconfigPath }),
     namespace: 'argocd',
     logger,
-    ports: defaultPorts({
-      controllerNamespace: 'argocd',
-      cacheDir: path.join(cp.dir, 'source-cache'),
-      waitTimeoutMs: 30_000,
-      // The demo's repository is a local folder: allowed here only (never in the install).
-      allowLocalRepositories: true,
-      logger,
-    }),
+    // The demo's repository is a local folder: allowed here only (never in the install).
+    childRenderer: { cacheDir: path.join(cp.dir, 'source-cache'), allowLocalRepositories: true, logger },
+    waitTimeoutMs: 30_000,
     events: [printer],
     healthPort: 0,
   });

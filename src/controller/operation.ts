@@ -18,6 +18,10 @@ import type {
 } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { Renderer } from '../renderer/client.ts';
+import { renderInputFor } from '../renderer/request.ts';
+import { deleteResources, inventoryOf, sync, trackingTarget } from '../sync/index.ts';
+import type { SyncResult } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
 import type { ControllerCache } from './cache.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
@@ -26,7 +30,7 @@ import { involvedApplication } from './events.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { ReconcileResult } from './manager.ts';
 import { appendHistory, mayRetry, retryDelayMs } from './operation-policy.ts';
-import type { Ports, SyncOutcome } from './ports.ts';
+import { objectLimitViolations } from './limits.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
@@ -38,7 +42,9 @@ export interface OperatorDeps {
   cache: ControllerCache;
   factory: DestinationClientFactory;
   control: ControlClient;
-  ports: Ports;
+  renderer: Renderer;
+  /** How long one sync wave may wait for health (sync/ default 5 min). */
+  waitTimeoutMs?: number | undefined;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -184,17 +190,12 @@ export class Operator {
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
-      rendered = await this.d.ports.render.render(ctx.app, { revision: op.revision });
+      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision }));
     } catch (err) {
       return this.failOrRetry(raw, state, `failed to render desired manifests: ${(err as Error).message}`, 'Error');
     }
-    const violations = await this.d.ports.limits.checkObjects(
-      client,
-      ctx.project,
-      ctx.app,
-      ctx.cluster,
-      rendered.objects,
-    );
+    const objects = rendered.objects.map((o) => o.object);
+    const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0) return this.complete(raw, state, { phase: 'Failed', message: violations.join('; ') });
     // The impersonated ServiceAccount must still exist: now, and again before each later wave.
     const check = this.saCheck.guard(client, () => this.ownClient(ctx.cluster));
@@ -213,10 +214,20 @@ export class Operator {
     // abandonAll() came while this operation was being prepared (render, checks): apply nothing.
     if (this.stopping) return this.leftRunning(key);
     // Terminated while it was being prepared: apply nothing, finish below.
-    let outcome: SyncOutcome | undefined;
+    let outcome: SyncResult | undefined;
     if (!abort.signal.aborted) {
       log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
-      outcome = await this.d.ports.sync.sync(client, ctx.app, rendered.objects, op, abort.signal, checkServiceAccount);
+      outcome = await sync(client, objects, inventoryOf(ctx.app), {
+        ...trackingTarget(ctx.app, this.d.cache.namespace),
+        ...(op.revision !== undefined ? { revision: op.revision } : {}),
+        prune: op.prune === true,
+        dryRun: op.dryRun === true,
+        syncOptions: [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
+        ...(op.resources ? { resources: op.resources } : {}),
+        ...(this.d.waitTimeoutMs !== undefined ? { waitTimeoutMs: this.d.waitTimeoutMs } : {}),
+        signal: abort.signal,
+        ...(checkServiceAccount ? { beforeWave: checkServiceAccount } : {}),
+      });
     }
     if (abort.signal.aborted && this.stopping) return this.leftRunning(key);
     if (abort.signal.aborted || !outcome) {
@@ -379,9 +390,10 @@ export class Operator {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
-    const result = await this.d.ports.sync.deleteResources(
+    const result = await deleteResources(
       this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
-      ctx.app,
+      inventoryOf(ctx.app),
+      trackingTarget(ctx.app, this.d.cache.namespace).appName,
     );
     if (!result.ok) return fail(result.message);
     if (result.remaining > 0) return { requeueAfterMs: 2_000 };

@@ -1,30 +1,34 @@
-// The refresh of one Application (Argo CD's "comparison"): admission (admission.ts) → desired
-// manifests → project limits → server-side diff as the identity → status. Starts an automated
-// sync by setting `operation` when Argo CD's rules say so; the operation worker runs it.
+// The refresh of one Application (Argo CD's "comparison"), top to bottom: admission
+// (admission.ts) → the one destination client for its identity → its source rendered by the
+// renderer process → the project's limits per object → the server-side diff as that identity
+// (sync/compare.ts) → status and events. Sets `operation` for an automated sync when Argo CD's
+// rules say so; the operation worker runs it (operation.ts).
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
+import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
-import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { Renderer } from '../renderer/client.ts';
+import { renderInputFor } from '../renderer/request.ts';
+import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
 import type { Admission } from './admission.ts';
+import { patchApplication, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
-import type { ControlClient } from '../kube/control.ts';
-import { patchApplication, writeStatus } from './applications.ts';
+import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './manager.ts';
 import { REFRESH_ANNOTATION } from './manager.ts';
 import { autoSyncDecision } from './operation-policy.ts';
-import type { Ports } from './ports.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 
 export interface ReconcilerDeps {
   cache: ControllerCache;
   factory: DestinationClientFactory;
   control: ControlClient;
-  ports: Ports;
+  renderer: Renderer;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -32,6 +36,8 @@ export interface ReconcilerDeps {
   refreshIntervalMs: () => number;
   now?: () => Date;
 }
+
+type Admitted = Extract<Admission, { admitted: true }>;
 
 /** Conditions owned by the refresh; others (SyncError, DeletionError) are kept as the operation left them. */
 const REFRESH_CONDITIONS = new Set<string>([
@@ -68,72 +74,53 @@ export class Reconciler {
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
     if (!raw) return {};
-    const prevStatus = readStatus(raw);
+    const prev = readStatus(raw);
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
     const now = this.now().toISOString();
     const admission = admit(this.d.cache.controlState(), raw);
+    const decided = admission.admitted || admission.by === 'identity' ? admission : undefined;
     const log = this.d.logger.child({
       application: key,
-      ...(admission.admitted || admission.by === 'identity'
+      ...(decided
         ? {
-            project: admission.project.metadata.name,
-            decision: admission.identity.decision,
-            serviceAccount: admission.identity.serviceAccount ?? undefined,
+            project: decided.project.metadata.name,
+            decision: decided.identity.decision,
+            serviceAccount: decided.identity.serviceAccount ?? undefined,
           }
         : {}),
     });
-    if (admission.admitted || admission.by === 'identity')
-      this.d.metrics?.identityDecisions.inc({ outcome: admission.identity.decision });
+    if (decided) this.d.metrics?.identityDecisions.inc({ outcome: decided.identity.decision });
     let next: ApplicationStatus;
     let result: ReconcileResult = {};
-    if (!admission.admitted) {
+    if (admission.admitted) {
+      if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
+      ({ status: next, result } = await this.compare(admission, log, prev, refreshKind === 'hard', now));
+    } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
-      const app = admission.app;
+      const own = admission.by === 'identity' ? admission.conditions : [];
       next = {
-        ...prevStatus,
-        sync: { status: 'Unknown', ...(app ? { comparedTo: comparedTo(app) } : {}) },
+        ...prev,
+        sync: { status: 'Unknown', ...(admission.app ? { comparedTo: comparedTo(admission.app) } : {}) },
         health: { status: 'Unknown' },
         reconciledAt: now,
-        conditions: mergeConditions(
-          prevStatus?.conditions,
-          [
-            admission.condition,
-            ...(admission.by === 'identity' ? admission.conditions : []),
-            ...carriedConditions(prevStatus),
-          ],
-          now,
-        ),
+        conditions: mergeConditions(prev?.conditions, [admission.condition, ...own, ...carriedConditions(prev)], now),
       };
-    } else {
-      if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
-      const client = this.d.factory.forIdentity(admission.cluster, admission.actsAs);
-      const out = await this.compare(admission, client, log, prevStatus, refreshKind === 'hard', now);
-      next = out.status;
-      result = out.result;
     }
-    if (shouldWriteStatus(prevStatus, next, this.now().getTime(), this.d.refreshIntervalMs())) {
+    if (shouldWriteStatus(prev, next, this.now().getTime(), this.d.refreshIntervalMs())) {
       await writeStatus(this.d.control, raw, next);
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
-        const isNew = !(prevStatus?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
-        if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError)) {
-          await this.d.events.record(
-            involvedApplication({ ...raw, metadata: raw.metadata }),
-            'Warning',
-            c.type,
-            c.message,
-          );
-        }
+        const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
+        if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError))
+          await this.d.events.record(involvedApplication(raw), 'Warning', c.type, c.message);
       }
     }
     if (result.startOperation) {
-      await patchApplication(this.d.control, raw, {
-        operation: result.startOperation,
-      });
+      await patchApplication(this.d.control, raw, { operation: result.startOperation });
       await this.d.events.record(
-        involvedApplication({ ...raw, metadata: raw.metadata }),
+        involvedApplication(raw),
         'Normal',
         EVENT_REASON.OperationStarted,
         `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`,
@@ -145,84 +132,85 @@ export class Reconciler {
     if ((raw.metadata as { deletionTimestamp?: string }).deletionTimestamp) result.operation = true;
     if (refreshKind !== undefined) {
       // Argo CD removes the refresh annotation once the refresh it asked for is done.
-      await patchApplication(this.d.control, raw, {
-        metadata: { annotations: { [REFRESH_ANNOTATION]: null } },
-      });
+      await patchApplication(this.d.control, raw, { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } });
     }
     return result;
   }
 
+  /** Render, check, compare as the admitted identity; the status that says so, and whether to sync. */
   private async compare(
-    ctx: Extract<Admission, { admitted: true }>,
-    client: DestinationClient,
+    ctx: Admitted,
     log: Logger,
     prev: ApplicationStatus | undefined,
     hard: boolean,
     now: string,
   ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
     const { app } = ctx;
-    const base: ApplicationStatus = { ...prev, reconciledAt: now };
-    const conds: AppCondition[] = [...ctx.conditions];
-    const finish = (status: Partial<ApplicationStatus>, extra: AppCondition[] = []): ApplicationStatus => ({
-      ...base,
+    const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => ({
+      ...prev,
+      reconciledAt: now,
       ...status,
-      conditions: mergeConditions(prev?.conditions, [...extra, ...conds, ...carriedConditions(prev)], now),
+      conditions: mergeConditions(
+        prev?.conditions,
+        [
+          ...errors.map((message) => ({ type: CONDITION.ComparisonError, message })),
+          ...ctx.conditions,
+          ...carriedConditions(prev),
+        ],
+        now,
+      ),
     });
+    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
     let rendered;
     try {
-      rendered = await this.d.ports.render.render(app, { hard });
+      rendered = await this.d.renderer.render(renderInputFor(app), { noCache: hard });
     } catch (err) {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       log.warn(message);
+      const health = prev?.health ?? { status: 'Unknown' };
       return {
-        status: finish(
-          { sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health: prev?.health ?? { status: 'Unknown' } },
-          [{ type: CONDITION.ComparisonError, message }],
-        ),
+        status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health }, [message]),
         result: {},
       };
     }
-    const violations = await this.d.ports.limits.checkObjects(client, ctx.project, app, ctx.cluster, rendered.objects);
-    const cmp = await this.d.ports.compare.compare(client, app, rendered.objects);
-    const errs: AppCondition[] = [...violations, ...cmp.errors].map((message) => ({
-      type: CONDITION.ComparisonError,
-      message,
-    }));
+    const objects = rendered.objects.map((o) => o.object);
+    const violations = await objectLimitViolations(client, ctx, objects);
+    const cmp = await compare(client, objects, inventoryOf(app), trackingTarget(app, this.d.cache.namespace));
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
+    const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
       {
         sync: { status: syncStatus, revision: rendered.revision, comparedTo: comparedTo(app) },
-        resources: cmp.resources,
+        resources,
         health: cmp.health,
         sourceType: rendered.sourceType,
       },
-      errs,
+      [...violations, ...cmp.errors],
     );
     const result: ReconcileResult = {};
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
-    if (violations.length === 0 && cmp.errors.length === 0 && !app.metadata.deletionTimestamp) {
-      const decision = autoSyncDecision(
-        app,
-        {
-          syncStatus,
-          revision: rendered.revision,
-          desiredCount: rendered.objects.length,
-          outOfSync: cmp.resources
-            .filter((r) => r.status === 'OutOfSync')
-            .map((r) => ({ requiresPruning: r.requiresPruning === true })),
-        },
-        prev?.operationState,
-        this.now().getTime(),
-      );
-      if (decision.sync) {
-        log.info({ revision: rendered.revision, identity: identityLabel(ctx.actsAs) }, 'starting automated sync');
-        // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
-        result.startOperation = decision.operation;
-        result.operation = true;
-      } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
-        log.debug(decision.reason);
-        if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
-      }
+    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp) return { status, result };
+    const decision = autoSyncDecision(
+      app,
+      {
+        syncStatus,
+        revision: rendered.revision,
+        desiredCount: objects.length,
+        outOfSync: resources
+          .filter((r) => r.status === 'OutOfSync')
+          .map((r) => ({ requiresPruning: r.requiresPruning === true })),
+      },
+      prev?.operationState,
+      this.now().getTime(),
+    );
+    if (decision.sync) {
+      log.info({ revision: rendered.revision, identity: identityLabel(ctx.actsAs) }, 'starting automated sync');
+      // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
+      result.startOperation = decision.operation;
+      result.operation = true;
+    } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
+      log.debug(decision.reason);
+      if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
     }
     return { status, result };
   }

@@ -31,6 +31,11 @@ export interface ChildRendererOptions {
   logger?: Logger;
 }
 
+/** Where a child renderer keeps its Git clones unless told otherwise: $XDG_CACHE_HOME or ~/.cache, impersync/source. */
+export function defaultSourceCacheDir(): string {
+  return path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'source');
+}
+
 const CLI = fileURLToPath(new URL(`../cli/main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 const START_TIMEOUT_MS = 30_000;
 

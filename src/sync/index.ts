@@ -29,6 +29,11 @@
 //     "successfully synced (all tasks run)", "one or more objects failed to apply, reason: ...".
 //     Every object applied carries `argocd.argoproj.io/tracking-id`. No retries: a 403 fails its
 //     object with the API server's message and ends the sync after that wave.
+// - `deleteResources(client, inventory, appName)` → {ok, message, remaining}: the resources
+//     finalizer's deletion of what the inventory lists and still carries the app's tracking id.
+// - `inventoryOf(app)`, `resourceStatusOf(comparison)`, `trackingTarget(app, controllerNamespace)`:
+//     status.resources to an inventory and back, and the app name and namespace every call needs.
+// - `resourceScopes(client, objects)`: namespaced or not, per kind, from the identity's discovery.
 // - `resourceHealth(obj)` / `aggregateHealth(...)`: Argo CD's health checks.
 // - `formatTrackingId`, `parseTrackingId`, `appInstanceName`, `trackingIdFor`: tracking ids.
 // - `parseSyncOptions(list)`: the sync options this engine understands (and those it ignores).
@@ -37,6 +42,11 @@
 export { compare, compareResources, refusedComparison } from './compare.ts';
 export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparison } from './compare.ts';
 export { sync } from './sync.ts';
+export { deleteResources } from './delete.ts';
+export type { DeletionResult } from './delete.ts';
+export { inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
+export { resourceScopes } from './scopes.ts';
+export type { ResourceScopes } from './scopes.ts';
 export type { SyncOptions, SyncResult } from './sync.ts';
 export { resourceHealth, aggregateHealth, isWorse, HEALTH_ORDER } from './health.ts';
 export {

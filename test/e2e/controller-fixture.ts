@@ -7,7 +7,6 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
-import { defaultPorts } from '../../src/controller/adapters.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import {
@@ -154,12 +153,8 @@ export async function startFixture(
       kc: cp.controller,
       namespace: NS,
       logger: createLogger({ level: 'debug' }, sink),
-      ports: defaultPorts({
-        controllerNamespace: NS,
-        cacheDir,
-        allowLocalRepositories: true,
-        waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
-      }),
+      childRenderer: { cacheDir, allowLocalRepositories: true },
+      waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
       events: [events],
       healthPort: 0,
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),

@@ -22,7 +22,6 @@ import type { KubeObject, TestControlPlane, AuditRecord } from '../support/index
 import { TestRepo } from '../support/git.ts';
 import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
-import { defaultPorts } from '../../src/controller/adapters.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { applyAll, kustomizeBuild, repoRoot } from '../deploy/render.ts';
 import { condition, getApp, operationPhase, waitForApp } from './controller-fixture.ts';
@@ -155,12 +154,8 @@ before(async () => {
     kc,
     namespace: 'argocd',
     logger: createLogger({ level: 'info' }, sink),
-    ports: defaultPorts({
-      controllerNamespace: 'argocd',
-      cacheDir,
-      allowLocalRepositories: true,
-      waitTimeoutMs: 20_000,
-    }),
+    childRenderer: { cacheDir, allowLocalRepositories: true },
+    waitTimeoutMs: 20_000,
   });
 });
 

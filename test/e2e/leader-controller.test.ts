@@ -15,7 +15,6 @@ import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
 import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
-import { defaultPorts } from '../../src/controller/adapters.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
 import { runWhileLeading } from '../../src/controller/leader.ts';
 import type { LeaderElection } from '../../src/controller/leader.ts';
@@ -78,12 +77,8 @@ async function startReplica(name: string): Promise<Replica> {
               },
             }),
           ),
-          ports: defaultPorts({
-            controllerNamespace: NS,
-            cacheDir,
-            allowLocalRepositories: true,
-            waitTimeoutMs: 20_000,
-          }),
+          childRenderer: { cacheDir, allowLocalRepositories: true },
+          waitTimeoutMs: 20_000,
           events: [events],
         });
         return current;

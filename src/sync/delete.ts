@@ -1,9 +1,10 @@
-// Deleting an Application's resources for the resources finalizer, through the client built for
-// the Application's identity: every object of its inventory (status.resources) that still carries
-// its tracking id, namespaced objects first and Namespaces and cluster-scoped objects last.
-import type { Application } from '../api/index.ts';
+// Deleting an Application's resources for the resources finalizer, beside prune (tasks.ts) and
+// through the one client built for the Application's identity: every object of its inventory
+// (status.resources) that still carries its tracking id, namespaced objects first and Namespaces
+// and cluster-scoped objects last.
 import type { DestinationClient } from '../kube/types.ts';
-import { appInstanceName, trackedApp } from '../sync/index.ts';
+import type { InventoryEntry } from './compare.ts';
+import { trackedApp } from './tracking.ts';
 
 export interface DeletionResult {
   ok: boolean;
@@ -12,13 +13,12 @@ export interface DeletionResult {
   remaining: number;
 }
 
-export async function deleteAppResources(
+/** Deletes what `inventory` lists and still carries `appName`'s tracking id. Never throws for API errors. */
+export async function deleteResources(
   client: DestinationClient,
-  app: Application,
-  controllerNamespace: string,
+  inventory: readonly InventoryEntry[],
+  appName: string,
 ): Promise<DeletionResult> {
-  const appName = appInstanceName(app, controllerNamespace);
-  const inventory = (app.status?.resources ?? []).filter((r) => r.kind && r.name);
   // Namespaced first: a Namespace deleted first would take the others with it, as the controller.
   const ordered = [...inventory].sort(
     (a, b) =>

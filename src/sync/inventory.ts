@@ -1,0 +1,47 @@
+// An Application's resources in the words of both sides, translated in one place: status.resources
+// (api/status.ts) is what the last comparison found and the inventory that pruning and deletion rely
+// on; InventoryEntry and ResourceComparison are what compare() and sync() read and return. Used by
+// the controller's refresh and operations, `impersync diff` and deletion alike.
+import type { Application, ResourceStatus } from '../api/index.ts';
+import type { InventoryEntry, ResourceComparison } from './compare.ts';
+import { appInstanceName } from './tracking.ts';
+
+/** What the Application's previous status.resources holds: the objects it may own. */
+export function inventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] {
+  return (app.status?.resources ?? [])
+    .filter((r) => r.kind && r.name)
+    .map((r) => ({
+      kind: r.kind,
+      name: r.name,
+      ...(r.group ? { group: r.group } : {}),
+      ...(r.namespace ? { namespace: r.namespace } : {}),
+      ...(r.version ? { version: r.version } : {}),
+    }));
+}
+
+/** Argo CD's status.resources entry of one compared object (no diff, no live object: status stays small). */
+export function resourceStatusOf(r: ResourceComparison): ResourceStatus {
+  return {
+    group: r.group,
+    version: r.version,
+    kind: r.kind,
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    name: r.name,
+    status: r.status,
+    ...(r.health
+      ? { health: { status: r.health.status, ...(r.health.message ? { message: r.health.message } : {}) } }
+      : {}),
+    ...(r.requiresPruning ? { requiresPruning: true } : {}),
+  };
+}
+
+/**
+ * The two facts of an Application every comparison, sync and deletion needs: the name its objects'
+ * tracking ids carry (appInstanceName) and the namespace objects without one are put in.
+ */
+export function trackingTarget(
+  app: Pick<Application, 'metadata' | 'spec'>,
+  controllerNamespace: string,
+): { appName: string; namespace: string } {
+  return { appName: appInstanceName(app, controllerNamespace), namespace: app.spec.destination?.namespace ?? '' };
+}
