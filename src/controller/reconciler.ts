@@ -3,6 +3,12 @@
 // renderer process → the project's limits per object → the server-side diff as that identity
 // (sync/compare.ts) → status and events. Sets `operation` for an automated sync when Argo CD's
 // rules say so; the operation worker runs it (operation.ts).
+//
+// A hard refresh (`argocd.argoproj.io/refresh: hard`) asks everything again: the renderer renders
+// without its answer cache (Argo CD: the repo-server's manifest cache), and the comparison sends
+// every dry-run and reads every live object from the API server as the identity, rather than
+// reusing a remembered dry-run answer or the live-object watches. So a right revoked meanwhile, or
+// a change a dry-run sees but the watch does not (a CRD's new default), shows at once.
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
@@ -160,7 +166,8 @@ export class Reconciler {
         now,
       ),
     });
-    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
+    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
+    const client = hard ? identityClient.uncached() : identityClient;
     let rendered;
     try {
       rendered = await this.d.renderer.render(renderInputFor(app), { noCache: hard });

@@ -146,7 +146,36 @@ export class KubeDestinationClient implements DestinationClient {
     });
   }
 
-  async apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeResult<KubeObject>> {
+  apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeResult<KubeObject>> {
+    return this.#apply(obj, opts, true);
+  }
+
+  get(ref: ObjectRef): Promise<KubeResult<KubeObject | null>> {
+    return this.#get(ref, true);
+  }
+
+  /**
+   * This identity asking the API server every time (a hard refresh): reads skip the live-object
+   * cache and dry-runs are sent again; what they answer is remembered as usual.
+   */
+  uncached(): DestinationClient {
+    const view: DestinationClient = {
+      server: this.server,
+      identity: this.identity,
+      request: (req) => this.request(req),
+      resolve: (apiVersion, kind) => this.resolve(apiVersion, kind),
+      resolveGroupKind: (group, kind) => this.resolveGroupKind(group, kind),
+      apply: (obj, opts = {}) => this.#apply(obj, opts, false),
+      create: (obj, opts) => this.create(obj, opts),
+      get: (ref) => this.#get(ref, false),
+      list: (apiVersion, kind, opts) => this.list(apiVersion, kind, opts),
+      delete: (ref, opts) => this.delete(ref, opts),
+      uncached: () => view,
+    };
+    return view;
+  }
+
+  async #apply(obj: KubeObject, opts: ApplyOptions, reuse: boolean): Promise<KubeResult<KubeObject>> {
     const where = await this.#locate(refOf(obj));
     if (!where.ok) return where;
     if (!where.value.name)
@@ -169,7 +198,7 @@ export class KubeDestinationClient implements DestinationClient {
           .update(text)
           .digest('base64')
       : undefined;
-    if (opts.dryRun && request !== undefined) {
+    if (reuse && opts.dryRun && request !== undefined) {
       const liveRv = this.#live?.resourceVersion(info, collection, name);
       const hit = this.#dryRuns.get(path);
       if (
@@ -232,11 +261,11 @@ export class KubeDestinationClient implements DestinationClient {
     return res;
   }
 
-  async get(ref: ObjectRef): Promise<KubeResult<KubeObject | null>> {
+  async #get(ref: ObjectRef, cached: boolean): Promise<KubeResult<KubeObject | null>> {
     const where = await this.#locate(ref);
     if (!where.ok) return where;
-    const cached = this.#live?.lookup(where.value.info, where.value.collection, where.value.name);
-    if (cached?.hit) return ok(cached.object);
+    const live = cached ? this.#live?.lookup(where.value.info, where.value.collection, where.value.name) : undefined;
+    if (live?.hit) return ok(live.object);
     const res = await this.request<KubeObject>({ method: 'GET', path: where.value.path });
     if (!res.ok && res.error.code === 404) return ok(null);
     return res;

@@ -107,4 +107,9 @@ export interface DestinationClient {
   list(apiVersion: string, kind: string, opts?: ListOptions): Promise<KubeResult<KubeObject[]>>;
   /** `deleted` when the server accepted the delete, `absent` when there was nothing to delete. */
   delete(ref: ObjectRef, opts?: DeleteOptions): Promise<KubeResult<'deleted' | 'absent'>>;
+  /**
+   * The same identity, asking the API server every time: reads skip the live-object cache and
+   * dry-runs are sent again rather than reused. What a hard refresh compares through.
+   */
+  uncached(): DestinationClient;
 }

@@ -103,6 +103,9 @@ function answering(identity: Identity, result: KubeResult<unknown>, paths: strin
     create: unused,
     get: unused,
     list: unused,
+    uncached: () => {
+      throw new Error('not used by the check');
+    },
     delete: unused,
   };
 }

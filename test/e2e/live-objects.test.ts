@@ -66,12 +66,12 @@ async function syncedApp(name: string, selfHeal: boolean): Promise<void> {
   );
 }
 
-/** Asks for a normal refresh and waits until it is done (the controller removes the annotation after it). */
-async function refresh(name: string): Promise<void> {
+/** Asks for a refresh and waits until it is done (the controller removes the annotation after it). */
+async function refresh(name: string, kind: 'normal' | 'hard' = 'normal'): Promise<void> {
   await requestOk(cp.admin, {
     method: 'PATCH',
     path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
-    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } },
+    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': kind } } },
     contentType: 'application/merge-patch+json',
   });
   await waitForApp(
@@ -146,6 +146,37 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
   const app = await getApp(cp, 'rest');
   assert.equal((app.status?.['sync'] as { status?: string }).status, 'Synced');
   assert.equal(history(app), 1);
+});
+
+test('a hard refresh asks the API server again as the ServiceAccount: every dry-run and read, so a revoked right shows', async () => {
+  await deployer(cp, 'hard', 'deployer');
+  await syncedApp('hard', false);
+  await refresh('hard'); // settles the refreshes that follow the sync
+  await new Promise((r) => setTimeout(r, 1000));
+  const seen = (await cp.readAudit()).length;
+  await refresh('hard', 'hard');
+  await new Promise((r) => setTimeout(r, 1000));
+  const reads = (await cp.readAudit()).slice(seen).filter(readsAs('hard'));
+  const names = (verb: string) =>
+    reads
+      .filter((r) => r.verb === verb)
+      .map((r) => r.name)
+      .sort();
+  assert.deepEqual(names('get'), ['guestbook-config', 'guestbook-ui'], 'each live object read from the API server');
+  assert.deepEqual(names('patch'), ['guestbook-config', 'guestbook-ui'], 'each dry-run sent again');
+  // The open watch and the remembered dry-runs would still say Synced; a hard refresh asks.
+  await requestOk(cp.admin, {
+    method: 'DELETE',
+    path: '/apis/rbac.authorization.k8s.io/v1/namespaces/hard/rolebindings/deployer-all',
+  });
+  await refresh('hard', 'hard');
+  const app = await getApp(cp, 'hard');
+  assert.equal((app.status?.['sync'] as { status?: string }).status, 'Unknown');
+  const conditions = (app.status?.['conditions'] ?? []) as Array<{ type: string; message: string }>;
+  assert.match(
+    conditions.find((c) => c.type === 'ComparisonError')?.message ?? '',
+    /forbidden: User "system:serviceaccount:hard:deployer" cannot/,
+  );
 });
 
 test('an identity that may not list or watch is compared with GETs and dry-runs, as before', async () => {

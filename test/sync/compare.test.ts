@@ -48,6 +48,7 @@ function scripted(script: Script): { client: DestinationClient; log: string[]; a
     create: unused,
     list: unused,
     delete: unused,
+    uncached: unused,
     get(ref: ObjectRef) {
       log.push(`get ${ref.kind}/${ref.name} sent`);
       return later('get', script.get);
