@@ -1,0 +1,256 @@
+// The operation as a state machine (src/controller/operation-machine.ts), as tables: the
+// crash-safety rules of nextStep() (what a controller does with the Application it reads, whatever
+// happened before it started), how an attempt ends (afterAttempt), and the final status. The same
+// rules against a real API server, restarts included: test/e2e/controller-sync.test.ts,
+// test/e2e/faults-controller.test.ts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Operation, OperationState } from '../../src/api/index.ts';
+import {
+  TERMINATED,
+  afterAttempt,
+  finishedStatus,
+  nextStep,
+  stillThisOperation,
+} from '../../src/controller/operation-machine.ts';
+import type { Attempt, OperationView, Step } from '../../src/controller/operation-machine.ts';
+
+const NOW = '2026-03-01T12:00:00.000Z';
+const op: Operation = { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } };
+const other: Operation = { sync: { revision: 'v2' }, initiatedBy: { username: 'bob' } };
+const state = (over: Partial<OperationState> = {}): OperationState => ({
+  operation: op,
+  phase: 'Running',
+  message: 'Operation started',
+  startedAt: '2026-03-01T11:00:00.000Z',
+  retryCount: 0,
+  generation: 4,
+  ...over,
+});
+const done = (phase: 'Succeeded' | 'Failed' | 'Error', over: Partial<OperationState> = {}) =>
+  state({ phase, finishedAt: '2026-03-01T11:05:00.000Z', ...over });
+const started = (operation: Operation, generation?: number): Step => ({
+  kind: 'start',
+  state: {
+    operation,
+    phase: 'Running',
+    message: 'Operation started',
+    startedAt: NOW,
+    retryCount: 0,
+    ...(generation !== undefined ? { generation } : {}),
+  },
+});
+
+const steps: Array<{ name: string; view: OperationView; expect: Step }> = [
+  {
+    name: 'no operation and nothing Running: nothing to do',
+    view: { operation: undefined, state: done('Succeeded'), generation: 5 },
+    expect: { kind: 'none' },
+  },
+  {
+    name: 'a new operation starts Running, recording the generation',
+    view: { operation: op, state: undefined, generation: 4 },
+    expect: started(op, 4),
+  },
+  {
+    name: 'Running with the same operation (a restart, or the next retry) resumes it as it is',
+    view: { operation: op, state: state({ retryCount: 2 }), generation: 4 },
+    expect: { kind: 'resume', state: state({ retryCount: 2 }) },
+  },
+  {
+    name: 'Running, but a different operation was set meanwhile: the new one starts',
+    view: { operation: other, state: state(), generation: 6 },
+    expect: started(other, 6),
+  },
+  {
+    name: 'finished before a crash that lost only the clearing (same generation): cleared, never run again',
+    view: { operation: op, state: done('Succeeded'), generation: 4 },
+    expect: { kind: 'clear' },
+  },
+  {
+    name: 'a failed one of the same generation is cleared too, not retried',
+    view: { operation: op, state: done('Failed'), generation: 4 },
+    expect: { kind: 'clear' },
+  },
+  {
+    name: 'a completed state of an older generation: an identical new operation (self-heal) starts afresh',
+    view: { operation: op, state: done('Succeeded'), generation: 6 },
+    expect: started(op, 6),
+  },
+  {
+    name: 'a completed state without a generation (an older controller wrote it) is not taken as this operation',
+    view: { operation: op, state: done('Succeeded', { generation: undefined }), generation: 6 },
+    expect: started(op, 6),
+  },
+  {
+    name: 'Terminating: finished Failed without running',
+    view: { operation: op, state: state({ phase: 'Terminating' }), generation: 4 },
+    expect: { kind: 'finish', state: state({ phase: 'Terminating' }), end: TERMINATED },
+  },
+  {
+    name: 'Running but its operation removed: finished Failed (terminated) without running',
+    view: { operation: undefined, state: state(), generation: 5 },
+    expect: { kind: 'finish', state: state(), end: TERMINATED },
+  },
+  {
+    name: 'Terminating and its operation removed: finished the same way',
+    view: { operation: undefined, state: state({ phase: 'Terminating' }), generation: 5 },
+    expect: { kind: 'finish', state: state({ phase: 'Terminating' }), end: TERMINATED },
+  },
+];
+
+for (const row of steps) {
+  test(`next step: ${row.name}`, () => {
+    assert.deepEqual(nextStep(row.view, NOW), row.expect);
+  });
+}
+
+const nowMs = Date.parse(NOW);
+const retrying = state({ operation: { ...op, retry: { limit: 2, backoff: { duration: '5s', factor: 2 } } } });
+const syncResult = { revision: 'abc123', resources: [] };
+
+test('after an attempt: success finishes Succeeded with the revision and its sync result', () => {
+  const attempt: Attempt = { kind: 'succeeded', revision: 'abc123', message: 'successfully synced', syncResult };
+  assert.deepEqual(afterAttempt(state(), attempt, nowMs), {
+    kind: 'finish',
+    state: { ...state(), syncResult },
+    end: { phase: 'Succeeded', message: 'successfully synced' },
+    conditions: [],
+    revision: 'abc123',
+    reread: false,
+  });
+});
+
+test('after an attempt: a retryable failure with retries left stays Running, counted, after the backoff', () => {
+  const failed: Attempt = {
+    kind: 'failed',
+    phase: 'Failed',
+    message: 'one or more objects failed',
+    retryable: true,
+    syncResult,
+  };
+  const first = afterAttempt(retrying, failed, nowMs);
+  assert.deepEqual(first, {
+    kind: 'retry',
+    delayMs: 5000,
+    state: {
+      ...retrying,
+      syncResult,
+      retryCount: 1,
+      message: 'one or more objects failed. Retrying attempt #1 at 2026-03-01T12:00:05.000Z.',
+    },
+  });
+  const second = afterAttempt({ ...retrying, retryCount: 1 }, failed, nowMs);
+  assert.equal(second.kind === 'retry' && second.delayMs, 10_000);
+  const exhausted = afterAttempt({ ...retrying, retryCount: 2 }, failed, nowMs);
+  assert.deepEqual(exhausted.kind === 'finish' && [exhausted.end, exhausted.state.retryCount], [
+    { phase: 'Failed', message: 'one or more objects failed' },
+    2,
+  ]);
+});
+
+test('after an attempt: no retry strategy, or a failure no retry can mend (a project limit), finishes at once', () => {
+  const render: Attempt = { kind: 'failed', phase: 'Error', message: 'failed to render', retryable: true };
+  assert.equal(afterAttempt(state(), render, nowMs).kind, 'finish');
+  const limit: Attempt = { kind: 'failed', phase: 'Failed', message: 'resource not permitted', retryable: false };
+  assert.deepEqual(afterAttempt(retrying, limit, nowMs), {
+    kind: 'finish',
+    state: retrying,
+    end: { phase: 'Failed', message: 'resource not permitted' },
+    conditions: [],
+    reread: false,
+  });
+});
+
+test("after an attempt: spec §5's deny ends the operation in Error with the decision's message and its conditions", () => {
+  const message = 'no matching service account found for destination server s and namespace n';
+  const info = { type: 'ImpersonationInfo', message: `refused: ${message}` };
+  const denied: Attempt = { kind: 'failed', phase: 'Error', message, retryable: false, conditions: [info] };
+  assert.deepEqual(afterAttempt(retrying, denied, nowMs), {
+    kind: 'finish',
+    state: retrying,
+    end: { phase: 'Error', message },
+    conditions: [info],
+    reread: false,
+  });
+});
+
+test('after an attempt: terminated finishes Failed from a fresh read; a stopping controller leaves it Running', () => {
+  assert.deepEqual(afterAttempt(state(), { kind: 'terminated' }, nowMs), {
+    kind: 'finish',
+    state: state(),
+    end: TERMINATED,
+    conditions: [],
+    reread: true,
+  });
+  assert.deepEqual(afterAttempt(state(), { kind: 'abandoned' }, nowMs), { kind: 'leave' });
+});
+
+test('the final status: success records history (deployStartedAt = startedAt) and drops SyncError; a dry run records none', () => {
+  const before = {
+    conditions: [
+      { type: 'SyncError', message: 'earlier', lastTransitionTime: '2026-01-01T00:00:00Z' },
+      { type: 'ImpersonationInfo', message: 'as sa', lastTransitionTime: '2026-01-01T00:00:00Z' },
+    ],
+    history: [{ id: 3, revision: 'old', deployedAt: '2026-01-01T00:00:00Z' }],
+  };
+  const source = { repoURL: 'https://git.example/a.git', path: 'app' };
+  const s = finishedStatus(
+    before,
+    { ...state(), syncResult: { ...syncResult, source } },
+    { phase: 'Succeeded', message: 'ok' },
+    { revision: 'abc123', now: NOW },
+  );
+  assert.deepEqual(s.operationState, {
+    ...state(),
+    syncResult: { ...syncResult, source },
+    phase: 'Succeeded',
+    message: 'ok',
+    finishedAt: NOW,
+  });
+  assert.deepEqual(s.conditions, [
+    { type: 'ImpersonationInfo', message: 'as sa', lastTransitionTime: '2026-01-01T00:00:00Z' },
+  ]);
+  assert.deepEqual(s.history?.[1], {
+    id: 4,
+    revision: 'abc123',
+    source,
+    deployedAt: NOW,
+    deployStartedAt: state().startedAt,
+    initiatedBy: { username: 'alice' },
+  });
+  const dry = state({ operation: { sync: { dryRun: true } } });
+  assert.equal(
+    finishedStatus(before, dry, { phase: 'Succeeded', message: 'ok' }, { revision: 'abc123', now: NOW }).history
+      ?.length,
+    1,
+  );
+});
+
+test('the final status: a failure is a SyncError first, then its own conditions replacing those of their types', () => {
+  const before = {
+    conditions: [{ type: 'ImpersonationInfo', message: 'as sa', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+  };
+  const s = finishedStatus(
+    before,
+    state(),
+    { phase: 'Error', message: 'denied' },
+    {
+      conditions: [{ type: 'ImpersonationInfo', message: 'refused: denied' }],
+      now: NOW,
+    },
+  );
+  assert.deepEqual(s.conditions, [
+    { type: 'SyncError', message: 'denied', lastTransitionTime: NOW },
+    { type: 'ImpersonationInfo', message: 'refused: denied', lastTransitionTime: NOW },
+  ]);
+  assert.equal(s.history, undefined);
+});
+
+test('a conflicting final write is written again only while the newer object holds this operation unfinished', () => {
+  assert.equal(stillThisOperation(state(), state()), true);
+  assert.equal(stillThisOperation(state({ retryCount: 1 }), state()), true, 'a retry count changed meanwhile');
+  assert.equal(stillThisOperation(done('Succeeded'), state()), false, 'another controller finished it');
+  assert.equal(stillThisOperation(state({ startedAt: NOW }), state()), false, 'a newer operation');
+  assert.equal(stillThisOperation(undefined, state()), false);
+});
