@@ -30,7 +30,7 @@ export function parseApplication(raw: unknown): Application {
 }
 
 /** Argo CD treats an empty project as "default". */
-export function projectName(app: Application): string {
+export function projectName(app: { spec: { project?: string | undefined } }): string {
   return app.spec.project && app.spec.project !== '' ? app.spec.project : 'default';
 }
 

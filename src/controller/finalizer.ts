@@ -12,7 +12,7 @@ import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
-import type { ReconcileResult } from './manager.ts';
+import type { ReconcileResult } from './reconcile.ts';
 import { mergeConditions } from './status.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';

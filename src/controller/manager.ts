@@ -4,8 +4,8 @@
 // the reconciler re-reads everything from the caches.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import { parseAppProject, parseClusterSecret, projectName } from '../api/index.ts';
-import type { AppProject, Cluster, Operation } from '../api/index.ts';
+import { parseAppProject, parseClusterSecret } from '../api/index.ts';
+import type { AppProject, Cluster } from '../api/index.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -15,34 +15,10 @@ import { WorkQueue } from './queue.ts';
 import { ConflictError } from './applications.ts';
 import { appsAffectedByCluster, appsAffectedByProject, appsAffectedBySettings } from './requeue.ts';
 import type { AppIndexEntry } from './requeue.ts';
+import type { ReconcileResult, Workers } from './reconcile.ts';
+import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork } from './triggers.ts';
 import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
 import { objectStoreKey } from '../kube/watch.ts';
-
-export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
-
-export interface ReconcileResult {
-  /** Ask for an operation run (an operation was set, or one is Running). */
-  operation?: boolean;
-  /** Refresh again after this long (retry backoff, self-heal wait). */
-  requeueAfterMs?: number;
-  /** An automated operation to set once the status is written (reconciler internal). */
-  startOperation?: Operation;
-  /**
-   * The operation finished and cleared `operation`: the watch event of that clear refreshes the
-   * Application, from a cache that then holds the final status (a refresh queued at once would
-   * read the older one, conflict on its status write and compare again).
-   */
-  operationCleared?: boolean;
-}
-
-export interface Workers {
-  /** Comparison + status for one Application key. */
-  refresh(key: string): Promise<ReconcileResult>;
-  /** Run (or continue) the operation of one Application key. */
-  operate(key: string): Promise<ReconcileResult>;
-  /** Abort the operation in flight for this key (operationState.phase Terminating); false when none. */
-  terminate?(key: string): boolean;
-}
 
 export interface ManagerOptions {
   cache: ControllerCache;
@@ -53,62 +29,6 @@ export interface ManagerOptions {
   operationProcessors?: number;
   /** Jitter added to the periodic refresh, as a fraction of the interval (Argo CD: up to 1 min). */
   refreshJitter?: number;
-}
-
-function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
-  const spec = (raw['spec'] ?? {}) as { project?: string; destination?: { server?: string; name?: string } };
-  return {
-    key,
-    project: projectName({ spec } as never),
-    destination: { server: spec.destination?.server, name: spec.destination?.name },
-  };
-}
-
-/**
- * Annotations changed, other than the controller's own removal of the refresh annotation at the
- * end of the refresh it asked for (which would otherwise cost a second comparison each time).
- */
-function annotationsNeedRefresh(
-  a0: Record<string, string> | undefined,
-  a1: Record<string, string> | undefined,
-): boolean {
-  const { [REFRESH_ANNOTATION]: r0, ...rest0 } = a0 ?? {};
-  const { [REFRESH_ANNOTATION]: r1, ...rest1 } = a1 ?? {};
-  return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0);
-}
-
-/**
- * Whether an Application change is one the refresh must react to (not its own status write).
- * A newly set `operation` alone is not: the operation worker compares as part of the sync and
- * queues a refresh when it finishes (`handle`), so a refresh now would be a comparison more on
- * every sync. A cleared `operation` still is: that refresh is the one that sees the final state.
- */
-export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: WatchedObject): boolean {
-  if (!old) return true;
-  const m0 = old.metadata as Record<string, unknown>;
-  const m1 = cur.metadata as Record<string, unknown>;
-  return (
-    !isDeepStrictEqual(old['spec'], cur['spec']) ||
-    (cur['operation'] === undefined && old['operation'] !== undefined) ||
-    annotationsNeedRefresh(
-      m0['annotations'] as Record<string, string> | undefined,
-      m1['annotations'] as Record<string, string> | undefined,
-    ) ||
-    !isDeepStrictEqual(m0['labels'], m1['labels']) ||
-    m0['deletionTimestamp'] !== m1['deletionTimestamp'] ||
-    !isDeepStrictEqual(m0['finalizers'], m1['finalizers'])
-  );
-}
-
-/** Whether the Application has operation work: an operation to run or a Running one to resume. */
-export function hasOperationWork(raw: WatchedObject): boolean {
-  const phase = (raw['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase;
-  return (
-    raw['operation'] !== undefined ||
-    phase === 'Running' ||
-    phase === 'Terminating' ||
-    (raw.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined
-  );
 }
 
 export class Manager {

@@ -21,7 +21,7 @@ import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import { Finalizer } from './finalizer.ts';
 import { objectLimitViolations } from './limits.ts';
-import type { ReconcileResult } from './manager.ts';
+import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
 import { ServiceAccountCheck } from './sa-check.ts';

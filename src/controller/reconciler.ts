@@ -25,8 +25,8 @@ import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import { objectLimitViolations } from './limits.ts';
-import type { ReconcileResult } from './manager.ts';
-import { REFRESH_ANNOTATION } from './manager.ts';
+import type { ReconcileResult } from './reconcile.ts';
+import { REFRESH_ANNOTATION } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 

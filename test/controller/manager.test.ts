@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appChangeNeedsRefresh, hasOperationWork, Manager } from '../../src/controller/manager.ts';
-import type { ReconcileResult } from '../../src/controller/manager.ts';
+import { Manager } from '../../src/controller/manager.ts';
+import type { ReconcileResult } from '../../src/controller/reconcile.ts';
+import { appChangeNeedsRefresh, hasOperationWork } from '../../src/controller/triggers.ts';
 import type { ControllerCache } from '../../src/controller/cache.ts';
 import type { WatchedObject, WatchEvent } from '../../src/kube/watch.ts';
 import { createLogger } from '../../src/observability/logger.ts';

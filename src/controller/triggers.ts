@@ -1,0 +1,67 @@
+// Which watch events put an Application in which queue: what of an Application's own change needs
+// a refresh (not the controller's status writes), and when it has operation work. The keys other
+// objects' changes affect are requeue.ts's.
+import { isDeepStrictEqual } from 'node:util';
+import { projectName } from '../api/index.ts';
+import type { WatchedObject } from '../kube/watch.ts';
+import type { AppIndexEntry } from './requeue.ts';
+
+/** Argo CD's refresh request: `normal` or `hard` (a hard refresh asks everything again, reconciler.ts). */
+export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
+
+/** What the requeue rules need of an Application. */
+export function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
+  const spec = (raw['spec'] ?? {}) as { project?: string; destination?: { server?: string; name?: string } };
+  return {
+    key,
+    project: projectName({ spec }),
+    destination: { server: spec.destination?.server, name: spec.destination?.name },
+  };
+}
+
+/**
+ * Annotations changed, other than the controller's own removal of the refresh annotation at the
+ * end of the refresh it asked for (which would otherwise cost a second comparison each time).
+ */
+function annotationsNeedRefresh(
+  a0: Record<string, string> | undefined,
+  a1: Record<string, string> | undefined,
+): boolean {
+  const { [REFRESH_ANNOTATION]: r0, ...rest0 } = a0 ?? {};
+  const { [REFRESH_ANNOTATION]: r1, ...rest1 } = a1 ?? {};
+  return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0);
+}
+
+/**
+ * Whether an Application change is one the refresh must react to (not its own status write).
+ * A newly set `operation` alone is not: the operation worker compares as part of the sync and
+ * queues a refresh when it finishes (`handle`), so a refresh now would be a comparison more on
+ * every sync. A cleared `operation` still is: that refresh is the one that sees the final state.
+ */
+export function appChangeNeedsRefresh(old: WatchedObject | undefined, cur: WatchedObject): boolean {
+  if (!old) return true;
+  const m0 = old.metadata as Record<string, unknown>;
+  const m1 = cur.metadata as Record<string, unknown>;
+  return (
+    !isDeepStrictEqual(old['spec'], cur['spec']) ||
+    (cur['operation'] === undefined && old['operation'] !== undefined) ||
+    annotationsNeedRefresh(
+      m0['annotations'] as Record<string, string> | undefined,
+      m1['annotations'] as Record<string, string> | undefined,
+    ) ||
+    !isDeepStrictEqual(m0['labels'], m1['labels']) ||
+    m0['deletionTimestamp'] !== m1['deletionTimestamp'] ||
+    !isDeepStrictEqual(m0['finalizers'], m1['finalizers'])
+  );
+}
+
+/** Whether the Application has operation work: an operation to run or a Running one to resume. */
+export function hasOperationWork(raw: WatchedObject): boolean {
+  const phase = (raw['status'] as { operationState?: { phase?: string } } | undefined)?.operationState?.phase;
+  return (
+    raw['operation'] !== undefined ||
+    phase === 'Running' ||
+    phase === 'Terminating' ||
+    (raw.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined
+  );
+}
