@@ -1,6 +1,8 @@
 // The identity rule by construction (ARCHITECTURE.md): nothing under src/sync/ or src/source/ can
 // reach the controller's credential. They may use kube/types.ts and nothing else of kube/, and
-// no HTTP or Kubernetes client library of their own.
+// no HTTP or Kubernetes client library of their own. Also: one module sends requests to API
+// servers (kube/transport.ts), and the controller's pure cores (the admission gate, the operation
+// machine) load no client at all.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -186,5 +188,23 @@ test("the controller's processes load no code that reads a checkout or runs a to
     const allowed = new Set(['src/source/errors.ts', 'src/source/parse.ts']);
     const reached = rel(runtimeClosure(entry).files).filter((f) => f.startsWith('src/source/') && !allowed.has(f));
     assert.deepEqual(reached, [], `${entry} reaches these`);
+  }
+});
+
+test('the admission gate and the operation machine are pure: at run time they load no client, credential or I/O', () => {
+  const pure =
+    /^src\/(api|impersonation|project)\/|^src\/controller\/(admission|operation-machine|operation-policy|status)\.ts$/;
+  for (const entry of ['src/controller/admission.ts', 'src/controller/operation-machine.ts']) {
+    const { files, packages } = runtimeClosure(entry);
+    assert.deepEqual(
+      rel(files).filter((f) => !pure.test(f)),
+      [],
+      `${entry} reaches these`,
+    );
+    assert.deepEqual(
+      [...packages].filter((p) => !['zod', 'yaml', 'node:util'].includes(p)),
+      [],
+      `${entry} loads these packages`,
+    );
   }
 });
