@@ -1,5 +1,6 @@
 // The rules of operations, pure: when an automated sync starts (Argo CD's rules), the retry
-// backoff, operationState transitions and the history of the last syncs.
+// backoff and the history of the last syncs. The transitions of operationState are
+// operation-machine.ts's.
 import type {
   Application,
   HistoryEntry,
