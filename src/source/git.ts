@@ -13,11 +13,12 @@
 // own ref locks for the clones.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SourceError, redactURL } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
+import { findEscapingSymlink } from './paths.ts';
 
 export interface GitRepoCacheOptions {
   cacheDir: string;
@@ -253,7 +254,7 @@ export class GitRepoCache {
       if (r.code !== 0) {
         throw new SourceError('ToolFailed', `checkout of ${sha} from '${repo.shown}' failed: ${tail(r.stderr)}`);
       }
-      await checkSymlinks(dir, repo.shown, sha);
+      await refuseEscapingSymlinks(dir, repo.shown, sha);
       return dir;
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
@@ -348,19 +349,13 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** A repository's symlinks must stay inside it: otherwise a render could read the controller's files. */
-async function checkSymlinks(root: string, shown: string, sha: string): Promise<void> {
-  const entries = await readdir(root, { recursive: true, withFileTypes: true });
-  for (const e of entries) {
-    if (!e.isSymbolicLink()) continue;
-    const link = path.join(e.parentPath, e.name);
-    const target = path.resolve(e.parentPath, await readlink(link));
-    const rel = path.relative(root, target);
-    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-      throw new SourceError(
-        'InvalidSource',
-        `repository '${shown}' at ${sha} has a symlink that points outside the repository: ${path.relative(root, link)}`,
-      );
-    }
-  }
+/**
+ * A repository's symlinks must stay inside it, resolved physically (paths.ts): otherwise a render
+ * could read the renderer's files or another repository's checkout through one.
+ */
+async function refuseEscapingSymlinks(dir: string, shown: string, sha: string): Promise<void> {
+  const bad = await findEscapingSymlink(await realpath(dir));
+  if (!bad) return;
+  const what = bad.why === 'loop' ? 'a symlink loop' : 'a symlink that points outside the repository';
+  throw new SourceError('InvalidSource', `repository '${shown}' at ${sha} has ${what}: ${bad.link} -> ${bad.target}`);
 }

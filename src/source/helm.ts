@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
+import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
@@ -13,6 +14,7 @@ type HelmSpec = NonNullable<ApplicationSource['helm']>;
 
 export interface HelmTemplateInput {
   binary: string;
+  /** The physical root of the checkout (realpath). */
   repoRoot: string;
   chartDir: string;
   /** The app path as written in the Application, for messages. */
@@ -68,7 +70,7 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   for (const v of apiVersions) args.push('--api-versions', v);
 
   for (const file of spec.valueFiles ?? []) {
-    const resolved = resolveValueFile(input, file);
+    const resolved = await resolveValueFile(input, file);
     if (resolved) args.push('--values', resolved);
     else if (spec.ignoreMissingValueFiles !== true) {
       throw new SourceError(
@@ -116,9 +118,10 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
 
 /**
  * A value file path: relative to the chart folder, or to the repository root when absolute; it must
- * stay inside the repository. Undefined when the file does not exist.
+ * stay inside the repository, lexically and physically (no symlink out). Undefined when the file
+ * does not exist.
  */
-function resolveValueFile(input: HelmTemplateInput, file: string): string | undefined {
+async function resolveValueFile(input: HelmTemplateInput, file: string): Promise<string | undefined> {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
     throw new SourceError(
       'InvalidSource',
@@ -126,14 +129,21 @@ function resolveValueFile(input: HelmTemplateInput, file: string): string | unde
     );
   }
   const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(input.chartDir, file);
-  const rel = path.relative(input.repoRoot, abs);
-  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+  if (!isInside(input.repoRoot, abs)) {
     throw new SourceError(
       'InvalidSource',
       `helm value file '${file}' of '${input.shownPath}' is outside the repository`,
     );
   }
-  return existsSync(abs) ? abs : undefined;
+  const physical = await physicalRelative(input.repoRoot, abs);
+  if (physical === undefined) {
+    throw new SourceError(
+      'InvalidSource',
+      `helm value file '${file}' of '${input.shownPath}' leads outside the repository through a symlink`,
+    );
+  }
+  const real = path.join(input.repoRoot, physical);
+  return existsSync(real) ? real : undefined;
 }
 
 /**

@@ -4,7 +4,7 @@
 // walk ends up), and anything else is a Directory of YAML/JSON files.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { readDirectory } from './directory.ts';
@@ -12,6 +12,7 @@ import { SourceError } from './errors.ts';
 import { helmTemplate } from './helm.ts';
 import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
+import { physicalRelative } from './paths.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -66,11 +67,17 @@ const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
 export async function renderCheckout(req: RenderRequest, env: RenderEnvironment): Promise<RenderedObjects> {
   const { source } = req;
   const shownPath = source.path && source.path !== '' ? source.path : '.';
-  const appDir = path.join(req.checkoutDir, shownPath);
-  const rel = path.relative(req.checkoutDir, appDir);
+  // Everything below works on the physical root, so what is checked is what the tools are given.
+  const root = await realpath(req.checkoutDir);
+  const rel = path.relative(root, path.join(root, shownPath));
   if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
     throw new SourceError('InvalidSource', `app path '${shownPath}' is outside the repository`);
   }
+  const physical = await physicalRelative(root, path.join(root, shownPath));
+  if (physical === undefined) {
+    throw new SourceError('InvalidSource', `app path '${shownPath}' leads outside the repository through a symlink`);
+  }
+  const appDir = path.join(root, physical);
   const info = await stat(appDir).catch(() => undefined);
   if (!info) throw new SourceError('InvalidSource', `app path '${shownPath}' does not exist`);
   if (!info.isDirectory()) throw new SourceError('InvalidSource', `app path '${shownPath}' is not a directory`);
@@ -78,7 +85,7 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   const sourceType = explicitType(source) ?? discoverType(appDir);
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
-    const objects = await readDirectory(req.checkoutDir, appDir, {
+    const objects = await readDirectory(root, appDir, {
       recurse: source.directory?.recurse === true,
       include: source.directory?.include,
       exclude: source.directory?.exclude,
@@ -110,7 +117,7 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
     }
     const out = await helmTemplate({
       binary,
-      repoRoot: req.checkoutDir,
+      repoRoot: root,
       chartDir: appDir,
       shownPath,
       releaseName: source.helm?.releaseName || req.appName,

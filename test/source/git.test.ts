@@ -215,8 +215,47 @@ describe('GitRepoCache', () => {
     const sha = await r.commit({});
     await assert.rejects(
       cache.checkout(r.dir, sha),
-      isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml/),
+      isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml -> \/etc\/passwd$/),
     );
+  });
+
+  // Each link below looks in-bounds when read lexically; resolved physically, each leaves the checkout.
+  for (const { name, links, bad } of [
+    { name: 'a chain: l -> . then x -> l/..', links: { l: '.', x: 'l/..' }, bad: 'x' },
+    {
+      name: 'a link into a directory link, then ..',
+      links: { 'a/b/c/d': '../../..', 'a/b/c/e': 'd/..' },
+      bad: 'a/b/c/e',
+    },
+    {
+      name: 'a dangling link through a directory link',
+      links: { 'a/b/c/d': '../../..', 'a/b/c/f': 'd/../gone' },
+      bad: 'a/b/c/f',
+    },
+  ]) {
+    test(`symlinks are resolved physically: ${name}`, async () => {
+      const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+      const r = await TestRepo.create();
+      temps.push(r.dir);
+      await r.commit({ 'a/b/c/ok.yaml': 'a: 1\n' });
+      for (const [link, target] of Object.entries(links)) await symlink(target, path.join(r.dir, link));
+      const sha = await r.commit({});
+      const escaped = new RegExp(`symlink that points outside the repository: ${bad.replaceAll('/', '\\/')} -> `);
+      await assert.rejects(cache.checkout(r.dir, sha), isSourceError('InvalidSource', escaped));
+    });
+  }
+
+  test('symlinks that stay inside, through other links, are kept', async () => {
+    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const r = await TestRepo.create();
+    temps.push(r.dir);
+    await r.commit({ 'a/b/c/ok.yaml': 'a: 1\n' });
+    await symlink('a/b', path.join(r.dir, 'ab'));
+    await symlink('ab/c/../c/ok.yaml', path.join(r.dir, 'ok.yaml'));
+    await symlink('../../ab/c/missing', path.join(r.dir, 'a/b/dangling'));
+    const co = await cache.checkout(r.dir, await r.commit({}));
+    assert.equal(await readFile(path.join(co.dir, 'ok.yaml'), 'utf8'), 'a: 1\n');
+    co.release();
   });
 
   test('unused checkouts beyond maxTrees are removed; ones in use are kept', async () => {
