@@ -55,23 +55,27 @@ const SUPPORTED = new Set([
 export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   const spec = input.helm ?? {};
   refuseUnsupported('helm', spec, SUPPORTED);
+  checkReleaseName(input.releaseName);
   const namespace = str(spec.namespace) ?? input.namespace;
-  const args = ['template', input.releaseName, input.chartDir];
-  if (namespace) args.push('--namespace', namespace);
+  // Every value from the Application or the repository goes in as `--flag=value`, and the two
+  // positional arguments come after `--`: nothing a tenant writes can be read as a flag of its own
+  // (`--post-renderer` would run a program of their choosing).
+  const args = ['template'];
+  if (namespace) args.push(`--namespace=${namespace}`);
   if (spec.skipCrds !== true) args.push('--include-crds');
   if (spec.skipTests === true) args.push('--skip-tests');
   if (spec.skipSchemaValidation === true) args.push('--skip-schema-validation');
   const kubeVersion = str(spec.kubeVersion) ?? input.kubeVersion;
-  if (kubeVersion) args.push('--kube-version', kubeVersion);
+  if (kubeVersion) args.push(`--kube-version=${kubeVersion}`);
   const apiVersions =
     Array.isArray(spec.apiVersions) && spec.apiVersions.length > 0
       ? spec.apiVersions.map(String)
       : (input.apiVersions ?? []);
-  for (const v of apiVersions) args.push('--api-versions', v);
+  for (const v of apiVersions) args.push(`--api-versions=${v}`);
 
   for (const file of spec.valueFiles ?? []) {
     const resolved = await resolveValueFile(input, file);
-    if (resolved) args.push('--values', resolved);
+    if (resolved) args.push(`--values=${resolved}`);
     else if (spec.ignoreMissingValueFiles !== true) {
       throw new SourceError(
         'InvalidSource',
@@ -85,11 +89,12 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   if (inline && inline.trim() !== '') {
     const valuesFile = path.join(input.workDir, 'values.yaml');
     await writeFile(valuesFile, inline);
-    args.push('--values', valuesFile);
+    args.push(`--values=${valuesFile}`);
   }
   for (const p of spec.parameters ?? []) {
-    args.push(p.forceString ? '--set-string' : '--set', `${p.name}=${escapeSetValue(p.value ?? '')}`);
+    args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(p.value ?? '')}`);
   }
+  args.push('--', input.releaseName, input.chartDir);
 
   const env: NodeJS.ProcessEnv = {
     ...input.env,
@@ -144,6 +149,19 @@ async function resolveValueFile(input: HelmTemplateInput, file: string): Promise
   }
   const real = path.join(input.repoRoot, physical);
   return existsSync(real) ? real : undefined;
+}
+
+/** Helm's rule for release names (chartutil.ValidateReleaseName): a DNS-1123 subdomain of at most 53 characters. */
+const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const RELEASE_NAME_MAX = 53;
+
+/** Refuses what helm would refuse, before it runs, in helm's own words. */
+export function checkReleaseName(name: string): void {
+  if (name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name)) return;
+  throw new SourceError(
+    'InvalidSource',
+    `release name ${JSON.stringify(name)}: invalid release name, must match regex ${RELEASE_NAME.source} and the length must not be longer than ${RELEASE_NAME_MAX} (spec.source.helm.releaseName, or the Application's name when that is empty)`,
+  );
 }
 
 /**

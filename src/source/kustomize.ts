@@ -50,7 +50,8 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     await writeFile(path.join(input.workDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
     target = input.workDir;
   }
-  const r = await run(input.binary, ['build', ...(input.buildOptions ?? []), target], {
+  // The target comes after `--`; it is a path of ours, but nothing positional is ever read as a flag.
+  const r = await run(input.binary, ['build', ...(input.buildOptions ?? []), '--', target], {
     cwd: input.appDir,
     env: input.env,
     timeoutMs: input.timeoutMs,
