@@ -13,12 +13,15 @@
 // own ref locks for the clones.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SourceError, redactURL } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
 import { findEscapingSymlink } from './paths.ts';
+import { checkRepoURL, classifyRepoURL } from './repo-url.ts';
+import { gitEnvironment } from './git-env.ts';
+import { removeDeadOwners } from './trees.ts';
 
 export interface GitRepoCacheOptions {
   cacheDir: string;
@@ -30,8 +33,10 @@ export interface GitRepoCacheOptions {
   localTimeoutMs?: number;
   /** Checked-out commits kept on disk when nobody uses them. Default 16. */
   maxTrees?: number;
-  /** Environment for git (default: this process's). GIT_TERMINAL_PROMPT=0 is always added. */
+  /** Environment for git (default: this process's), made safe by gitEnvironment (git-env.ts). */
   env?: NodeJS.ProcessEnv;
+  /** Allow file:// URLs and local paths as repositories (demos and tests; never in an install). Default false. */
+  allowLocalRepositories?: boolean;
 }
 
 /** The files of one commit, on disk until released. */
@@ -58,6 +63,7 @@ export class GitRepoCache {
   readonly #localTimeoutMs: number;
   readonly #maxTrees: number;
   readonly #env: NodeJS.ProcessEnv;
+  readonly #allowLocal: boolean;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
   readonly #trees = new Map<string, Tree>();
@@ -71,7 +77,8 @@ export class GitRepoCache {
     this.#networkTimeoutMs = opts.networkTimeoutMs ?? 120_000;
     this.#localTimeoutMs = opts.localTimeoutMs ?? 60_000;
     this.#maxTrees = opts.maxTrees ?? 16;
-    this.#env = { ...(opts.env ?? process.env), GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+    this.#allowLocal = opts.allowLocalRepositories === true;
+    this.#env = gitEnvironment(opts.env ?? process.env, { allowFile: this.#allowLocal });
     this.#treesDir = path.join(this.#cacheDir, 'trees', `${process.pid}-${randomBytes(4).toString('hex')}`);
   }
 
@@ -147,8 +154,10 @@ export class GitRepoCache {
   #repo(repoURL: string): Repo {
     const trimmed = repoURL.trim();
     if (trimmed === '') throw new SourceError('InvalidSource', 'spec.source.repoURL is empty');
+    checkRepoURL(trimmed, this.#allowLocal);
     // Local paths are made absolute: git runs with the clone as its working directory.
-    const remote = isURLLike(trimmed) ? trimmed : path.resolve(trimmed);
+    const remote =
+      classifyRepoURL(trimmed).kind === 'network' || /^file:\/\//i.test(trimmed) ? trimmed : path.resolve(trimmed);
     const digest = createHash('sha256').update(remote).digest('hex').slice(0, 16);
     const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo')
       .replace(/[^A-Za-z0-9._-]/g, '_')
@@ -307,11 +316,6 @@ interface Repo {
   dir: string;
 }
 
-function isURLLike(s: string): boolean {
-  // scheme://..., or scp-like user@host:path (ssh)
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(s) || /^[^/@:]+@[^/:]+:/.test(s);
-}
-
 function checkRevision(targetRevision: string | undefined, shown: string): string {
   const rev = (targetRevision ?? '').trim();
   if (rev === '') return 'HEAD';
@@ -327,26 +331,6 @@ export function matchRef(refs: ReadonlyMap<string, string>, rev: string): string
   if (rev === 'HEAD') return refs.get('HEAD');
   if (rev.startsWith('refs/')) return refs.get(`${rev}^{}`) ?? refs.get(rev);
   return refs.get(`refs/heads/${rev}`) ?? refs.get(`refs/tags/${rev}^{}`) ?? refs.get(`refs/tags/${rev}`);
-}
-
-/** Removes the tree folders left by processes that are gone (named `<pid>-<random>`). */
-async function removeDeadOwners(treesRoot: string): Promise<void> {
-  const owners = await readdir(treesRoot).catch(() => [] as string[]);
-  for (const owner of owners) {
-    const pid = Number.parseInt(owner, 10);
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid)) {
-      await rm(path.join(treesRoot, owner), { recursive: true, force: true });
-    }
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -51,6 +51,12 @@ export interface SourceRendererOptions {
   kustomizeBuildOptions?: string[];
   /** Environment for git, helm and kustomize (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Allow repoURLs that are file:// URLs or local paths (the renderer CLI's
+   * --allow-local-repositories; for demos and tests). Default false: only https, http, ssh, git://
+   * and user@host:path are fetched, anything else is refused as InvalidSource.
+   */
+  allowLocalRepositories?: boolean;
 }
 
 /** One source to render, and what of its Application a render needs. */
@@ -89,6 +95,7 @@ export class SourceRenderer {
       localTimeoutMs: opts.git?.localTimeoutMs,
       maxTrees: opts.git?.maxTrees,
       env: opts.env,
+      allowLocalRepositories: opts.allowLocalRepositories,
     });
   }
 

@@ -32,7 +32,11 @@ describe('tool flags', () => {
       'chart/templates/cm.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n  namespace: {{ .Release.Namespace | quote }}\ndata:\n  x: {{ .Values.x | default "" | quote }}\n  caps: {{ .Capabilities.APIVersions.Has "evil/v1" | quote }}\n',
     });
-    renderer = new SourceRenderer({ cacheDir: path.join(top, 'cache'), toolsDir: toolsDir() });
+    renderer = new SourceRenderer({
+      allowLocalRepositories: true,
+      cacheDir: path.join(top, 'cache'),
+      toolsDir: toolsDir(),
+    });
   });
   after(async () => {
     await repo?.remove();
