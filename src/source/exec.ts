@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { SourceError } from './errors.ts';
+import type { Scrub } from './scrub.ts';
 
 export interface RunOptions {
   cwd?: string;
@@ -16,11 +17,14 @@ export interface RunOptions {
   label: string;
   /** Sentence for the ToolMissing error, e.g. "run scripts/tool-binaries or put helm on PATH". */
   howToGet: string;
+  /** Applied to stderr and to every message made here, before anyone sees them (scrub.ts). */
+  scrub: Scrub;
 }
 
 export interface RunResult {
   code: number;
   stdout: Buffer;
+  /** Already scrubbed: fit to put in a message. */
   stderr: string;
 }
 
@@ -82,14 +86,18 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
         reject(
           new SourceError(
             'Unexpected',
-            `${opts.label} could not be started: its working directory ${opts.cwd} does not exist`,
+            opts.scrub(`${opts.label} could not be started: its working directory ${opts.cwd} does not exist`),
             { cause: err },
           ),
         );
       } else if (err.code === 'ENOENT') {
         reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`, { cause: err }));
       } else {
-        reject(new SourceError('ToolFailed', `${opts.label} could not be started: ${err.message}`, { cause: err }));
+        reject(
+          new SourceError('ToolFailed', opts.scrub(`${opts.label} could not be started: ${err.message}`), {
+            cause: err,
+          }),
+        );
       }
     });
     child.on('close', (code, signal) => {
@@ -100,7 +108,7 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       if (code === null) {
         return reject(new SourceError('ToolFailed', `${opts.label} was killed by ${signal ?? 'a signal'}`));
       }
-      resolve({ code, stdout: Buffer.concat(chunks), stderr });
+      resolve({ code, stdout: Buffer.concat(chunks), stderr: opts.scrub(stderr) });
     });
     // A child that exits before reading its stdin makes the write fail with EPIPE: its exit code says why.
     child.stdin.on('error', () => {});

@@ -22,6 +22,7 @@ import { findEscapingSymlink } from './paths.ts';
 import { checkRepoURL, classifyRepoURL } from './repo-url.ts';
 import { gitEnvironment } from './git-env.ts';
 import { removeDeadOwners } from './trees.ts';
+import { scrubber, type Scrub } from './scrub.ts';
 
 export interface GitRepoCacheOptions {
   cacheDir: string;
@@ -64,6 +65,8 @@ export class GitRepoCache {
   readonly #maxTrees: number;
   readonly #env: NodeJS.ProcessEnv;
   readonly #allowLocal: boolean;
+  /** git's messages name the cache's folders; tenants see `<cache>` instead. */
+  readonly #scrub: Scrub;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
   readonly #trees = new Map<string, Tree>();
@@ -78,6 +81,7 @@ export class GitRepoCache {
     this.#localTimeoutMs = opts.localTimeoutMs ?? 60_000;
     this.#maxTrees = opts.maxTrees ?? 16;
     this.#allowLocal = opts.allowLocalRepositories === true;
+    this.#scrub = scrubber([{ from: this.#cacheDir, to: '<cache>' }]);
     this.#env = gitEnvironment(opts.env ?? process.env, { allowFile: this.#allowLocal });
     this.#treesDir = path.join(this.#cacheDir, 'trees', `${process.pid}-${randomBytes(4).toString('hex')}`);
   }
@@ -226,6 +230,7 @@ export class GitRepoCache {
         timeoutMs: this.#networkTimeoutMs,
         label: 'git ls-remote',
         howToGet: GIT_HOW_TO,
+        scrub: this.#scrub,
       });
       if (r.code !== 0) {
         throw new SourceError(
@@ -259,6 +264,12 @@ export class GitRepoCache {
         timeoutMs: this.#localTimeoutMs,
         label: 'git read-tree',
         howToGet: GIT_HOW_TO,
+        // Paths in the new tree are the repository's own: shown relative to its root.
+        scrub: scrubber([
+          { from: index, to: '<index>' },
+          { from: dir, to: '' },
+          { from: this.#cacheDir, to: '<cache>' },
+        ]),
       });
       if (r.code !== 0) {
         throw new SourceError('ToolFailed', `checkout of ${sha} from '${repo.shown}' failed: ${tail(r.stderr)}`);
@@ -293,6 +304,7 @@ export class GitRepoCache {
       timeoutMs,
       label,
       howToGet: GIT_HOW_TO,
+      scrub: this.#scrub,
     });
   }
 
@@ -304,6 +316,7 @@ export class GitRepoCache {
       timeoutMs: o.timeoutMs,
       label: o.label,
       howToGet: GIT_HOW_TO,
+      scrub: this.#scrub,
     });
     if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
   }

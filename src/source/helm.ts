@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
+import { scrubber, type PathRename } from './scrub.ts';
 import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
@@ -28,6 +29,8 @@ export interface HelmTemplateInput {
   workDir: string;
   /** Where helm keeps its cache, config and data (never the user's own). */
   helmHome: string;
+  /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
+  renames: readonly PathRename[];
   timeoutMs: number;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
@@ -111,6 +114,10 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     maxStdoutBytes: input.maxOutputBytes,
     label: `helm template of '${input.shownPath}'`,
     howToGet: howToGet('helm'),
+    scrub: scrubber([
+      ...input.renames,
+      { from: path.join(input.workDir, 'values.yaml'), to: 'spec.source.helm.values' },
+    ]),
   });
   if (r.code !== 0) {
     throw new SourceError(

@@ -24,7 +24,8 @@
 //   SourceRenderer per cacheDir per process.
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
-import { SourceError } from './errors.ts';
+import { SourceError, redactURL } from './errors.ts';
+import { scrubber } from './scrub.ts';
 import { GitRepoCache } from './git.ts';
 import type { ParsedObject } from './parse.ts';
 import { DEFAULT_LIMITS, renderCheckout, type RenderLimits } from './render.ts';
@@ -106,6 +107,21 @@ export class SourceRenderer {
   }
 
   async render(input: RenderInput): Promise<RenderResult> {
+    try {
+      return await this.#render(input);
+    } catch (err) {
+      // The last line of scrub.ts: whatever leaves here names no folder of the renderer's cache.
+      const scrub = scrubber([{ from: path.resolve(this.#opts.cacheDir), to: '<cache>' }]);
+      if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
+      const source = input.source;
+      const where = `'${source.path || '.'}' of '${redactURL(source.repoURL)}'`;
+      throw new SourceError('Unexpected', scrub(`rendering ${where} failed: ${(err as Error).message}`), {
+        cause: err,
+      });
+    }
+  }
+
+  async #render(input: RenderInput): Promise<RenderResult> {
     const source = gitSource(input.source);
     const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
     const checkout = await this.#git.checkout(source.repoURL, revision);
@@ -134,10 +150,6 @@ export class SourceRenderer {
         },
       );
       return { revision, sourceType, objects };
-    } catch (err) {
-      if (err instanceof SourceError) throw err;
-      const where = `'${source.path || '.'}' of '${source.repoURL}' at ${revision}`;
-      throw new SourceError('Unexpected', `rendering ${where} failed: ${(err as Error).message}`, { cause: err });
     } finally {
       checkout.release();
     }

@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
+import { scrubber, type PathRename } from './scrub.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
@@ -24,6 +25,8 @@ export interface KustomizeBuildInput {
   buildOptions?: readonly string[] | undefined;
   /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
   workDir: string;
+  /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
+  renames: readonly PathRename[];
   timeoutMs: number;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
@@ -44,7 +47,8 @@ const SUPPORTED = new Set([
 export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string> {
   const spec = input.kustomize ?? {};
   refuseUnsupported('kustomize', spec, SUPPORTED);
-  const overlay = overlayFor(spec, path.relative(input.workDir, input.appDir).split(path.sep).join('/'));
+  const fromOverlay = path.relative(input.workDir, input.appDir).split(path.sep).join('/');
+  const overlay = overlayFor(spec, fromOverlay);
   let target = input.appDir;
   if (overlay) {
     await writeFile(path.join(input.workDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
@@ -58,9 +62,16 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     maxStdoutBytes: input.maxOutputBytes,
     label: `kustomize build of '${input.shownPath}'`,
     howToGet: howToGet('kustomize'),
+    // The overlay's folder, and the relative path it reaches the app folder by (which runs through
+    // the renderer's trees/<pid>-<random> folder), are named as the tenant knows them.
+    scrub: scrubber([
+      { from: input.workDir, to: '<overlay>' },
+      { from: fromOverlay, to: input.shownPath },
+      ...input.renames,
+    ]),
   });
   if (r.code !== 0) {
-    const stderr = tail(r.stderr).split(input.workDir).join('<overlay>');
+    const stderr = tail(r.stderr);
     throw new SourceError(
       'ToolFailed',
       `kustomize build of '${input.shownPath}' failed: ${stderr || `exit code ${r.code}`}`,

@@ -13,6 +13,7 @@ import { helmTemplate } from './helm.ts';
 import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 import { physicalRelative } from './paths.ts';
+import { scrubber, type PathRename } from './scrub.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -65,6 +66,30 @@ export interface RenderedObjects {
 const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
 
 export async function renderCheckout(req: RenderRequest, env: RenderEnvironment): Promise<RenderedObjects> {
+  // Paths in any message leave as the tenant knows them: relative to the repository root, with
+  // the renderer's own folders as placeholders (scrub.ts). Tool stderr is scrubbed where it is
+  // read (exec.ts); this catches messages made from Node's errors (ENOENT '/cache/...').
+  const renames: PathRename[] = [
+    { from: req.checkoutDir, to: '' },
+    { from: env.workRoot, to: '<work>' },
+    { from: env.helmHome, to: '<helm home>' },
+  ];
+  try {
+    return await renderIn(req, env, renames);
+  } catch (err) {
+    const scrub = scrubber(renames);
+    if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
+    throw new SourceError(
+      'Unexpected',
+      scrub(`rendering '${req.source.path || '.'}' failed: ${(err as Error).message}`),
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: PathRename[]): Promise<RenderedObjects> {
   const { source } = req;
   const shownPath = source.path && source.path !== '' ? source.path : '.';
   // Everything below works on the physical root, so what is checked is what the tools are given.
@@ -98,38 +123,40 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   // Resolve the binary before making folders, so a missing tool fails fast and leaves nothing behind.
   const binary = findTool(sourceType === 'Helm' ? 'helm' : 'kustomize', env.tools);
   await mkdir(env.workRoot, { recursive: true });
-  const workDir = path.join(env.workRoot, `render-${randomBytes(6).toString('hex')}`);
-  await mkdir(workDir);
+  // Physical, like the root, so that relative paths between the two are what the tools see.
+  const made = path.join(env.workRoot, `render-${randomBytes(6).toString('hex')}`);
+  await mkdir(made);
+  const workDir = await realpath(made);
+  renames.push({ from: root, to: '' }, { from: workDir, to: '<work>' });
   try {
+    const tool = {
+      binary,
+      shownPath,
+      workDir,
+      renames,
+      timeoutMs: env.limits.toolTimeoutMs,
+      maxOutputBytes: env.limits.maxToolOutputBytes,
+      env: env.env,
+    };
     if (sourceType === 'Kustomize') {
       const out = await kustomizeBuild({
-        binary,
+        ...tool,
         appDir,
-        shownPath,
         kustomize: source.kustomize,
         buildOptions: env.kustomizeBuildOptions,
-        workDir,
-        timeoutMs: env.limits.toolTimeoutMs,
-        maxOutputBytes: env.limits.maxToolOutputBytes,
-        env: env.env,
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
     }
     const out = await helmTemplate({
-      binary,
+      ...tool,
       repoRoot: root,
       chartDir: appDir,
-      shownPath,
       releaseName: source.helm?.releaseName || req.appName,
       namespace: req.destinationNamespace,
       helm: source.helm,
       kubeVersion: req.kubeVersion,
       apiVersions: req.apiVersions,
-      workDir,
       helmHome: env.helmHome,
-      timeoutMs: env.limits.toolTimeoutMs,
-      maxOutputBytes: env.limits.maxToolOutputBytes,
-      env: env.env,
     });
     return {
       sourceType,
