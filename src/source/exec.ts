@@ -1,10 +1,14 @@
 // Runs git, kustomize and helm: argument arrays (never a shell), a time limit that kills the whole
-// process group (git forks helpers such as git-remote-http), and a cap on what is read from stdout,
-// so a runaway render cannot take the controller's memory.
+// process group (git forks helpers such as git-remote-http), a cap on what is read from stdout, and
+// the operating system's limits on memory and written file size (limits.ts), so a runaway render
+// cannot take the renderer's memory or disk. stderr is scrubbed before it is returned (scrub.ts).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { SourceError } from './errors.ts';
 import type { Scrub } from './scrub.ts';
+import { formatBytes, limitFailure, limitedCommand, resolveCommand, type ToolLimits } from './limits.ts';
+
+export { formatBytes } from './limits.ts';
 
 export interface RunOptions {
   cwd?: string;
@@ -19,6 +23,8 @@ export interface RunOptions {
   howToGet: string;
   /** Applied to stderr and to every message made here, before anyone sees them (scrub.ts). */
   scrub: Scrub;
+  /** Address space and file size limits of the process and all it starts. */
+  limits: ToolLimits;
 }
 
 export interface RunResult {
@@ -34,10 +40,21 @@ const DEFAULT_MAX_STDOUT = 64 * 1024 * 1024;
 /** Runs `command args`, resolving with its exit code; rejects only when it cannot run or must be stopped. */
 export function run(command: string, args: readonly string[], opts: RunOptions): Promise<RunResult> {
   const maxStdout = opts.maxStdoutBytes ?? DEFAULT_MAX_STDOUT;
+  const env = opts.env ?? process.env;
+  // prlimit would report a missing tool as its own failure: look first, and say how to get it.
+  if (resolveCommand(command, env.PATH) === undefined) {
+    return Promise.reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`));
+  }
+  let limited: [string, string[]];
+  try {
+    limited = limitedCommand(command, args, opts.limits);
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
+    const child = spawn(limited[0], limited[1], {
       cwd: opts.cwd,
-      env: opts.env ?? process.env,
+      env,
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true, // own process group, so a timeout can kill git's helpers too
     });
@@ -105,6 +122,8 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       settled = true;
       clearTimeout(timer);
       if (failure) return reject(failure);
+      const overLimit = limitFailure(opts.label, opts.limits, { code, signal, stderr });
+      if (overLimit) return reject(overLimit);
       if (code === null) {
         return reject(new SourceError('ToolFailed', `${opts.label} was killed by ${signal ?? 'a signal'}`));
       }
@@ -123,10 +142,4 @@ export function tail(stderr: string, lines = 6): string {
     .map((l) => l.trimEnd())
     .filter((l) => l !== '');
   return kept.slice(-lines).join('\n');
-}
-
-export function formatBytes(n: number): string {
-  if (n >= 1024 * 1024) return `${Math.round(n / (1024 * 1024))} MiB`;
-  if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
-  return `${n} bytes`;
 }

@@ -5,7 +5,9 @@
 // every call (`git ls-remote`), so a pushed branch is seen at once; a SHA already in the clone is not
 // fetched again, and works offline. The files of a commit are materialised once into their own
 // directory under <cacheDir>/trees/ (read-only by convention, shared by concurrent renders, evicted
-// when unused and over the limit). Each instance keeps its trees in a folder of its own
+// when unused and over the limit), unless the commit is over the checkout limits (materialise.ts).
+// Only network repositories are fetched unless local ones are allowed (repo-url.ts), and every git
+// runs with the renderer's own configuration (git-env.ts) under the tool limits (limits.ts). Each instance keeps its trees in a folder of its own
 // (trees/<pid>-<random>/); folders of processes that are gone are removed on first use.
 //
 // Concurrency: git commands on one clone run one at a time (a mutex per repository, within this
@@ -13,12 +15,14 @@
 // own ref locks for the clones.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SourceError, redactURL } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
-import { findEscapingSymlink } from './paths.ts';
+import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_CHECKOUT_LIMITS, materialise, type CheckoutLimits, type GitRunner } from './materialise.ts';
+import { checkRevision, matchRef } from './refs.ts';
 import { checkRepoURL, classifyRepoURL } from './repo-url.ts';
 import { gitEnvironment } from './git-env.ts';
 import { removeDeadOwners } from './trees.ts';
@@ -38,6 +42,10 @@ export interface GitRepoCacheOptions {
   env?: NodeJS.ProcessEnv;
   /** Allow file:// URLs and local paths as repositories (demos and tests; never in an install). Default false. */
   allowLocalRepositories?: boolean;
+  /** Memory and file-size limits of every git process (limits.ts). */
+  toolLimits?: Partial<ToolLimits>;
+  /** A commit over these is refused before it is written (materialise.ts). Defaults 1 GiB, 100,000 files. */
+  checkoutLimits?: Partial<CheckoutLimits>;
 }
 
 /** The files of one commit, on disk until released. */
@@ -67,6 +75,8 @@ export class GitRepoCache {
   readonly #allowLocal: boolean;
   /** git's messages name the cache's folders; tenants see `<cache>` instead. */
   readonly #scrub: Scrub;
+  readonly #toolLimits: ToolLimits;
+  readonly #checkoutLimits: CheckoutLimits;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
   readonly #trees = new Map<string, Tree>();
@@ -82,6 +92,8 @@ export class GitRepoCache {
     this.#maxTrees = opts.maxTrees ?? 16;
     this.#allowLocal = opts.allowLocalRepositories === true;
     this.#scrub = scrubber([{ from: this.#cacheDir, to: '<cache>' }]);
+    this.#toolLimits = { ...DEFAULT_TOOL_LIMITS, ...opts.toolLimits };
+    this.#checkoutLimits = { ...DEFAULT_CHECKOUT_LIMITS, ...opts.checkoutLimits };
     this.#env = gitEnvironment(opts.env ?? process.env, { allowFile: this.#allowLocal });
     this.#treesDir = path.join(this.#cacheDir, 'trees', `${process.pid}-${randomBytes(4).toString('hex')}`);
   }
@@ -207,7 +219,7 @@ export class GitRepoCache {
     const r = await this.#gitIn(
       repo,
       ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs],
-      'git fetch',
+      `git fetch of '${repo.shown}'`,
       this.#networkTimeoutMs,
     );
     if (r.code !== 0 && mustSucceed) {
@@ -228,9 +240,10 @@ export class GitRepoCache {
         cwd: this.#cacheDir,
         env: this.#env,
         timeoutMs: this.#networkTimeoutMs,
-        label: 'git ls-remote',
+        label: `git ls-remote of '${repo.shown}'`,
         howToGet: GIT_HOW_TO,
         scrub: this.#scrub,
+        limits: this.#toolLimits,
       });
       if (r.code !== 0) {
         throw new SourceError(
@@ -249,39 +262,21 @@ export class GitRepoCache {
     return p;
   }
 
-  /** Writes the files of `sha` into a directory of their own, through a private index. Holds the mutex. */
-  async #materialise(repo: Repo, sha: string): Promise<string> {
-    const parent = path.join(this.#treesDir, repo.key);
-    await mkdir(parent, { recursive: true });
-    // A unique directory per materialisation: an eviction in progress can never touch a newer copy.
-    const dir = path.join(parent, `${sha}-${randomBytes(4).toString('hex')}`);
-    await mkdir(dir);
-    const index = `${dir}.index`;
-    try {
-      const r = await run(this.#git, ['--git-dir', repo.dir, '--work-tree', dir, 'read-tree', '--reset', '-u', sha], {
-        cwd: dir,
-        env: { ...this.#env, GIT_INDEX_FILE: index },
+  /** Writes the files of `sha` into a directory of their own (materialise.ts). Holds the mutex. */
+  #materialise(repo: Repo, sha: string): Promise<string> {
+    const git: GitRunner = (args, o) =>
+      run(this.#git, args, {
+        cwd: o.cwd ?? repo.dir,
+        env: { ...this.#env, GIT_DIR: repo.dir, ...o.env },
         timeoutMs: this.#localTimeoutMs,
-        label: 'git read-tree',
+        label: o.label,
         howToGet: GIT_HOW_TO,
-        // Paths in the new tree are the repository's own: shown relative to its root.
-        scrub: scrubber([
-          { from: index, to: '<index>' },
-          { from: dir, to: '' },
-          { from: this.#cacheDir, to: '<cache>' },
-        ]),
+        scrub: o.scrub ?? this.#scrub,
+        limits: this.#toolLimits,
+        ...(o.maxStdoutBytes !== undefined ? { maxStdoutBytes: o.maxStdoutBytes } : {}),
       });
-      if (r.code !== 0) {
-        throw new SourceError('ToolFailed', `checkout of ${sha} from '${repo.shown}' failed: ${tail(r.stderr)}`);
-      }
-      await refuseEscapingSymlinks(dir, repo.shown, sha);
-      return dir;
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true });
-      throw err;
-    } finally {
-      await rm(index, { force: true });
-    }
+    const target = { gitDir: repo.dir, shown: repo.shown, sha, parent: path.join(this.#treesDir, repo.key) };
+    return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits);
   }
 
   #evict(): void {
@@ -305,6 +300,7 @@ export class GitRepoCache {
       label,
       howToGet: GIT_HOW_TO,
       scrub: this.#scrub,
+      limits: this.#toolLimits,
     });
   }
 
@@ -317,6 +313,7 @@ export class GitRepoCache {
       label: o.label,
       howToGet: GIT_HOW_TO,
       scrub: this.#scrub,
+      limits: this.#toolLimits,
     });
     if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
   }
@@ -327,32 +324,4 @@ interface Repo {
   remote: string;
   shown: string;
   dir: string;
-}
-
-function checkRevision(targetRevision: string | undefined, shown: string): string {
-  const rev = (targetRevision ?? '').trim();
-  if (rev === '') return 'HEAD';
-  // Refuse what git would read as an option or what no ref name may hold.
-  if (rev.startsWith('-') || /[\s\0~^:?*[\\]/.test(rev)) {
-    throw new SourceError('InvalidSource', `targetRevision '${rev}' is not a valid revision for '${shown}'`);
-  }
-  return rev;
-}
-
-/** What `rev` names among the remote's refs: HEAD, a full ref, a branch, then a tag (peeled to its commit). */
-export function matchRef(refs: ReadonlyMap<string, string>, rev: string): string | undefined {
-  if (rev === 'HEAD') return refs.get('HEAD');
-  if (rev.startsWith('refs/')) return refs.get(`${rev}^{}`) ?? refs.get(rev);
-  return refs.get(`refs/heads/${rev}`) ?? refs.get(`refs/tags/${rev}^{}`) ?? refs.get(`refs/tags/${rev}`);
-}
-
-/**
- * A repository's symlinks must stay inside it, resolved physically (paths.ts): otherwise a render
- * could read the renderer's files or another repository's checkout through one.
- */
-async function refuseEscapingSymlinks(dir: string, shown: string, sha: string): Promise<void> {
-  const bad = await findEscapingSymlink(await realpath(dir));
-  if (!bad) return;
-  const what = bad.why === 'loop' ? 'a symlink loop' : 'a symlink that points outside the repository';
-  throw new SourceError('InvalidSource', `repository '${shown}' at ${sha} has ${what}: ${bad.link} -> ${bad.target}`);
 }

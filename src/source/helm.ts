@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 import { scrubber, type PathRename } from './scrub.ts';
+import type { ToolLimits } from './limits.ts';
 import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
@@ -31,6 +32,8 @@ export interface HelmTemplateInput {
   helmHome: string;
   /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
   renames: readonly PathRename[];
+  /** Memory and file-size limits of the tool's processes. */
+  limits: ToolLimits;
   timeoutMs: number;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
@@ -114,6 +117,7 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     maxStdoutBytes: input.maxOutputBytes,
     label: `helm template of '${input.shownPath}'`,
     howToGet: howToGet('helm'),
+    limits: input.limits,
     scrub: scrubber([
       ...input.renames,
       { from: path.join(input.workDir, 'values.yaml'), to: 'spec.source.helm.values' },

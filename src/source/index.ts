@@ -28,7 +28,7 @@ import { SourceError, redactURL } from './errors.ts';
 import { scrubber } from './scrub.ts';
 import { GitRepoCache } from './git.ts';
 import type { ParsedObject } from './parse.ts';
-import { DEFAULT_LIMITS, renderCheckout, type RenderLimits } from './render.ts';
+import { DEFAULT_LIMITS, renderCheckout, toolLimits, type RenderLimits } from './render.ts';
 import type { SourceType } from './spec.ts';
 
 export { SourceError, type SourceErrorReason } from './errors.ts';
@@ -40,8 +40,8 @@ export { parseManifests } from './parse.ts';
 export interface SourceRendererOptions {
   /** Where clones, checked-out commits and helm's homes live. */
   cacheDir: string;
-  /** Exact binaries; each wins over toolsDir and PATH. */
-  toolPaths?: { helm?: string; kustomize?: string; git?: string };
+  /** Exact binaries; each wins over toolsDir and PATH (prlimit: util-linux's, which applies the tool limits). */
+  toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string };
   /** Folder holding helm and kustomize (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
   toolsDir?: string;
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
@@ -97,6 +97,8 @@ export class SourceRenderer {
       maxTrees: opts.git?.maxTrees,
       env: opts.env,
       allowLocalRepositories: opts.allowLocalRepositories,
+      toolLimits: toolLimits(this.#limits, opts.toolPaths?.prlimit),
+      checkoutLimits: this.#limits,
     });
   }
 
@@ -137,7 +139,12 @@ export class SourceRenderer {
         },
         {
           tools: {
-            paths: { helm: this.#opts.toolPaths?.helm, kustomize: this.#opts.toolPaths?.kustomize },
+            paths: {
+              helm: this.#opts.toolPaths?.helm,
+              kustomize: this.#opts.toolPaths?.kustomize,
+              git: this.#opts.toolPaths?.git,
+              prlimit: this.#opts.toolPaths?.prlimit,
+            },
             dir: this.#opts.toolsDir ?? process.env.IMPERSYNC_TOOLS_DIR,
             searchPath: this.#opts.searchPath,
           },

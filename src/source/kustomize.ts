@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 import { scrubber, type PathRename } from './scrub.ts';
+import type { ToolLimits } from './limits.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
@@ -27,6 +28,8 @@ export interface KustomizeBuildInput {
   workDir: string;
   /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
   renames: readonly PathRename[];
+  /** Memory and file-size limits of the tool's processes. */
+  limits: ToolLimits;
   timeoutMs: number;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
@@ -62,6 +65,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     maxStdoutBytes: input.maxOutputBytes,
     label: `kustomize build of '${input.shownPath}'`,
     howToGet: howToGet('kustomize'),
+    limits: input.limits,
     // The overlay's folder, and the relative path it reaches the app folder by (which runs through
     // the renderer's trees/<pid>-<random> folder), are named as the tenant knows them.
     scrub: scrubber([

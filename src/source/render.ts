@@ -14,6 +14,8 @@ import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
+import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -26,6 +28,14 @@ export interface RenderLimits {
   maxToolOutputBytes: number;
   /** Time limit for one kustomize or helm run. Default 120 s. */
   toolTimeoutMs: number;
+  /** A commit whose files add up to more is refused before it is written. Default 1 GiB. */
+  checkoutMaxBytes: number;
+  /** A commit with more files is refused before it is written. Default 100,000. */
+  checkoutMaxFiles: number;
+  /** Address-space limit of every git, helm and kustomize process (RLIMIT_AS). Default 2 GiB. */
+  toolMemoryBytes: number;
+  /** Largest single file a git, helm or kustomize process may write (RLIMIT_FSIZE). Default 256 MiB. */
+  writeMaxBytes: number;
 }
 
 export const DEFAULT_LIMITS: RenderLimits = {
@@ -33,7 +43,16 @@ export const DEFAULT_LIMITS: RenderLimits = {
   maxTotalBytes: 256 * 1024 * 1024,
   maxToolOutputBytes: 256 * 1024 * 1024,
   toolTimeoutMs: 120_000,
+  checkoutMaxBytes: DEFAULT_CHECKOUT_LIMITS.checkoutMaxBytes,
+  checkoutMaxFiles: DEFAULT_CHECKOUT_LIMITS.checkoutMaxFiles,
+  toolMemoryBytes: DEFAULT_TOOL_LIMITS.memoryBytes,
+  writeMaxBytes: DEFAULT_TOOL_LIMITS.writeBytes,
 };
+
+/** The operating system's limits on each tool process, from the render limits. */
+export function toolLimits(limits: RenderLimits, prlimit?: string): ToolLimits {
+  return { memoryBytes: limits.toolMemoryBytes, writeBytes: limits.writeMaxBytes, prlimit };
+}
 
 export interface RenderEnvironment {
   tools: ToolLocations;
@@ -136,6 +155,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       renames,
       timeoutMs: env.limits.toolTimeoutMs,
       maxOutputBytes: env.limits.maxToolOutputBytes,
+      limits: toolLimits(env.limits, env.tools.paths?.prlimit),
       env: env.env,
     };
     if (sourceType === 'Kustomize') {

@@ -290,7 +290,7 @@ describe('GitRepoCache', () => {
       });
       await assert.rejects(
         cache.resolveRevision(`http://127.0.0.1:${port}/x.git`, 'main'),
-        isSourceError('Timeout', /^git ls-remote timed out after 1\.5s$/),
+        isSourceError('Timeout', /^git ls-remote of 'http:\/\/127\.0\.0\.1:\d+\/x\.git' timed out after 1\.5s$/),
       );
     } finally {
       for (const s of sockets) s.destroy();
