@@ -42,6 +42,9 @@ export function gitConfig(opts: GitEnvOptions): [string, string][] {
     // No background `gc --auto` outliving the command (and its time limit).
     ['gc.auto', '0'],
     ['maintenance.auto', 'false'],
+    // kustomize puts git's whole output in its errors; the detached-HEAD advice is noise there.
+    ['advice.detachedHead', 'false'],
+    ['init.defaultBranch', 'main'],
     // Small pack windows, so git stays well inside the renderer's address-space limit.
     ['core.packedGitWindowSize', '32m'],
     ['core.packedGitLimit', '256m'],

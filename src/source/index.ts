@@ -72,6 +72,11 @@ export interface RenderInput {
   /** The destination's Kubernetes version and API versions, for `helm template` (as Argo CD passes them). */
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
+  /**
+   * The AppProject's spec.sourceRepos globs (Argo CD's semantics): the repositories kustomize remote
+   * bases and resources may come from. Absent: no remote kustomize reference is allowed.
+   */
+  sourceRepos?: readonly string[] | undefined;
 }
 
 export interface RenderResult {
@@ -136,6 +141,7 @@ export class SourceRenderer {
           destinationNamespace: input.destinationNamespace,
           kubeVersion: input.kubeVersion,
           apiVersions: input.apiVersions,
+          sourceRepos: input.sourceRepos,
         },
         {
           tools: {

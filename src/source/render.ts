@@ -75,6 +75,8 @@ export interface RenderRequest {
   /** Passed to `helm template --kube-version` / `--api-versions` (Argo CD sends the destination's). */
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
+  /** The AppProject's spec.sourceRepos: where kustomize remote bases may come from (absent: nowhere). */
+  sourceRepos?: readonly string[] | undefined;
 }
 
 export interface RenderedObjects {
@@ -161,9 +163,12 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     if (sourceType === 'Kustomize') {
       const out = await kustomizeBuild({
         ...tool,
+        repoRoot: root,
         appDir,
         kustomize: source.kustomize,
         buildOptions: env.kustomizeBuildOptions,
+        sourceRepos: req.sourceRepos,
+        gitBinary: env.tools.paths?.git ?? 'git',
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
     }

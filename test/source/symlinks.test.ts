@@ -24,6 +24,8 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
     const files: Record<string, string> = {
       'secret.yaml': cm('secret-of-the-renderer'),
       'values-secret.yaml': 'color: secret\n',
+      'secret-k/kustomization.yaml': 'resources: [../secret.yaml]\n',
+      'checkout/k/kustomization.yaml': 'resources: [../x/secret-k]\n',
       'checkout/plain/a.yaml': cm('a'),
       'checkout/chart/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n',
       'checkout/chart/templates/cm.yaml':
@@ -71,6 +73,13 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
     await assert.rejects(
       render({ repoURL: 'https://example.com/r.git', path: 'plain' }),
       refused(/^plain\/leak\.yaml is a symlink that leads outside the repository$/),
+    );
+  });
+
+  test('a base of a kustomization', async () => {
+    await assert.rejects(
+      render({ repoURL: 'https://example.com/r.git', path: 'k' }),
+      refused(/^k\/kustomization\.yaml: resources '\.\.\/x\/secret-k' leads outside the repository$/),
     );
   });
 
