@@ -6,24 +6,25 @@
 // fetched again, and works offline. The files of a commit are materialised once into their own
 // directory under <cacheDir>/trees/ (read-only by convention, shared by concurrent renders, evicted
 // when unused and over the limit), unless the commit is over the checkout limits (materialise.ts).
-// Only network repositories are fetched unless local ones are allowed (repo-url.ts), and every git
-// runs with the renderer's own configuration (git-env.ts) under the tool limits (limits.ts). Each instance keeps its trees in a folder of its own
-// (trees/<pid>-<random>/); folders of processes that are gone are removed on first use.
+// Each instance keeps its trees in a folder of its own (trees/<pid>-<random>/); folders of
+// processes that are gone are removed on first use. Only network repositories are fetched unless
+// local ones are allowed (repo-url.ts), and every git runs with the renderer's own configuration
+// (git-env.ts), under the tool limits (limits.ts), its messages scrubbed (scrub.ts).
 //
 // Concurrency: git commands on one clone run one at a time (a mutex per repository, within this
 // process); different repositories run in parallel. Two processes sharing a cacheDir rely on git's
 // own ref locks for the clones.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SourceError, redactURL } from './errors.ts';
+import { SourceError } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
 import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS, materialise, type CheckoutLimits, type GitRunner } from './materialise.ts';
 import { checkRevision, matchRef } from './refs.ts';
-import { checkRepoURL, classifyRepoURL } from './repo-url.ts';
+import { repoLocation } from './repo-url.ts';
 import { gitEnvironment } from './git-env.ts';
 import { removeDeadOwners } from './trees.ts';
 import { scrubber, type Scrub } from './scrub.ts';
@@ -168,18 +169,8 @@ export class GitRepoCache {
   }
 
   #repo(repoURL: string): Repo {
-    const trimmed = repoURL.trim();
-    if (trimmed === '') throw new SourceError('InvalidSource', 'spec.source.repoURL is empty');
-    checkRepoURL(trimmed, this.#allowLocal);
-    // Local paths are made absolute: git runs with the clone as its working directory.
-    const remote =
-      classifyRepoURL(trimmed).kind === 'network' || /^file:\/\//i.test(trimmed) ? trimmed : path.resolve(trimmed);
-    const digest = createHash('sha256').update(remote).digest('hex').slice(0, 16);
-    const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo')
-      .replace(/[^A-Za-z0-9._-]/g, '_')
-      .slice(0, 40);
-    const key = `${digest}-${base}`;
-    return { key, remote, shown: redactURL(trimmed), dir: path.join(this.#cacheDir, 'repos', `${key}.git`) };
+    const where = repoLocation(repoURL, this.#allowLocal);
+    return { ...where, dir: path.join(this.#cacheDir, 'repos', `${where.key}.git`) };
   }
 
   async #ensureClone(repo: Repo): Promise<void> {
@@ -236,14 +227,10 @@ export class GitRepoCache {
     if (inFlight) return inFlight;
     const p = (async () => {
       await mkdir(this.#cacheDir, { recursive: true });
-      const r = await run(this.#git, ['ls-remote', '--', repo.remote], {
+      const r = await this.#run(['ls-remote', '--', repo.remote], {
         cwd: this.#cacheDir,
-        env: this.#env,
         timeoutMs: this.#networkTimeoutMs,
         label: `git ls-remote of '${repo.shown}'`,
-        howToGet: GIT_HOW_TO,
-        scrub: this.#scrub,
-        limits: this.#toolLimits,
       });
       if (r.code !== 0) {
         throw new SourceError(
@@ -265,15 +252,11 @@ export class GitRepoCache {
   /** Writes the files of `sha` into a directory of their own (materialise.ts). Holds the mutex. */
   #materialise(repo: Repo, sha: string): Promise<string> {
     const git: GitRunner = (args, o) =>
-      run(this.#git, args, {
+      this.#run(args, {
+        ...o,
         cwd: o.cwd ?? repo.dir,
-        env: { ...this.#env, GIT_DIR: repo.dir, ...o.env },
+        env: { GIT_DIR: repo.dir, ...o.env },
         timeoutMs: this.#localTimeoutMs,
-        label: o.label,
-        howToGet: GIT_HOW_TO,
-        scrub: o.scrub ?? this.#scrub,
-        limits: this.#toolLimits,
-        ...(o.maxStdoutBytes !== undefined ? { maxStdoutBytes: o.maxStdoutBytes } : {}),
       });
     const target = { gitDir: repo.dir, shown: repo.shown, sha, parent: path.join(this.#treesDir, repo.key) };
     return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits);
@@ -293,29 +276,34 @@ export class GitRepoCache {
   }
 
   async #gitIn(repo: Repo, args: string[], label: string, timeoutMs: number): Promise<RunResult> {
-    return run(this.#git, args, {
-      cwd: repo.dir,
-      env: { ...this.#env, GIT_DIR: repo.dir },
-      timeoutMs,
-      label,
-      howToGet: GIT_HOW_TO,
-      scrub: this.#scrub,
-      limits: this.#toolLimits,
-    });
+    return this.#run(args, { cwd: repo.dir, env: { GIT_DIR: repo.dir }, timeoutMs, label });
   }
 
   async #mustGit(args: string[], o: { label: string; timeoutMs: number }): Promise<void> {
     await mkdir(this.#cacheDir, { recursive: true });
-    const r = await run(this.#git, args, {
-      cwd: this.#cacheDir,
-      env: this.#env,
-      timeoutMs: o.timeoutMs,
-      label: o.label,
+    const r = await this.#run(args, { cwd: this.#cacheDir, ...o });
+    if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
+  }
+
+  /** Every git of the cache: the renderer's environment (plus `env`), its limits, its scrubber unless given one. */
+  #run(
+    args: string[],
+    o: {
+      cwd: string;
+      label: string;
+      timeoutMs: number;
+      env?: NodeJS.ProcessEnv;
+      scrub?: Scrub;
+      maxStdoutBytes?: number;
+    },
+  ): Promise<RunResult> {
+    return run(this.#git, args, {
+      ...o,
+      env: { ...this.#env, ...o.env },
       howToGet: GIT_HOW_TO,
-      scrub: this.#scrub,
+      scrub: o.scrub ?? this.#scrub,
       limits: this.#toolLimits,
     });
-    if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
   }
 }
 

@@ -20,6 +20,12 @@
 //   and whose `reason` tells what kind of failure it was. Nothing is ever partially rendered.
 // - Helm repository charts (source.chart) are refused with a clear error. This module never talks
 //   to a Kubernetes cluster, and runs only in the renderer process (ARCHITECTURE.md, the credential rule).
+// - Everything in the input and the repository is treated as hostile (issue 11, section 2): only
+//   network repoURLs unless opts.allowLocalRepositories; symlinks resolved physically and kept
+//   inside the checkout; no value reaches a tool's argv as a flag; kustomize reads only the
+//   checkout and the remote bases input.sourceRepos allows; git, helm and kustomize run under
+//   memory and file-size limits, and a commit over the checkout limits is never written. Messages
+//   name paths relative to the repository root, never the renderer's folders (scrub.ts).
 // - Concurrency: many renders may run at once; git work on one repository is serialised. One
 //   SourceRenderer per cacheDir per process.
 import path from 'node:path';

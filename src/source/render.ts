@@ -32,7 +32,11 @@ export interface RenderLimits {
   checkoutMaxBytes: number;
   /** A commit with more files is refused before it is written. Default 100,000. */
   checkoutMaxFiles: number;
-  /** Address-space limit of every git, helm and kustomize process (RLIMIT_AS). Default 2 GiB. */
+  /**
+   * Address-space limit of every git, helm and kustomize process (RLIMIT_AS). Default 2 GiB. Go
+   * needs more than 512 MiB to start helm or kustomize, and the Node git-guard.ts kustomize runs for
+   * remote bases about 1.3 GiB: below ~1.5 GiB remote bases fail as over the memory limit.
+   */
   toolMemoryBytes: number;
   /** Largest single file a git, helm or kustomize process may write (RLIMIT_FSIZE). Default 256 MiB. */
   writeMaxBytes: number;

@@ -3,6 +3,8 @@
 // command) or `fd::` would make the renderer read its own disk or run programs. Only network
 // transports are allowed (https, http, ssh, git://, scp-like user@host:path); local ones only
 // when the operator allows them (demos and tests), remote helpers never.
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import { SourceError, redactURL } from './errors.ts';
 
 export type RepoURLKind =
@@ -53,4 +55,26 @@ export function checkRepoURL(url: string, allowLocal: boolean): void {
     'InvalidSource',
     `repository '${redactURL(url)}' is refused${why}: only network repositories (https, http, ssh, git) are allowed`,
   );
+}
+
+export interface RepoLocation {
+  /** The clone's folder name: a digest of the remote and its last path segment. */
+  key: string;
+  /** What git is given: the URL, or a local path made absolute. */
+  remote: string;
+  /** The URL as shown in messages, its password hidden. */
+  shown: string;
+}
+
+/** Where a repository URL is fetched from and kept; refuses the URL first (checkRepoURL). */
+export function repoLocation(repoURL: string, allowLocal: boolean): RepoLocation {
+  const trimmed = repoURL.trim();
+  if (trimmed === '') throw new SourceError('InvalidSource', 'spec.source.repoURL is empty');
+  checkRepoURL(trimmed, allowLocal);
+  // Local paths are made absolute: git runs with the clone as its working directory.
+  const remote =
+    classifyRepoURL(trimmed).kind === 'network' || /^file:\/\//i.test(trimmed) ? trimmed : path.resolve(trimmed);
+  const digest = createHash('sha256').update(remote).digest('hex').slice(0, 16);
+  const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40);
+  return { key: `${digest}-${base}`, remote, shown: redactURL(trimmed) };
 }
