@@ -33,10 +33,16 @@ function checkURL(policy: GuardPolicy, url: string): void {
 }
 
 /** Runs the real git with these arguments; its exit status (a signal is reported as kustomize would not). */
-function realGit(policy: GuardPolicy, args: string[], quiet = false): { status: number; stdout: string } {
+function realGit(
+  policy: GuardPolicy,
+  args: string[],
+  quiet = false,
+  maxBuffer = 1024 * 1024,
+): { status: number; stdout: string } {
   const r = spawnSync(policy.git, args, {
     stdio: quiet ? ['ignore', 'pipe', 'inherit'] : 'inherit',
     encoding: 'utf8',
+    maxBuffer,
     env: { ...process.env, [INSIDE]: '1' },
   });
   if (r.error) throw new Refused(`git could not be started: ${r.error.message}`);
@@ -69,6 +75,7 @@ async function guard(argv: string[]): Promise<number> {
     }
     case 'checkout': {
       if (rest.length !== 1 || rest[0] !== 'FETCH_HEAD') break;
+      await checkTree(policy);
       const status = realGit(policy, argv).status;
       if (status !== 0) return status;
       await checkClone(policy);
@@ -86,6 +93,19 @@ async function guard(argv: string[]): Promise<number> {
   throw new Refused(`${shown} is not a command kustomize runs for a remote base`);
 }
 
+/** The fetched commit, before it is written: within the renderer's checkout limits. */
+async function checkTree(policy: GuardPolicy): Promise<void> {
+  const { treeListingBytes, treeOverLimits } = await import('./materialise.ts');
+  const max = treeListingBytes(policy.checkout);
+  const listing = realGit(policy, ['ls-tree', '-r', '-l', '-z', '--full-tree', 'FETCH_HEAD'], true, max);
+  const over = listing.status === 0 ? treeOverLimits(listing.stdout, policy.checkout) : 'a tree git cannot list';
+  if (over) throw new Refused(`remote base '${redactURL(origin(policy))}' has ${over}`);
+}
+
+function origin(policy: GuardPolicy): string {
+  return realGit(policy, ['config', '--get', 'remote.origin.url'], true).stdout.trim();
+}
+
 /** The clone in the working folder: no symlink out of it, and its kustomizations held to the same rules. */
 async function checkClone(policy: GuardPolicy): Promise<void> {
   // Loaded only here: every other git call starts faster without the YAML parser.
@@ -94,8 +114,7 @@ async function checkClone(policy: GuardPolicy): Promise<void> {
     import('./paths.ts'),
   ]);
   const root = await realpath('.');
-  const origin = realGit(policy, ['config', '--get', 'remote.origin.url'], true).stdout.trim();
-  const where = `remote base '${redactURL(origin)}'`;
+  const where = `remote base '${redactURL(origin(policy))}'`;
   const bad = await findEscapingSymlink(root);
   if (bad) throw new Refused(`${where} has a symlink that points outside it: ${bad.link} -> ${bad.target}`);
   await checkAllKustomizations({

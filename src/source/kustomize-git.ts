@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gitEnvironment } from './git-env.ts';
 import { resolveCommand } from './limits.ts';
+import type { CheckoutLimits } from './materialise.ts';
 
 export const GUARD_POLICY_ENV = 'IMPERSYNC_KUSTOMIZE_GIT_POLICY';
 
@@ -19,6 +20,8 @@ export interface GuardPolicy {
   /** The AppProject's sourceRepos; null allows no remote base. */
   sourceRepos: readonly string[] | null;
   enableHelm: boolean;
+  /** A remote base whose commit is over these is not checked out (materialise.ts). */
+  checkout: CheckoutLimits;
 }
 
 /** git-guard.ts beside this module (git-guard.js once built). */

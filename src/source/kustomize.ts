@@ -20,6 +20,7 @@ import { howToGet } from './tools.ts';
 import { checkBuildOptions } from './kustomize-options.ts';
 import { checkKustomization } from './kustomize-check.ts';
 import { kustomizeEnvironment, writeGitShim } from './kustomize-git.ts';
+import type { CheckoutLimits } from './materialise.ts';
 
 export { KUSTOMIZATION_FILES } from './kustomize-check.ts';
 
@@ -39,6 +40,8 @@ export interface KustomizeBuildInput {
   sourceRepos: readonly string[] | undefined;
   /** The real git, for kustomize's remote bases. */
   gitBinary: string;
+  /** Remote bases over these are not checked out. */
+  checkoutLimits: CheckoutLimits;
   /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
   workDir: string;
   /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
@@ -89,6 +92,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     git: input.gitBinary,
     sourceRepos: input.sourceRepos ?? null,
     enableHelm: options.enableHelm,
+    checkout: input.checkoutLimits,
   });
   env.TMPDIR = tmpDir;
   const args = ['build', ...options.args, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];

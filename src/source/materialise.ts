@@ -1,7 +1,8 @@
 // Writing the files of one commit to disk, for a render to read: refused before anything is
 // written when the commit's tree is over the renderer's checkout limits (files and bytes, listed
 // from the clone with `git ls-tree`), written through a private index with `git read-tree` under
-// the tool limits, and refused after when any symlink in it leads outside it (paths.ts).
+// the tool limits, and refused after when any symlink in it leads outside it (paths.ts). The tree
+// check also holds kustomize's clones of remote bases (git-guard.ts).
 import { randomBytes } from 'node:crypto';
 import { mkdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -78,11 +79,9 @@ export async function materialise(git: GitRunner, c: CommitToWrite, limits: Chec
 /** Refuses a commit whose files add up to more than the limits, from its tree alone (nothing written). */
 async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutLimits): Promise<void> {
   const where = `commit ${c.sha} of '${c.shown}'`;
-  // Each entry takes its path and ~60 bytes; paths of more than 4 KiB are refused by the kernel.
-  const maxListing = Math.min(512 * 1024 * 1024, Math.max(1024 * 1024, limits.checkoutMaxFiles * 4200));
   const r = await git(['ls-tree', '-r', '-l', '-z', '--full-tree', c.sha], {
     label: `listing the files of ${where}`,
-    maxStdoutBytes: maxListing,
+    maxStdoutBytes: treeListingBytes(limits),
   }).catch((err: unknown) => {
     if (err instanceof SourceError && err.reason === 'TooLarge') {
       throw new SourceError(
@@ -93,9 +92,20 @@ async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutL
     throw err;
   });
   if (r.code !== 0) throw new SourceError('ToolFailed', `listing the files of ${where} failed: ${tail(r.stderr)}`);
+  const over = treeOverLimits(r.stdout.toString('utf8'), limits);
+  if (over) throw new SourceError('TooLarge', `${where} has ${over}`);
+}
+
+/** Most bytes of `git ls-tree -r -l -z` read for a tree within `limits` (each entry: its path and ~60 bytes). */
+export function treeListingBytes(limits: CheckoutLimits): number {
+  return Math.min(512 * 1024 * 1024, Math.max(1024 * 1024, limits.checkoutMaxFiles * 4200));
+}
+
+/** What of a tree (`git ls-tree -r -l -z` output) is over the limits, e.g. "7 files, over ...", or undefined. */
+export function treeOverLimits(listing: string, limits: CheckoutLimits): string | undefined {
   let files = 0;
   let bytes = 0;
-  for (const entry of r.stdout.toString('utf8').split('\0')) {
+  for (const entry of listing.split('\0')) {
     // "<mode> <type> <object> <size>\t<path>"; submodules (type commit) have size "-" and no files.
     const m = /^\d+ blob [0-9a-f]+ +(\d+)\t/.exec(entry);
     if (!m) continue;
@@ -103,17 +113,12 @@ async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutL
     bytes += Number(m[1]);
   }
   if (files > limits.checkoutMaxFiles) {
-    throw new SourceError(
-      'TooLarge',
-      `${where} has ${files} files, over the renderer's checkout limit of ${limits.checkoutMaxFiles} files`,
-    );
+    return `${files} files, over the renderer's checkout limit of ${limits.checkoutMaxFiles} files`;
   }
   if (bytes > limits.checkoutMaxBytes) {
-    throw new SourceError(
-      'TooLarge',
-      `${where} has ${formatBytes(bytes)} of files, over the renderer's checkout limit of ${formatBytes(limits.checkoutMaxBytes)}`,
-    );
+    return `${formatBytes(bytes)} of files, over the renderer's checkout limit of ${formatBytes(limits.checkoutMaxBytes)}`;
   }
+  return undefined;
 }
 
 /**

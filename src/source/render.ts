@@ -173,6 +173,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         buildOptions: env.kustomizeBuildOptions,
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
+        checkoutLimits: env.limits,
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
     }

@@ -3,6 +3,7 @@
 // they run the real git with the renderer's git configuration (file protocol never).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,10 +35,18 @@ describe("kustomize's git", () => {
   });
 
   /** A fresh clone folder, as kustomize makes one, and a function running the guard in it. */
-  async function clone(sourceRepos: string[] | null = [allowed]) {
+  async function clone(
+    sourceRepos: string[] | null = [allowed],
+    checkout = { checkoutMaxBytes: 1 << 30, checkoutMaxFiles: 1000 },
+  ) {
     const dir = path.join(top, `clone-${++n}`);
     await mkdir(dir);
-    const env = kustomizeEnvironment(process.env, path.dirname(shim), { git: 'git', sourceRepos, enableHelm: false });
+    const env = kustomizeEnvironment(process.env, path.dirname(shim), {
+      git: 'git',
+      sourceRepos,
+      enableHelm: false,
+      checkout,
+    });
     // Asynchronous: the git server answering these runs in this process.
     const git = (...args: string[]) =>
       new Promise<{ status: number | null; stderr: string }>((resolve) => {
@@ -104,6 +113,26 @@ describe("kustomize's git", () => {
       ['upload-pack', '.'],
     ]) {
       refusedBy(await git(...args), /refused by the renderer: .* is not a command kustomize runs for a remote base/);
+    }
+  });
+
+  test('a remote base over the checkout limits is not checked out', async () => {
+    for (const [limits, over] of [
+      [
+        { checkoutMaxBytes: 1 << 30, checkoutMaxFiles: 0 },
+        /has 1 files, over the renderer's checkout limit of 0 files/,
+      ],
+      [
+        { checkoutMaxBytes: 3, checkoutMaxFiles: 1000 },
+        /has 5 bytes of files, over the renderer's checkout limit of 3 bytes/,
+      ],
+    ] as const) {
+      const { git, dir } = await clone([allowed], limits);
+      for (const args of [['init'], ['remote', 'add', 'origin', allowed], ['fetch', '--depth=1', allowed, 'main']]) {
+        assert.equal((await git(...args)).status, 0);
+      }
+      refusedBy(await git('checkout', 'FETCH_HEAD'), new RegExp(`remote base '.*org/allowed\\.git' ${over.source}`));
+      assert.ok(!existsSync(path.join(dir, 'a.yaml')), 'nothing was checked out');
     }
   });
 
