@@ -83,7 +83,8 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
     },
     render: {
       render: async (app, o) => {
-        const r = await renderer.render(renderInputFor(app, { revision: o.revision }), { noCache: o.hard === true });
+        const input = { ...renderInputFor(app, { revision: o.revision }), sourceRepos: o.sourceRepos };
+        const r = await renderer.render(input, { noCache: o.hard === true });
         return {
           revision: r.revision,
           sourceType: r.sourceType,

@@ -186,7 +186,10 @@ export class Operator {
       await this.d.events.record(involved, 'Normal', 'OperationStarted', `Sync operation started as ${who}`);
     let rendered;
     try {
-      rendered = await this.d.ports.render.render(ctx.app, { revision: op.revision });
+      rendered = await this.d.ports.render.render(ctx.app, {
+        revision: op.revision,
+        sourceRepos: ctx.project.spec.sourceRepos ?? [],
+      });
     } catch (err) {
       return this.failOrRetry(raw, state, `failed to render desired manifests: ${(err as Error).message}`, 'Error');
     }

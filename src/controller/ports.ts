@@ -16,8 +16,14 @@ export interface Rendered {
 }
 
 export interface RenderPort {
-  /** Desired objects of the Application at `revision` (default: spec targetRevision). `hard` skips caches. */
-  render(app: Application, opts: { revision?: string | undefined; hard?: boolean }): Promise<Rendered>;
+  /**
+   * Desired objects of the Application at `revision` (default: spec targetRevision). `hard` skips
+   * caches. `sourceRepos` (the AppProject's) is where kustomize remote bases may come from.
+   */
+  render(
+    app: Application,
+    opts: { revision?: string | undefined; hard?: boolean; sourceRepos: readonly string[] },
+  ): Promise<Rendered>;
 }
 
 export interface LimitsPort {

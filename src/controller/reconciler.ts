@@ -165,7 +165,7 @@ export class Reconciler {
     }
     let rendered;
     try {
-      rendered = await this.d.ports.render.render(app, { hard });
+      rendered = await this.d.ports.render.render(app, { hard, sourceRepos: ctx.project.spec.sourceRepos ?? [] });
     } catch (err) {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       log.warn(message);
