@@ -28,6 +28,8 @@ export interface DefaultPortsOptions {
   allowLocalRepositories?: boolean;
   /** Where the child renderer's log lines go. */
   logger?: Logger;
+  /** The child renderer's helm and kustomize folder (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
+  toolsDir?: string;
   /** How long one sync wave may wait for health (sync/ default 5 min). */
   waitTimeoutMs?: number;
 }
@@ -71,6 +73,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
       cacheDir,
       ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
+      ...(opts.toolsDir ? { toolsDir: opts.toolsDir } : {}),
     });
   const ns = opts.controllerNamespace;
   const common = (app: Application) => ({

@@ -69,7 +69,7 @@ test('a namespace:name ServiceAccount is used verbatim (example 5)', async () =>
   );
   await applyRaw(
     cp.admin,
-    application('five', fx.repo.fileURL, {
+    application('five', fx.repo.url, {
       project: 'five',
       destination: { server: IN_CLUSTER, namespace: 'team-five' },
     }),
@@ -94,7 +94,7 @@ test('first match among several wins, no ranking (example 6)', async () => {
   );
   await applyRaw(
     cp.admin,
-    application('six-dev', fx.repo.fileURL, {
+    application('six-dev', fx.repo.url, {
       project: 'six',
       destination: { server: IN_CLUSTER, namespace: 'guestbook-dev' },
     }),
@@ -119,7 +119,7 @@ test("manifests that hard-code another namespace are applied as the Application'
   );
   await applyRaw(
     cp.admin,
-    application('hard', fx.repo.fileURL, {
+    application('hard', fx.repo.url, {
       project: 'hard',
       path: 'other',
       destination: { server: IN_CLUSTER, namespace: 'team-a' },
@@ -186,7 +186,7 @@ test("no destination namespace: the ServiceAccount is taken from the Application
   );
   await applyRaw(
     cp.admin,
-    application('nodest', fx.repo.fileURL, { project: 'nodest', path: 'nodest', destination: { server: IN_CLUSTER } }),
+    application('nodest', fx.repo.url, { project: 'nodest', path: 'nodest', destination: { server: IN_CLUSTER } }),
   );
   const app = await waitForApp(cp, 'nodest', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
   assert.match(condition(app, 'ImpersonationInfo') ?? '', /system:serviceaccount:argocd:app-ns-deployer/);
@@ -224,7 +224,7 @@ test('example 3: a remote cluster by name, with an argocd-manager credential; wr
   );
   await applyRaw(
     cp.admin,
-    application('remote3', fx.repo.fileURL, {
+    application('remote3', fx.repo.url, {
       project: 'remote',
       destination: { name: 'remote-cluster', namespace: 'guestbook' },
     }),
@@ -263,7 +263,7 @@ test('example 4: a remote credential that may only impersonate and create selfsu
   );
   await applyRaw(
     cp.admin,
-    application('remote4', fx.repo.fileURL, {
+    application('remote4', fx.repo.url, {
       project: 'remote4',
       destination: { server: remote.server, namespace: 'guestbook-four' },
     }),
@@ -329,7 +329,7 @@ test('a dry-run sync of selected resources writes nothing and records no history
       destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'dry', defaultServiceAccount: 'deployer' }],
     }),
   );
-  const app = application('dry', fx.repo.fileURL, {
+  const app = application('dry', fx.repo.url, {
     project: 'dry',
     destination: { server: IN_CLUSTER, namespace: 'dry' },
     automated: false,

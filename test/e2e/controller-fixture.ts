@@ -20,6 +20,7 @@ import {
 } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
+import { toolsDir } from '../source/tools.ts';
 
 export const NS = 'argocd';
 export const IN_CLUSTER = 'https://kubernetes.default.svc';
@@ -157,8 +158,8 @@ export async function startFixture(
       ports: defaultPorts({
         controllerNamespace: NS,
         cacheDir,
-        allowLocalRepositories: true,
         waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
+        toolsDir: toolsDir(),
       }),
       events: [events],
       healthPort: 0,

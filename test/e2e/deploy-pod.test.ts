@@ -167,7 +167,7 @@ test('the Pod leads under its name, answers its probes, and syncs example 1 as i
   const spec = app['spec'] as { source: Record<string, string> };
   await applyRaw(cp.admin, {
     ...app,
-    spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } },
+    spec: { ...spec, source: { ...spec.source, repoURL: repo.url } },
     operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'pod-test' } },
   } as KubeObject);
   const synced = await waitForApp(cp, 'guestbook', 'a sync', (a) => operationPhase(a) === 'Succeeded', 90_000);

@@ -69,7 +69,7 @@ async function example(file: string): Promise<{ apps: KubeObject[]; rest: KubeOb
       const spec = o['spec'] as { source: { repoURL: string } };
       return {
         ...o,
-        spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } },
+        spec: { ...spec, source: { ...spec.source, repoURL: repo.url } },
         operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: `deploy-test ${file}` } },
       };
     });
@@ -158,7 +158,6 @@ before(async () => {
     ports: defaultPorts({
       controllerNamespace: 'argocd',
       cacheDir,
-      allowLocalRepositories: true,
       waitTimeoutMs: 20_000,
     }),
   });

@@ -98,7 +98,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('revoked', fx.repo.fileURL, {
+      application('revoked', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'revoked' },
         automated: false,
@@ -154,7 +154,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('midway', fx.repo.fileURL, {
+      application('midway', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'midway' },
         automated: false,
@@ -211,7 +211,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('sa-gone', fx.repo.fileURL, {
+      application('sa-gone', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'sa-gone' },
         automated: false,
@@ -252,7 +252,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('sa-only', fx.repo.fileURL, {
+      application('sa-only', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'sa-only' },
         automated: false,
@@ -312,7 +312,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('sa-midway', fx.repo.fileURL, {
+      application('sa-midway', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'sa-midway' },
         automated: false,

@@ -81,7 +81,6 @@ async function startReplica(name: string): Promise<Replica> {
           ports: defaultPorts({
             controllerNamespace: NS,
             cacheDir,
-            allowLocalRepositories: true,
             waitTimeoutMs: 20_000,
           }),
           events: [events],
@@ -149,7 +148,7 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   assert.equal(standby.starts, 0, 'the standby never started a controller');
 
   // First revision: synced by the leader alone.
-  await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
+  await applyRaw(cp.admin, application('guestbook', repo.url, { project: 'my-project' }));
   const first = await waitForApp(
     cp,
     'guestbook',
