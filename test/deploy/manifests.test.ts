@@ -1,7 +1,9 @@
 // The install manifests and the Helm chart, rendered with the real kustomize and helm and read as
-// objects: the strict RBAC grants nothing on tenant resources, fallback adds exactly its broad
-// ClusterRole, the Deployment runs locked down, the chart agrees with the kustomize install, and
-// the copies (deploy/install.yaml, the chart's crds/ and admission policy) match their sources.
+// objects: the strict RBAC grants nothing on tenant resources, impersonation is bound to no tenant
+// until the admin lists one (cluster-wide only by an explicit opt-in), AppProjects are read-only,
+// fallback adds exactly its broad ClusterRole, the Deployment runs locked down, the chart agrees
+// with the kustomize install, and the copies (deploy/install.yaml, the chart's crds/ and admission
+// policy) match their sources.
 // Applying them to a real control plane is test/e2e/deploy-*.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,7 +20,11 @@ import {
   rulesOf,
   runTool,
   kubeVersion,
+  kustomizeOverlay,
+  tenantImpersonationBinding,
 } from './render.ts';
+import type { Rule } from './render.ts';
+import { parseYamlDocuments } from '../support/index.ts';
 
 const crdFiles = (await readdir(join(repoRoot, 'deploy/crds'))).filter((f) => f.endsWith('.yaml')).sort();
 
@@ -26,6 +32,7 @@ const crdFiles = (await readdir(join(repoRoot, 'deploy/crds'))).filter((f) => f.
 async function renderFlatInstall(): Promise<string> {
   const header =
     '# Generated from deploy/crds and `kustomize build deploy/install` (strict RBAC, admission policy).\n' +
+    '# The controller may impersonate no ServiceAccount until you bind it per tenant namespace: docs/install.md.\n' +
     '# Do not edit: change the sources and run IMPERSYNC_UPDATE_RENDERED=1 node --test test/deploy/manifests.test.ts\n' +
     '# Install: kubectl apply --server-side -f deploy/install.yaml\n';
   const crds = await Promise.all(crdFiles.map((f) => readFile(join(repoRoot, 'deploy/crds', f), 'utf8')));
@@ -42,7 +49,6 @@ const tenantFree = (o: { rule: { resources?: string[]; apiGroups?: string[] } })
       'applications',
       'appprojects',
       'applications/status',
-      'appprojects/status',
       'applications/finalizers',
       'configmaps',
       'secrets',
@@ -100,11 +106,37 @@ function deploymentChecks(objects: KubeObject[]): void {
   assert.ok(pod.volumes.every((v) => v.emptyDir !== undefined));
 }
 
+/** AppProjects choose the identity: the controller may only read them, in every shape. */
+function appProjectsReadOnly(rules: { rule: Rule }[]): void {
+  const touching = rules.filter((r) => (r.rule.resources ?? []).some((x) => x.startsWith('appprojects')));
+  assert.ok(touching.length > 0, 'AppProjects are read');
+  for (const r of touching) {
+    assert.deepEqual(r.rule.resources, ['appprojects'], 'no appprojects/status or other subresource');
+    assert.deepEqual(r.rule.verbs, ['get', 'list', 'watch'], `verbs on appprojects: ${r.rule.verbs.join(', ')}`);
+  }
+}
+
+/** Who may impersonate: rules with the verb and the bindings that grant them. */
+function impersonationBindings(objects: KubeObject[]): string[] {
+  const impersonating = new Set(
+    rulesOf(objects)
+      .filter((r) => r.rule.verbs.includes('impersonate'))
+      .map((r) => `${r.kind}/${r.name}`),
+  );
+  return objects
+    .filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')
+    .filter((b) => {
+      const ref = b['roleRef'] as { kind: string; name: string };
+      return impersonating.has(`${ref.kind}/${ref.name}`);
+    })
+    .map((b) => `${b.kind} ${b.metadata.namespace ?? ''}/${b.metadata.name}`)
+    .sort();
+}
+
 test('kustomize: the strict install has the documented objects and no right on tenant resources', () => {
   const objects = kustomizeBuild('deploy/install');
   assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
     'ClusterRole/impersync-impersonate',
-    'ClusterRoleBinding/impersync-impersonate',
     'ConfigMap/argocd-cm',
     'Deployment/impersync-controller',
     'Namespace/argocd',
@@ -115,10 +147,14 @@ test('kustomize: the strict install has the documented objects and no right on t
     'ValidatingAdmissionPolicy/impersync-appproject-destination-service-accounts',
     'ValidatingAdmissionPolicyBinding/impersync-appproject-destination-service-accounts',
   ]);
+  // Impersonation is bound nowhere until the admin lists tenants (deploy/install/tenants).
+  assert.deepEqual(impersonationBindings(objects), []);
+  assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding'), 'no ClusterRoleBinding at all');
   const rules = rulesOf(objects);
   assert.ok(rules.every(tenantFree), JSON.stringify(rules.filter((r) => !tenantFree(r))));
   assert.ok(rules.every((r) => !(r.rule.verbs.includes('*') || (r.rule.resources ?? []).includes('*'))));
-  // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist.
+  // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist,
+  // as a ClusterRole that only RoleBindings in tenant namespaces (deploy/install/tenants) use.
   assert.deepEqual(
     rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule),
     [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate', 'get'] }],
@@ -128,6 +164,7 @@ test('kustomize: the strict install has the documented objects and no right on t
   assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm']);
   const leaseUpdate = rules.find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(leaseUpdate?.rule.resourceNames, ['impersync-controller']);
+  appProjectsReadOnly(rules);
   assert.ok(find(objects, 'Deployment').metadata.namespace === 'argocd');
   deploymentChecks(objects);
   const data = find(objects, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;
@@ -150,6 +187,47 @@ test('kustomize: fallback is strict plus one broad ClusterRole, and strict/ alon
   assert.ok(broad.some((r) => r.resources?.includes('*') && r.verbs.includes('create') && r.verbs.includes('delete')));
   const binding = find(fallback, 'ClusterRoleBinding', 'impersync-fallback') as KubeObject & { subjects: unknown[] };
   assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'impersync-controller', namespace: 'argocd' }]);
+});
+
+test('kustomize: the tenants file documents the RoleBinding the tests apply, and binds nothing as shipped', async () => {
+  assert.deepEqual(kustomizeBuild('deploy/install/tenants'), []);
+  const text = await readFile(join(repoRoot, 'deploy/install/tenants/impersonate.yaml'), 'utf8');
+  // The commented examples, uncommented, are what an admin writes.
+  const examples = parseYamlDocuments(
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('#   '))
+      .map((l) => l.slice(4))
+      .join('\n'),
+    'the examples of deploy/install/tenants/impersonate.yaml',
+  );
+  assert.deepEqual(examples[0], tenantImpersonationBinding('guestbook'));
+  const named = examples.find((o) => o.kind === 'Role');
+  assert.deepEqual(
+    rulesOf(named ? [named] : []).map((r) => r.rule),
+    [
+      {
+        apiGroups: [''],
+        resources: ['serviceaccounts'],
+        verbs: ['impersonate', 'get'],
+        resourceNames: ['team-a-deployer'],
+      },
+    ],
+  );
+});
+
+test('kustomize component: cluster-wide impersonation adds exactly one ClusterRoleBinding', () => {
+  const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
+  const base = kustomizeBuild('deploy/install').map(key);
+  const wide = kustomizeOverlay(['deploy/install'], ['deploy/install/components/impersonate-cluster-wide']);
+  assert.deepEqual(
+    wide.map(key).filter((k) => !base.includes(k)),
+    ['ClusterRoleBinding/impersync-impersonate'],
+  );
+  assert.deepEqual(impersonationBindings(wide), ['ClusterRoleBinding /impersync-impersonate']);
+  assert.deepEqual(find(wide, 'ClusterRoleBinding')['subjects'], [
+    { kind: 'ServiceAccount', name: 'impersync-controller', namespace: 'argocd' },
+  ]);
 });
 
 test('deploy/install.yaml is the CRDs plus the kustomize install, regenerated', async () => {
@@ -194,6 +272,8 @@ test('helm lint passes for the default values and every documented variant', () 
       '--set',
       'admission.enabled=false',
     ],
+    ['--set', 'rbac.impersonate.namespaces={guestbook,team-a}'],
+    ['--set', 'rbac.impersonate.clusterWide=true'],
   ];
   for (const v of variants) {
     const res = runTool('helm', ['lint', '--strict', chartDir, '--kube-version', kubeVersion, ...v]);
@@ -228,6 +308,8 @@ test('helm template: the default render matches the kustomize strict install', (
       )
       .sort();
   assert.deepEqual(norm(chart), norm(kust));
+  assert.deepEqual(impersonationBindings(chart), [], 'no tenant listed: impersonation bound nowhere');
+  appProjectsReadOnly(rulesOf(chart));
   deploymentChecks(chart);
   assert.ok(!chart.some((o) => o.kind === 'ServiceMonitor'), 'no ServiceMonitor unless asked');
   const data = find(chart, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;
@@ -260,6 +342,8 @@ test('helm template: values reach the objects', () => {
       'nodeSelector.pool=system',
       'tolerations[0].key=dedicated',
       'tolerations[0].operator=Exists',
+      'rbac.impersonate.namespaces[0]=whole',
+      'argocdCm.impersonation.allowSystemNamespaces=true',
     ],
     setJson: ['argocdCm.globalProjects=[{"projectName":"defaults","labelSelector":{"matchLabels":{"inherit":"yes"}}}]'],
   });
@@ -290,15 +374,26 @@ test('helm template: values reach the objects', () => {
   );
   assert.ok(find(objects, 'ClusterRole', 'ops-impersync-fallback'));
   assert.ok(find(objects, 'ServiceMonitor'));
-  // resourceNames-limited impersonation: one Role per namespace, no ClusterRole for it.
+  // resourceNames-limited impersonation: one Role per namespace; a whole namespace binds the ClusterRole there.
   const impersonation = rulesOf(objects).filter((r) => r.rule.verbs.includes('impersonate'));
   assert.deepEqual(
     impersonation.map((r) => [r.kind, r.namespace, r.rule.resourceNames]),
     [
+      ['ClusterRole', undefined, undefined],
       ['Role', 'a', ['x', 'y']],
       ['Role', 'b', ['z']],
     ],
   );
+  assert.deepEqual(impersonationBindings(objects), [
+    'RoleBinding a/ops-impersync-impersonate',
+    'RoleBinding b/ops-impersync-impersonate',
+    'RoleBinding whole/ops-impersync-impersonate',
+  ]);
+  assert.deepEqual(find(objects, 'RoleBinding', 'ops-impersync-impersonate')['subjects'], [
+    { kind: 'ServiceAccount', name: 'ops-impersync', namespace: 'argocd' },
+  ]);
+  assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name.endsWith('-impersonate')));
+  assert.equal(data['impersync.impersonation.allowSystemNamespaces'], 'true');
   // The existence check before a sync reads the same ServiceAccounts, with the same narrowing.
   for (const r of impersonation) assert.deepEqual(r.rule.verbs, ['impersonate', 'get']);
   const lease = rulesOf(objects).find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
@@ -338,6 +433,31 @@ test('helm template refuses strict RBAC with impersonation not enforced, values 
     'rbac.impersonate.serviceAccounts[0].name=x',
   ]);
   assert.match(badEntry.stderr, /serviceAccounts\/0.*missing property 'namespace'|missing properties?:? 'namespace'/);
+  const template = (...set: string[]) =>
+    runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, ...set.flatMap((v) => ['--set', v])]);
+  for (const ns of ['kube-system', 'kube-public', 'kube-node-lease']) {
+    const system = template(`rbac.impersonate.namespaces={${ns}}`);
+    assert.notEqual(system.status, 0, ns);
+    assert.match(
+      system.stderr,
+      new RegExp(`rbac\\.impersonate\\.namespaces: "${ns}" would let the controller impersonate every name in it`),
+    );
+  }
+  const both = template(
+    'rbac.impersonate.namespaces={a}',
+    'rbac.impersonate.serviceAccounts[0].namespace=a',
+    'rbac.impersonate.serviceAccounts[0].name=x',
+  );
+  assert.match(both.stderr, /rbac\.impersonate: namespace "a" is in namespaces .* and in serviceAccounts \(x only\)/);
+  // A typo in a security setting is an error, not a silent default.
+  assert.match(
+    template('rbac.impersonate.clusterwide=true').stderr,
+    /at '\/rbac\/impersonate': additional properties 'clusterwide' not allowed/,
+  );
+  assert.match(
+    template('rbac.impersonate.namespaces={Not_A_Namespace}').stderr,
+    /at '\/rbac\/impersonate\/namespaces\/0'/,
+  );
   const old = runTool('helm', ['template', 'x', chartDir, '--kube-version', '1.29.0']);
   assert.match(old.stderr, /chart requires kubeVersion: >=1.30.0-0/);
 });

@@ -32,3 +32,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- fail "rbac.shape strict needs argocdCm.impersonation.enabled and enforced: the controller would have no rights to sync as itself. Use rbac.shape: fallback, or turn both on." -}}
 {{- end -}}
 {{- end -}}
+
+{{/* rbac.impersonate: each entry complete, no namespace both whole and by name, no system namespace whole. */}}
+{{- define "impersync.validateImpersonation" -}}
+{{- $imp := .Values.rbac.impersonate -}}
+{{- $whole := $imp.namespaces | default list -}}
+{{- range $whole -}}
+{{- if has . (list "kube-system" "kube-public" "kube-node-lease") -}}
+{{- fail (printf "rbac.impersonate.namespaces: %q would let the controller impersonate every name in it, including kube-system's controllers (no ServiceAccount object needed), which is cluster-admin; list the ServiceAccounts you mean in rbac.impersonate.serviceAccounts instead" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range $imp.serviceAccounts | default list -}}
+{{- if or (not .namespace) (not .name) -}}
+{{- fail (printf "rbac.impersonate.serviceAccounts: every entry needs namespace and name, got %v" .) -}}
+{{- end -}}
+{{- if has .namespace $whole -}}
+{{- fail (printf "rbac.impersonate: namespace %q is in namespaces (every ServiceAccount there) and in serviceAccounts (%s only); list it in one of them" .namespace .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
