@@ -1,8 +1,9 @@
 // The Helm chart's renders on a real control plane: the default release applies (CRDs first, strict
-// field validation), its admission policy works, and its controller may
+// field validation) into a namespace enforcing the restricted Pod Security Standard, its Pods (the
+// controller's and the renderer's) are admitted, its admission policy works, and its controller may
 // impersonate no ServiceAccount until one is listed (kube-system's controllers only with the
 // clusterWide opt-in); a release with every option (fallback RBAC, whole-namespace and
-// resourceNames-limited impersonation, a ServiceMonitor) applies once
+// resourceNames-limited impersonation, the renderer egress policy, a ServiceMonitor) applies once
 // the ServiceMonitor CRD exists, and its RBAC lets the controller impersonate only what it lists.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +23,8 @@ const garbageCollector = 'system:serviceaccount:kube-system:generic-garbage-coll
 
 before(async () => {
   cp = await startControlPlane();
-  for (const ns of ['argocd', 'ops', 'team-a', 'team-b', 'team-c']) await createNamespace(cp.admin, ns);
+  await createNamespace(cp.admin, 'argocd', { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } });
+  for (const ns of ['ops', 'team-a', 'team-b', 'team-c']) await createNamespace(cp.admin, ns);
   for (const [ns, name] of [
     ['team-a', 'x'],
     ['team-a', 'w'],
@@ -71,11 +73,23 @@ test('the default release applies, and its admission policy rejects a bad AppPro
   };
   const message = await admissionDenial(cp.admin, bad);
   assert.match(message, /denied request: server has an invalid format, '\[z-a\]'$/);
-  const rs = await until(
-    'a ReplicaSet',
-    async () => (await listRaw(cp.admin, { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'argocd' }))[0],
-  );
-  assert.equal((rs['spec'] as { replicas: number }).replicas, 2);
+  // Both Deployments' Pods are admitted by the restricted standard (never scheduled: no nodes).
+  const component = (p: KubeObject) => (p.metadata['labels'] as Record<string, string>)['app.kubernetes.io/component'];
+  const pods = await until('two controller Pods and two renderer Pods', async () => {
+    const list = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Pod', namespace: 'argocd' });
+    const n = (c: string) => list.filter((p) => component(p) === c).length;
+    return n('controller') === 2 && n('renderer') === 2 ? list : undefined;
+  }).catch(async (err: Error) => {
+    const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: 'argocd' });
+    throw new Error(`${err.message}; events: ${events.map((e) => String(e['message'])).join(' | ')}`);
+  });
+  for (const pod of pods.filter((p) => component(p) === 'renderer')) {
+    const volumes = (pod['spec'] as { volumes: { projected?: { sources: object[] } }[] }).volumes;
+    assert.ok(
+      !volumes.some((v) => (v.projected?.sources ?? []).some((x) => 'serviceAccountToken' in x)),
+      `renderer Pod ${pod.metadata.name} has no ServiceAccount token`,
+    );
+  }
 });
 
 test('the default release may impersonate no ServiceAccount; clusterWide would let it act as a kube-system controller', async () => {
@@ -113,6 +127,7 @@ const opsValues = [
   'rbac.impersonate.serviceAccounts[1].namespace=team-b',
   'rbac.impersonate.serviceAccounts[1].name=z',
   'rbac.impersonate.namespaces[0]=team-c',
+  'networkPolicy.rendererEgress.enabled=true',
 ];
 
 test('a ServiceMonitor needs its CRD: off by default, and applies once the CRD exists', async () => {

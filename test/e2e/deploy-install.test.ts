@@ -1,6 +1,7 @@
 // The install manifests on a real control plane: deploy/install.yaml and `kustomize build
-// deploy/install` apply (strict field validation), the Deployment's Pods pass the restricted Pod
-// Security Standard, and the strict RBAC is exactly enough: the controller's ServiceAccount does its own work in argocd, only reads
+// deploy/install` apply (strict field validation), the controller's and the renderer's Pods pass
+// the restricted Pod Security Standard (and the renderer's gets no token), and the strict RBAC is
+// exactly enough: the controller's ServiceAccount does its own work in argocd, only reads
 // AppProjects, reaches tenants only by impersonation and only in the namespaces an admin bound,
 // cannot impersonate kube-system's controllers (unless the cluster-wide opt-in is applied, which
 // the test shows is the difference), and leads with its Lease. The fallback shape then gives it
@@ -33,6 +34,7 @@ import {
   tenantImpersonationBinding,
   until,
 } from '../deploy/render.ts';
+import type { PodSpec } from '../deploy/pod-checks.ts';
 import { startLeaderElection } from '../../src/controller/leader.ts';
 
 let cp: TestControlPlane;
@@ -88,21 +90,45 @@ test('deploy/install.yaml and kustomize build deploy/install apply; the Pods pas
   assert.equal(flat.filter((o) => o.kind === 'CustomResourceDefinition').length, 2);
   await applyAll(cp.admin, flat);
   await applyAll(cp.admin, kustomizeBuild('deploy/install'));
-  // kube-controller-manager turns the Deployment into a ReplicaSet and two Pods (never scheduled:
+  // kube-controller-manager turns each Deployment into a ReplicaSet and two Pods (never scheduled:
   // the control plane has no nodes). A Pod the restricted standard refuses would never appear.
-  const pods = await until('two controller Pods', async () => {
+  const component = (p: KubeObject) => (p.metadata['labels'] as Record<string, string>)['app.kubernetes.io/component'];
+  const pods = await until('two controller Pods and two renderer Pods', async () => {
     const list = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Pod', namespace: 'argocd' });
-    return list.length === 2 ? list : undefined;
+    const n = (c: string) => list.filter((p) => component(p) === c).length;
+    return n('controller') === 2 && n('renderer') === 2 ? list : undefined;
   }).catch(async (err: Error) => {
     const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: 'argocd' });
     throw new Error(`${err.message}; events: ${events.map((e) => String(e['message'])).join(' | ')}`);
   });
-  const spec = pods[0]?.['spec'] as {
-    serviceAccountName: string;
-    containers: { securityContext: { readOnlyRootFilesystem: boolean } }[];
-  };
-  assert.equal(spec.serviceAccountName, 'impersync-controller');
-  assert.equal(spec.containers[0]?.securityContext.readOnlyRootFilesystem, true);
+  // The Pods as stored, after the ServiceAccount admission plugin (which adds a token volume to a Pod
+  // that does not refuse one).
+  const tokenVolumes = (spec: PodSpec) =>
+    spec.volumes.filter((v) => (v.projected?.sources ?? []).some((x) => 'serviceAccountToken' in x));
+  const mountsOf = (spec: PodSpec, volume: string) =>
+    spec.containers.flatMap((c) =>
+      c.volumeMounts.filter((m) => m.name === volume).map((m) => `${c.name}:${m.mountPath}`),
+    );
+  for (const pod of pods) {
+    const spec = pod['spec'] as PodSpec;
+    assert.ok(spec.containers.every((c) => c.securityContext['readOnlyRootFilesystem'] === true));
+    if (component(pod) === 'renderer') {
+      assert.equal(spec.serviceAccountName, 'impersync-renderer');
+      assert.deepEqual(tokenVolumes(spec), [], `renderer Pod ${pod.metadata.name}: no ServiceAccount token volume`);
+      assert.ok(!spec.volumes.some((v) => v.secret && v.secret.secretName !== 'impersync-renderer-token'));
+      assert.equal(spec.securityContext['runAsUser'], 65533);
+    } else {
+      assert.equal(spec.serviceAccountName, 'impersync-controller');
+      // Only the install's own token volume (nothing injected), mounted in the controller container.
+      assert.deepEqual(
+        tokenVolumes(spec).map((v) => v.name),
+        ['serviceaccount-token'],
+      );
+      assert.deepEqual(mountsOf(spec, 'serviceaccount-token'), [
+        'controller:/var/run/secrets/kubernetes.io/serviceaccount',
+      ]);
+    }
+  }
   sa = await cp.kubeconfigFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
 });
 
@@ -137,6 +163,12 @@ test('strict RBAC: Applications and their status, AppProjects read-only, argocd-
     ['PATCH', `${apps}/guestbook`, { metadata: { finalizers: ['resources-finalizer.argocd.argoproj.io'] } }],
     ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/default'],
     ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects?watch=1&timeoutSeconds=1'],
+    // The renderer's token Secret, which the controller creates when it is missing.
+    [
+      'POST',
+      '/api/v1/namespaces/argocd/secrets',
+      { metadata: { name: 'impersync-renderer-token' }, stringData: { token: 'test' } },
+    ],
     ['GET', '/api/v1/namespaces/argocd/configmaps/argocd-cm'],
     ['GET', '/api/v1/namespaces/argocd/configmaps?fieldSelector=metadata.name%3Dargocd-cm'],
     ['GET', '/api/v1/namespaces/argocd/secrets?labelSelector=argocd.argoproj.io%2Fsecret-type%3Dcluster'],
@@ -171,6 +203,10 @@ test('strict RBAC: Applications and their status, AppProjects read-only, argocd-
     ['PATCH', `${projects}/default/status`, { status: {} }],
     ['POST', projects, { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'mine' } }],
     ['DELETE', `${projects}/default`],
+    // Secrets: created, never changed or deleted, and only in argocd.
+    ['PATCH', '/api/v1/namespaces/argocd/secrets/impersync-renderer-token', { stringData: { token: 'x' } }],
+    ['DELETE', '/api/v1/namespaces/argocd/secrets/impersync-renderer-token'],
+    ['POST', '/api/v1/namespaces/guestbook/secrets', { metadata: { name: 's' } }],
     ['GET', '/api/v1/namespaces/argocd/configmaps'],
     ['GET', '/api/v1/namespaces/argocd/configmaps/unrelated'],
     ['GET', '/api/v1/secrets'],

@@ -13,11 +13,36 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: controller
 {{- end -}}
 
-{{- define "impersync.labels" -}}
-{{ include "impersync.selectorLabels" . }}
+{{- define "impersync.commonLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "impersync.labels" -}}
+{{ include "impersync.selectorLabels" . }}
+{{ include "impersync.commonLabels" . }}
+{{- end -}}
+
+{{/* The renderer: its own component label, so that no controller selector (Service, policy) picks it. */}}
+{{- define "impersync.rendererSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: renderer
+{{- end -}}
+
+{{- define "impersync.rendererLabels" -}}
+{{ include "impersync.rendererSelectorLabels" . }}
+{{ include "impersync.commonLabels" . }}
+{{- end -}}
+
+{{- define "impersync.rendererName" -}}
+{{- printf "%s-renderer" (include "impersync.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The Secret the controller creates at startup and the renderer mounts. */}}
+{{- define "impersync.rendererTokenSecret" -}}
+{{- printf "%s-renderer-token" (include "impersync.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "impersync.serviceAccountName" -}}
