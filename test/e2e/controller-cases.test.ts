@@ -358,3 +358,59 @@ test('a dry-run sync of selected resources writes nothing and records no history
     'no non-dry-run write',
   );
 });
+
+// Beyond Argo CD (docs/impersonation.md §10). The harness lets the controller impersonate any
+// ServiceAccount (a ClusterRole), so the API server would allow this one: the refusal is the
+// controller's own, decided before any request is made as the ServiceAccount.
+test('a project that maps to a kube-system ServiceAccount is refused with nothing written, and allowed by argocd-cm', async () => {
+  const sa = 'system:serviceaccount:kube-system:impersync-e2e-deployer';
+  await createServiceAccount(cp.admin, 'kube-system', 'impersync-e2e-deployer');
+  await deployer(cp, 'sys-target', 'unused');
+  await grantRole(cp.admin, {
+    name: 'kube-system-deployer',
+    namespace: 'sys-target',
+    to: { serviceAccount: 'impersync-e2e-deployer', namespace: 'kube-system' },
+    rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+  });
+  await applyRaw(
+    cp.admin,
+    project('sys', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'sys-target', defaultServiceAccount: 'kube-system:impersync-e2e-deployer' },
+      ],
+    }),
+  );
+  const app = application('sys', fx.repo.fileURL, {
+    project: 'sys',
+    destination: { server: IN_CLUSTER, namespace: 'sys-target' },
+    automated: false,
+  });
+  await applyRaw(cp.admin, app);
+  await applyRaw(cp.admin, { ...app, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
+  const refused = await waitForApp(cp, 'sys', 'operation Error', (a) => operationPhase(a) === 'Error');
+  const expected = `refusing to impersonate ${sa}: ServiceAccounts in kube-system, kube-public and kube-node-lease are not impersonated unless argocd-cm sets impersync.impersonation.allowSystemNamespaces: "true"`;
+  assert.equal((refused.status?.['operationState'] as { message: string }).message, expected);
+  assert.equal(condition(refused, 'ComparisonError'), expected);
+  const asSystem = (await cp.readAudit()).filter((r) => r.impersonatedUser === sa || r.namespace === 'sys-target');
+  assert.deepEqual(
+    asSystem.filter((r) => r.user === cp.controllerUserName).map((r) => `${r.verb} ${r.requestURI}`),
+    [],
+    'no request at all as the ServiceAccount, nor to its destination',
+  );
+
+  // Allowed: the next sync runs as that ServiceAccount (the settings change takes effect without restart).
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'impersync.impersonation.allowSystemNamespaces': 'true',
+  });
+  try {
+    await waitForApp(cp, 'sys', 'no ComparisonError', (a) => condition(a, 'ComparisonError') === undefined);
+    await applyRaw(cp.admin, { ...app, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'bob' } } });
+    await waitForApp(cp, 'sys', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+    const w = writes(await cp.readAudit(), 'sys-target', cp.controllerUserName);
+    assert.ok(w.length >= 2, `writes in sys-target: ${w.length}`);
+    for (const r of w) assert.equal(r.impersonatedUser, sa);
+  } finally {
+    await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  }
+});

@@ -17,7 +17,7 @@ import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
 import { kubeconfigYaml } from '../../src/controlplane/identities.ts';
-import { applyAll, find, kustomizeBuild, repoRoot } from '../deploy/render.ts';
+import { applyAll, find, kustomizeBuild, repoRoot, tenantImpersonationBinding } from '../deploy/render.ts';
 import { operationPhase, waitForApp } from './controller-fixture.ts';
 
 const asRoot = process.getuid?.() === 0;
@@ -73,6 +73,11 @@ before(async () => {
   cp = await startControlPlane();
   const install = kustomizeBuild('deploy/install');
   await applyAll(cp.admin, install);
+  // Example 1's tenant, listed as an admin lists it (the install binds none by itself).
+  await applyAll(cp.admin, [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'guestbook' } },
+    tenantImpersonationBinding('guestbook'),
+  ]);
   // The Pod's folders: the emptyDir volumes, owned by the Pod's user.
   work = await mkdtemp(path.join(os.tmpdir(), 'impersync-pod-'));
   await chmod(work, 0o755);

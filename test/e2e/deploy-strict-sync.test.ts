@@ -1,5 +1,6 @@
 // The point of the strict RBAC, end to end: the install of deploy/install (strict Role, impersonate
-// ClusterRole, the sample argocd-cm with impersonation enabled and enforced) is applied, and the
+// ClusterRole bound in each tenant namespace as deploy/install/tenants documents, the sample
+// argocd-cm with impersonation enabled and enforced) is applied, and the
 // controller runs with the token of the installed ServiceAccount, nothing more. It still syncs the
 // design document's examples, each as its ServiceAccount, and refuses the one whose destination
 // matches no entry; the audit log shows no write to a tenant namespace without impersonation.
@@ -24,7 +25,7 @@ import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
 import { defaultPorts } from '../../src/controller/adapters.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { applyAll, kustomizeBuild, repoRoot } from '../deploy/render.ts';
+import { applyAll, kustomizeBuild, repoRoot, tenantImpersonationBinding } from '../deploy/render.ts';
 import { condition, getApp, operationPhase, waitForApp } from './controller-fixture.ts';
 
 const controllerUser = 'system:serviceaccount:argocd:impersync-controller';
@@ -141,6 +142,11 @@ function assertSyncedAs(audit: AuditRecord[], namespace: string, serviceAccount:
 before(async () => {
   cp = await startControlPlane();
   await applyAll(cp.admin, kustomizeBuild('deploy/install'));
+  // The tenants of the examples, listed as an admin lists them (the install binds none by itself).
+  for (const ns of ['guestbook', 'mynamespace', 'myns', 'guestbook-dev', 'guestbook-prod']) {
+    await createNamespace(cp.admin, ns);
+    await applyAll(cp.admin, [tenantImpersonationBinding(ns)]);
+  }
   repo = await TestRepo.create();
   await repo.commit(guestbook, 'guestbook');
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-strict-'));
