@@ -259,6 +259,10 @@ function rendererFrom(v: Flags, kc: KubeConfig, namespace: string): (() => Rende
     let token: Promise<string> | undefined;
     const read = () =>
       file !== '' ? readFile(file, 'utf8').then((t) => t.trim()) : rendererToken(api, namespace, secretName);
+    // Read (and, the first time, made) as the controller starts: the renderer Pods pick up a new
+    // Secret only when the kubelet next syncs their volume.
+    token = read();
+    token.catch(() => (token = undefined));
     return new RendererClient({
       url,
       token: () =>

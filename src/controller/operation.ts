@@ -9,6 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { Application, Cluster, SyncOperation } from '../api/index.ts';
 import { isRefusal } from '../kube/types.ts';
+import { SourceError } from '../source/errors.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { identityLabel, prepare } from './context.ts';
@@ -26,6 +27,9 @@ import { appPath, CONDITION, ConflictError, mergeConditions, patchApplication, w
 import type { AppCondition, ApplicationStatus } from './status.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+
+/** How soon an operation that could not reach the renderer tries again. */
+const RENDERER_RETRY_MS = 5000;
 
 export interface OperatorDeps extends PrepareDeps {
   api: KubeApi;
@@ -191,6 +195,8 @@ export class Operator {
         sourceRepos: ctx.project.spec.sourceRepos ?? [],
       });
     } catch (err) {
+      if (err instanceof SourceError && err.reason === 'RendererUnavailable')
+        return this.waitForRenderer(raw, state, err);
       return this.failOrRetry(raw, state, `failed to render desired manifests: ${(err as Error).message}`, 'Error');
     }
     const violations = await this.d.ports.limits.checkObjects(
@@ -253,6 +259,23 @@ export class Operator {
       [],
       rendered.revision,
     );
+  }
+
+  /**
+   * The renderer could not be reached (starting, restarting, no token yet): not the Application's
+   * fault, so the operation stays Running, says what it waits for, and is tried again shortly.
+   */
+  private async waitForRenderer(raw: Raw, state: OperationState, err: SourceError): Promise<ReconcileResult> {
+    const message = `waiting for the renderer: ${err.message}`;
+    this.d.logger.info({ application: `${raw.metadata.namespace}/${raw.metadata.name}` }, message);
+    if (state.message !== message) {
+      const status = (raw['status'] ?? {}) as ApplicationStatus;
+      await writeStatus(this.d.api, raw, {
+        ...status,
+        operationState: { ...state, message } as unknown as Record<string, unknown>,
+      });
+    }
+    return { requeueAfterMs: RENDERER_RETRY_MS };
   }
 
   /** Shutdown: the operation stays Running, for the next controller to resume. */

@@ -151,6 +151,9 @@ export function rendererChecks(
     '--listen=0.0.0.0:8081',
     '--cache-dir=/var/cache/impersync-renderer',
     '--token-file=/etc/impersync/renderer-token/token',
+    '--max-renders=4',
+    '--render-memory=384Mi',
+    '--render-timeout=180s',
   ]);
   assert.deepEqual(c.securityContext, lockedDown);
   assert.deepEqual(
