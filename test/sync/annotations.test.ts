@@ -10,6 +10,7 @@ import {
   waveOf,
 } from '../../src/sync/annotations.ts';
 import { expandPhases, operationPhaseOf } from '../../src/sync/hooks.ts';
+import { builtinHealth } from '../../src/sync/health/index.ts';
 import { parseSyncOptions } from '../../src/sync/options.ts';
 
 const withAnnotations = (annotations: Record<string, string>, name = 'x'): KubeObject => ({
@@ -84,13 +85,14 @@ test('a hook is done when healthy, failed when degraded; kinds without health ar
     metadata: { name: 'j' },
     status: { conditions },
   });
-  assert.equal(operationPhaseOf(job([]), true).phase, 'Running');
-  assert.equal(operationPhaseOf(job([{ type: 'Complete', status: 'True' }]), true).phase, 'Succeeded');
-  assert.deepEqual(operationPhaseOf(job([{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }]), true), {
+  const phase = (o: KubeObject, hook: boolean) => operationPhaseOf(builtinHealth(o), o, hook);
+  assert.equal(phase(job([]), true).phase, 'Running');
+  assert.equal(phase(job([{ type: 'Complete', status: 'True' }]), true).phase, 'Succeeded');
+  assert.deepEqual(phase(job([{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }]), true), {
     phase: 'Failed',
     message: 'BackoffLimitExceeded',
   });
-  assert.deepEqual(operationPhaseOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, true), {
+  assert.deepEqual(phase({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, true), {
     phase: 'Succeeded',
     message: 'c created',
   });
