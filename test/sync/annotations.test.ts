@@ -98,6 +98,18 @@ test('a hook is done when healthy, failed when degraded; kinds without health ar
   });
 });
 
+test('a failed check puts a hook in Error and keeps a resource waiting; a health with no status completes only a hook', () => {
+  const cr: KubeObject = { apiVersion: 'x.io/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'ns' } };
+  const failed = { status: 'Unknown' as const, message: '<string>:1: boom', error: '<string>:1: boom' };
+  assert.deepEqual(operationPhaseOf(failed, cr, true), {
+    phase: 'Error',
+    message: 'failed to get resource health: failed to get resource health for ns/w: <string>:1: boom',
+  });
+  assert.equal(operationPhaseOf(failed, cr, false).phase, 'Running');
+  assert.deepEqual(operationPhaseOf({ status: '' }, cr, true), { phase: 'Succeeded', message: 'w created' });
+  assert.equal(operationPhaseOf({ status: '' }, cr, false).phase, 'Running');
+});
+
 test('sync options: the ones Argo CD defines, unknown ones reported as ignored', () => {
   const o = parseSyncOptions([
     'CreateNamespace=true',
