@@ -48,6 +48,11 @@ export interface ComparisonResult {
   resources: ResourceComparison[];
   /** Comparison errors, as Application condition messages; empty when everything was compared. */
   errors: string[];
+  /**
+   * A health check that failed (a Lua error), as Argo CD's ComparisonError words it. Apart from
+   * `errors` because it does not make the sync status Unknown.
+   */
+  healthError?: string;
   warnings: string[];
 }
 
@@ -206,15 +211,14 @@ export async function compareResources(
       ? 'OutOfSync'
       : 'Synced';
   const health = aggregateHealth(resources);
-  // A check that failed (a Lua error) is a comparison error of its own; the sync status stands.
   const healthError = healthCheckErrors(resources);
-  if (healthError) errors.push(healthError);
   return {
     identity: describeIdentity(client.identity),
     syncStatus,
     health,
     resources,
     errors,
+    ...(healthError ? { healthError } : {}),
     warnings: prepared.warnings,
   };
 }

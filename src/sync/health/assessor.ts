@@ -21,6 +21,8 @@ export interface AssessorOptions {
   runner?: LuaRunner;
   /** How long a read of the operator's folder is reused. Default 60 s (a mounted ConfigMap changes within about that). */
   libraryTtlMs?: number;
+  /** What a script printed (print, io.write): `impersync health` shows it; the controller drops it. */
+  onPrint?: (obj: KubeObject, line: string) => void;
 }
 
 type Script = { lua: string; useOpenLibs: boolean };
@@ -66,6 +68,8 @@ export function createHealthAssessor(opts: AssessorOptions): HealthAssessor {
     }
     if (!script) return builtinHealth(obj);
     if (!opts.runner) return failed('no Lua runner was given to assess this kind');
-    return healthFromLua(await opts.runner.run(script.lua, script.useOpenLibs, obj));
+    const result = await opts.runner.run(script.lua, script.useOpenLibs, obj);
+    for (const line of result.printed) opts.onPrint?.(obj, line);
+    return healthFromLua(result);
   };
 }
