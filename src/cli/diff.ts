@@ -12,7 +12,14 @@ import { projectLimits } from '../controller/limits.ts';
 import { ChildRenderer } from '../renderer/child.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import type { ComparisonResult, InventoryEntry } from '../sync/index.ts';
-import { appInstanceName, compare, refusedComparison } from '../sync/index.ts';
+import {
+  LuaRunner,
+  appInstanceName,
+  compare,
+  createHealthAssessor,
+  readHealthCustomizations,
+  refusedComparison,
+} from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
 import { processIO, type CommandIO } from './io.ts';
@@ -205,10 +212,17 @@ async function compareLive(
     return fail((err as Error).message);
   }
   const violations = await limits.checkObjects(client, project, app, cluster, objects);
+  // Health as the controller assesses it: argocd-cm's customizations, Lua checks in a runner of our own.
+  const runner = new LuaRunner();
+  const health = createHealthAssessor({
+    customizations: readHealthCustomizations(inventory.configMap?.value.data),
+    runner,
+  });
   const comparison = await compare(client, objects, inventoryOf(app), {
     appName: appInstanceName(app, opts.namespace),
     namespace: app.spec.destination?.namespace ?? '',
-  });
+    health,
+  }).finally(() => runner.close());
   return {
     identityLine,
     report: {
@@ -218,7 +232,7 @@ async function compareLive(
       syncStatus: comparison.syncStatus,
       health: comparison.health,
       resources: comparison.resources.map(({ target: _t, live: _l, ...rest }) => rest),
-      errors: [...violations, ...comparison.errors],
+      errors: [...violations, ...comparison.errors, ...(comparison.healthError ? [comparison.healthError] : [])],
       warnings: [...warnings, ...comparison.warnings],
     },
   };

@@ -97,18 +97,19 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
     },
     limits: projectLimits(),
     compare: {
-      compare: async (client, app, objects) => {
-        const c = await compare(client, objects, inventoryOf(app), common(app));
+      compare: async (client, app, objects, health) => {
+        const c = await compare(client, objects, inventoryOf(app), { ...common(app), ...(health ? { health } : {}) });
         return {
           syncStatus: c.syncStatus,
           resources: c.resources.map(resourceStatus),
           health: { status: c.health.status, ...(c.health.message ? { message: c.health.message } : {}) },
           errors: c.errors,
+          ...(c.healthError ? { healthError: c.healthError } : {}),
         };
       },
     },
     sync: {
-      sync: async (client, app, objects, op, signal, beforeWave) => {
+      sync: async (client, app, objects, op, signal, beforeWave, health) => {
         const r = await sync(client, objects, inventoryOf(app), {
           ...common(app),
           ...(op.revision !== undefined ? { revision: op.revision } : {}),
@@ -119,6 +120,7 @@ export function defaultPorts(opts: DefaultPortsOptions): Ports {
           ...(opts.waitTimeoutMs !== undefined ? { waitTimeoutMs: opts.waitTimeoutMs } : {}),
           ...(signal ? { signal } : {}),
           ...(beforeWave ? { beforeWave } : {}),
+          ...(health ? { health } : {}),
         });
         return {
           phase: r.phase,

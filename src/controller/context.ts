@@ -17,7 +17,10 @@ import { isRefusal } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { instrumentClient } from './instrument.ts';
 import type { ControllerCache } from './cache.ts';
+import type { HealthAssessor } from '../sync/index.ts';
+import type { HealthAssessors } from './health.ts';
 import type { LimitsPort } from './ports.ts';
+import { builtinAssessor } from '../sync/index.ts';
 import { CONDITION } from './status.ts';
 import type { AppCondition } from './status.ts';
 
@@ -32,6 +35,8 @@ export interface AppContext {
   client: DestinationClient | ClientRefusal;
   /** ImpersonationInfo / ImpersonationWarning conditions for this decision. */
   identityConditions: AppCondition[];
+  /** How this reconcile assesses health: argocd-cm's customizations as they are now. */
+  health: HealthAssessor;
 }
 
 export type Prepared =
@@ -43,6 +48,8 @@ export interface PrepareDeps {
   factory: DestinationClientFactory;
   limits: LimitsPort;
   metrics?: Metrics;
+  /** argocd-cm health customizations; without it, the built-in checks only. */
+  health?: HealthAssessors;
 }
 
 /** "system:serviceaccount:ns:sa" or "the controller's own credential", for messages. */
@@ -154,6 +161,7 @@ export function prepare(deps: PrepareDeps, raw: unknown): Prepared {
       identity,
       client,
       identityConditions: identityConditions(identity),
+      health: deps.health?.for(deps.cache.settingsConfigMap()) ?? builtinAssessor,
     },
   };
 }

@@ -12,6 +12,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
+import { HealthAssessors } from './health.ts';
 import { KubeApi } from './kubeapi.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
@@ -90,7 +91,19 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
   const events = teeEvents(recorder, ...(opts.events ?? []));
   const refreshIntervalMs = () => holder.manager?.refreshIntervalMs() ?? 120_000;
-  const common = { cache, factory, limits: opts.ports.limits, api, ports: opts.ports, events, logger: log, metrics };
+  // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
+  const assessors = new HealthAssessors();
+  const common = {
+    cache,
+    factory,
+    limits: opts.ports.limits,
+    api,
+    ports: opts.ports,
+    events,
+    logger: log,
+    metrics,
+    health: assessors,
+  };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
   const operator = new Operator(common);
   const manager = new Manager({
@@ -137,6 +150,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       await factory.close();
       // The controller owns its ports: a child renderer they started ends with it.
       await opts.ports.close?.();
+      await assessors.close();
       await health?.close();
     },
   };

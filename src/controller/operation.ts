@@ -234,6 +234,7 @@ export class Operator {
         op,
         abort.signal,
         checkServiceAccount,
+        ctx.health,
       );
     }
     if (abort.signal.aborted && this.stopping) return this.leftRunning(key);

@@ -5,6 +5,7 @@
 // identity, and nothing else (ARCHITECTURE.md, the identity rule).
 import type { AppProject, Application, Cluster, KubeObject, SyncOperation } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
+import type { HealthAssessor } from '../sync/index.ts';
 import type { ResourceStatus } from './status.ts';
 
 export interface Rendered {
@@ -45,6 +46,8 @@ export interface ComparisonOutcome {
   health: { status: string; message?: string };
   /** Errors met while comparing (a Forbidden dry-run names the ServiceAccount). */
   errors: string[];
+  /** A health check that failed, as a ComparisonError message; it leaves the sync status alone. */
+  healthError?: string;
 }
 
 export interface SyncOutcome {
@@ -54,7 +57,13 @@ export interface SyncOutcome {
 }
 
 export interface ComparePort {
-  compare(client: DestinationClient, app: Application, objects: readonly KubeObject[]): Promise<ComparisonOutcome>;
+  /** `health`: how live objects are assessed (argocd-cm customizations); default the built-in checks. */
+  compare(
+    client: DestinationClient,
+    app: Application,
+    objects: readonly KubeObject[],
+    health?: HealthAssessor,
+  ): Promise<ComparisonOutcome>;
 }
 
 export interface SyncPort {
@@ -70,6 +79,7 @@ export interface SyncPort {
     operation: SyncOperation,
     signal?: AbortSignal,
     beforeWave?: () => Promise<string | null>,
+    health?: HealthAssessor,
   ): Promise<SyncOutcome>;
   /** Deletes every resource the Application manages (finalizer), as its identity. */
   deleteResources(

@@ -184,11 +184,13 @@ export class Reconciler {
       ctx.cluster,
       rendered.objects,
     );
-    const cmp = await this.d.ports.compare.compare(ctx.client, app, rendered.objects);
-    const errs: AppCondition[] = [...violations, ...cmp.errors].map((message) => ({
-      type: CONDITION.ComparisonError,
-      message,
-    }));
+    const cmp = await this.d.ports.compare.compare(ctx.client, app, rendered.objects, ctx.health);
+    const errs: AppCondition[] = [...violations, ...cmp.errors, ...(cmp.healthError ? [cmp.healthError] : [])].map(
+      (message) => ({
+        type: CONDITION.ComparisonError,
+        message,
+      }),
+    );
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
     const status = finish(
       {

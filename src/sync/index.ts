@@ -30,7 +30,9 @@
 //     Every object applied carries `argocd.argoproj.io/tracking-id`. No retries: a 403 fails its
 //     object with the API server's message and ends the sync after that wave.
 // - `refusedSync(refusal)`: spec §5's deny/error as an operation: phase Error, the exact message.
-// - `resourceHealth(obj)` / `aggregateHealth(...)`: Argo CD's health checks.
+// - `HealthAssessor`: how live objects' health is judged, passed as the `health` option of
+//     compare() and sync() (default `builtinAssessor`, Argo CD's built-in checks; health/).
+//     `aggregateHealth`: the Application's health, naming what caused it.
 // - `formatTrackingId`, `parseTrackingId`, `appInstanceName`, `trackingIdFor`: tracking ids.
 // - `parseSyncOptions(list)`: the sync options this engine understands (and those it ignores).
 //
@@ -46,8 +48,7 @@ export type {
 export { sync, refusedSync } from './sync.ts';
 export type { ResourceResult, SyncOperationPhase, SyncOptions, SyncResult } from './sync.ts';
 export type { ResultCode } from './tasks.ts';
-export { resourceHealth, aggregateHealth, isWorse, HEALTH_ORDER } from './health.ts';
-export type { HealthStatus, HealthStatusCode } from './health.ts';
+export * from './health/index.ts';
 export {
   ANNOTATION_TRACKING_ID,
   appInstanceName,

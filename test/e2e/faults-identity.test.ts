@@ -281,7 +281,12 @@ test(
       ),
       'a Warning event says why',
     );
-    assert.ok(fx.events.events.some((e) => e.reason === 'OperationFailed' && e.message.includes(missing('sa-only'))));
+    // The controller records the event after its status write (which the wait above saw): poll for it.
+    const failedEvent = () =>
+      fx.events.events.some((e) => e.reason === 'OperationFailed' && e.message.includes(missing('sa-only')));
+    for (const end = Date.now() + 10_000; !failedEvent() && Date.now() < end;)
+      await new Promise((r) => setTimeout(r, 100));
+    assert.ok(failedEvent());
     const audit = await cp.readAudit();
     // The check itself: the controller's own GET of the ServiceAccount, answered 404.
     assert.ok(

@@ -1,0 +1,38 @@
+// The vocabulary of health (gitops-engine's pkg/health): the six codes, their order, and what a
+// check returns.
+
+export type HealthStatusCode = 'Healthy' | 'Progressing' | 'Degraded' | 'Suspended' | 'Missing' | 'Unknown';
+
+export interface HealthStatus {
+  /**
+   * '' only from a Lua check that returned nil or an empty table: Argo CD then records a health
+   * with no status, which counts as nothing in the aggregate and never completes a sync wave.
+   */
+  status: HealthStatusCode | '';
+  message?: string;
+  /**
+   * Set when a Lua check failed (status Unknown, message the script's error). Argo CD reports such
+   * a failure apart from the health itself: as a comparison error, and a hook in Error.
+   */
+  error?: string;
+}
+
+/** From most to least healthy; the worst one wins an aggregate. */
+export const HEALTH_ORDER: readonly HealthStatusCode[] = [
+  'Healthy',
+  'Suspended',
+  'Progressing',
+  'Missing',
+  'Degraded',
+  'Unknown',
+];
+
+/** gitops-engine's IsWorse: a code it does not know (the empty one) ranks as Healthy. */
+export function isWorse(current: HealthStatusCode | '', candidate: HealthStatusCode | ''): boolean {
+  const rank = (c: HealthStatusCode | '') => Math.max(0, HEALTH_ORDER.indexOf(c as HealthStatusCode));
+  return rank(candidate) > rank(current);
+}
+
+export function isHealthStatusCode(v: unknown): v is HealthStatusCode {
+  return typeof v === 'string' && (HEALTH_ORDER as readonly string[]).includes(v);
+}
