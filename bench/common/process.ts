@@ -69,8 +69,6 @@ export async function startControllerProcess(kubeconfig: string, extraArgs: stri
       '0',
       '--log-level',
       'info',
-      // The benchmarks' repositories are local folders.
-      '--allow-local-repositories',
       ...extraArgs,
     ],
     {

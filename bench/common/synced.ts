@@ -34,7 +34,7 @@ export async function syncedEnvironment(
     const controller = await startControllerProcess(cp.controllerKubeconfigPath);
     stops.push(() => controller.stop());
     const from = Date.now();
-    await createApplications(cp, apps, repo.fileURL, { ...(opts.selfHeal ? { selfHeal: true } : {}) });
+    await createApplications(cp, apps, repo.url, { ...(opts.selfHeal ? { selfHeal: true } : {}) });
     const done = await waitAllDone(cp, apps, opts.timeoutMs ?? 1_800_000);
     console.log(`${n} Applications Synced + Succeeded after ${seconds(done.doneAt - from)} s`);
     return { cp, repo, controller, apps, stop };

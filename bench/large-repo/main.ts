@@ -185,7 +185,7 @@ try {
     // impersync: from creating the Application until Synced with its operation Succeeded.
     const s0 = ctl.sample();
     const from = Date.now();
-    await createApplications(cp, [APP], repo.fileURL);
+    await createApplications(cp, [APP], repo.url);
     const progress: { firstSyncedAt?: number } = {};
     const done = await waitSynced(cp, ctl, from, flags.timeout * 1000, progress).catch((err: unknown) => {
       const p = ctl.sample();

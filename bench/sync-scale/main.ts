@@ -49,7 +49,7 @@ try {
   try {
     const s0 = ctl.sample();
     const from = Date.now();
-    await createApplications(cp, apps, repo.fileURL);
+    await createApplications(cp, apps, repo.url);
     const done = await waitAllDone(cp, apps, flags.timeout * 1000);
     const s1 = ctl.sample();
     imp = {

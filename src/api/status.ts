@@ -9,7 +9,7 @@ import { ApplicationDestinationSchema, ApplicationSourceSchema, OperationSchema 
 export const SyncStatusCodeSchema = z.enum(['Synced', 'OutOfSync', 'Unknown']);
 export type SyncStatusCode = z.infer<typeof SyncStatusCodeSchema>;
 
-/** Argo CD's health codes, best first as the aggregate ranks them (sync/health.ts). */
+/** Argo CD's health codes, best first as the aggregate ranks them (sync/health/types.ts). */
 export const HealthStatusCodeSchema = z.enum(['Healthy', 'Suspended', 'Progressing', 'Missing', 'Degraded', 'Unknown']);
 export type HealthStatusCode = z.infer<typeof HealthStatusCodeSchema>;
 

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { startControlPlane } from '../controlplane/controlplane.ts';
 
-const help = `usage: impersync cluster [--state-dir DIR] [--remote]
+const help = `usage: impersync cluster [--state-dir DIR] [--remote] [--nodes N]
 
 Starts etcd, kube-apiserver and kube-controller-manager on free 127.0.0.1 ports and keeps them up
 until SIGINT (Ctrl-C) or SIGTERM, then stops them all.
@@ -16,9 +16,13 @@ until SIGINT (Ctrl-C) or SIGTERM, then stops them all.
                    last, ready (default: .state/cluster); any earlier state there is replaced
   --remote         also start a second, independent instance under DIR/remote/ (a stand-in for a
                    remote cluster)
+  --nodes N        N simulated nodes (kube-scheduler + kwok), so that pods run: Deployments become
+                   Available, Jobs complete, or fail when their container command says \`exit N\`
+                   (default 0: no nodes, pods stay Pending)
 
 Binaries come from scripts/control-plane-binaries (KUBEBUILDER_ASSETS, or a Go build cached in
-~/.cache/impersync/control-plane/; the first build takes several minutes).
+~/.cache/impersync/control-plane/; the first build takes several minutes), and for --nodes from
+scripts/kwok-binary (IMPERSYNC_KWOK_DIR, or a Go build cached in ~/.cache/impersync/kwok/).
 `;
 
 function describe(label: string, cp: ControlPlane): string {
@@ -48,11 +52,16 @@ function readyFile(cp: ControlPlane): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let values: { 'state-dir'?: string; remote?: boolean; help?: boolean };
+  let values: { 'state-dir'?: string; remote?: boolean; nodes?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { 'state-dir': { type: 'string' }, remote: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        'state-dir': { type: 'string' },
+        remote: { type: 'boolean' },
+        nodes: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -63,6 +72,11 @@ export async function main(argv: string[]): Promise<number> {
   if (values.help) {
     process.stdout.write(help);
     return 0;
+  }
+  const nodes = values.nodes === undefined ? 0 : Number(values.nodes);
+  if (!Number.isInteger(nodes) || nodes < 0 || nodes > 100) {
+    process.stderr.write(`impersync cluster: --nodes must be a whole number from 0 to 100, not '${values.nodes}'\n`);
+    return 2;
   }
   const dir = resolve(values['state-dir'] ?? '.state/cluster');
   const remoteDir = join(dir, 'remote');
@@ -76,7 +90,7 @@ export async function main(argv: string[]): Promise<number> {
   const started: ControlPlane[] = [];
   try {
     await rm(join(dir, 'ready'), { force: true });
-    const starts = [startControlPlane({ dir, keepDir: true, killOnSignal: false })];
+    const starts = [startControlPlane({ dir, keepDir: true, killOnSignal: false, nodes })];
     if (values.remote) starts.push(startControlPlane({ dir: remoteDir, keepDir: true, killOnSignal: false }));
     const results = await Promise.allSettled(starts);
     for (const r of results) if (r.status === 'fulfilled') started.push(r.value);

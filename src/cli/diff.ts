@@ -4,6 +4,7 @@
 import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
+import { HealthAssessors } from '../controller/health.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import { renderInputFor } from '../renderer/request.ts';
@@ -160,14 +161,20 @@ async function compareLive(
       cacheDir: opts.cacheDir,
       allowLocalRepositories: opts.allowLocalRepositories,
     });
-    const rendered = await renderer.render(renderInputFor(app)).finally(() => renderer.close());
+    const input = renderInputFor(app, { sourceRepos: admission.project.spec.sourceRepos ?? [] });
+    const rendered = await renderer.render(input).finally(() => renderer.close());
     objects = rendered.objects.map((o) => o.object);
     revision = rendered.revision;
   } catch (err) {
     return fail((err as Error).message);
   }
   const violations = await objectLimitViolations(client, admission, objects);
-  const comparison = await compare(client, objects, inventoryOf(app), trackingTarget(app, opts.namespace));
+  // Health as the controller assesses it: argocd-cm's customizations, Lua checks in a runner of our own.
+  const assessors = new HealthAssessors();
+  const comparison = await compare(client, objects, inventoryOf(app), {
+    ...trackingTarget(app, opts.namespace),
+    health: assessors.for(inventory.configMap?.value),
+  }).finally(() => assessors.close());
   return {
     identityLine,
     report: {
@@ -177,7 +184,7 @@ async function compareLive(
       syncStatus: comparison.syncStatus,
       health: comparison.health,
       resources: comparison.resources.map(({ target: _t, live: _l, ...rest }) => rest),
-      errors: [...violations, ...comparison.errors],
+      errors: [...violations, ...comparison.errors, ...(comparison.healthError ? [comparison.healthError] : [])],
       warnings: [...warnings, ...comparison.warnings],
     },
   };

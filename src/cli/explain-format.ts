@@ -12,7 +12,9 @@ function settingsLine(x: Explanation): string {
       : s.source === 'absent'
         ? 'defaults: no argocd-cm'
         : 'defaults: argocd-cm unreadable';
-  return `${s.enabled ? 'enabled' : 'disabled'}, ${s.enforced ? 'enforced' : 'not enforced'} (${from})`;
+  // impersync's own key (docs/impersonation.md §10), shown only when it opens the system namespaces.
+  const system = s.allowSystemNamespaces ? ', ServiceAccounts in system namespaces allowed' : '';
+  return `${s.enabled ? 'enabled' : 'disabled'}, ${s.enforced ? 'enforced' : 'not enforced'}${system} (${from})`;
 }
 
 function outcomeLines(x: Explanation): string[] {

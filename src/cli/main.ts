@@ -16,6 +16,10 @@ const commands: Record<string, Command> = {
     load: () => import('./explain.ts'),
   },
   validate: { summary: "check AppProjects' destinationServiceAccounts", load: () => import('./validate.ts') },
+  health: {
+    summary: 'assess the health of objects in files as the controller would (Lua checks included)',
+    load: () => import('./health.ts'),
+  },
   diff: {
     summary: "compare an Application's desired and live state, as its identity",
     load: () => import('./diff.ts'),

@@ -11,8 +11,9 @@ import { parseFlags, stringFlag } from './args.ts';
 
 export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-file FILE | --token-stdin) [--cache-dir DIR]
                          [--tools-dir DIR] [--max-renders N] [--render-timeout DURATION]
-                         [--render-memory SIZE] [--answer-cache SIZE] [--allow-local-repositories]
-                         [--log-level LEVEL]
+                         [--render-memory SIZE] [--answer-cache SIZE] [--tool-memory SIZE]
+                         [--tool-write-max SIZE] [--checkout-max-size SIZE] [--checkout-max-files N]
+                         [--allow-local-repositories] [--log-level LEVEL]
 
 Renders Applications' sources (git, kustomize build, helm template) for the controller, one request
 at a time per render slot, and answers with the objects or a source error. It needs no Kubernetes
@@ -30,6 +31,10 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --render-timeout DURATION   one render's time limit, fetch to parsed objects (default ${RENDERER_DEFAULTS.renderTimeoutMs / 1000}s)
   --render-memory SIZE        memory of one render's parsing (default 1Gi)
   --answer-cache SIZE         answers kept for unchanged inputs at unchanged commits (default 256Mi; 0: off)
+  --tool-memory SIZE          address space of each git, helm and kustomize process (default 2Gi)
+  --tool-write-max SIZE       largest file one of them may write, a fetched pack included (default 256Mi)
+  --checkout-max-size SIZE    a commit whose files add up to more is refused before it is written (default 1Gi)
+  --checkout-max-files N      a commit with more files is refused likewise (default 100000)
   --allow-local-repositories  accept file:// and local paths as repoURL (local demos and tests only)
   --log-level LEVEL           trace, debug, info (default), warn, error
 `;
@@ -45,6 +50,10 @@ export async function main(argv: string[]): Promise<number> {
     'render-timeout': { type: 'string' },
     'render-memory': { type: 'string' },
     'answer-cache': { type: 'string' },
+    'tool-memory': { type: 'string' },
+    'tool-write-max': { type: 'string' },
+    'checkout-max-size': { type: 'string' },
+    'checkout-max-files': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
     'log-level': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -91,6 +100,27 @@ export async function main(argv: string[]): Promise<number> {
     if (!size.ok) return fail(`--${flag}: ${size.error}`);
     opts[key] = size.bytes;
   }
+
+  const limits: NonNullable<RendererProcessOptions['limits']> = {};
+  for (const [flag, key] of [
+    ['tool-memory', 'toolMemoryBytes'],
+    ['tool-write-max', 'writeMaxBytes'],
+    ['checkout-max-size', 'checkoutMaxBytes'],
+  ] as const) {
+    const raw = stringFlag(v, flag, '');
+    if (raw === '') continue;
+    const size = parseByteSize(raw);
+    if (!size.ok || size.bytes <= 0) return fail(`--${flag}: ${size.ok ? 'must be more than 0' : size.error}`);
+    limits[key] = size.bytes;
+  }
+  const maxFiles = stringFlag(v, 'checkout-max-files', '');
+  if (maxFiles !== '') {
+    const n = Number(maxFiles);
+    if (!Number.isInteger(n) || n < 1)
+      return fail(`--checkout-max-files must be a whole number of at least 1, not '${maxFiles}'`);
+    limits.checkoutMaxFiles = n;
+  }
+  opts.limits = limits;
 
   let token: RendererProcessOptions['token'];
   if (tokenStdin) {

@@ -270,6 +270,10 @@ function rendererFrom(
       file !== ''
         ? readFile(file, 'utf8').then((t) => t.trim())
         : connection().then((control) => rendererToken(control, namespace, secretName));
+    // Read (and, the first time, made) as the controller starts: the renderer Pods pick up a new
+    // Secret only when the kubelet next syncs their volume.
+    token = read();
+    token.catch(() => (token = undefined));
     return new RendererClient({
       url,
       token: () =>

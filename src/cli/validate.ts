@@ -1,6 +1,14 @@
 // `impersync validate`: checks every AppProject's destinationServiceAccounts against spec §8.
-// Exit 0 when all are valid, 1 when any is invalid, 2 when the input is unusable.
-import { validateProject, type ValidationFailure } from '../impersonation/index.ts';
+// Exit 0 when all are valid, 1 when any is invalid, 2 when the input is unusable. It also warns,
+// without changing validity (Argo CD accepts them), about entries the controller will refuse to
+// impersonate: ServiceAccounts in a system namespace while argocd-cm does not allow them.
+import {
+  readImpersonationSettings,
+  systemNamespaceEntries,
+  validateProject,
+  type SystemNamespaceEntry,
+  type ValidationFailure,
+} from '../impersonation/index.ts';
 import { listFlag, startCommand, stringFlag } from './args.ts';
 import { oneLine } from './explain.ts';
 import type { Inventory } from './inventory.ts';
@@ -11,10 +19,12 @@ export const VALIDATE_USAGE = `usage: impersync validate -f FILE [-f FILE ...] [
        impersync validate [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [-o json|text]
 
 Checks every AppProject's destinationServiceAccounts as Argo CD does, and lists every failure in
-order (the first is the one Argo CD reports).
+order (the first is the one Argo CD reports). Warns about entries naming a ServiceAccount in
+kube-system, kube-public or kube-node-lease, which the controller refuses to impersonate unless
+argocd-cm (given with -f, or read live) sets impersync.impersonation.allowSystemNamespaces: "true".
 
   -f, --filename FILE   YAML or JSON documents; '-' reads stdin; without -f, read live
-  -o, --output FORMAT   text (default) or json: an array of {project, valid, errors}
+  -o, --output FORMAT   text (default) or json: an array of {project, valid, errors, warnings}
   -n, --namespace NS    the namespace of the AppProjects in live mode (default argocd)
 
 Exit status: 0 when all are valid, 1 when any is invalid, 2 when the input is unusable.
@@ -25,23 +35,37 @@ export interface ProjectReport {
   valid: boolean;
   /** Argo CD's messages, in order. */
   errors: string[];
+  /** impersync's own: entries the controller will refuse to impersonate (valid for Argo CD). */
+  warnings: string[];
 }
 
 export interface ValidateResult {
   reports: ProjectReport[];
   failures: ValidationFailure[][];
+  refused: SystemNamespaceEntry[][];
 }
 
 /** The pure part: every AppProject of the inventory, in input order. */
 export function validateInventory(inventory: Inventory): ValidateResult {
   const reports: ProjectReport[] = [];
   const failures: ValidationFailure[][] = [];
+  const refused: SystemNamespaceEntry[][] = [];
+  const settings = readImpersonationSettings(inventory.configMap?.value ?? inventory.configMapError);
   for (const { value } of inventory.projects) {
     const result = validateProject(value);
-    reports.push({ project: value.metadata.name, valid: result.valid, errors: result.failures.map((f) => f.message) });
+    const system = settings.allowSystemNamespaces
+      ? []
+      : systemNamespaceEntries(value.spec.destinationServiceAccounts ?? []);
+    reports.push({
+      project: value.metadata.name,
+      valid: result.valid,
+      errors: result.failures.map((f) => f.message),
+      warnings: system.map((e) => e.message),
+    });
     failures.push(result.failures);
+    refused.push(system);
   }
-  return { reports, failures };
+  return { reports, failures, refused };
 }
 
 export function formatValidation(result: ValidateResult): string {
@@ -50,6 +74,8 @@ export function formatValidation(result: ValidateResult): string {
     lines.push(`${r.project}: ${r.valid ? 'valid' : 'INVALID'}`);
     for (const f of result.failures[i] ?? [])
       lines.push(`  spec.destinationServiceAccounts[${f.index}].${f.field}: ${f.message}`);
+    for (const e of result.refused[i] ?? [])
+      lines.push(`  spec.destinationServiceAccounts[${e.index}].defaultServiceAccount: warning: ${e.message}`);
   });
   const bad = result.reports.filter((r) => !r.valid).length;
   lines.push(`${result.reports.length} AppProject${result.reports.length === 1 ? '' : 's'} checked, ${bad} invalid`);

@@ -1,6 +1,7 @@
 // Assembles a running controller: the control-cluster connection, caches, the destination client
-// factory, the renderer (the install's, or a child process this controller starts and stops),
-// reconciler, operation runner, manager and the health/metrics endpoint.
+// factory, the renderer (the install's, or a child process this controller starts and stops), the
+// Lua runner of argocd-cm's health checks, reconciler, operation runner, manager and the
+// health/metrics endpoint.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ControlClient } from '../kube/control.ts';
@@ -17,6 +18,7 @@ import type { Renderer } from '../renderer/client.ts';
 import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
+import { HealthAssessors } from './health.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
@@ -58,6 +60,8 @@ export interface ChildRendererSettings {
   allowLocalRepositories?: boolean | undefined;
   /** Where its log lines go (default: dropped). */
   logger?: Logger | undefined;
+  /** Its helm and kustomize folder (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
+  toolsDir?: string | undefined;
 }
 
 export interface RunningController {
@@ -120,8 +124,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       cacheDir: child?.cacheDir ?? defaultSourceCacheDir(),
       ...(child?.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
       ...(child?.logger ? { logger: child.logger } : {}),
+      ...(child?.toolsDir ? { toolsDir: child.toolsDir } : {}),
     });
-  const common = { cache, factory, control, renderer, events, logger: log, metrics };
+  // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
+  const assessors = new HealthAssessors();
+  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({
@@ -169,6 +176,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       await control.close();
       // A child renderer this controller started ends with it.
       if (!opts.renderer) await renderer.close();
+      await assessors.close();
       await health?.close();
     },
   };

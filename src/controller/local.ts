@@ -1,7 +1,7 @@
 // `impersync run` with no cluster: the README's first command. Starts the local control plane of
 // `impersync cluster`, grants the controller identity exactly the rights of deploy/install/base
-// (its namespace, and impersonate on ServiceAccounts), serves the examples' Git source from a local
-// repository, installs examples 1, 6 and 7 (renamed so they can live side by side) with automated
+// (its namespace, and impersonate on the ServiceAccounts of the examples' namespaces, bound as
+// deploy/install/tenants documents), serves the examples' Git source from a local repository, installs examples 1, 6 and 7 (renamed so they can live side by side) with automated
 // sync, runs the controller, and prints who synced as whom and who was refused, and why.
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -152,8 +152,27 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
       o.kind === 'Application' ? { ...o, metadata: { ...o.metadata, name: 'guestbook-no-namespace' } } : o,
     ),
   ];
-  // Namespaces and RBAC first, then projects, then Applications.
-  const rank = (o: KubeObject) => (o.kind === 'Application' ? 2 : o.kind === 'AppProject' ? 1 : 0);
+  // The install binds impersonation nowhere by itself (deploy/install/tenants): the admin lists the
+  // tenant namespaces. Here they are the namespaces the examples' Applications deploy to.
+  const tenants = new Set<string>();
+  for (const o of objects)
+    if (o.kind === 'Application') {
+      const dest = (o['spec'] as { destination?: { namespace?: string } }).destination;
+      tenants.add(dest?.namespace || o.metadata.namespace || 'argocd');
+    }
+  for (const namespace of tenants) {
+    objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+    objects.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'impersync-impersonate', namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'impersync-impersonate' },
+      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'impersync-controller' }],
+    });
+  }
+  // Namespaces, then RBAC, then projects, then Applications.
+  const rank = (o: KubeObject) =>
+    o.kind === 'Namespace' ? 0 : o.kind === 'Application' ? 3 : o.kind === 'AppProject' ? 2 : 1;
   for (const o of objects.sort((a, b) => rank(a) - rank(b))) await apply(o);
   say(
     'impersync: installed examples 1 (guestbook), 6 (guestbook-myns, guestbook-dev, guestbook-prod; their ServiceAccounts have no rights) and 7 (guestbook-no-namespace) with automated sync',

@@ -14,6 +14,9 @@
 // - Terminating (`argocd app terminate-op`), or a Running state whose `operation` was removed,
 //   finishes Failed without running;
 // - a controller that stops mid-sync leaves the state Running for the next one to resume;
+// - a renderer that cannot be reached is not the Application's fault: the state stays Running,
+//   its message says what it waits for (written only when that changes), and the attempt is made
+//   again after RENDERER_RETRY_MS, with no retry counted;
 // - a final write that conflicts is written again onto the newer object only while that object
 //   still holds this operation unfinished (stillThisOperation), so a finished sync is never redone.
 import { isDeepStrictEqual } from 'node:util';
@@ -43,6 +46,9 @@ export interface End {
 }
 
 export const TERMINATED: End = { phase: 'Failed', message: 'Operation terminated' };
+
+/** How soon an attempt that could not reach the renderer is made again. */
+export const RENDERER_RETRY_MS = 5000;
 
 export type Step =
   /** No operation and nothing left Running. */
@@ -98,6 +104,8 @@ export type Attempt =
       /** Conditions to record with the failure (the identity's, when spec §5 refused it). */
       conditions?: AppCondition[];
     }
+  /** The renderer could not be reached (SourceError RendererUnavailable): try again shortly. */
+  | { kind: 'renderer-unavailable'; message: string }
   /** Aborted by a Terminating write: finish from the Application as it is now. */
   | { kind: 'terminated' }
   /** The controller is stopping: leave it Running for the next one. */
@@ -106,6 +114,8 @@ export type Attempt =
 export type AfterAttempt =
   | { kind: 'leave' }
   | { kind: 'retry'; state: OperationState; delayMs: number }
+  /** Still Running, waiting for the renderer; `write`: the state's message changed. */
+  | { kind: 'wait'; state: OperationState; write: boolean; delayMs: number }
   | {
       kind: 'finish';
       state: OperationState;
@@ -123,6 +133,15 @@ export function afterAttempt(state: OperationState, attempt: Attempt, nowMs: num
       return { kind: 'leave' };
     case 'terminated':
       return { kind: 'finish', state, end: TERMINATED, conditions: [], reread: true };
+    case 'renderer-unavailable': {
+      const message = `waiting for the renderer: ${attempt.message}`;
+      return {
+        kind: 'wait',
+        state: { ...state, message },
+        write: state.message !== message,
+        delayMs: RENDERER_RETRY_MS,
+      };
+    }
     case 'succeeded':
       return {
         kind: 'finish',

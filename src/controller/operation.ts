@@ -1,8 +1,9 @@
 // Runs an Application's operation (`operation.sync`, manual or automated) as its identity: the
 // reads and writes around the decisions of operation-machine.ts, whose header lists the
 // crash-safety rules. One attempt, top to bottom: admission → the identity's client → render →
-// project limits → the ServiceAccount still exists (sa-check.ts) → sync (sync/sync.ts). A deleted
-// Application's resources finalizer is finalizer.ts's.
+// project limits → the ServiceAccount still exists (sa-check.ts) → sync (sync/sync.ts), its waves'
+// health judged with argocd-cm's customizations (health.ts). A deleted Application's resources
+// finalizer is finalizer.ts's.
 import type { Logger } from 'pino';
 import { EVENT_REASON, readStatus } from '../api/index.ts';
 import type { AppCondition, Cluster, Operation, OperationState } from '../api/index.ts';
@@ -12,6 +13,7 @@ import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
+import { SourceError } from '../source/errors.ts';
 import { inventoryOf, sync, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
@@ -20,6 +22,7 @@ import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import { Finalizer } from './finalizer.ts';
+import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
@@ -35,6 +38,8 @@ export interface OperatorDeps {
   renderer: Renderer;
   /** How long one sync wave may wait for health (sync/ default 5 min). */
   waitTimeoutMs?: number | undefined;
+  /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
+  health: HealthAssessors;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -126,6 +131,11 @@ export class Operator {
       case 'retry':
         await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
         return { requeueAfterMs: next.delayMs };
+      case 'wait':
+        this.d.logger.info({ application: key }, next.state.message);
+        if (next.write)
+          await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
+        return { requeueAfterMs: next.delayMs };
       case 'finish': {
         // A Terminating write changed the Application: finish from what the API server has now.
         const target = next.reread ? await readApplication(this.d.control, key) : raw;
@@ -170,8 +180,12 @@ export class Operator {
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
-      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision }));
+      const sourceRepos = ctx.project.spec.sourceRepos ?? [];
+      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision, sourceRepos }));
     } catch (err) {
+      // Not the Application's fault (the renderer is starting, restarting, has no token yet).
+      if (err instanceof SourceError && err.reason === 'RendererUnavailable')
+        return { kind: 'renderer-unavailable', message: err.message };
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       return { kind: 'failed', phase: 'Error', message, retryable: true };
     }
@@ -208,6 +222,7 @@ export class Operator {
       ...(this.d.waitTimeoutMs !== undefined ? { waitTimeoutMs: this.d.waitTimeoutMs } : {}),
       signal,
       ...(checkServiceAccount ? { beforeWave: checkServiceAccount } : {}),
+      health: this.d.health.for(this.d.cache.settingsConfigMap()),
     });
     if (signal.aborted) return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
     const syncResult = {

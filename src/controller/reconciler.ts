@@ -1,8 +1,9 @@
 // The refresh of one Application (Argo CD's "comparison"), top to bottom: admission
 // (admission.ts) → the one destination client for its identity → its source rendered by the
-// renderer process → the project's limits per object → the server-side diff as that identity
-// (sync/compare.ts) → status and events. Sets `operation` for an automated sync when Argo CD's
-// rules say so; the operation worker runs it (operation.ts).
+// renderer process → the project's limits per object → the server-side diff as that identity, its
+// health assessed with argocd-cm's customizations (sync/compare.ts, health.ts) → status and events.
+// Sets `operation` for an automated sync when Argo CD's rules say so; the operation worker runs it
+// (operation.ts).
 //
 // A hard refresh (`argocd.argoproj.io/refresh: hard`) asks everything again: the renderer renders
 // without its answer cache (Argo CD: the repo-server's manifest cache), and the comparison sends
@@ -18,12 +19,14 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/index.ts';
+import type { HealthAssessor } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
 import type { Admission } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
+import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { REFRESH_ANNOTATION } from './triggers.ts';
@@ -40,6 +43,8 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** Milliseconds between periodic refreshes (timeout.reconciliation), for the status write rule. */
   refreshIntervalMs: () => number;
+  /** argocd-cm's health customizations, as the assessor each comparison uses. */
+  health: HealthAssessors;
   now?: () => Date;
 }
 
@@ -77,6 +82,11 @@ export class Reconciler {
     return this.d.now?.() ?? new Date();
   }
 
+  /** How this refresh assesses health: argocd-cm's customizations as the cache has them now. */
+  private assessor(): HealthAssessor {
+    return this.d.health.for(this.d.cache.settingsConfigMap());
+  }
+
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
     if (!raw) return {};
@@ -101,7 +111,14 @@ export class Reconciler {
     let result: ReconcileResult = {};
     if (admission.admitted) {
       if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
-      ({ status: next, result } = await this.compare(admission, log, prev, refreshKind === 'hard', now));
+      ({ status: next, result } = await this.compare(
+        admission,
+        this.assessor(),
+        log,
+        prev,
+        refreshKind === 'hard',
+        now,
+      ));
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
@@ -143,9 +160,13 @@ export class Reconciler {
     return result;
   }
 
-  /** Render, check, compare as the admitted identity; the status that says so, and whether to sync. */
+  /**
+   * Render, check, compare as the admitted identity, health as `assessor` judges it; the status that
+   * says so, and whether to sync.
+   */
   private async compare(
     ctx: Admitted,
+    assessor: HealthAssessor,
     log: Logger,
     prev: ApplicationStatus | undefined,
     hard: boolean,
@@ -170,7 +191,8 @@ export class Reconciler {
     const client = hard ? identityClient.uncached() : identityClient;
     let rendered;
     try {
-      rendered = await this.d.renderer.render(renderInputFor(app), { noCache: hard });
+      const input = renderInputFor(app, { sourceRepos: ctx.project.spec.sourceRepos ?? [] });
+      rendered = await this.d.renderer.render(input, { noCache: hard });
     } catch (err) {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       log.warn(message);
@@ -182,7 +204,10 @@ export class Reconciler {
     }
     const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
-    const cmp = await compare(client, objects, inventoryOf(app), trackingTarget(app, this.d.cache.namespace));
+    const cmp = await compare(client, objects, inventoryOf(app), {
+      ...trackingTarget(app, this.d.cache.namespace),
+      health: assessor,
+    });
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
     const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
@@ -192,7 +217,8 @@ export class Reconciler {
         health: cmp.health,
         sourceType: rendered.sourceType,
       },
-      [...violations, ...cmp.errors],
+      // A failed health check is a ComparisonError too, but leaves the sync status alone (Argo CD).
+      [...violations, ...cmp.errors, ...(cmp.healthError ? [cmp.healthError] : [])],
     );
     const result: ReconcileResult = {};
     // No automated sync of an Application being deleted: its finalizer is removing the resources.

@@ -26,6 +26,8 @@ import {
 } from './identities.ts';
 import type { Layout } from './layout.ts';
 import { layout } from './layout.ts';
+import type { NodeBinaries } from './nodes.ts';
+import { kwokUser, locateNodeBinaries, schedulerUser, startNodes } from './nodes.ts';
 import { freeLoopbackPorts } from './ports.ts';
 import type { ManagedProcess, Watchdog } from './processes.ts';
 import { installHooks, startProcess, startWatchdog } from './processes.ts';
@@ -46,6 +48,13 @@ export type ControlPlaneOptions = {
   killOnSignal?: boolean;
   /** Per phase (etcd, API server, controller manager). Default: 90 s. */
   timeoutMs?: number;
+  /**
+   * Simulated nodes (kube-scheduler + kwok, nodes.ts), so that pods run: Deployments become
+   * Available, Jobs complete or fail. Default 0: no nodes, no scheduler, pods stay Pending.
+   */
+  nodes?: number;
+  /** Default: located (and built if needed) by scripts/kwok-binary, when `nodes` asks for nodes. */
+  nodeBinaries?: NodeBinaries;
 };
 
 export type ControlPlane = {
@@ -95,6 +104,7 @@ function removeAtExit(dir: string): void {
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const started = performance.now();
   const binaries = opts.binaries ?? (await locateBinaries());
+  const nodeBinaries = (opts.nodes ?? 0) > 0 ? (opts.nodeBinaries ?? (await locateNodeBinaries())) : undefined;
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'impersync-cp-')));
   const keepDir = opts.keepDir ?? opts.dir !== undefined;
   if (!keepDir) removeAtExit(dir);
@@ -102,7 +112,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   // Ports are free when chosen but may be taken before the servers bind: try again with new ones.
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
-      const cp = await startOnce(binaries, dir, keepDir, opts);
+      const cp = await startOnce(binaries, dir, keepDir, { ...opts, ...(nodeBinaries ? { nodeBinaries } : {}) });
       cp.startupMs = Math.round(performance.now() - started);
       return cp;
     } catch (err) {
@@ -155,7 +165,8 @@ async function startOnce(
   opts: ControlPlaneOptions,
 ): Promise<ControlPlane> {
   const l = layout(dir);
-  const users = withTokens([adminUser, controllerUser, controllerManagerUser, ...(opts.users ?? [])]);
+  const nodeUsers = opts.nodeBinaries ? [schedulerUser, kwokUser] : [];
+  const users = withTokens([adminUser, controllerUser, controllerManagerUser, ...nodeUsers, ...(opts.users ?? [])]);
   const byName = new Map(users.map((u) => [u.name, u]));
   const token = (name: string) => byName.get(name)?.token ?? '';
   await prepare(l, users);
@@ -170,11 +181,12 @@ async function startOnce(
   const killOnSignal = opts.killOnSignal ?? true;
   const watchdog: Watchdog = startWatchdog();
   const processes: ManagedProcess[] = [];
-  const start = (name: BinaryName, args: string[]) => {
-    const p = startProcess({ name, command: binaries[name], args, logPath: l.log(name) }, { killOnSignal, watchdog });
+  const startNamed = (name: string, command: string, args: string[]) => {
+    const p = startProcess({ name, command, args, logPath: l.log(name) }, { killOnSignal, watchdog });
     processes.push(p);
     return p;
   };
+  const start = (name: BinaryName, args: string[]) => startNamed(name, binaries[name], args);
 
   let halted: Promise<void> | undefined;
   const halt = () => {
@@ -232,6 +244,17 @@ async function startOnce(
       return res?.status === 200;
     });
     await crdsInstalled;
+    if (opts.nodeBinaries && (opts.nodes ?? 0) > 0) {
+      await startNodes({
+        l,
+        admin,
+        kubeconfig,
+        start: startNamed,
+        binaries: opts.nodeBinaries,
+        count: opts.nodes ?? 0,
+        timeoutMs,
+      });
+    }
     await writeFile(l.adminKubeconfig, kubeconfig(adminUser.name), { mode: 0o600 });
     await writeFile(l.controllerKubeconfig, kubeconfig(controllerUser.name), { mode: 0o600 });
 

@@ -2,6 +2,7 @@
 // destinationServiceAccounts and the Application's destination, say which identity to use and,
 // when the Application cannot proceed, the exact operation message Argo CD would write.
 import { resolveServiceAccount, type EntryTrace, type ServiceAccountEntry } from './resolver.ts';
+import { systemNamespaceOf, systemNamespaceRefusal } from './system-namespaces.ts';
 
 export type DecisionKind = 'disabled' | 'impersonate' | 'fallback' | 'deny' | 'error';
 
@@ -18,16 +19,20 @@ export interface IdentityDecision {
   decision: DecisionKind;
   /** `system:serviceaccount:<ns>:<name>` for `impersonate`, otherwise null. */
   serviceAccount: string | null;
-  /** The entry that decided (also for an invalid defaultServiceAccount), otherwise null. */
+  /** The entry that decided (also for an invalid or refused defaultServiceAccount), otherwise null. */
   matched: MatchedEntry | null;
-  /** `deny`/`error`: the operation message of spec §5; `fallback`: the info log line; otherwise "". */
+  /**
+   * `deny`/`error`: the operation message of spec §5 (or, for a ServiceAccount in a system
+   * namespace, impersync's refusal naming it); `fallback`: the info log line; otherwise "".
+   */
   message: string;
   /** Every entry visited, in order (empty when disabled). */
   trace: EntryTrace[];
 }
 
 export interface DecisionInput {
-  settings: { enabled: boolean; enforced: boolean };
+  /** `allowSystemNamespaces` absent is false: system-namespace ServiceAccounts are refused. */
+  settings: { enabled: boolean; enforced: boolean; allowSystemNamespaces?: boolean | undefined };
   /** The Application's project name (for the fallback log line). */
   project: string;
   entries: readonly ServiceAccountEntry[];
@@ -82,6 +87,17 @@ export function decide(input: DecisionInput): IdentityDecision {
       };
     }
     case 'found':
+      // Beyond Argo CD (docs/impersonation.md §10): the matched entry decided, but its ServiceAccount
+      // is in a system namespace that argocd-cm does not open; nothing is impersonated.
+      if (systemNamespaceOf(resolution.serviceAccount) !== undefined && input.settings.allowSystemNamespaces !== true) {
+        return {
+          decision: 'error',
+          serviceAccount: null,
+          matched: matchedEntry(resolution.index, resolution.entry),
+          message: systemNamespaceRefusal(resolution.serviceAccount),
+          trace: resolution.trace,
+        };
+      }
       return {
         decision: 'impersonate',
         serviceAccount: resolution.serviceAccount,

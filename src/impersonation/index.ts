@@ -13,6 +13,8 @@
 //     impersonate → send `Impersonate-User: <serviceAccount>` (user only) on every request
 //     fallback    → use the controller's credential; `message` is the info line to log
 //     deny, error → do not touch the destination; `message` is the operation/condition message
+//                   (error also when the ServiceAccount is in kube-system, kube-public or
+//                   kube-node-lease and argocd-cm's allowSystemNamespaces is not "true")
 //   `warnings` carries settings errors, global-project problems and the §10 warning.
 // - `validateProject(project)` lists every §8 failure, first = Argo CD's.
 // - `compileGlob`/`matchGlob`/`globMatch` are the §2 dialect (cached); `project/` may use them.
@@ -50,6 +52,14 @@ export {
   type ImpersonationSettings,
   type GlobalProjectSetting,
 } from './settings.ts';
+export {
+  ALLOW_SYSTEM_NAMESPACES_KEY,
+  SYSTEM_NAMESPACES,
+  systemNamespaceOf,
+  systemNamespaceRefusal,
+  systemNamespaceEntries,
+  type SystemNamespaceEntry,
+} from './system-namespaces.ts';
 export { matchesLabelSelector, checkLabelSelector, type LabelSelector } from './label-selector.ts';
 export { parseDurationSeconds } from './duration.ts';
 export {
@@ -83,7 +93,7 @@ export interface IdentityInput {
   project: AppProject;
   /** Every AppProject known (for global projects, §7); the project itself may be among them. */
   projects?: readonly AppProject[];
-  settings: Pick<ImpersonationSettings, 'enabled' | 'enforced' | 'globalProjects' | 'errors'>;
+  settings: Pick<ImpersonationSettings, 'enabled' | 'enforced' | 'allowSystemNamespaces' | 'globalProjects' | 'errors'>;
   /** The destination's server URL, from resolveDestination. */
   resolvedServer: string;
 }

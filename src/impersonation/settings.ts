@@ -1,5 +1,6 @@
 // Reading impersync's settings from the `argocd-cm` ConfigMap: the two impersonation switches
-// (spec §4), `globalProjects` (§7) and `timeout.reconciliation`. Reading never fails: every problem
+// (spec §4), `globalProjects` (§7), `timeout.reconciliation`, and impersync's own
+// `impersync.impersonation.allowSystemNamespaces` (docs/impersonation.md §10). Reading never fails: every problem
 // becomes a message in `errors` and the affected setting keeps its default.
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -7,6 +8,7 @@ import type { ConfigMap } from '../api/index.ts';
 import { formatPath } from '../api/index.ts';
 import { parseDurationSeconds } from './duration.ts';
 import { LabelSelectorSchema, type LabelSelector } from './label-selector.ts';
+import { ALLOW_SYSTEM_NAMESPACES_KEY } from './system-namespaces.ts';
 
 export const IMPERSONATION_ENABLED_KEY = 'application.sync.impersonation.enabled';
 export const IMPERSONATION_ENFORCED_KEY = 'application.sync.impersonation.enforced';
@@ -27,6 +29,11 @@ export interface ImpersonationSettings {
   enabled: boolean;
   /** spec §4: on unless the value is exactly "false"; an absent key is on. */
   enforced: boolean;
+  /**
+   * Beyond Argo CD: ServiceAccounts in kube-system, kube-public and kube-node-lease may be
+   * impersonated only when `impersync.impersonation.allowSystemNamespaces` is exactly "true".
+   */
+  allowSystemNamespaces: boolean;
   /** spec §7, in argocd-cm order. Entries with an invalid selector are kept (global-projects.ts stops at them). */
   globalProjects: GlobalProjectSetting[];
   reconciliationTimeoutSeconds: number;
@@ -45,6 +52,7 @@ function defaults(source: ImpersonationSettings['source'], errors: string[] = []
   return {
     enabled: DEFAULT_IMPERSONATION_ENABLED,
     enforced: DEFAULT_IMPERSONATION_ENFORCED,
+    allowSystemNamespaces: false,
     globalProjects: [],
     reconciliationTimeoutSeconds: DEFAULT_RECONCILIATION_TIMEOUT_SECONDS,
     source,
@@ -70,6 +78,8 @@ export function readImpersonationSettings(configMap: ConfigMap | undefined | Err
   settings.enabled = data[IMPERSONATION_ENABLED_KEY] === 'true';
   const enforced = data[IMPERSONATION_ENFORCED_KEY];
   settings.enforced = enforced === undefined ? DEFAULT_IMPERSONATION_ENFORCED : enforced !== 'false';
+  // Exactly "true", like enabled: a typo keeps the safe side.
+  settings.allowSystemNamespaces = data[ALLOW_SYSTEM_NAMESPACES_KEY] === 'true';
 
   const globals = data[GLOBAL_PROJECTS_KEY];
   if (globals !== undefined) {

@@ -144,6 +144,6 @@ export class RendererClient implements Renderer {
 
 /** Only the protocol's fields go over the wire (an AbortSignal or anything else added locally does not). */
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
-  const { source, appName, destinationNamespace, revision, kubeVersion, apiVersions } = input;
-  return { source, appName, destinationNamespace, revision, kubeVersion, apiVersions };
+  const { source, appName, destinationNamespace, revision, kubeVersion, apiVersions, sourceRepos } = input;
+  return { source, appName, destinationNamespace, revision, kubeVersion, apiVersions, sourceRepos };
 }

@@ -1,5 +1,6 @@
 // What the controller asks the renderer for one Application: its one source and the few facts of the
-// Application a render needs (name, destination namespace, revision), never the Application itself.
+// Application a render needs (name, destination namespace, revision) and its project's sourceRepos,
+// never the Application itself.
 // Runs on the controller's side: the refusals here need no Git and no tool.
 import type { Application } from '../api/application.ts';
 import { SourceError } from '../source/errors.ts';
@@ -11,6 +12,8 @@ export interface RenderInputOptions {
   /** The destination's Kubernetes version and API versions, passed to helm as Argo CD does. */
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
+  /** The AppProject's spec.sourceRepos: where kustomize remote bases may come from (none without it). */
+  sourceRepos?: readonly string[] | undefined;
 }
 
 /** The render request for `app`; a SourceError (InvalidSource) when it has nothing renderable. */
@@ -29,5 +32,6 @@ export function renderInputFor(app: Application, opts: RenderInputOptions = {}):
     ...(opts.revision !== undefined ? { revision: opts.revision } : {}),
     ...(opts.kubeVersion !== undefined ? { kubeVersion: opts.kubeVersion } : {}),
     ...(opts.apiVersions !== undefined ? { apiVersions: opts.apiVersions } : {}),
+    ...(opts.sourceRepos !== undefined ? { sourceRepos: opts.sourceRepos } : {}),
   };
 }

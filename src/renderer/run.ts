@@ -4,7 +4,7 @@
 import { statSync, readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { SourceRenderer } from '../source/index.ts';
-import { DEFAULT_LIMITS } from '../source/render.ts';
+import { DEFAULT_LIMITS, type RenderLimits } from '../source/render.ts';
 import { RenderPool } from './pool.ts';
 import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
 
@@ -27,6 +27,8 @@ export interface RendererProcessOptions {
   renderMemoryBytes?: number;
   /** Bytes of answers cached for unchanged inputs. Default 256 MiB. */
   cacheBytes?: number;
+  /** Limits of the tools and checkouts (source/render.ts has each default). */
+  limits?: Partial<Pick<RenderLimits, 'toolMemoryBytes' | 'writeMaxBytes' | 'checkoutMaxBytes' | 'checkoutMaxFiles'>>;
   /** Environment of git, helm and kustomize. Default: this process's. */
   env?: NodeJS.ProcessEnv;
   logger: Logger;
@@ -56,7 +58,8 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     cacheDir: opts.cacheDir,
     ...(opts.toolsDir !== undefined ? { toolsDir: opts.toolsDir } : {}),
     ...(opts.env !== undefined ? { env: opts.env } : {}),
-    limits: { renderTimeoutMs },
+    limits: { renderTimeoutMs, ...opts.limits },
+    ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
   });
   const handler = rendererHandler({

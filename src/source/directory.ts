@@ -8,6 +8,7 @@ import path from 'node:path';
 import { globMatch } from '../impersonation/glob.ts';
 import { SourceError } from './errors.ts';
 import { formatBytes } from './exec.ts';
+import { physicalRelative } from './paths.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 
 export interface DirectoryOptions {
@@ -24,7 +25,7 @@ const MANIFEST = /\.(ya?ml|json)$/i;
 const SKIP_MARKER = '+argocd:skip-file-rendering';
 
 /**
- * Objects from the manifest files under `appDir` (inside `repoRoot`), in path order. Locations are
+ * Objects from the manifest files under `appDir` (inside `repoRoot`, a physical path), in path order. Locations are
  * relative to the repository root (`guestbook/deploy.yaml`), as users know them.
  */
 export async function readDirectory(repoRoot: string, appDir: string, opts: DirectoryOptions): Promise<ParsedObject[]> {
@@ -44,6 +45,10 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
         'InvalidSource',
         `${shown}: jsonnet is not supported; render it to YAML, or leave it out with spec.source.directory.exclude`,
       );
+    }
+    // A symlinked file is read only when it really leads to a file of the repository.
+    if ((await physicalRelative(repoRoot, abs)) === undefined) {
+      throw new SourceError('InvalidSource', `${shown} is a symlink that leads outside the repository`);
     }
     const info = await stat(abs);
     if (!info.isFile()) continue;

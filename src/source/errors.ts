@@ -24,9 +24,16 @@ export class SourceError extends Error {
   }
 }
 
-/** Removes a password or token from a URL before it is shown (`https://user:***@host/repo`). */
+/**
+ * Removes a password or token from a URL before it is shown (`https://user:***@host/repo`). The
+ * user information runs to the last `@` before the path, as URL parsers read it, so a password
+ * holding an `@` is hidden whole.
+ */
 export function redactURL(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/]*)@/i, (_m, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return colon < 0 ? `${scheme}${userinfo}@` : `${scheme}${userinfo.slice(0, colon)}:***@`;
+  });
 }
 
 /** A size for a message: `32 MiB`, `64 KiB`, `100 bytes`. */

@@ -1,11 +1,14 @@
 // Runs git, kustomize and helm: argument arrays (never a shell), a time limit that kills the whole
-// process group (git forks helpers such as git-remote-http), and a cap on what is read from stdout,
-// so a runaway render cannot take the controller's memory.
+// process group (git forks helpers such as git-remote-http), a cap on what is read from stdout, and
+// the operating system's limits on memory and written file size (limits.ts), so a runaway render
+// cannot take the renderer's memory or disk. stderr is scrubbed before it is returned (scrub.ts).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { SourceError, formatBytes } from './errors.ts';
+import { SourceError } from './errors.ts';
+import type { Scrub } from './scrub.ts';
+import { formatBytes, limitFailure, limitedCommand, resolveCommand, type ToolLimits } from './limits.ts';
 
-export { formatBytes };
+export { formatBytes } from './limits.ts';
 
 export interface RunOptions {
   cwd?: string;
@@ -18,6 +21,10 @@ export interface RunOptions {
   label: string;
   /** Sentence for the ToolMissing error, e.g. "run scripts/tool-binaries or put helm on PATH". */
   howToGet: string;
+  /** Applied to stderr and to every message made here, before anyone sees them (scrub.ts). */
+  scrub: Scrub;
+  /** Address space and file size limits of the process and all it starts. */
+  limits: ToolLimits;
   /** Stops the command (its whole process group); rejects with the signal's reason when it is a SourceError. */
   signal?: AbortSignal | undefined;
 }
@@ -25,6 +32,7 @@ export interface RunOptions {
 export interface RunResult {
   code: number;
   stdout: Buffer;
+  /** Already scrubbed: fit to put in a message. */
   stderr: string;
 }
 
@@ -34,10 +42,21 @@ const DEFAULT_MAX_STDOUT = 64 * 1024 * 1024;
 /** Runs `command args`, resolving with its exit code; rejects only when it cannot run or must be stopped. */
 export function run(command: string, args: readonly string[], opts: RunOptions): Promise<RunResult> {
   const maxStdout = opts.maxStdoutBytes ?? DEFAULT_MAX_STDOUT;
+  const env = opts.env ?? process.env;
+  // prlimit would report a missing tool as its own failure: look first, and say how to get it.
+  if (resolveCommand(command, env.PATH) === undefined) {
+    return Promise.reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`));
+  }
+  let limited: [string, string[]];
+  try {
+    limited = limitedCommand(command, args, opts.limits);
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
+    const child = spawn(limited[0], limited[1], {
       cwd: opts.cwd,
-      env: opts.env ?? process.env,
+      env,
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true, // own process group, so a timeout can kill git's helpers too
     });
@@ -94,14 +113,18 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
         reject(
           new SourceError(
             'Unexpected',
-            `${opts.label} could not be started: its working directory ${opts.cwd} does not exist`,
+            opts.scrub(`${opts.label} could not be started: its working directory ${opts.cwd} does not exist`),
             { cause: err },
           ),
         );
       } else if (err.code === 'ENOENT') {
         reject(new SourceError('ToolMissing', `${command} not found: ${opts.howToGet}`, { cause: err }));
       } else {
-        reject(new SourceError('ToolFailed', `${opts.label} could not be started: ${err.message}`, { cause: err }));
+        reject(
+          new SourceError('ToolFailed', opts.scrub(`${opts.label} could not be started: ${err.message}`), {
+            cause: err,
+          }),
+        );
       }
     });
     child.on('close', (code, signal) => {
@@ -110,10 +133,12 @@ export function run(command: string, args: readonly string[], opts: RunOptions):
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
       if (failure) return reject(failure);
+      const overLimit = limitFailure(opts.label, opts.limits, { code, signal, stderr });
+      if (overLimit) return reject(overLimit);
       if (code === null) {
         return reject(new SourceError('ToolFailed', `${opts.label} was killed by ${signal ?? 'a signal'}`));
       }
-      resolve({ code, stdout: Buffer.concat(chunks), stderr });
+      resolve({ code, stdout: Buffer.concat(chunks), stderr: opts.scrub(stderr) });
     });
     // A child that exits before reading its stdin makes the write fail with EPIPE: its exit code says why.
     child.stdin.on('error', () => {});

@@ -5,19 +5,29 @@
 // every call (`git ls-remote`), so a pushed branch is seen at once; a SHA already in the clone is not
 // fetched again, and works offline. The files of a commit are materialised once into their own
 // directory under <cacheDir>/trees/ (read-only by convention, shared by concurrent renders, evicted
-// when unused and over the limit). Each instance keeps its trees in a folder of its own
-// (trees/<pid>-<random>/); folders of processes that are gone are removed on first use.
+// when unused and over the limit), unless the commit is over the checkout limits (materialise.ts).
+// Each instance keeps its trees in a folder of its own (trees/<pid>-<random>/); folders of
+// processes that are gone are removed on first use. Only network repositories are fetched unless
+// local ones are allowed (repo-url.ts), and every git runs with the renderer's own configuration
+// (git-env.ts), under the tool limits (limits.ts), its messages scrubbed (scrub.ts).
 //
 // Concurrency: git commands on one clone run one at a time (a mutex per repository, within this
 // process); different repositories run in parallel. Two processes sharing a cacheDir rely on git's
 // own ref locks for the clones.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SourceError, redactURL } from './errors.ts';
+import { SourceError } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
+import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_CHECKOUT_LIMITS, materialise, type CheckoutLimits, type GitRunner } from './materialise.ts';
+import { checkRevision, matchRef } from './refs.ts';
+import { repoLocation } from './repo-url.ts';
+import { gitEnvironment } from './git-env.ts';
+import { removeDeadOwners } from './trees.ts';
+import { scrubber, type Scrub } from './scrub.ts';
 
 export interface GitRepoCacheOptions {
   cacheDir: string;
@@ -29,8 +39,14 @@ export interface GitRepoCacheOptions {
   localTimeoutMs?: number;
   /** Checked-out commits kept on disk when nobody uses them. Default 16. */
   maxTrees?: number;
-  /** Environment for git (default: this process's). GIT_TERMINAL_PROMPT=0 is always added. */
+  /** Environment for git (default: this process's), made safe by gitEnvironment (git-env.ts). */
   env?: NodeJS.ProcessEnv;
+  /** Allow file:// URLs and local paths as repositories (demos and tests; never in an install). Default false. */
+  allowLocalRepositories?: boolean;
+  /** Memory and file-size limits of every git process (limits.ts). */
+  toolLimits?: Partial<ToolLimits>;
+  /** A commit over these is refused before it is written (materialise.ts). Defaults 1 GiB, 100,000 files. */
+  checkoutLimits?: Partial<CheckoutLimits>;
 }
 
 /** The files of one commit, on disk until released. */
@@ -57,6 +73,11 @@ export class GitRepoCache {
   readonly #localTimeoutMs: number;
   readonly #maxTrees: number;
   readonly #env: NodeJS.ProcessEnv;
+  readonly #allowLocal: boolean;
+  /** git's messages name the cache's folders; tenants see `<cache>` instead. */
+  readonly #scrub: Scrub;
+  readonly #toolLimits: ToolLimits;
+  readonly #checkoutLimits: CheckoutLimits;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
   readonly #trees = new Map<string, Tree>();
@@ -70,7 +91,11 @@ export class GitRepoCache {
     this.#networkTimeoutMs = opts.networkTimeoutMs ?? 120_000;
     this.#localTimeoutMs = opts.localTimeoutMs ?? 60_000;
     this.#maxTrees = opts.maxTrees ?? 16;
-    this.#env = { ...(opts.env ?? process.env), GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+    this.#allowLocal = opts.allowLocalRepositories === true;
+    this.#scrub = scrubber([{ from: this.#cacheDir, to: '<cache>' }]);
+    this.#toolLimits = { ...DEFAULT_TOOL_LIMITS, ...opts.toolLimits };
+    this.#checkoutLimits = { ...DEFAULT_CHECKOUT_LIMITS, ...opts.checkoutLimits };
+    this.#env = gitEnvironment(opts.env ?? process.env, { allowFile: this.#allowLocal });
     this.#treesDir = path.join(this.#cacheDir, 'trees', `${process.pid}-${randomBytes(4).toString('hex')}`);
   }
 
@@ -144,16 +169,8 @@ export class GitRepoCache {
   }
 
   #repo(repoURL: string): Repo {
-    const trimmed = repoURL.trim();
-    if (trimmed === '') throw new SourceError('InvalidSource', 'spec.source.repoURL is empty');
-    // Local paths are made absolute: git runs with the clone as its working directory.
-    const remote = isURLLike(trimmed) ? trimmed : path.resolve(trimmed);
-    const digest = createHash('sha256').update(remote).digest('hex').slice(0, 16);
-    const base = (remote.replace(/\/+$/, '').split(/[/:]/).pop() ?? 'repo')
-      .replace(/[^A-Za-z0-9._-]/g, '_')
-      .slice(0, 40);
-    const key = `${digest}-${base}`;
-    return { key, remote, shown: redactURL(trimmed), dir: path.join(this.#cacheDir, 'repos', `${key}.git`) };
+    const where = repoLocation(repoURL, this.#allowLocal);
+    return { ...where, dir: path.join(this.#cacheDir, 'repos', `${where.key}.git`) };
   }
 
   async #ensureClone(repo: Repo): Promise<void> {
@@ -193,7 +210,7 @@ export class GitRepoCache {
     const r = await this.#gitIn(
       repo,
       ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs],
-      'git fetch',
+      `git fetch of '${repo.shown}'`,
       this.#networkTimeoutMs,
     );
     if (r.code !== 0 && mustSucceed) {
@@ -210,12 +227,10 @@ export class GitRepoCache {
     if (inFlight) return inFlight;
     const p = (async () => {
       await mkdir(this.#cacheDir, { recursive: true });
-      const r = await run(this.#git, ['ls-remote', '--', repo.remote], {
+      const r = await this.#run(['ls-remote', '--', repo.remote], {
         cwd: this.#cacheDir,
-        env: this.#env,
         timeoutMs: this.#networkTimeoutMs,
-        label: 'git ls-remote',
-        howToGet: GIT_HOW_TO,
+        label: `git ls-remote of '${repo.shown}'`,
       });
       if (r.code !== 0) {
         throw new SourceError(
@@ -234,33 +249,17 @@ export class GitRepoCache {
     return p;
   }
 
-  /** Writes the files of `sha` into a directory of their own, through a private index. Holds the mutex. */
-  async #materialise(repo: Repo, sha: string): Promise<string> {
-    const parent = path.join(this.#treesDir, repo.key);
-    await mkdir(parent, { recursive: true });
-    // A unique directory per materialisation: an eviction in progress can never touch a newer copy.
-    const dir = path.join(parent, `${sha}-${randomBytes(4).toString('hex')}`);
-    await mkdir(dir);
-    const index = `${dir}.index`;
-    try {
-      const r = await run(this.#git, ['--git-dir', repo.dir, '--work-tree', dir, 'read-tree', '--reset', '-u', sha], {
-        cwd: dir,
-        env: { ...this.#env, GIT_INDEX_FILE: index },
+  /** Writes the files of `sha` into a directory of their own (materialise.ts). Holds the mutex. */
+  #materialise(repo: Repo, sha: string): Promise<string> {
+    const git: GitRunner = (args, o) =>
+      this.#run(args, {
+        ...o,
+        cwd: o.cwd ?? repo.dir,
+        env: { GIT_DIR: repo.dir, ...o.env },
         timeoutMs: this.#localTimeoutMs,
-        label: 'git read-tree',
-        howToGet: GIT_HOW_TO,
       });
-      if (r.code !== 0) {
-        throw new SourceError('ToolFailed', `checkout of ${sha} from '${repo.shown}' failed: ${tail(r.stderr)}`);
-      }
-      await checkSymlinks(dir, repo.shown, sha);
-      return dir;
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true });
-      throw err;
-    } finally {
-      await rm(index, { force: true });
-    }
+    const target = { gitDir: repo.dir, shown: repo.shown, sha, parent: path.join(this.#treesDir, repo.key) };
+    return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits);
   }
 
   #evict(): void {
@@ -277,25 +276,34 @@ export class GitRepoCache {
   }
 
   async #gitIn(repo: Repo, args: string[], label: string, timeoutMs: number): Promise<RunResult> {
-    return run(this.#git, args, {
-      cwd: repo.dir,
-      env: { ...this.#env, GIT_DIR: repo.dir },
-      timeoutMs,
-      label,
-      howToGet: GIT_HOW_TO,
-    });
+    return this.#run(args, { cwd: repo.dir, env: { GIT_DIR: repo.dir }, timeoutMs, label });
   }
 
   async #mustGit(args: string[], o: { label: string; timeoutMs: number }): Promise<void> {
     await mkdir(this.#cacheDir, { recursive: true });
-    const r = await run(this.#git, args, {
-      cwd: this.#cacheDir,
-      env: this.#env,
-      timeoutMs: o.timeoutMs,
-      label: o.label,
-      howToGet: GIT_HOW_TO,
-    });
+    const r = await this.#run(args, { cwd: this.#cacheDir, ...o });
     if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
+  }
+
+  /** Every git of the cache: the renderer's environment (plus `env`), its limits, its scrubber unless given one. */
+  #run(
+    args: string[],
+    o: {
+      cwd: string;
+      label: string;
+      timeoutMs: number;
+      env?: NodeJS.ProcessEnv;
+      scrub?: Scrub;
+      maxStdoutBytes?: number;
+    },
+  ): Promise<RunResult> {
+    return run(this.#git, args, {
+      ...o,
+      env: { ...this.#env, ...o.env },
+      howToGet: GIT_HOW_TO,
+      scrub: o.scrub ?? this.#scrub,
+      limits: this.#toolLimits,
+    });
   }
 }
 
@@ -304,63 +312,4 @@ interface Repo {
   remote: string;
   shown: string;
   dir: string;
-}
-
-function isURLLike(s: string): boolean {
-  // scheme://..., or scp-like user@host:path (ssh)
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(s) || /^[^/@:]+@[^/:]+:/.test(s);
-}
-
-function checkRevision(targetRevision: string | undefined, shown: string): string {
-  const rev = (targetRevision ?? '').trim();
-  if (rev === '') return 'HEAD';
-  // Refuse what git would read as an option or what no ref name may hold.
-  if (rev.startsWith('-') || /[\s\0~^:?*[\\]/.test(rev)) {
-    throw new SourceError('InvalidSource', `targetRevision '${rev}' is not a valid revision for '${shown}'`);
-  }
-  return rev;
-}
-
-/** What `rev` names among the remote's refs: HEAD, a full ref, a branch, then a tag (peeled to its commit). */
-export function matchRef(refs: ReadonlyMap<string, string>, rev: string): string | undefined {
-  if (rev === 'HEAD') return refs.get('HEAD');
-  if (rev.startsWith('refs/')) return refs.get(`${rev}^{}`) ?? refs.get(rev);
-  return refs.get(`refs/heads/${rev}`) ?? refs.get(`refs/tags/${rev}^{}`) ?? refs.get(`refs/tags/${rev}`);
-}
-
-/** Removes the tree folders left by processes that are gone (named `<pid>-<random>`). */
-async function removeDeadOwners(treesRoot: string): Promise<void> {
-  const owners = await readdir(treesRoot).catch(() => [] as string[]);
-  for (const owner of owners) {
-    const pid = Number.parseInt(owner, 10);
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid)) {
-      await rm(path.join(treesRoot, owner), { recursive: true, force: true });
-    }
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** A repository's symlinks must stay inside it: otherwise a render could read the controller's files. */
-async function checkSymlinks(root: string, shown: string, sha: string): Promise<void> {
-  const entries = await readdir(root, { recursive: true, withFileTypes: true });
-  for (const e of entries) {
-    if (!e.isSymbolicLink()) continue;
-    const link = path.join(e.parentPath, e.name);
-    const target = path.resolve(e.parentPath, await readlink(link));
-    const rel = path.relative(root, target);
-    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-      throw new SourceError(
-        'InvalidSource',
-        `repository '${shown}' at ${sha} has a symlink that points outside the repository: ${path.relative(root, link)}`,
-      );
-    }
-  }
 }

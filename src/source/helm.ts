@@ -5,6 +5,9 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
+import { scrubber, type PathRename } from './scrub.ts';
+import type { ToolLimits } from './limits.ts';
+import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
@@ -13,6 +16,7 @@ type HelmSpec = NonNullable<ApplicationSource['helm']>;
 
 export interface HelmTemplateInput {
   binary: string;
+  /** The physical root of the checkout (realpath). */
   repoRoot: string;
   chartDir: string;
   /** The app path as written in the Application, for messages. */
@@ -26,6 +30,10 @@ export interface HelmTemplateInput {
   workDir: string;
   /** Where helm keeps its cache, config and data (never the user's own). */
   helmHome: string;
+  /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
+  renames: readonly PathRename[];
+  /** Memory and file-size limits of the tool's processes. */
+  limits: ToolLimits;
   timeoutMs: number;
   /** Stops the tool (the render's time limit). */
   signal?: AbortSignal | undefined;
@@ -55,23 +63,27 @@ const SUPPORTED = new Set([
 export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   const spec = input.helm ?? {};
   refuseUnsupported('helm', spec, SUPPORTED);
+  checkReleaseName(input.releaseName);
   const namespace = str(spec.namespace) ?? input.namespace;
-  const args = ['template', input.releaseName, input.chartDir];
-  if (namespace) args.push('--namespace', namespace);
+  // Every value from the Application or the repository goes in as `--flag=value`, and the two
+  // positional arguments come after `--`: nothing a tenant writes can be read as a flag of its own
+  // (`--post-renderer` would run a program of their choosing).
+  const args = ['template'];
+  if (namespace) args.push(`--namespace=${namespace}`);
   if (spec.skipCrds !== true) args.push('--include-crds');
   if (spec.skipTests === true) args.push('--skip-tests');
   if (spec.skipSchemaValidation === true) args.push('--skip-schema-validation');
   const kubeVersion = str(spec.kubeVersion) ?? input.kubeVersion;
-  if (kubeVersion) args.push('--kube-version', kubeVersion);
+  if (kubeVersion) args.push(`--kube-version=${kubeVersion}`);
   const apiVersions =
     Array.isArray(spec.apiVersions) && spec.apiVersions.length > 0
       ? spec.apiVersions.map(String)
       : (input.apiVersions ?? []);
-  for (const v of apiVersions) args.push('--api-versions', v);
+  for (const v of apiVersions) args.push(`--api-versions=${v}`);
 
   for (const file of spec.valueFiles ?? []) {
-    const resolved = resolveValueFile(input, file);
-    if (resolved) args.push('--values', resolved);
+    const resolved = await resolveValueFile(input, file);
+    if (resolved) args.push(`--values=${resolved}`);
     else if (spec.ignoreMissingValueFiles !== true) {
       throw new SourceError(
         'InvalidSource',
@@ -85,11 +97,12 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   if (inline && inline.trim() !== '') {
     const valuesFile = path.join(input.workDir, 'values.yaml');
     await writeFile(valuesFile, inline);
-    args.push('--values', valuesFile);
+    args.push(`--values=${valuesFile}`);
   }
   for (const p of spec.parameters ?? []) {
-    args.push(p.forceString ? '--set-string' : '--set', `${p.name}=${escapeSetValue(p.value ?? '')}`);
+    args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(p.value ?? '')}`);
   }
+  args.push('--', input.releaseName, input.chartDir);
 
   const env: NodeJS.ProcessEnv = {
     ...input.env,
@@ -107,6 +120,11 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     maxStdoutBytes: input.maxOutputBytes,
     label: `helm template of '${input.shownPath}'`,
     howToGet: howToGet('helm'),
+    limits: input.limits,
+    scrub: scrubber([
+      ...input.renames,
+      { from: path.join(input.workDir, 'values.yaml'), to: 'spec.source.helm.values' },
+    ]),
   });
   if (r.code !== 0) {
     throw new SourceError(
@@ -119,9 +137,10 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
 
 /**
  * A value file path: relative to the chart folder, or to the repository root when absolute; it must
- * stay inside the repository. Undefined when the file does not exist.
+ * stay inside the repository, lexically and physically (no symlink out). Undefined when the file
+ * does not exist.
  */
-function resolveValueFile(input: HelmTemplateInput, file: string): string | undefined {
+async function resolveValueFile(input: HelmTemplateInput, file: string): Promise<string | undefined> {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
     throw new SourceError(
       'InvalidSource',
@@ -129,14 +148,34 @@ function resolveValueFile(input: HelmTemplateInput, file: string): string | unde
     );
   }
   const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(input.chartDir, file);
-  const rel = path.relative(input.repoRoot, abs);
-  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+  if (!isInside(input.repoRoot, abs)) {
     throw new SourceError(
       'InvalidSource',
       `helm value file '${file}' of '${input.shownPath}' is outside the repository`,
     );
   }
-  return existsSync(abs) ? abs : undefined;
+  const physical = await physicalRelative(input.repoRoot, abs);
+  if (physical === undefined) {
+    throw new SourceError(
+      'InvalidSource',
+      `helm value file '${file}' of '${input.shownPath}' leads outside the repository through a symlink`,
+    );
+  }
+  const real = path.join(input.repoRoot, physical);
+  return existsSync(real) ? real : undefined;
+}
+
+/** Helm's rule for release names (chartutil.ValidateReleaseName): a DNS-1123 subdomain of at most 53 characters. */
+const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const RELEASE_NAME_MAX = 53;
+
+/** Refuses what helm would refuse, before it runs, in helm's own words. */
+export function checkReleaseName(name: string): void {
+  if (name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name)) return;
+  throw new SourceError(
+    'InvalidSource',
+    `release name ${JSON.stringify(name)}: invalid release name, must match regex ${RELEASE_NAME.source} and the length must not be longer than ${RELEASE_NAME_MAX} (spec.source.helm.releaseName, or the Application's name when that is empty)`,
+  );
 }
 
 /**

@@ -20,14 +20,21 @@
 //   and whose `reason` tells what kind of failure it was. Nothing is ever partially rendered.
 // - Helm repository charts (source.chart) are refused with a clear error. This module never talks
 //   to a Kubernetes cluster, and runs only in the renderer process (ARCHITECTURE.md, the credential rule).
+// - Everything in the input and the repository is treated as hostile (issue 11, section 2): only
+//   network repoURLs unless opts.allowLocalRepositories; symlinks resolved physically and kept
+//   inside the checkout; no value reaches a tool's argv as a flag; kustomize reads only the
+//   checkout and the remote bases input.sourceRepos allows; git, helm and kustomize run under
+//   memory and file-size limits, and a commit over the checkout limits is never written. Messages
+//   name paths relative to the repository root, never the renderer's folders (scrub.ts).
 // - Concurrency: many renders may run at once; git work on one repository is serialised. One
 //   SourceRenderer per cacheDir per process.
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
-import { SourceError } from './errors.ts';
+import { SourceError, redactURL } from './errors.ts';
+import { scrubber } from './scrub.ts';
 import { GitRepoCache } from './git.ts';
 import type { ParsedObject } from './parse.ts';
-import { DEFAULT_LIMITS, overTimeLimit, renderCheckout } from './render.ts';
+import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
 
@@ -40,8 +47,8 @@ export { parseManifests } from './parse.ts';
 export interface SourceRendererOptions {
   /** Where clones, checked-out commits and helm's homes live. */
   cacheDir: string;
-  /** Exact binaries; each wins over toolsDir and PATH. */
-  toolPaths?: { helm?: string; kustomize?: string; git?: string };
+  /** Exact binaries; each wins over toolsDir and PATH (prlimit: util-linux's, which applies the tool limits). */
+  toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string };
   /** Folder holding helm and kustomize (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
   toolsDir?: string;
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
@@ -52,6 +59,12 @@ export interface SourceRendererOptions {
   kustomizeBuildOptions?: string[];
   /** Environment for git, helm and kustomize (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Allow repoURLs that are file:// URLs or local paths (the renderer CLI's
+   * --allow-local-repositories; for demos and tests). Default false: only https, http, ssh, git://
+   * and user@host:path are fetched, anything else is refused as InvalidSource.
+   */
+  allowLocalRepositories?: boolean;
   /**
    * Where the files of a checked-out commit are rendered (read, kustomize or helm run, output
    * parsed): the renderer passes its worker threads (renderer/pool.ts); default, in this thread.
@@ -78,6 +91,11 @@ export interface RenderInput {
   /** The destination's Kubernetes version and API versions, for `helm template` (as Argo CD passes them). */
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
+  /**
+   * The AppProject's spec.sourceRepos globs (Argo CD's semantics): the repositories kustomize remote
+   * bases and resources may come from. Absent: no remote kustomize reference is allowed.
+   */
+  sourceRepos?: readonly string[] | undefined;
 }
 
 export interface RenderResult {
@@ -104,6 +122,9 @@ export class SourceRenderer {
       localTimeoutMs: opts.git?.localTimeoutMs,
       maxTrees: opts.git?.maxTrees,
       env: opts.env,
+      allowLocalRepositories: opts.allowLocalRepositories,
+      toolLimits: toolLimits(this.#limits, opts.toolPaths?.prlimit),
+      checkoutLimits: this.#limits,
     });
   }
 
@@ -118,14 +139,27 @@ export class SourceRenderer {
    * of it once the commit is checked out is the time the tools and the parsing get.
    */
   async render(input: RenderInput, opts: { deadline?: number } = {}): Promise<RenderResult> {
+    try {
+      return await this.#render(input, opts.deadline);
+    } catch (err) {
+      // The last line of scrub.ts: whatever leaves here names no folder of the renderer's cache.
+      const scrub = scrubber([{ from: path.resolve(this.#opts.cacheDir), to: '<cache>' }]);
+      if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
+      const source = input.source;
+      const where = `'${source.path || '.'}' of '${redactURL(source.repoURL)}'`;
+      throw new SourceError('Unexpected', scrub(`rendering ${where} failed: ${(err as Error).message}`), {
+        cause: err,
+      });
+    }
+  }
+
+  async #render(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
     const source = gitSource(input.source);
     const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
     const checkout = await this.#git.checkout(source.repoURL, revision);
     try {
-      const remainingMs = opts.deadline === undefined ? this.#limits.renderTimeoutMs : opts.deadline - Date.now();
-      if (remainingMs <= 0) {
-        throw overTimeLimit(source, this.#limits.renderTimeoutMs);
-      }
+      const remainingMs = deadline === undefined ? this.#limits.renderTimeoutMs : deadline - Date.now();
+      if (remainingMs <= 0) throw overTimeLimit(source, this.#limits.renderTimeoutMs);
       const { sourceType, objects } = await this.#runCheckout(
         {
           checkoutDir: checkout.dir,
@@ -134,10 +168,16 @@ export class SourceRenderer {
           destinationNamespace: input.destinationNamespace,
           kubeVersion: input.kubeVersion,
           apiVersions: input.apiVersions,
+          sourceRepos: input.sourceRepos,
         },
         {
           tools: {
-            paths: { helm: this.#opts.toolPaths?.helm, kustomize: this.#opts.toolPaths?.kustomize },
+            paths: {
+              helm: this.#opts.toolPaths?.helm,
+              kustomize: this.#opts.toolPaths?.kustomize,
+              git: this.#opts.toolPaths?.git,
+              prlimit: this.#opts.toolPaths?.prlimit,
+            },
             dir: this.#opts.toolsDir ?? process.env.IMPERSYNC_TOOLS_DIR,
             // Resolved here: a worker thread has no environment of its own.
             searchPath: this.#opts.searchPath ?? process.env.PATH,
@@ -152,10 +192,6 @@ export class SourceRenderer {
         remainingMs,
       );
       return { revision, sourceType, objects };
-    } catch (err) {
-      if (err instanceof SourceError) throw err;
-      const where = `'${source.path || '.'}' of '${source.repoURL}' at ${revision}`;
-      throw new SourceError('Unexpected', `rendering ${where} failed: ${(err as Error).message}`, { cause: err });
     } finally {
       checkout.release();
     }

@@ -2,28 +2,52 @@
 // overrides of spec.source.kustomize (Argo CD runs `kustomize edit` for them) are applied through a
 // small overlay in a private folder that points at the app folder, because the checked-out commit is
 // shared with other renders and must not be edited.
-import { writeFile } from 'node:fs/promises';
+//
+// Before kustomize runs, the build options are held to an allow-list (kustomize-options.ts) and
+// every kustomization the app folder reaches is checked (kustomize-check.ts); kustomize then runs
+// with the load restrictor explicitly LoadRestrictionsRootOnly, the renderer's git configuration
+// and a git of ours first on its PATH for remote bases (kustomize-git.ts), and its temporary files
+// (remote clones) in the render's own folder.
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
+import { scrubber, type PathRename } from './scrub.ts';
+import type { ToolLimits } from './limits.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
+import { checkBuildOptions } from './kustomize-options.ts';
+import { checkKustomization } from './kustomize-check.ts';
+import { kustomizeEnvironment, writeGitShim } from './kustomize-git.ts';
+import type { CheckoutLimits } from './materialise.ts';
+
+export { KUSTOMIZATION_FILES } from './kustomize-check.ts';
 
 type KustomizeSpec = NonNullable<ApplicationSource['kustomize']>;
 
-export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
-
 export interface KustomizeBuildInput {
   binary: string;
+  /** The physical root of the checkout: no local path of a kustomization may leave it. */
+  repoRoot: string;
   appDir: string;
   /** The app path as written in the Application, for messages. */
   shownPath: string;
   kustomize: KustomizeSpec | undefined;
   /** Extra `kustomize build` flags (argo-cd's kustomize.buildOptions), e.g. ['--enable-helm']. */
   buildOptions?: readonly string[] | undefined;
+  /** The AppProject's sourceRepos: the only repositories remote bases and resources may come from. */
+  sourceRepos: readonly string[] | undefined;
+  /** The real git, for kustomize's remote bases. */
+  gitBinary: string;
+  /** Remote bases over these are not checked out. */
+  checkoutLimits: CheckoutLimits;
   /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
   workDir: string;
+  /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
+  renames: readonly PathRename[];
+  /** Memory and file-size limits of the tool's processes. */
+  limits: ToolLimits;
   timeoutMs: number;
   /** Stops the tool (the render's time limit). */
   signal?: AbortSignal | undefined;
@@ -46,23 +70,55 @@ const SUPPORTED = new Set([
 export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string> {
   const spec = input.kustomize ?? {};
   refuseUnsupported('kustomize', spec, SUPPORTED);
-  const overlay = overlayFor(spec, path.relative(input.workDir, input.appDir).split(path.sep).join('/'));
+  const options = checkBuildOptions(input.buildOptions);
+  if ('refused' in options) throw new SourceError('InvalidSource', options.refused);
+  await checkKustomization(input.appDir, {
+    root: input.repoRoot,
+    sourceRepos: input.sourceRepos,
+    enableHelm: options.enableHelm,
+  });
+
+  const overlayDir = path.join(input.workDir, 'overlay');
+  const binDir = path.join(input.workDir, 'bin');
+  const tmpDir = path.join(input.workDir, 'tmp');
+  for (const dir of [overlayDir, binDir, tmpDir]) await mkdir(dir, { recursive: true });
+  const fromOverlay = path.relative(overlayDir, input.appDir).split(path.sep).join('/');
+  const overlay = overlayFor(spec, fromOverlay);
   let target = input.appDir;
   if (overlay) {
-    await writeFile(path.join(input.workDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
-    target = input.workDir;
+    await writeFile(path.join(overlayDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
+    target = overlayDir;
   }
-  const r = await run(input.binary, ['build', ...(input.buildOptions ?? []), target], {
+  const shim = await writeGitShim(binDir);
+  const env = kustomizeEnvironment(input.env, binDir, {
+    git: input.gitBinary,
+    sourceRepos: input.sourceRepos ?? null,
+    enableHelm: options.enableHelm,
+    checkout: input.checkoutLimits,
+  });
+  env.TMPDIR = tmpDir;
+  const args = ['build', ...options.args, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];
+  const r = await run(input.binary, args, {
     cwd: input.appDir,
-    env: input.env,
+    env,
     timeoutMs: input.timeoutMs,
     signal: input.signal,
     maxStdoutBytes: input.maxOutputBytes,
     label: `kustomize build of '${input.shownPath}'`,
     howToGet: howToGet('kustomize'),
+    limits: input.limits,
+    // The overlay's folder, and the relative path it reaches the app folder by (which runs through
+    // the renderer's trees/<pid>-<random> folder), are named as the tenant knows them.
+    scrub: scrubber([
+      { from: shim, to: 'git' },
+      { from: tmpDir, to: '<kustomize tmp>' },
+      { from: overlayDir, to: '<overlay>' },
+      { from: fromOverlay, to: input.shownPath },
+      ...input.renames,
+    ]),
   });
   if (r.code !== 0) {
-    const stderr = tail(r.stderr).split(input.workDir).join('<overlay>');
+    const stderr = tail(r.stderr);
     throw new SourceError(
       'ToolFailed',
       `kustomize build of '${input.shownPath}' failed: ${stderr || `exit code ${r.code}`}`,

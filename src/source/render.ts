@@ -4,7 +4,7 @@
 // walk ends up), and anything else is a Directory of YAML/JSON files.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { readDirectory } from './directory.ts';
@@ -12,6 +12,10 @@ import { SourceError } from './errors.ts';
 import { helmTemplate } from './helm.ts';
 import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
+import { physicalRelative } from './paths.ts';
+import { scrubber, type PathRename } from './scrub.ts';
+import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -26,6 +30,18 @@ export interface RenderLimits {
   toolTimeoutMs: number;
   /** Time limit for a whole render: fetch, checkout, tools and parsing. Default 180 s. */
   renderTimeoutMs: number;
+  /** A commit whose files add up to more is refused before it is written. Default 1 GiB. */
+  checkoutMaxBytes: number;
+  /** A commit with more files is refused before it is written. Default 100,000. */
+  checkoutMaxFiles: number;
+  /**
+   * Address-space limit of every git, helm and kustomize process (RLIMIT_AS). Default 2 GiB. Go
+   * needs more than 512 MiB to start helm or kustomize, and the Node git-guard.ts kustomize runs for
+   * remote bases about 1.3 GiB: below ~1.5 GiB remote bases fail as over the memory limit.
+   */
+  toolMemoryBytes: number;
+  /** Largest single file a git, helm or kustomize process may write (RLIMIT_FSIZE). Default 256 MiB. */
+  writeMaxBytes: number;
 }
 
 export const DEFAULT_LIMITS: RenderLimits = {
@@ -34,7 +50,16 @@ export const DEFAULT_LIMITS: RenderLimits = {
   maxToolOutputBytes: 256 * 1024 * 1024,
   toolTimeoutMs: 120_000,
   renderTimeoutMs: 180_000,
+  checkoutMaxBytes: DEFAULT_CHECKOUT_LIMITS.checkoutMaxBytes,
+  checkoutMaxFiles: DEFAULT_CHECKOUT_LIMITS.checkoutMaxFiles,
+  toolMemoryBytes: DEFAULT_TOOL_LIMITS.memoryBytes,
+  writeMaxBytes: DEFAULT_TOOL_LIMITS.writeBytes,
 };
+
+/** The operating system's limits on each tool process, from the render limits. */
+export function toolLimits(limits: RenderLimits, prlimit?: string): ToolLimits {
+  return { memoryBytes: limits.toolMemoryBytes, writeBytes: limits.writeMaxBytes, prlimit };
+}
 
 export interface RenderEnvironment {
   tools: ToolLocations;
@@ -59,6 +84,8 @@ export interface RenderRequest {
   /** Passed to `helm template --kube-version` / `--api-versions` (Argo CD sends the destination's). */
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
+  /** The AppProject's spec.sourceRepos: where kustomize remote bases may come from (absent: nowhere). */
+  sourceRepos?: readonly string[] | undefined;
 }
 
 export interface RenderedObjects {
@@ -77,13 +104,43 @@ export function overTimeLimit(source: Pick<ApplicationSource, 'path'>, limitMs: 
 }
 
 export async function renderCheckout(req: RenderRequest, env: RenderEnvironment): Promise<RenderedObjects> {
+  // Paths in any message leave as the tenant knows them: relative to the repository root, with
+  // the renderer's own folders as placeholders (scrub.ts). Tool stderr is scrubbed where it is
+  // read (exec.ts); this catches messages made from Node's errors (ENOENT '/cache/...').
+  const renames: PathRename[] = [
+    { from: req.checkoutDir, to: '' },
+    { from: env.workRoot, to: '<work>' },
+    { from: env.helmHome, to: '<helm home>' },
+  ];
+  try {
+    return await renderIn(req, env, renames);
+  } catch (err) {
+    const scrub = scrubber(renames);
+    if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
+    throw new SourceError(
+      'Unexpected',
+      scrub(`rendering '${req.source.path || '.'}' failed: ${(err as Error).message}`),
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: PathRename[]): Promise<RenderedObjects> {
   const { source } = req;
   const shownPath = source.path && source.path !== '' ? source.path : '.';
-  const appDir = path.join(req.checkoutDir, shownPath);
-  const rel = path.relative(req.checkoutDir, appDir);
+  // Everything below works on the physical root, so what is checked is what the tools are given.
+  const root = await realpath(req.checkoutDir);
+  const rel = path.relative(root, path.join(root, shownPath));
   if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
     throw new SourceError('InvalidSource', `app path '${shownPath}' is outside the repository`);
   }
+  const physical = await physicalRelative(root, path.join(root, shownPath));
+  if (physical === undefined) {
+    throw new SourceError('InvalidSource', `app path '${shownPath}' leads outside the repository through a symlink`);
+  }
+  const appDir = path.join(root, physical);
   const info = await stat(appDir).catch(() => undefined);
   if (!info) throw new SourceError('InvalidSource', `app path '${shownPath}' does not exist`);
   if (!info.isDirectory()) throw new SourceError('InvalidSource', `app path '${shownPath}' is not a directory`);
@@ -91,7 +148,7 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   const sourceType = explicitType(source) ?? discoverType(appDir);
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
-    const objects = await readDirectory(req.checkoutDir, appDir, {
+    const objects = await readDirectory(root, appDir, {
       recurse: source.directory?.recurse === true,
       include: source.directory?.include,
       exclude: source.directory?.exclude,
@@ -104,40 +161,46 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   // Resolve the binary before making folders, so a missing tool fails fast and leaves nothing behind.
   const binary = findTool(sourceType === 'Helm' ? 'helm' : 'kustomize', env.tools);
   await mkdir(env.workRoot, { recursive: true });
-  const workDir = path.join(env.workRoot, `render-${randomBytes(6).toString('hex')}`);
-  await mkdir(workDir);
+  // Physical, like the root, so that relative paths between the two are what the tools see.
+  const made = path.join(env.workRoot, `render-${randomBytes(6).toString('hex')}`);
+  await mkdir(made);
+  const workDir = await realpath(made);
+  renames.push({ from: root, to: '' }, { from: workDir, to: '<work>' });
   try {
+    const tool = {
+      binary,
+      shownPath,
+      workDir,
+      renames,
+      timeoutMs: env.limits.toolTimeoutMs,
+      maxOutputBytes: env.limits.maxToolOutputBytes,
+      limits: toolLimits(env.limits, env.tools.paths?.prlimit),
+      env: env.env,
+      signal: env.signal,
+    };
     if (sourceType === 'Kustomize') {
       const out = await kustomizeBuild({
-        binary,
+        ...tool,
+        repoRoot: root,
         appDir,
-        shownPath,
         kustomize: source.kustomize,
         buildOptions: env.kustomizeBuildOptions,
-        workDir,
-        timeoutMs: env.limits.toolTimeoutMs,
-        signal: env.signal,
-        maxOutputBytes: env.limits.maxToolOutputBytes,
-        env: env.env,
+        sourceRepos: req.sourceRepos,
+        gitBinary: env.tools.paths?.git ?? 'git',
+        checkoutLimits: env.limits,
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
     }
     const out = await helmTemplate({
-      binary,
-      repoRoot: req.checkoutDir,
+      ...tool,
+      repoRoot: root,
       chartDir: appDir,
-      shownPath,
       releaseName: source.helm?.releaseName || req.appName,
       namespace: req.destinationNamespace,
       helm: source.helm,
       kubeVersion: req.kubeVersion,
       apiVersions: req.apiVersions,
-      workDir,
       helmHome: env.helmHome,
-      timeoutMs: env.limits.toolTimeoutMs,
-      signal: env.signal,
-      maxOutputBytes: env.limits.maxToolOutputBytes,
-      env: env.env,
     });
     return {
       sourceType,

@@ -8,8 +8,8 @@ import { SourceError } from './errors.ts';
 export type ToolName = 'helm' | 'kustomize';
 
 export interface ToolLocations {
-  /** Exact paths, e.g. { helm: '/opt/helm/bin/helm' }. */
-  paths?: Partial<Record<ToolName, string>>;
+  /** Exact paths, e.g. { helm: '/opt/helm/bin/helm' }; git and prlimit for the ones helm and kustomize start. */
+  paths?: Partial<Record<ToolName | 'git' | 'prlimit', string | undefined>>;
   /** A folder holding both, such as the one scripts/tool-binaries prints. */
   dir?: string | undefined;
   /** Searched last (default: this process's PATH). */

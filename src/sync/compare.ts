@@ -1,13 +1,14 @@
 // Server-side diff as the identity: for each desired object, a dry-run apply and a read of the live
 // object, both through the one DestinationClient; equal after normalization means Synced. Objects
 // the inventory holds and Git no longer does are OutOfSync and require pruning.
-import type { HealthStatus, KubeObject, ResourceRef, SyncStatusCode } from '../api/index.ts';
+import type { KubeObject, ResourceRef, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { isHook, isSkipped } from './annotations.ts';
 import { toYaml, unifiedDiff } from './differ.ts';
-import { aggregateHealth, resourceHealth } from './health.ts';
+import type { AggregateHealth, HealthAssessor, HealthStatus } from './health/index.ts';
+import { aggregateHealth, builtinAssessor, healthCheckErrors } from './health/index.ts';
 import { jsonEqual, maskSecrets, normalizeForCompare } from './normalize.ts';
 import type { Prepared, PreparedObject, PrepareOptions } from './prepare.ts';
 import { prepareDesired } from './prepare.ts';
@@ -40,16 +41,24 @@ export interface ComparisonResult {
   /** Who compared: `system:serviceaccount:<ns>:<name>` or the controller's own credential. */
   identity: string;
   syncStatus: SyncStatusCode;
-  health: HealthStatus;
+  /** The aggregate; its message names the resources that made it Degraded, Progressing, ... */
+  health: AggregateHealth;
   resources: ResourceComparison[];
   /** Comparison errors, as Application condition messages; empty when everything was compared. */
   errors: string[];
+  /**
+   * A health check that failed (a Lua error), as Argo CD's ComparisonError words it. Apart from
+   * `errors` because it does not make the sync status Unknown.
+   */
+  healthError?: string;
   warnings: string[];
 }
 
 export interface CompareOptions extends PrepareOptions {
   /** Validate=false → Ignore; Strict when the Application asks for strict validation. */
   fieldValidation?: FieldValidation | undefined;
+  /** How live objects' health is assessed (argocd-cm customizations); default: the built-in checks. */
+  health?: HealthAssessor | undefined;
 }
 
 const COMPARE_CONCURRENCY = 8;
@@ -94,7 +103,14 @@ async function compareOne(
     live = got.value;
     if (dry.ok) predicted = dry.value;
     else if (live)
-      return { ...base, live, status: 'Unknown', health: resourceHealth(live), diff: '', message: dry.error.message };
+      return {
+        ...base,
+        live,
+        status: 'Unknown',
+        health: await (opts.health ?? builtinAssessor)(live),
+        diff: '',
+        message: dry.error.message,
+      };
     // A missing object is OutOfSync whatever the dry-run said; its refusal is worth showing, except
     // "namespace not found", which the sync itself resolves by creating the namespace first.
     else if (dry.error.code !== 404) note = dry.error;
@@ -104,7 +120,7 @@ async function compareOne(
     ...base,
     live,
     status: synced ? 'Synced' : 'OutOfSync',
-    health: live ? resourceHealth(live) : { status: 'Missing' },
+    health: live ? await (opts.health ?? builtinAssessor)(live) : { status: 'Missing' },
     diff: synced ? '' : renderDiff(live, predicted),
     ...(note ? { message: note.message } : {}),
   };
@@ -114,6 +130,7 @@ async function compareExtra(
   client: DestinationClient,
   entry: InventoryEntry,
   appName: string,
+  health: HealthAssessor,
 ): Promise<ResourceComparison | null> {
   const coords = {
     group: entry.group ?? '',
@@ -152,7 +169,7 @@ async function compareExtra(
     ...coordinates(live),
     live,
     status: 'OutOfSync',
-    health: resourceHealth(live),
+    health: await health(live),
     diff: renderDiff(live, null),
     requiresPruning: true,
   };
@@ -174,9 +191,11 @@ export async function compareResources(
   const extras = inventory.filter((e) => !wanted.has(keyOfEntry(e)));
   const resources = [
     ...(await mapLimit(managed, COMPARE_CONCURRENCY, (p) => compareOne(client, p, opts))),
-    ...(await mapLimit(extras, COMPARE_CONCURRENCY, (e) => compareExtra(client, e, opts.appName))).filter(
-      (r): r is ResourceComparison => r !== null,
-    ),
+    ...(
+      await mapLimit(extras, COMPARE_CONCURRENCY, (e) =>
+        compareExtra(client, e, opts.appName, opts.health ?? builtinAssessor),
+      )
+    ).filter((r): r is ResourceComparison => r !== null),
   ];
   const errors = resources
     .filter((r) => r.status === 'Unknown')
@@ -189,15 +208,15 @@ export async function compareResources(
     : resources.some((r) => r.status === 'OutOfSync')
       ? 'OutOfSync'
       : 'Synced';
-  const health = aggregateHealth(
-    resources.map((r) => ({ health: r.health, live: Boolean(r.live), kind: r.kind, group: r.group })),
-  );
+  const health = aggregateHealth(resources);
+  const healthError = healthCheckErrors(resources);
   return {
     identity: describeIdentity(client.identity),
     syncStatus,
     health,
     resources,
     errors,
+    ...(healthError ? { healthError } : {}),
     warnings: prepared.warnings,
   };
 }

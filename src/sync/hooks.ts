@@ -2,7 +2,8 @@
 // gets for this sync, and how far along a running hook or resource is, judged by its health.
 import type { HookPhase, KubeObject, SyncPhase } from '../api/index.ts';
 import { isHook, syncPhasesOf } from './annotations.ts';
-import { resourceHealth } from './health.ts';
+import type { HealthStatus } from './health/index.ts';
+import { resourceHealthError } from './health/index.ts';
 
 /**
  * One object per phase it runs in. A hook named by `generateName` gets a name per phase, made from
@@ -29,12 +30,25 @@ export function expandPhases(
 }
 
 /**
- * Where a running task stands. Kinds without health are done once applied; Healthy is done,
- * Degraded (or Unknown, for a hook) failed, anything else still running.
+ * Where a running task stands, given its live object's health (gitops-engine's sync context).
+ * Kinds without health are done once applied; Healthy is done, Degraded (or Unknown, for a hook)
+ * failed, anything else still running. A check that failed leaves a resource running (its wave
+ * waits) and puts a hook in Error; a health with no status completes a hook, never a resource.
  */
-export function operationPhaseOf(live: KubeObject, hook: boolean): { phase: HookPhase; message: string } {
-  const health = resourceHealth(live);
-  if (!health) return { phase: 'Succeeded', message: hook ? `${live.metadata.name} created` : '' };
+export function operationPhaseOf(
+  health: HealthStatus | null,
+  live: KubeObject,
+  hook: boolean,
+): { phase: HookPhase; message: string } {
+  const name = String(live.metadata?.name ?? '');
+  if (health?.error !== undefined) {
+    if (!hook) return { phase: 'Running', message: health.message ?? '' };
+    const why = resourceHealthError(String(live.metadata?.namespace ?? ''), name, health.error);
+    return { phase: 'Error', message: `failed to get resource health: ${why}` };
+  }
+  if (!health) return { phase: 'Succeeded', message: hook ? `${name} created` : '' };
+  if (health.status === '')
+    return hook ? { phase: 'Succeeded', message: `${name} created` } : { phase: 'Running', message: '' };
   switch (health.status) {
     case 'Healthy':
       return { phase: 'Succeeded', message: health.message ?? '' };

@@ -2,7 +2,7 @@
 //
 // API (what the controller and the CLI rely on):
 //
-// - `compare(client, desired, inventory, {appName, namespace, fieldValidation?})` → ComparisonResult
+// - `compare(client, desired, inventory, {appName, namespace, fieldValidation?, health?})` → ComparisonResult
 //     For each desired object (hooks and `Skip` excluded): a dry-run server-side apply and a live
 //     read, both as the client's identity, compared after normalization (managedFields,
 //     resourceVersion, uid, creationTimestamp, generation, status, last-applied annotation
@@ -17,7 +17,7 @@
 // - `refusedComparison(message, desired)`: spec §5's deny/error as a comparison: Unknown, the
 //     decision's message as the only error, nothing Synced.
 // - `sync(client, desired, inventory, {appName, namespace, revision?, prune?, dryRun?,
-//     syncOptions?, resources?, fieldValidation?, waitTimeoutMs?, pollIntervalMs?, signal?,
+//     syncOptions?, resources?, fieldValidation?, waitTimeoutMs?, pollIntervalMs?, signal?, health?,
 //     onProgress?})` → SyncResult {phase: Succeeded|Failed|Error, message, identity,
 //     resources: [{group, version, kind, namespace, name, status: Synced|SyncFailed|Pruned|
 //     PruneSkipped, message, hookType?, hookPhase, syncPhase}], comparison}
@@ -34,7 +34,9 @@
 // - `inventoryOf(app)`, `resourceStatusOf(comparison)`, `trackingTarget(app, controllerNamespace)`:
 //     status.resources to an inventory and back, and the app name and namespace every call needs.
 // - `resourceScopes(client, objects)`: namespaced or not, per kind, from the identity's discovery.
-// - `resourceHealth(obj)` / `aggregateHealth(...)`: Argo CD's health checks.
+// - `HealthAssessor`: how live objects' health is judged, passed as the `health` option of
+//     compare() and sync() (default `builtinAssessor`, Argo CD's built-in checks; health/).
+//     `aggregateHealth`: the Application's health, naming what caused it.
 // - `formatTrackingId`, `parseTrackingId`, `appInstanceName`, `trackingIdFor`: tracking ids.
 // - `parseSyncOptions(list)`: the sync options this engine understands (and those it ignores).
 //
@@ -48,7 +50,7 @@ export { inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
 export { resourceScopes } from './scopes.ts';
 export type { ResourceScopes } from './scopes.ts';
 export type { SyncOptions, SyncResult } from './sync.ts';
-export { resourceHealth, aggregateHealth, isWorse, HEALTH_ORDER } from './health.ts';
+export * from './health/index.ts';
 export {
   ANNOTATION_TRACKING_ID,
   appInstanceName,

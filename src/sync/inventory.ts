@@ -19,8 +19,14 @@ export function inventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] 
     }));
 }
 
-/** Argo CD's status.resources entry of one compared object (no diff, no live object: status stays small). */
+/**
+ * Argo CD's status.resources entry of one compared object (no diff, no live object: status stays
+ * small). A health with no status (a Lua check that returned nil) is written as none.
+ */
 export function resourceStatusOf(r: ResourceComparison): ResourceStatus {
+  const health = r.health?.status
+    ? { status: r.health.status, ...(r.health.message ? { message: r.health.message } : {}) }
+    : undefined;
   return {
     group: r.group,
     version: r.version,
@@ -28,9 +34,7 @@ export function resourceStatusOf(r: ResourceComparison): ResourceStatus {
     ...(r.namespace ? { namespace: r.namespace } : {}),
     name: r.name,
     status: r.status,
-    ...(r.health
-      ? { health: { status: r.health.status, ...(r.health.message ? { message: r.health.message } : {}) } }
-      : {}),
+    ...(health ? { health } : {}),
     ...(r.requiresPruning ? { requiresPruning: true } : {}),
   };
 }

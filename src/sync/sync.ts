@@ -9,6 +9,7 @@ import { describeIdentity } from '../kube/types.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare.ts';
 import { compareResources } from './compare.ts';
+import { builtinAssessor } from './health/index.ts';
 import { expandPhases } from './hooks.ts';
 import { parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
@@ -128,6 +129,7 @@ export async function sync(
     fieldValidation: app.validate ? options.fieldValidation : 'Ignore',
     prunePropagationPolicy: app.prunePropagationPolicy,
     pollMs: options.pollIntervalMs ?? 1000,
+    health: options.health ?? builtinAssessor,
     signal: options.signal,
     nextOrder: () => order++,
   };

@@ -4,6 +4,7 @@
 import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation } from '../kube/types.ts';
+import type { HealthAssessor } from './health/index.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
 import type { PropagationPolicy } from './options.ts';
@@ -35,6 +36,8 @@ export interface TaskContext {
   fieldValidation: FieldValidation | undefined;
   prunePropagationPolicy: PropagationPolicy;
   pollMs: number;
+  /** How a running task's live object is judged. */
+  health: HealthAssessor;
   signal?: AbortSignal | undefined;
   nextOrder: () => number;
 }
@@ -183,7 +186,7 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
     }
     t.refusedSince = undefined;
     t.live = got.value;
-    const { phase, message } = operationPhaseOf(got.value, t.hook);
+    const { phase, message } = operationPhaseOf(await ctx.health(got.value), got.value, t.hook);
     setResult(ctx, t, undefined, phase, message);
     if (phase === 'Running') running = true;
   }

@@ -301,6 +301,38 @@ describe('explain -o text', () => {
     );
   });
 
+  test('beyond Argo CD: a kube-system ServiceAccount is refused, naming it, until argocd-cm allows it', async () => {
+    const f = files({
+      'app.yaml': appYaml('sys', `{server: '${IN}', namespace: kube-system}`),
+      'project.yaml': projectYaml(
+        'my-project',
+        `\n    - {server: '${IN}', namespace: '*', defaultServiceAccount: deployer}`,
+      ),
+      'allow.yaml': ENABLED_CM + '  impersync.impersonation.allowSystemNamespaces: "true"\n',
+    });
+    const refused = await json(['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
+    assert.equal(refused['decision'], 'error');
+    assert.equal(refused['serviceAccount'], null);
+    assert.equal(
+      refused['message'],
+      'refusing to impersonate system:serviceaccount:kube-system:deployer: ServiceAccounts in kube-system, kube-public and kube-node-lease are not impersonated unless argocd-cm sets impersync.impersonation.allowSystemNamespaces: "true"',
+    );
+    const text = await runCommand(run, ['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
+    assert.match(text.stdout, /MATCH, this entry decides/);
+    assert.match(
+      text.stdout,
+      /ERROR: the sync fails with phase Error\n {2}message: refusing to impersonate system:serviceaccount:kube-system:deployer: /,
+    );
+    const allowed = await json(['-f', f['allow.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
+    assert.equal(allowed['decision'], 'impersonate');
+    assert.equal(allowed['serviceAccount'], 'system:serviceaccount:kube-system:deployer');
+    const allowedText = await runCommand(run, ['-f', f['allow.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!]);
+    assert.match(
+      allowedText.stdout,
+      /^Impersonation: enabled, enforced, ServiceAccounts in system namespaces allowed \(from argocd-cm\)$/m,
+    );
+  });
+
   test('shows warnings', async () => {
     const f = files();
     const r = await runCommand(run, ['-f', f['app.yaml']!, '-f', f['project.yaml']!]);

@@ -21,7 +21,8 @@ test('impersync --help lists the commands when started directly', () => {
   const r = runHelp(main);
   assert.equal(r.status, 0);
   assert.match(r.stdout, /^usage: impersync <command>/);
-  for (const c of ['run', 'explain', 'validate', 'diff', 'cluster']) assert.match(r.stdout, new RegExp(`\\n  ${c} `));
+  for (const c of ['run', 'explain', 'validate', 'health', 'diff', 'cluster'])
+    assert.match(r.stdout, new RegExp(`\\n  ${c} `));
 });
 
 test('impersync runs when started through a symlink (npm bin link, npx)', (t) => {

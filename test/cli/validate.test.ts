@@ -7,7 +7,7 @@ import { projectYaml, repoFile, runCommand, writeFiles } from './helpers.ts';
 const IN = 'https://kubernetes.default.svc';
 
 describe('impersync validate', () => {
-  test('all valid: exit 0, -o json is an array of {project, valid, errors}', async () => {
+  test('all valid: exit 0, -o json is an array of {project, valid, errors, warnings}', async () => {
     const f = writeFiles({
       'p.yaml':
         projectYaml('a', `\n    - {server: '${IN}', namespace: guestbook, defaultServiceAccount: sa}`) +
@@ -17,8 +17,8 @@ describe('impersync validate', () => {
     const r = await runCommand(run, ['-f', f['p.yaml']!, '-o', 'json']);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), [
-      { project: 'a', valid: true, errors: [] },
-      { project: 'b', valid: true, errors: [] },
+      { project: 'a', valid: true, errors: [], warnings: [] },
+      { project: 'b', valid: true, errors: [], warnings: [] },
     ]);
   });
 
@@ -38,10 +38,11 @@ describe('impersync validate', () => {
     const r = await runCommand(run, ['-f', f['p.yaml']!, '-o', 'json']);
     assert.equal(r.code, 1);
     assert.deepEqual(JSON.parse(r.stdout), [
-      { project: 'good', valid: true, errors: [] },
+      { project: 'good', valid: true, errors: [], warnings: [] },
       {
         project: 'bad',
         valid: false,
+        warnings: [],
         errors: [
           `server has an invalid format, '!${IN}'`,
           "defaultServiceAccount has an invalid format, 'a/b'",
@@ -65,6 +66,49 @@ describe('impersync validate', () => {
         '1 invalid',
       ),
     );
+  });
+
+  test('beyond Argo CD: entries that always name a system-namespace ServiceAccount are warned about, validity unchanged', async () => {
+    const entries = `
+    - {server: '${IN}', namespace: guestbook, defaultServiceAccount: 'kube-system:generic-garbage-collector'}
+    - {server: '${IN}', namespace: kube-public, defaultServiceAccount: reader}
+    - {server: '${IN}', namespace: 'kube-*', defaultServiceAccount: deployer}
+    - {server: '${IN}', namespace: '', defaultServiceAccount: deployer}
+    - {server: '${IN}', namespace: other, defaultServiceAccount: 'kube-node-lease:x'}
+    - {server: '${IN}', namespace: team, defaultServiceAccount: ' kube-system:spaced'}`;
+    const refusal = (sa: string) =>
+      `refusing to impersonate system:serviceaccount:${sa}: ServiceAccounts in kube-system, kube-public and kube-node-lease are not impersonated unless argocd-cm sets impersync.impersonation.allowSystemNamespaces: "true"`;
+    const f = writeFiles({
+      'p.yaml': projectYaml('sys', entries),
+      'allow.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: argocd}\ndata:\n  impersync.impersonation.allowSystemNamespaces: "true"\n',
+      'almost.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: argocd}\ndata:\n  impersync.impersonation.allowSystemNamespaces: "True"\n',
+    });
+    const r = await runCommand(run, ['-f', f['p.yaml']!, '-o', 'json']);
+    assert.equal(r.code, 0, 'still valid: Argo CD accepts these entries');
+    // A glob or an empty namespace depends on the Application (explain shows it); spaces name another namespace.
+    assert.deepEqual(JSON.parse(r.stdout), [
+      {
+        project: 'sys',
+        valid: true,
+        errors: [],
+        warnings: [
+          refusal('kube-system:generic-garbage-collector'),
+          refusal('kube-public:reader'),
+          refusal('kube-node-lease:x'),
+        ],
+      },
+    ]);
+    const text = await runCommand(run, ['-f', f['p.yaml']!]);
+    assert.match(
+      text.stdout,
+      /^ {2}spec\.destinationServiceAccounts\[1\]\.defaultServiceAccount: warning: refusing to impersonate system:serviceaccount:kube-public:reader: /m,
+    );
+    const almost = await runCommand(run, ['-f', f['p.yaml']!, '-f', f['almost.yaml']!, '-o', 'json']);
+    assert.equal((JSON.parse(almost.stdout) as { warnings: string[] }[])[0]?.warnings.length, 3, 'exactly "true" only');
+    const allowed = await runCommand(run, ['-f', f['p.yaml']!, '-f', f['allow.yaml']!, '-o', 'json']);
+    assert.deepEqual((JSON.parse(allowed.stdout) as { warnings: string[] }[])[0]?.warnings, []);
   });
 
   test('the examples are valid', async () => {

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Operation, OperationState } from '../../src/api/index.ts';
 import {
+  RENDERER_RETRY_MS,
   TERMINATED,
   afterAttempt,
   finishedStatus,
@@ -184,6 +185,23 @@ test('after an attempt: terminated finishes Failed from a fresh read; a stopping
     reread: true,
   });
   assert.deepEqual(afterAttempt(state(), { kind: 'abandoned' }, nowMs), { kind: 'leave' });
+});
+
+test('after an attempt: an unreachable renderer keeps it Running, uncounted, saying so (written once), in 5 s', () => {
+  const unreachable: Attempt = { kind: 'renderer-unavailable', message: 'the renderer has no token yet' };
+  const message = 'waiting for the renderer: the renderer has no token yet';
+  assert.deepEqual(afterAttempt(retrying, unreachable, nowMs), {
+    kind: 'wait',
+    state: { ...retrying, message },
+    write: true,
+    delayMs: RENDERER_RETRY_MS,
+  });
+  assert.equal(RENDERER_RETRY_MS, 5000);
+  // The next attempt finds the same message: nothing to write, the state is the same.
+  const again = afterAttempt({ ...retrying, message }, unreachable, nowMs);
+  assert.deepEqual(again, { kind: 'wait', state: { ...retrying, message }, write: false, delayMs: 5000 });
+  // Without a retry strategy too: it is not a failure of the Application.
+  assert.equal(afterAttempt(state(), unreachable, nowMs).kind, 'wait');
 });
 
 test('the final status: success records history (deployStartedAt = startedAt) and drops SyncError; a dry run records none', () => {

@@ -27,3 +27,10 @@ test('an unknown flag or a positional argument is a usage error (exit 2) naming 
   assert.equal(positional.status, 2);
   assert.match(positional.stderr, /impersync cluster: Unexpected argument 'somewhere'/);
 });
+
+test('--nodes N asks for simulated nodes; anything but a whole number 0-100 is a usage error', () => {
+  assert.match(run('--help').stdout, /--nodes N +N simulated nodes \(kube-scheduler \+ kwok\)/);
+  const bad = run('--nodes', 'many');
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, "impersync cluster: --nodes must be a whole number from 0 to 100, not 'many'\n");
+});

@@ -41,7 +41,7 @@ test('runtime: non-root uid 65532, git and tini inside, writable paths only on v
   const get = (kind: string) => runtime?.instructions.filter((i) => i.kind === kind).map((i) => i.args) ?? [];
   assert.deepEqual(get('USER'), ['65532:65532']);
   const run = get('RUN').join('\n');
-  for (const pkg of ['git', 'tini', 'ca-certificates'])
+  for (const pkg of ['git', 'tini', 'ca-certificates', 'util-linux'])
     assert.match(run, new RegExp(`install [^\\n]*\\b${pkg}\\b`), `apt installs ${pkg}`);
   const copies = get('COPY').join('\n');
   assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/usr\/local\/bin\//);
@@ -157,16 +157,21 @@ test('the entrypoint command works outside a container, from a fresh build', asy
   assert.match(run.stdout, /--namespace/);
 });
 
-test('every flag the install manifests and the chart pass to `run` is one it knows', async () => {
-  const run = entrypoint(await build(), ['run', '--help']);
-  const deployment = await readFile(join(root, 'deploy/install/base/deployment.yaml'), 'utf8');
-  const chart = await readFile(join(root, 'deploy/helm/impersync/templates/deployment.yaml'), 'utf8');
-  const passed = new Set([...`${deployment}\n${chart}`.matchAll(/^\s+- (--[a-z-]+)/gm)].map((m) => m[1] as string));
-  assert.ok(passed.size >= 5, [...passed].join(' '));
-  const unknown = [...passed].filter((flag) => !run.stdout.includes(flag));
-  assert.deepEqual(
-    unknown,
-    [],
-    `the Deployment passes ${unknown.join(', ')}, which \`impersync run --help\` does not list`,
-  );
-});
+for (const [command, files] of [
+  ['run', ['deploy/install/base/deployment.yaml', 'deploy/helm/impersync/templates/deployment.yaml']],
+  ['renderer', ['deploy/install/base/renderer-deployment.yaml', 'deploy/helm/impersync/templates/renderer.yaml']],
+] as const) {
+  test(`every flag the install manifests and the chart pass to \`${command}\` is one it knows`, async () => {
+    const help = entrypoint(await build(), [command, '--help']);
+    assert.equal(help.status, 0, help.stderr);
+    const text = (await Promise.all(files.map((f) => readFile(join(root, f), 'utf8')))).join('\n');
+    const passed = new Set([...text.matchAll(/^\s+- (--[a-z-]+)/gm)].map((m) => m[1] as string));
+    assert.ok(passed.size >= 3, [...passed].join(' '));
+    const unknown = [...passed].filter((flag) => !help.stdout.includes(flag));
+    assert.deepEqual(
+      unknown,
+      [],
+      `the Deployment passes ${unknown.join(', ')}, which \`impersync ${command} --help\` does not list`,
+    );
+  });
+}

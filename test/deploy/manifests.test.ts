@@ -1,7 +1,9 @@
 // The install manifests and the Helm chart, rendered with the real kustomize and helm and read as
-// objects: the strict RBAC grants nothing on tenant resources, fallback adds exactly its broad
-// ClusterRole, the Deployment runs locked down, the chart agrees with the kustomize install, and
-// the copies (deploy/install.yaml, the chart's crds/ and admission policy) match their sources.
+// objects: the strict RBAC grants nothing on tenant resources, impersonation is bound to no tenant
+// until the admin lists one (cluster-wide only by an explicit opt-in), AppProjects are read-only,
+// fallback adds exactly its broad ClusterRole, the controller and the renderer run locked down (the
+// renderer with no credential at all), the chart agrees with the kustomize install, and the copies
+// (deploy/install.yaml, the chart's crds/ and admission policy) match their sources.
 // Applying them to a real control plane is test/e2e/deploy-*.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,14 +20,27 @@ import {
   rulesOf,
   runTool,
   kubeVersion,
+  kustomizeOverlay,
+  tenantImpersonationBinding,
 } from './render.ts';
+import type { Rule } from './render.ts';
+import { parseYamlDocuments } from '../support/index.ts';
+import {
+  PRIVATE_RANGES,
+  controllerChecks,
+  deploymentOf,
+  rendererChecks,
+  rendererEgressChecks,
+  rendererNetworkChecks,
+} from './pod-checks.ts';
 
 const crdFiles = (await readdir(join(repoRoot, 'deploy/crds'))).filter((f) => f.endsWith('.yaml')).sort();
 
 /** deploy/install.yaml: the CRDs, then `kustomize build deploy/install`. */
 async function renderFlatInstall(): Promise<string> {
   const header =
-    '# Generated from deploy/crds and `kustomize build deploy/install` (strict RBAC, admission policy).\n' +
+    '# Generated from deploy/crds and `kustomize build deploy/install` (strict RBAC, the renderer, admission policy).\n' +
+    '# The controller may impersonate no ServiceAccount until you bind it per tenant namespace: docs/install.md.\n' +
     '# Do not edit: change the sources and run IMPERSYNC_UPDATE_RENDERED=1 node --test test/deploy/manifests.test.ts\n' +
     '# Install: kubectl apply --server-side -f deploy/install.yaml\n';
   const crds = await Promise.all(crdFiles.map((f) => readFile(join(repoRoot, 'deploy/crds', f), 'utf8')));
@@ -42,7 +57,6 @@ const tenantFree = (o: { rule: { resources?: string[]; apiGroups?: string[] } })
       'applications',
       'appprojects',
       'applications/status',
-      'appprojects/status',
       'applications/finalizers',
       'configmaps',
       'secrets',
@@ -52,73 +66,72 @@ const tenantFree = (o: { rule: { resources?: string[]; apiGroups?: string[] } })
     ].includes(r),
   );
 
-function deploymentChecks(objects: KubeObject[]): void {
-  const dep = find(objects, 'Deployment');
-  const pod = (dep['spec'] as { template: { spec: Record<string, unknown> } }).template.spec as {
-    securityContext: Record<string, unknown>;
-    containers: {
-      args: string[];
-      securityContext: Record<string, unknown>;
-      livenessProbe: { httpGet: { path: string; port: string } };
-      readinessProbe: { httpGet: { path: string; port: string } };
-      ports: { name: string; containerPort: number }[];
-      resources: { requests: Record<string, string> };
-      volumeMounts: { mountPath: string }[];
-      env: { name: string; value?: string }[];
-    }[];
-    volumes: { name: string; emptyDir?: unknown }[];
-  };
-  assert.equal(pod.securityContext['runAsNonRoot'], true);
-  assert.equal(pod.securityContext['runAsUser'], 65532);
-  assert.deepEqual(pod.securityContext['seccompProfile'], { type: 'RuntimeDefault' });
-  const c = pod.containers[0];
-  assert.ok(c);
-  assert.equal(c.args[0], 'run');
-  assert.ok(c.args.includes('--namespace=$(POD_NAMESPACE)'));
-  assert.deepEqual(c.securityContext, {
-    allowPrivilegeEscalation: false,
-    readOnlyRootFilesystem: true,
-    runAsNonRoot: true,
-    capabilities: { drop: ['ALL'] },
-  });
-  assert.deepEqual([c.livenessProbe.httpGet.path, c.readinessProbe.httpGet.path], ['/healthz', '/readyz']);
-  assert.deepEqual(
-    c.ports.map((p) => [p.name, p.containerPort]),
-    [['http', 8080]],
-  );
-  assert.ok(c.resources.requests['cpu'] && c.resources.requests['memory'], 'resource requests');
-  // Every path the process writes to is an emptyDir, since the root filesystem is read-only.
-  const writable = ['IMPERSYNC_CACHE_DIR', 'XDG_CACHE_HOME', 'HOME', 'TMPDIR'].map(
-    (n) => c.env.find((e) => e.name === n)?.value,
-  );
-  assert.deepEqual(writable, ['/var/cache/impersync', '/var/cache/impersync', '/home/impersync', '/tmp']);
-  for (const path of writable)
-    assert.ok(
-      c.volumeMounts.some((m) => m.mountPath === path),
-      `${path} is mounted`,
-    );
-  assert.ok(pod.volumes.every((v) => v.emptyDir !== undefined));
+/** AppProjects choose the identity: the controller may only read them, in every shape. */
+function appProjectsReadOnly(rules: { rule: Rule }[]): void {
+  const touching = rules.filter((r) => (r.rule.resources ?? []).some((x) => x.startsWith('appprojects')));
+  assert.ok(touching.length > 0, 'AppProjects are read');
+  for (const r of touching) {
+    assert.deepEqual(r.rule.resources, ['appprojects'], 'no appprojects/status or other subresource');
+    assert.deepEqual(r.rule.verbs, ['get', 'list', 'watch'], `verbs on appprojects: ${r.rule.verbs.join(', ')}`);
+  }
 }
+
+/** Secrets in the control namespace: read (cluster Secrets), and create (the renderer token) without a name, nothing else. */
+function secretRules(rules: { kind: string; namespace?: string | undefined; rule: Rule }[]): void {
+  const secrets = rules.filter((r) => r.rule.resources?.includes('secrets'));
+  assert.ok(secrets.every((r) => r.kind === 'Role' && r.namespace === 'argocd'));
+  assert.deepEqual(secrets.flatMap((r) => r.rule.verbs).sort(), ['create', 'get', 'list', 'watch']);
+}
+
+/** Who may impersonate: rules with the verb and the bindings that grant them. */
+function impersonationBindings(objects: KubeObject[]): string[] {
+  const impersonating = new Set(
+    rulesOf(objects)
+      .filter((r) => r.rule.verbs.includes('impersonate'))
+      .map((r) => `${r.kind}/${r.name}`),
+  );
+  return objects
+    .filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')
+    .filter((b) => {
+      const ref = b['roleRef'] as { kind: string; name: string };
+      return impersonating.has(`${ref.kind}/${ref.name}`);
+    })
+    .map((b) => `${b.kind} ${b.metadata.namespace ?? ''}/${b.metadata.name}`)
+    .sort();
+}
+
+const installNames = {
+  controller: { renderer: 'http://impersync-renderer:8081', tokenSecret: 'impersync-renderer-token' },
+  renderer: { serviceAccount: 'impersync-renderer', tokenSecret: 'impersync-renderer-token' },
+  network: { service: 'impersync-renderer', policy: 'impersync-renderer' },
+};
 
 test('kustomize: the strict install has the documented objects and no right on tenant resources', () => {
   const objects = kustomizeBuild('deploy/install');
   assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
     'ClusterRole/impersync-impersonate',
-    'ClusterRoleBinding/impersync-impersonate',
     'ConfigMap/argocd-cm',
     'Deployment/impersync-controller',
+    'Deployment/impersync-renderer',
     'Namespace/argocd',
+    'NetworkPolicy/impersync-renderer',
     'Role/impersync-controller',
     'RoleBinding/impersync-controller',
     'Service/impersync-metrics',
+    'Service/impersync-renderer',
     'ServiceAccount/impersync-controller',
+    'ServiceAccount/impersync-renderer',
     'ValidatingAdmissionPolicy/impersync-appproject-destination-service-accounts',
     'ValidatingAdmissionPolicyBinding/impersync-appproject-destination-service-accounts',
   ]);
+  // Impersonation is bound nowhere until the admin lists tenants (deploy/install/tenants).
+  assert.deepEqual(impersonationBindings(objects), []);
+  assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding'), 'no ClusterRoleBinding at all');
   const rules = rulesOf(objects);
   assert.ok(rules.every(tenantFree), JSON.stringify(rules.filter((r) => !tenantFree(r))));
   assert.ok(rules.every((r) => !(r.rule.verbs.includes('*') || (r.rule.resources ?? []).includes('*'))));
-  // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist.
+  // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist,
+  // as a ClusterRole that only RoleBindings in tenant namespaces (deploy/install/tenants) use.
   assert.deepEqual(
     rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule),
     [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate', 'get'] }],
@@ -128,8 +141,15 @@ test('kustomize: the strict install has the documented objects and no right on t
   assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm']);
   const leaseUpdate = rules.find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(leaseUpdate?.rule.resourceNames, ['impersync-controller']);
-  assert.ok(find(objects, 'Deployment').metadata.namespace === 'argocd');
-  deploymentChecks(objects);
+  appProjectsReadOnly(rules);
+  secretRules(rules);
+  // The renderer's ServiceAccount is bound to nothing.
+  for (const b of objects.filter((o) => o.kind.endsWith('Binding')))
+    assert.ok(!JSON.stringify(b['subjects'] ?? []).includes('impersync-renderer'), `${b.kind} ${b.metadata.name}`);
+  assert.ok(objects.filter((o) => o.kind === 'Deployment').every((d) => d.metadata.namespace === 'argocd'));
+  controllerChecks(objects, installNames.controller);
+  rendererChecks(objects, installNames.renderer);
+  rendererNetworkChecks(objects, installNames.network);
   const data = find(objects, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;
   assert.equal(data['application.sync.impersonation.enabled'], 'true');
   assert.equal(data['application.sync.impersonation.enforced'], 'true');
@@ -150,6 +170,61 @@ test('kustomize: fallback is strict plus one broad ClusterRole, and strict/ alon
   assert.ok(broad.some((r) => r.resources?.includes('*') && r.verbs.includes('create') && r.verbs.includes('delete')));
   const binding = find(fallback, 'ClusterRoleBinding', 'impersync-fallback') as KubeObject & { subjects: unknown[] };
   assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'impersync-controller', namespace: 'argocd' }]);
+});
+
+test('kustomize: the tenants file documents the RoleBinding the tests apply, and binds nothing as shipped', async () => {
+  assert.deepEqual(kustomizeBuild('deploy/install/tenants'), []);
+  const text = await readFile(join(repoRoot, 'deploy/install/tenants/impersonate.yaml'), 'utf8');
+  // The commented examples, uncommented, are what an admin writes.
+  const examples = parseYamlDocuments(
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('#   '))
+      .map((l) => l.slice(4))
+      .join('\n'),
+    'the examples of deploy/install/tenants/impersonate.yaml',
+  );
+  assert.deepEqual(examples[0], tenantImpersonationBinding('guestbook'));
+  const named = examples.find((o) => o.kind === 'Role');
+  assert.deepEqual(
+    rulesOf(named ? [named] : []).map((r) => r.rule),
+    [
+      {
+        apiGroups: [''],
+        resources: ['serviceaccounts'],
+        verbs: ['impersonate', 'get'],
+        resourceNames: ['team-a-deployer'],
+      },
+    ],
+  );
+});
+
+test('kustomize components: cluster-wide impersonation adds exactly one ClusterRoleBinding; renderer egress one policy', () => {
+  const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
+  const base = kustomizeBuild('deploy/install').map(key);
+  const wide = kustomizeOverlay(['deploy/install'], ['deploy/install/components/impersonate-cluster-wide']);
+  assert.deepEqual(
+    wide.map(key).filter((k) => !base.includes(k)),
+    ['ClusterRoleBinding/impersync-impersonate'],
+  );
+  assert.deepEqual(impersonationBindings(wide), ['ClusterRoleBinding /impersync-impersonate']);
+  assert.deepEqual(find(wide, 'ClusterRoleBinding')['subjects'], [
+    { kind: 'ServiceAccount', name: 'impersync-controller', namespace: 'argocd' },
+  ]);
+  const egress = kustomizeOverlay(['deploy/install'], ['deploy/install/components/renderer-egress']);
+  assert.deepEqual(
+    egress.map(key).filter((k) => !base.includes(k)),
+    ['NetworkPolicy/impersync-renderer-egress'],
+  );
+  rendererEgressChecks(
+    find(egress, 'NetworkPolicy', 'impersync-renderer-egress'),
+    deploymentOf(egress, 'renderer').labels,
+    {
+      dnsNamespace: 'kube-system',
+      ports: [443, 22, 80, 9418],
+      except: PRIVATE_RANGES,
+    },
+  );
 });
 
 test('deploy/install.yaml is the CRDs plus the kustomize install, regenerated', async () => {
@@ -194,6 +269,8 @@ test('helm lint passes for the default values and every documented variant', () 
       '--set',
       'admission.enabled=false',
     ],
+    ['--set', 'rbac.impersonate.namespaces={guestbook,team-a}', '--set', 'networkPolicy.rendererEgress.enabled=true'],
+    ['--set', 'rbac.impersonate.clusterWide=true', '--set', 'networkPolicy.rendererIngress.enabled=false'],
   ];
   for (const v of variants) {
     const res = runTool('helm', ['lint', '--strict', chartDir, '--kube-version', kubeVersion, ...v]);
@@ -228,7 +305,14 @@ test('helm template: the default render matches the kustomize strict install', (
       )
       .sort();
   assert.deepEqual(norm(chart), norm(kust));
-  deploymentChecks(chart);
+  assert.deepEqual(impersonationBindings(chart), [], 'no tenant listed: impersonation bound nowhere');
+  appProjectsReadOnly(rulesOf(chart));
+  secretRules(rulesOf(chart));
+  // The default release is named like the kustomize install: the same Service and Secret names.
+  controllerChecks(chart, installNames.controller);
+  rendererChecks(chart, installNames.renderer);
+  rendererNetworkChecks(chart, installNames.network);
+  assert.ok(!chart.some((o) => o.kind === 'NetworkPolicy' && o.metadata.name.endsWith('-egress')), 'egress off');
   assert.ok(!chart.some((o) => o.kind === 'ServiceMonitor'), 'no ServiceMonitor unless asked');
   const data = find(chart, 'ConfigMap', 'argocd-cm')['data'] as Record<string, string>;
   assert.deepEqual(data, {
@@ -260,6 +344,16 @@ test('helm template: values reach the objects', () => {
       'nodeSelector.pool=system',
       'tolerations[0].key=dedicated',
       'tolerations[0].operator=Exists',
+      'rbac.impersonate.namespaces[0]=whole',
+      'argocdCm.impersonation.allowSystemNamespaces=true',
+      'renderer.replicas=4',
+      'renderer.cache.sizeLimit=5Gi',
+      'renderer.resources.limits.memory=3Gi',
+      'renderer.nodeSelector.pool=render',
+      'networkPolicy.rendererEgress.enabled=true',
+      'networkPolicy.rendererEgress.dnsNamespace=dns',
+      'networkPolicy.rendererEgress.ports={443,8443}',
+      'networkPolicy.rendererEgress.exceptCidrs={10.0.0.0/8,fd00::/8}',
     ],
     setJson: ['argocdCm.globalProjects=[{"projectName":"defaults","labelSelector":{"matchLabels":{"inherit":"yes"}}}]'],
   });
@@ -290,15 +384,46 @@ test('helm template: values reach the objects', () => {
   );
   assert.ok(find(objects, 'ClusterRole', 'ops-impersync-fallback'));
   assert.ok(find(objects, 'ServiceMonitor'));
-  // resourceNames-limited impersonation: one Role per namespace, no ClusterRole for it.
+  // resourceNames-limited impersonation: one Role per namespace; a whole namespace binds the ClusterRole there.
   const impersonation = rulesOf(objects).filter((r) => r.rule.verbs.includes('impersonate'));
   assert.deepEqual(
     impersonation.map((r) => [r.kind, r.namespace, r.rule.resourceNames]),
     [
+      ['ClusterRole', undefined, undefined],
       ['Role', 'a', ['x', 'y']],
       ['Role', 'b', ['z']],
     ],
   );
+  assert.deepEqual(impersonationBindings(objects), [
+    'RoleBinding a/ops-impersync-impersonate',
+    'RoleBinding b/ops-impersync-impersonate',
+    'RoleBinding whole/ops-impersync-impersonate',
+  ]);
+  assert.deepEqual(find(objects, 'RoleBinding', 'ops-impersync-impersonate')['subjects'], [
+    { kind: 'ServiceAccount', name: 'ops-impersync', namespace: 'argocd' },
+  ]);
+  assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name.endsWith('-impersonate')));
+  assert.equal(data['impersync.impersonation.allowSystemNamespaces'], 'true');
+  // The renderer's values, and the names the controller is given for it.
+  controllerChecks(objects, {
+    renderer: 'http://ops-impersync-renderer:8081',
+    tokenSecret: 'ops-impersync-renderer-token',
+  });
+  rendererChecks(objects, {
+    serviceAccount: 'ops-impersync-renderer',
+    tokenSecret: 'ops-impersync-renderer-token',
+    cacheSizeLimit: '5Gi',
+  });
+  rendererNetworkChecks(objects, { service: 'ops-impersync-renderer', policy: 'ops-impersync-renderer' });
+  const renderer = deploymentOf(objects, 'renderer');
+  assert.equal((renderer.deployment['spec'] as { replicas: number }).replicas, 4);
+  assert.deepEqual((renderer.pod as unknown as { nodeSelector: unknown }).nodeSelector, { pool: 'render' });
+  assert.equal(renderer.pod.containers[0]?.resources.limits?.['memory'], '3Gi');
+  rendererEgressChecks(find(objects, 'NetworkPolicy', 'ops-impersync-renderer-egress'), renderer.labels, {
+    dnsNamespace: 'dns',
+    ports: [443, 8443],
+    except: { v4: ['10.0.0.0/8'], v6: ['fd00::/8'] },
+  });
   // The existence check before a sync reads the same ServiceAccounts, with the same narrowing.
   for (const r of impersonation) assert.deepEqual(r.rule.verbs, ['impersonate', 'get']);
   const lease = rulesOf(objects).find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
@@ -338,6 +463,31 @@ test('helm template refuses strict RBAC with impersonation not enforced, values 
     'rbac.impersonate.serviceAccounts[0].name=x',
   ]);
   assert.match(badEntry.stderr, /serviceAccounts\/0.*missing property 'namespace'|missing properties?:? 'namespace'/);
+  const template = (...set: string[]) =>
+    runTool('helm', ['template', 'x', chartDir, '--kube-version', kubeVersion, ...set.flatMap((v) => ['--set', v])]);
+  for (const ns of ['kube-system', 'kube-public', 'kube-node-lease']) {
+    const system = template(`rbac.impersonate.namespaces={${ns}}`);
+    assert.notEqual(system.status, 0, ns);
+    assert.match(
+      system.stderr,
+      new RegExp(`rbac\\.impersonate\\.namespaces: "${ns}" would let the controller impersonate every name in it`),
+    );
+  }
+  const both = template(
+    'rbac.impersonate.namespaces={a}',
+    'rbac.impersonate.serviceAccounts[0].namespace=a',
+    'rbac.impersonate.serviceAccounts[0].name=x',
+  );
+  assert.match(both.stderr, /rbac\.impersonate: namespace "a" is in namespaces .* and in serviceAccounts \(x only\)/);
+  // A typo in a security setting is an error, not a silent default.
+  assert.match(
+    template('rbac.impersonate.clusterwide=true').stderr,
+    /at '\/rbac\/impersonate': additional properties 'clusterwide' not allowed/,
+  );
+  assert.match(
+    template('rbac.impersonate.namespaces={Not_A_Namespace}').stderr,
+    /at '\/rbac\/impersonate\/namespaces\/0'/,
+  );
   const old = runTool('helm', ['template', 'x', chartDir, '--kube-version', '1.29.0']);
   assert.match(old.stderr, /chart requires kubeVersion: >=1.30.0-0/);
 });

@@ -2,7 +2,8 @@
 // scripts/tool-binaries, built from Go modules), and applying rendered objects to a control plane
 // in the order kubectl users rely on: CRDs (and waiting until they serve), Namespaces, the rest.
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiError, applyRaw, getRaw, parseYamlDocuments, pathFor, requestOk } from '../support/index.ts';
 import type { KubeObject } from '../support/index.ts';
@@ -61,6 +62,57 @@ export function kustomizeBuild(dir: string): KubeObject[] {
 
 export function kustomizeBuildText(dir: string): string {
   return ok('kustomize', ['build', join(repoRoot, dir)]);
+}
+
+/**
+ * `kustomize build` of an overlay as an admin writes one: `resources` (directories of the
+ * repository, e.g. deploy/install) with `components` (e.g. deploy/install/components/renderer-egress).
+ * kustomize takes only relative paths, so the overlay is written under .state/ and removed after.
+ */
+export function kustomizeOverlay(resources: string[], components: string[]): KubeObject[] {
+  mkdirSync(join(repoRoot, '.state'), { recursive: true });
+  const dir = mkdtempSync(join(repoRoot, '.state', 'overlay-'));
+  const rel = (d: string) => JSON.stringify(relative(dir, join(repoRoot, d)));
+  try {
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n' +
+        `resources: [${resources.map(rel).join(', ')}]\ncomponents: [${components.map(rel).join(', ')}]\n`,
+    );
+    return parseYamlDocuments(
+      ok('kustomize', ['build', dir]),
+      `kustomize build of an overlay of ${resources.join(', ')}`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What deploy/install/tenants/impersonate.yaml documents for a tenant namespace: a RoleBinding there
+ * to the ClusterRole impersync-impersonate, for the installed controller ServiceAccount.
+ */
+export function tenantImpersonationBinding(
+  namespace: string,
+  opts: { clusterRole?: string; serviceAccount?: string; controllerNamespace?: string } = {},
+): KubeObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'impersync-impersonate', namespace },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: opts.clusterRole ?? 'impersync-impersonate',
+    },
+    subjects: [
+      {
+        kind: 'ServiceAccount',
+        name: opts.serviceAccount ?? 'impersync-controller',
+        namespace: opts.controllerNamespace ?? 'argocd',
+      },
+    ],
+  };
 }
 
 /** `helm template` of the chart with `--set`-style values and `--set-json` values. */

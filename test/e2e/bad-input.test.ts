@@ -73,7 +73,7 @@ before(async () => {
   ctl = spawnController({ kubeconfig: await cp.kubeconfigFileFor('controller'), cacheDir });
   await applyRaw(
     cp.admin,
-    application('good', repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
+    application('good', repo.url, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
   );
   await waitForApp(cp, 'good', 'the good Application synced', (a) => operationPhase(a) === 'Succeeded', 60_000).catch(
     (err: Error) => {
@@ -94,7 +94,7 @@ async function stillWorking(name: string): Promise<void> {
   assert.equal(ctl.child.exitCode, null, `the controller exited:\n${ctl.output().slice(-3000)}`);
   await applyRaw(
     cp.admin,
-    application(name, repo.fileURL, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
+    application(name, repo.url, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
   );
   await waitForApp(cp, name, 'synced while bad input is around', (a) => operationPhase(a) === 'Succeeded', 30_000);
 }
@@ -144,10 +144,10 @@ test('malformed argocd-cm values: an ImpersonationWarning naming each key, defau
 test('wrong types are refused by the CRDs with the field named; wrong values get a condition naming the field', async () => {
   await assert.rejects(
     applyRaw(cp.admin, {
-      ...application('typed', repo.fileURL, { project: 'tenant' }),
+      ...application('typed', repo.url, { project: 'tenant' }),
       spec: {
         project: 'tenant',
-        source: { repoURL: repo.fileURL, path: 7 },
+        source: { repoURL: repo.url, path: 7 },
         destination: { server: IN_CLUSTER, namespace: 'bad' },
       },
     }),
@@ -170,9 +170,9 @@ test('wrong types are refused by the CRDs with the field named; wrong values get
       spec: { project: 'tenant', ...spec },
     });
   await bad('no-source', { destination: { server: IN_CLUSTER, namespace: 'bad' } });
-  await bad('no-destination', { source: { repoURL: repo.fileURL, path: 'app' }, destination: {} });
+  await bad('no-destination', { source: { repoURL: repo.url, path: 'app' }, destination: {} });
   await bad('both-destinations', {
-    source: { repoURL: repo.fileURL, path: 'app' },
+    source: { repoURL: repo.url, path: 'app' },
     destination: { server: IN_CLUSTER, name: 'in-cluster', namespace: 'bad' },
   });
   await bad('empty-repo', {
@@ -180,12 +180,12 @@ test('wrong types are refused by the CRDs with the field named; wrong values get
     destination: { server: IN_CLUSTER, namespace: 'bad' },
   });
   await bad('escaping-path', {
-    source: { repoURL: repo.fileURL, path: '../../etc' },
+    source: { repoURL: repo.url, path: '../../etc' },
     destination: { server: IN_CLUSTER, namespace: 'bad' },
   });
   await bad('empty-sa', {
     project: 'empty-sa',
-    source: { repoURL: repo.fileURL, path: 'app' },
+    source: { repoURL: repo.url, path: 'app' },
     destination: { server: IN_CLUSTER, namespace: 'bad' },
   });
   const seen: Record<string, string> = {};
@@ -234,7 +234,7 @@ test('manifests that are not Kubernetes: a ComparisonError naming the file and d
   for (const name of Object.keys(cases)) {
     await applyRaw(
       cp.admin,
-      application(name, repo.fileURL, {
+      application(name, repo.url, {
         project: 'tenant',
         path: name,
         destination: { server: IN_CLUSTER, namespace: 'bad' },
@@ -276,7 +276,7 @@ test(
     // Compared only: applying 10,000 objects is a benchmark's job (bench/), not a test's.
     await applyRaw(
       cp.admin,
-      application('many', repo.fileURL, {
+      application('many', repo.url, {
         project: 'tenant',
         path: 'many',
         destination: { server: IN_CLUSTER, namespace: 'many' },

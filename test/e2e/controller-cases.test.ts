@@ -69,7 +69,7 @@ test('a namespace:name ServiceAccount is used verbatim (example 5)', async () =>
   );
   await applyRaw(
     cp.admin,
-    application('five', fx.repo.fileURL, {
+    application('five', fx.repo.url, {
       project: 'five',
       destination: { server: IN_CLUSTER, namespace: 'team-five' },
     }),
@@ -94,7 +94,7 @@ test('first match among several wins, no ranking (example 6)', async () => {
   );
   await applyRaw(
     cp.admin,
-    application('six-dev', fx.repo.fileURL, {
+    application('six-dev', fx.repo.url, {
       project: 'six',
       destination: { server: IN_CLUSTER, namespace: 'guestbook-dev' },
     }),
@@ -119,7 +119,7 @@ test("manifests that hard-code another namespace are applied as the Application'
   );
   await applyRaw(
     cp.admin,
-    application('hard', fx.repo.fileURL, {
+    application('hard', fx.repo.url, {
       project: 'hard',
       path: 'other',
       destination: { server: IN_CLUSTER, namespace: 'team-a' },
@@ -186,7 +186,7 @@ test("no destination namespace: the ServiceAccount is taken from the Application
   );
   await applyRaw(
     cp.admin,
-    application('nodest', fx.repo.fileURL, { project: 'nodest', path: 'nodest', destination: { server: IN_CLUSTER } }),
+    application('nodest', fx.repo.url, { project: 'nodest', path: 'nodest', destination: { server: IN_CLUSTER } }),
   );
   const app = await waitForApp(cp, 'nodest', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
   assert.match(condition(app, 'ImpersonationInfo') ?? '', /system:serviceaccount:argocd:app-ns-deployer/);
@@ -224,7 +224,7 @@ test('example 3: a remote cluster by name, with an argocd-manager credential; wr
   );
   await applyRaw(
     cp.admin,
-    application('remote3', fx.repo.fileURL, {
+    application('remote3', fx.repo.url, {
       project: 'remote',
       destination: { name: 'remote-cluster', namespace: 'guestbook' },
     }),
@@ -263,7 +263,7 @@ test('example 4: a remote credential that may only impersonate and create selfsu
   );
   await applyRaw(
     cp.admin,
-    application('remote4', fx.repo.fileURL, {
+    application('remote4', fx.repo.url, {
       project: 'remote4',
       destination: { server: remote.server, namespace: 'guestbook-four' },
     }),
@@ -329,7 +329,7 @@ test('a dry-run sync of selected resources writes nothing and records no history
       destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'dry', defaultServiceAccount: 'deployer' }],
     }),
   );
-  const app = application('dry', fx.repo.fileURL, {
+  const app = application('dry', fx.repo.url, {
     project: 'dry',
     destination: { server: IN_CLUSTER, namespace: 'dry' },
     automated: false,
@@ -357,4 +357,60 @@ test('a dry-run sync of selected resources writes nothing and records no history
     [],
     'no non-dry-run write',
   );
+});
+
+// Beyond Argo CD (docs/impersonation.md §10). The harness lets the controller impersonate any
+// ServiceAccount (a ClusterRole), so the API server would allow this one: the refusal is the
+// controller's own, decided before any request is made as the ServiceAccount.
+test('a project that maps to a kube-system ServiceAccount is refused with nothing written, and allowed by argocd-cm', async () => {
+  const sa = 'system:serviceaccount:kube-system:impersync-e2e-deployer';
+  await createServiceAccount(cp.admin, 'kube-system', 'impersync-e2e-deployer');
+  await deployer(cp, 'sys-target', 'unused');
+  await grantRole(cp.admin, {
+    name: 'kube-system-deployer',
+    namespace: 'sys-target',
+    to: { serviceAccount: 'impersync-e2e-deployer', namespace: 'kube-system' },
+    rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+  });
+  await applyRaw(
+    cp.admin,
+    project('sys', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'sys-target', defaultServiceAccount: 'kube-system:impersync-e2e-deployer' },
+      ],
+    }),
+  );
+  const app = application('sys', fx.repo.fileURL, {
+    project: 'sys',
+    destination: { server: IN_CLUSTER, namespace: 'sys-target' },
+    automated: false,
+  });
+  await applyRaw(cp.admin, app);
+  await applyRaw(cp.admin, { ...app, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
+  const refused = await waitForApp(cp, 'sys', 'operation Error', (a) => operationPhase(a) === 'Error');
+  const expected = `refusing to impersonate ${sa}: ServiceAccounts in kube-system, kube-public and kube-node-lease are not impersonated unless argocd-cm sets impersync.impersonation.allowSystemNamespaces: "true"`;
+  assert.equal((refused.status?.['operationState'] as { message: string }).message, expected);
+  assert.equal(condition(refused, 'ComparisonError'), expected);
+  const asSystem = (await cp.readAudit()).filter((r) => r.impersonatedUser === sa || r.namespace === 'sys-target');
+  assert.deepEqual(
+    asSystem.filter((r) => r.user === cp.controllerUserName).map((r) => `${r.verb} ${r.requestURI}`),
+    [],
+    'no request at all as the ServiceAccount, nor to its destination',
+  );
+
+  // Allowed: the next sync runs as that ServiceAccount (the settings change takes effect without restart).
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'impersync.impersonation.allowSystemNamespaces': 'true',
+  });
+  try {
+    await waitForApp(cp, 'sys', 'no ComparisonError', (a) => condition(a, 'ComparisonError') === undefined);
+    await applyRaw(cp.admin, { ...app, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'bob' } } });
+    await waitForApp(cp, 'sys', 'Succeeded', (a) => operationPhase(a) === 'Succeeded');
+    const w = writes(await cp.readAudit(), 'sys-target', cp.controllerUserName);
+    assert.ok(w.length >= 2, `writes in sys-target: ${w.length}`);
+    for (const r of w) assert.equal(r.impersonatedUser, sa);
+  } finally {
+    await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  }
 });

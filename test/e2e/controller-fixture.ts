@@ -19,6 +19,7 @@ import {
 } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
+import { toolsDir } from '../source/tools.ts';
 
 export const NS = 'argocd';
 export const IN_CLUSTER = 'https://kubernetes.default.svc';
@@ -153,7 +154,7 @@ export async function startFixture(
       kc: cp.controller,
       namespace: NS,
       logger: createLogger({ level: 'debug' }, sink),
-      childRenderer: { cacheDir, allowLocalRepositories: true },
+      childRenderer: { cacheDir, toolsDir: toolsDir() },
       waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
       events: [events],
       healthPort: 0,

@@ -61,7 +61,7 @@ test('periodic refresh (timeout.reconciliation) finds drift no event announced, 
       destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'heal', defaultServiceAccount: 'deployer' }],
     }),
   );
-  const app = application('heal', fx.repo.fileURL, {
+  const app = application('heal', fx.repo.url, {
     project: 'heal',
     destination: { server: IN_CLUSTER, namespace: 'heal' },
   });
@@ -100,7 +100,7 @@ test('a failing sync is retried per syncPolicy.retry, then ends Failed with the 
       destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'retry', defaultServiceAccount: 'cm-only' }],
     }),
   );
-  const app = application('retry', fx.repo.fileURL, {
+  const app = application('retry', fx.repo.url, {
     project: 'retry',
     destination: { server: IN_CLUSTER, namespace: 'retry' },
     automated: false,
@@ -139,7 +139,7 @@ test("apps in any namespace: reconciled when the project's sourceNamespaces allo
     }),
   );
   for (const ns of ['team-x', 'team-y']) {
-    const app = application('app', fx.repo.fileURL, {
+    const app = application('app', fx.repo.url, {
       project: 'teams',
       destination: { server: IN_CLUSTER, namespace: 'x-target' },
     });
@@ -195,7 +195,7 @@ test('a global project change requeues the Applications of the projects inheriti
   await applyRaw(cp.admin, project('tenant', {}, { tier: 'tenant' }));
   await applyRaw(
     cp.admin,
-    application('inherit', fx.repo.fileURL, {
+    application('inherit', fx.repo.url, {
       project: 'tenant',
       destination: { server: IN_CLUSTER, namespace: 'inherit' },
       automated: false,
@@ -240,7 +240,7 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
       destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'slow', defaultServiceAccount: 'deployer' }],
     }),
   );
-  const app = application('slow', fx.repo.fileURL, {
+  const app = application('slow', fx.repo.url, {
     project: 'slow',
     path: 'waves',
     destination: { server: IN_CLUSTER, namespace: 'slow' },
@@ -275,14 +275,14 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
 test('an invalid spec (missing project, unknown cluster, invalid destinationServiceAccounts) is an InvalidSpecError and nothing is synced', async () => {
   await applyRaw(
     cp.admin,
-    application('no-project', fx.repo.fileURL, {
+    application('no-project', fx.repo.url, {
       project: 'does-not-exist',
       destination: { server: IN_CLUSTER, namespace: 'nowhere' },
     }),
   );
   await applyRaw(
     cp.admin,
-    application('no-cluster', fx.repo.fileURL, {
+    application('no-cluster', fx.repo.url, {
       project: 'heal',
       destination: { name: 'mars', namespace: 'nowhere' },
     }),
@@ -297,7 +297,7 @@ test('an invalid spec (missing project, unknown cluster, invalid destinationServ
   );
   await applyRaw(
     cp.admin,
-    application('invalid-project', fx.repo.fileURL, {
+    application('invalid-project', fx.repo.url, {
       project: 'invalid',
       destination: { server: IN_CLUSTER, namespace: 'nowhere' },
     }),
@@ -356,7 +356,7 @@ test('a graceful stop during a sync leaves the operation Running (no waiting on 
       destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'handover', defaultServiceAccount: 'deployer' }],
     }),
   );
-  const app = application('handover', fx.repo.fileURL, {
+  const app = application('handover', fx.repo.url, {
     project: 'handover',
     path: 'lbwaves',
     destination: { server: IN_CLUSTER, namespace: 'handover' },

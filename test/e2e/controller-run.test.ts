@@ -109,7 +109,7 @@ test(
           ],
         }),
       );
-      await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
+      await applyRaw(cp.admin, application('guestbook', repo.url, { project: 'my-project' }));
       const port = await freePort();
       const kubeconfig = await cp.kubeconfigFileFor('controller');
       const env = { ...process.env, IMPERSYNC_CACHE_DIR: cwd, POD_NAME: 'test-pod' };
@@ -229,7 +229,7 @@ test(
       };
       const first = start();
       await applyRaw(cp.admin, {
-        ...application('crash', repo.fileURL, { project: 'my-project', automated: false }),
+        ...application('crash', repo.url, { project: 'my-project', automated: false }),
         operation: { sync: {}, initiatedBy: { username: 'alice' } },
       });
       const running = await waitForApp(

@@ -49,7 +49,7 @@ after(async () => {
 });
 
 test('example 1: an automated Application syncs as the project ServiceAccount, every write impersonated', async () => {
-  await applyRaw(cp.admin, application('guestbook', fx.repo.fileURL, { project: 'my-project', finalizer: true }));
+  await applyRaw(cp.admin, application('guestbook', fx.repo.url, { project: 'my-project', finalizer: true }));
   const app = await waitForApp(
     cp,
     'guestbook',
@@ -102,14 +102,14 @@ test('no update loop: a Synced Application is not written again until something 
 test('enforced with no match: operation Error with the exact message and no write to the destination', async () => {
   await applyRaw(
     cp.admin,
-    application('nomatch', fx.repo.fileURL, {
+    application('nomatch', fx.repo.url, {
       project: 'my-project',
       destination: { server: IN_CLUSTER, namespace: 'elsewhere' },
       automated: false,
     }),
   );
   await applyRaw(cp.admin, {
-    ...application('nomatch', fx.repo.fileURL, {
+    ...application('nomatch', fx.repo.url, {
       project: 'my-project',
       destination: { server: IN_CLUSTER, namespace: 'elsewhere' },
       automated: false,
@@ -144,7 +144,7 @@ test('not enforced: the sync runs as the controller identity and says so; switch
   });
   await applyRaw(
     cp.admin,
-    application('fallback', fx.repo.fileURL, {
+    application('fallback', fx.repo.url, {
       project: 'my-project',
       destination: { server: IN_CLUSTER, namespace: 'open' },
     }),
@@ -211,7 +211,7 @@ test('a project limit violated blocks the sync: nothing is written', async () =>
     }),
   );
   await applyRaw(cp.admin, {
-    ...application('limited', fx.repo.fileURL, {
+    ...application('limited', fx.repo.url, {
       project: 'limited',
       destination: { server: IN_CLUSTER, namespace: 'limited' },
       automated: false,
@@ -289,7 +289,7 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   const startedAt = '2026-01-01T00:00:00Z';
   await fx.restart(async () => {
     await applyRaw(cp.admin, {
-      ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }),
+      ...application('resume', fx.repo.url, { project: 'my-project', automated: false }),
       operation: op,
     });
     const app = await getApp(cp, 'resume');
@@ -319,7 +319,7 @@ test('a restart in the middle of an operation resumes it and never runs it twice
   const finishedAt = state.finishedAt;
   await fx.restart(async () => {
     await applyRaw(cp.admin, {
-      ...application('resume', fx.repo.fileURL, { project: 'my-project', automated: false }),
+      ...application('resume', fx.repo.url, { project: 'my-project', automated: false }),
       operation: op,
     });
     const app = await getApp(cp, 'resume');
@@ -344,7 +344,7 @@ test('deletion honours enforced: refused deletion is a DeletionError and a Warni
   await applyRaw(cp.admin, project('keep', { destinationServiceAccounts: entries }));
   await applyRaw(
     cp.admin,
-    application('keep', fx.repo.fileURL, {
+    application('keep', fx.repo.url, {
       project: 'keep',
       destination: { server: IN_CLUSTER, namespace: 'keep' },
       finalizer: true,

@@ -42,12 +42,16 @@ test('a second control plane is independent of the first', async (t) => {
   );
 });
 
-test('impersync cluster --remote writes kubeconfigs, audit logs and ready for both instances, and stops everything on SIGTERM', async (t) => {
+test('impersync cluster --remote --nodes 1 writes kubeconfigs, audit logs and ready for both instances, runs a kwok node, and stops everything on SIGTERM', async (t) => {
   const dir = join(root, 'cluster');
   const started = Date.now();
-  const cli = spawn(process.execPath, [...nodeArgs, mainTs, 'cluster', '--state-dir', dir, '--remote'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const cli = spawn(
+    process.execPath,
+    [...nodeArgs, mainTs, 'cluster', '--state-dir', dir, '--remote', '--nodes', '1'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   cli.stdout.setEncoding('utf8').on('data', (d: string) => {
     output += d;
@@ -90,11 +94,20 @@ test('impersync cluster --remote writes kubeconfigs, audit logs and ready for bo
     );
   }
   assert.match(output, /export KUBECONFIG=.*admin\.kubeconfig/);
+  const admin = new KubeConfig();
+  admin.loadFromFile(join(dir, 'admin.kubeconfig'));
+  const node = (await getRaw(admin, { apiVersion: 'v1', kind: 'Node', name: 'kwok-node-0' })) as {
+    status?: { conditions?: Array<{ type: string; status: string }> };
+  };
+  assert.ok(
+    node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    'the simulated node is Ready',
+  );
   const children = processesMentioning(dir).filter((p) => p.pid !== cli.pid);
   assert.equal(
     children.length,
-    6,
-    `etcd, kube-apiserver, kube-controller-manager twice:\n${children.map((c) => c.cmdline).join('\n')}`,
+    8,
+    `etcd, kube-apiserver, kube-controller-manager twice, kube-scheduler and kwok once:\n${children.map((c) => c.cmdline).join('\n')}`,
   );
 
   cli.kill('SIGTERM');

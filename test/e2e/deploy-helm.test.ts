@@ -1,7 +1,10 @@
-// The Helm chart's renders on a real control plane: the default release applies (CRDs first) and its
-// admission policy works; a release with every option (fallback RBAC, resourceNames-limited
-// impersonation, a ServiceMonitor) applies once the ServiceMonitor CRD exists, and its RBAC lets the
-// controller impersonate only the listed ServiceAccounts.
+// The Helm chart's renders on a real control plane: the default release applies (CRDs first, strict
+// field validation) into a namespace enforcing the restricted Pod Security Standard, its Pods (the
+// controller's and the renderer's) are admitted, its admission policy works, and its controller may
+// impersonate no ServiceAccount until one is listed (kube-system's controllers only with the
+// clusterWide opt-in); a release with every option (fallback RBAC, whole-namespace and
+// resourceNames-limited impersonation, the renderer egress policy, a ServiceMonitor) applies once
+// the ServiceMonitor CRD exists, and its RBAC lets the controller impersonate only what it lists.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -16,17 +19,33 @@ import type { TestControlPlane, KubeObject } from '../support/index.ts';
 import { admissionDenial, applyAll, chartDir, find, helmTemplate, runTool, until } from '../deploy/render.ts';
 
 let cp: TestControlPlane;
+const garbageCollector = 'system:serviceaccount:kube-system:generic-garbage-collector';
 
 before(async () => {
   cp = await startControlPlane();
-  for (const ns of ['argocd', 'ops', 'team-a', 'team-b']) await createNamespace(cp.admin, ns);
+  await createNamespace(cp.admin, 'argocd', { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } });
+  for (const ns of ['ops', 'team-a', 'team-b', 'team-c']) await createNamespace(cp.admin, ns);
   for (const [ns, name] of [
     ['team-a', 'x'],
     ['team-a', 'w'],
     ['team-b', 'z'],
+    ['team-c', 'anyone'],
   ] as const)
     await createServiceAccount(cp.admin, ns, name);
 });
+
+/**
+ * How the API server answers `kc` impersonating `user` to list configmaps in the user's namespace:
+ * `impersonated` when the impersonation passed (the user itself may list nothing, so 403 naming the
+ * user), `refused` when the impersonation itself was refused.
+ */
+async function impersonation(kc: Parameters<typeof request>[0], user: string): Promise<string> {
+  const ns = user.split(':')[2] ?? '';
+  const res = await request(kc, { path: `/api/v1/namespaces/${ns}/configmaps`, asUser: user });
+  if (/cannot impersonate resource \\"serviceaccounts\\"/.test(res.text)) return 'refused';
+  if (res.status === 200 || new RegExp(`User \\\\"${user}\\\\" cannot list`).test(res.text)) return 'impersonated';
+  return `HTTP ${res.status}: ${res.text}`;
+}
 
 after(async () => {
   await cp?.stop();
@@ -54,11 +73,48 @@ test('the default release applies, and its admission policy rejects a bad AppPro
   };
   const message = await admissionDenial(cp.admin, bad);
   assert.match(message, /denied request: server has an invalid format, '\[z-a\]'$/);
-  const rs = await until(
-    'a ReplicaSet',
-    async () => (await listRaw(cp.admin, { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'argocd' }))[0],
+  // Both Deployments' Pods are admitted by the restricted standard (never scheduled: no nodes).
+  const component = (p: KubeObject) => (p.metadata['labels'] as Record<string, string>)['app.kubernetes.io/component'];
+  const pods = await until('two controller Pods and two renderer Pods', async () => {
+    const list = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Pod', namespace: 'argocd' });
+    const n = (c: string) => list.filter((p) => component(p) === c).length;
+    return n('controller') === 2 && n('renderer') === 2 ? list : undefined;
+  }).catch(async (err: Error) => {
+    const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: 'argocd' });
+    throw new Error(`${err.message}; events: ${events.map((e) => String(e['message'])).join(' | ')}`);
+  });
+  for (const pod of pods.filter((p) => component(p) === 'renderer')) {
+    const volumes = (pod['spec'] as { volumes: { projected?: { sources: object[] } }[] }).volumes;
+    assert.ok(
+      !volumes.some((v) => (v.projected?.sources ?? []).some((x) => 'serviceAccountToken' in x)),
+      `renderer Pod ${pod.metadata.name} has no ServiceAccount token`,
+    );
+  }
+});
+
+test('the default release may impersonate no ServiceAccount; clusterWide would let it act as a kube-system controller', async () => {
+  const sa = await cp.kubeconfigFor({ serviceAccount: 'impersync', namespace: 'argocd' });
+  for (const user of ['system:serviceaccount:team-a:x', garbageCollector])
+    assert.equal(await impersonation(sa, user), 'refused', user);
+  // The opt-in, applied as `helm upgrade --set rbac.impersonate.clusterWide=true` would: the
+  // ClusterRoleBinding it adds is the whole difference.
+  const wide = helmTemplate({ release: 'impersync', namespace: 'argocd', set: ['rbac.impersonate.clusterWide=true'] });
+  const binding = find(wide, 'ClusterRoleBinding', 'impersync-impersonate');
+  await applyAll(cp.admin, [binding]);
+  try {
+    await until('cluster-wide impersonation', async () =>
+      (await impersonation(sa, garbageCollector)) === 'impersonated' ? true : undefined,
+    );
+    assert.equal((await request(sa, { path: '/api/v1/secrets', asUser: garbageCollector })).status, 200);
+  } finally {
+    await request(cp.admin, {
+      method: 'DELETE',
+      path: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/impersync-impersonate',
+    });
+  }
+  await until('refused again', async () =>
+    (await impersonation(sa, garbageCollector)) === 'refused' ? true : undefined,
   );
-  assert.equal((rs['spec'] as { replicas: number }).replicas, 2);
 });
 
 const opsValues = [
@@ -70,6 +126,8 @@ const opsValues = [
   'rbac.impersonate.serviceAccounts[0].name=x',
   'rbac.impersonate.serviceAccounts[1].namespace=team-b',
   'rbac.impersonate.serviceAccounts[1].name=z',
+  'rbac.impersonate.namespaces[0]=team-c',
+  'networkPolicy.rendererEgress.enabled=true',
 ];
 
 test('a ServiceMonitor needs its CRD: off by default, and applies once the CRD exists', async () => {
@@ -115,23 +173,35 @@ test('a ServiceMonitor needs its CRD: off by default, and applies once the CRD e
   );
 });
 
-test('resourceNames-limited impersonation: only the listed ServiceAccounts; fallback gives rights of its own', async () => {
+test('listed impersonation: the ServiceAccounts by name, every one of a listed namespace, nothing else; fallback gives rights of its own', async () => {
   const sa = await cp.kubeconfigFor({ serviceAccount: 'ops-impersync', namespace: 'ops' });
   const read = async (ns: string, asUser?: string) =>
     (await request(sa, { path: `/api/v1/namespaces/${ns}/serviceaccounts`, asUser })).status;
-  // Impersonation is checked before the request itself; x and z have no rights, so a permitted
+  // Impersonation is checked before the request itself; these users have no rights, so a permitted
   // impersonation ends in 403 from the impersonated user, a refused one in 403 naming impersonate.
-  const attempt = async (user: string) =>
-    (await request(sa, { path: '/api/v1/namespaces/team-a/configmaps', asUser: user })).text;
-  assert.match(
-    await attempt('system:serviceaccount:team-a:x'),
-    /User \\"system:serviceaccount:team-a:x\\" cannot list resource \\"configmaps\\"/,
+  const outcomes = Object.fromEntries(
+    await Promise.all(
+      [
+        'system:serviceaccount:team-a:x',
+        'system:serviceaccount:team-b:z',
+        'system:serviceaccount:team-c:anyone',
+        'system:serviceaccount:team-c:no-such-account',
+        'system:serviceaccount:team-a:w',
+        garbageCollector,
+      ].map(async (u) => [u, await impersonation(sa, u)] as const),
+    ),
   );
-  assert.match(
-    await attempt('system:serviceaccount:team-b:z'),
-    /User \\"system:serviceaccount:team-b:z\\" cannot list resource \\"configmaps\\"/,
-  );
-  assert.match(await attempt('system:serviceaccount:team-a:w'), /cannot impersonate resource \\"serviceaccounts\\"/);
+  assert.deepEqual(outcomes, {
+    'system:serviceaccount:team-a:x': 'impersonated',
+    'system:serviceaccount:team-b:z': 'impersonated',
+    'system:serviceaccount:team-c:anyone': 'impersonated',
+    // A whole namespace means any name there, existing or not (why system namespaces are refused).
+    'system:serviceaccount:team-c:no-such-account': 'impersonated',
+    'system:serviceaccount:team-a:w': 'refused',
+    [garbageCollector]: 'refused',
+  });
+  // fallback's broad rights do not include impersonation: kube-system stays out of reach.
+  assert.equal((await request(sa, { path: '/api/v1/secrets', asUser: garbageCollector })).status, 403);
   // fallback: the controller's own credential reads tenant namespaces.
   assert.equal(await read('team-a'), 200);
 });
@@ -152,6 +222,7 @@ test('helm itself installs, upgrades and uninstalls a release on the control pla
   assert.equal(install.status, 0, install.stderr);
   assert.match(install.stdout, /STATUS: deployed/);
   assert.match(install.stdout, /RBAC shape: strict/);
+  assert.match(install.stdout, /The controller may impersonate NO ServiceAccount yet, so every sync is refused/);
   const dep = await getRaw(cp.admin, {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

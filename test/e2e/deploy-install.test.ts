@@ -1,9 +1,12 @@
 // The install manifests on a real control plane: deploy/install.yaml and `kustomize build
-// deploy/install` apply (strict field validation), the Deployment's Pods pass the restricted Pod
-// Security Standard, and the strict RBAC is exactly enough: the controller's ServiceAccount does its
-// own work in argocd, reaches tenants only by impersonation, and leads with its Lease. The fallback
-// shape then gives it rights of its own. (Syncing the examples with strict RBAC needs the
-// controller itself: that is the controller's end-to-end test.)
+// deploy/install` apply (strict field validation), the controller's and the renderer's Pods pass
+// the restricted Pod Security Standard (and the renderer's gets no token), and the strict RBAC is
+// exactly enough: the controller's ServiceAccount does its own work in argocd, only reads
+// AppProjects, reaches tenants only by impersonation and only in the namespaces an admin bound,
+// cannot impersonate kube-system's controllers (unless the cluster-wide opt-in is applied, which
+// the test shows is the difference), and leads with its Lease. The fallback shape then gives it
+// rights of its own. (Syncing the examples with strict RBAC needs the controller itself: that is
+// the controller's end-to-end test.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -21,13 +24,26 @@ import {
   readYamlFile,
 } from '../support/index.ts';
 import type { TestControlPlane, KubeObject } from '../support/index.ts';
-import { admissionDenial, applyAll, kustomizeBuild, repoRoot, until } from '../deploy/render.ts';
+import {
+  admissionDenial,
+  applyAll,
+  find,
+  kustomizeBuild,
+  kustomizeOverlay,
+  repoRoot,
+  tenantImpersonationBinding,
+  until,
+} from '../deploy/render.ts';
+import type { PodSpec } from '../deploy/pod-checks.ts';
 import { startLeaderElection } from '../../src/controller/leader.ts';
 
 let cp: TestControlPlane;
 let sa: KubeConfig;
 const controllerUser = 'system:serviceaccount:argocd:impersync-controller';
 const deployer = 'system:serviceaccount:guestbook:guestbook-deployer';
+// A kube-system controller: it needs no ServiceAccount object to be impersonated, and its bootstrap
+// ClusterRole may get, list, watch, patch, update and delete everything (every Secret included).
+const garbageCollector = 'system:serviceaccount:kube-system:generic-garbage-collector';
 
 /** HTTP status of a request made as `kc`. */
 async function statusOf(
@@ -54,6 +70,9 @@ before(async () => {
   await createNamespace(cp.admin, 'argocd', { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } });
   await createNamespace(cp.admin, 'guestbook');
   await createServiceAccount(cp.admin, 'guestbook', 'guestbook-deployer');
+  // A tenant the admin did not list.
+  await createNamespace(cp.admin, 'unlisted');
+  await createServiceAccount(cp.admin, 'unlisted', 'deployer');
   await grantRole(cp.admin, {
     name: 'deployer',
     namespace: 'guestbook',
@@ -71,25 +90,49 @@ test('deploy/install.yaml and kustomize build deploy/install apply; the Pods pas
   assert.equal(flat.filter((o) => o.kind === 'CustomResourceDefinition').length, 2);
   await applyAll(cp.admin, flat);
   await applyAll(cp.admin, kustomizeBuild('deploy/install'));
-  // kube-controller-manager turns the Deployment into a ReplicaSet and two Pods (never scheduled:
+  // kube-controller-manager turns each Deployment into a ReplicaSet and two Pods (never scheduled:
   // the control plane has no nodes). A Pod the restricted standard refuses would never appear.
-  const pods = await until('two controller Pods', async () => {
+  const component = (p: KubeObject) => (p.metadata['labels'] as Record<string, string>)['app.kubernetes.io/component'];
+  const pods = await until('two controller Pods and two renderer Pods', async () => {
     const list = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Pod', namespace: 'argocd' });
-    return list.length === 2 ? list : undefined;
+    const n = (c: string) => list.filter((p) => component(p) === c).length;
+    return n('controller') === 2 && n('renderer') === 2 ? list : undefined;
   }).catch(async (err: Error) => {
     const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: 'argocd' });
     throw new Error(`${err.message}; events: ${events.map((e) => String(e['message'])).join(' | ')}`);
   });
-  const spec = pods[0]?.['spec'] as {
-    serviceAccountName: string;
-    containers: { securityContext: { readOnlyRootFilesystem: boolean } }[];
-  };
-  assert.equal(spec.serviceAccountName, 'impersync-controller');
-  assert.equal(spec.containers[0]?.securityContext.readOnlyRootFilesystem, true);
+  // The Pods as stored, after the ServiceAccount admission plugin (which adds a token volume to a Pod
+  // that does not refuse one).
+  const tokenVolumes = (spec: PodSpec) =>
+    spec.volumes.filter((v) => (v.projected?.sources ?? []).some((x) => 'serviceAccountToken' in x));
+  const mountsOf = (spec: PodSpec, volume: string) =>
+    spec.containers.flatMap((c) =>
+      c.volumeMounts.filter((m) => m.name === volume).map((m) => `${c.name}:${m.mountPath}`),
+    );
+  for (const pod of pods) {
+    const spec = pod['spec'] as PodSpec;
+    assert.ok(spec.containers.every((c) => c.securityContext['readOnlyRootFilesystem'] === true));
+    if (component(pod) === 'renderer') {
+      assert.equal(spec.serviceAccountName, 'impersync-renderer');
+      assert.deepEqual(tokenVolumes(spec), [], `renderer Pod ${pod.metadata.name}: no ServiceAccount token volume`);
+      assert.ok(!spec.volumes.some((v) => v.secret && v.secret.secretName !== 'impersync-renderer-token'));
+      assert.equal(spec.securityContext['runAsUser'], 65533);
+    } else {
+      assert.equal(spec.serviceAccountName, 'impersync-controller');
+      // Only the install's own token volume (nothing injected), mounted in the controller container.
+      assert.deepEqual(
+        tokenVolumes(spec).map((v) => v.name),
+        ['serviceaccount-token'],
+      );
+      assert.deepEqual(mountsOf(spec, 'serviceaccount-token'), [
+        'controller:/var/run/secrets/kubernetes.io/serviceaccount',
+      ]);
+    }
+  }
   sa = await cp.kubeconfigFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
 });
 
-test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluster Secrets, Events', async () => {
+test('strict RBAC: Applications and their status, AppProjects read-only, argocd-cm, cluster Secrets, Events', async () => {
   await applyRaw(cp.admin, {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Application',
@@ -119,6 +162,13 @@ test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluste
     ['PATCH', `${apps}/guestbook/status`, { status: { sync: { status: 'OutOfSync' } } }],
     ['PATCH', `${apps}/guestbook`, { metadata: { finalizers: ['resources-finalizer.argocd.argoproj.io'] } }],
     ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/default'],
+    ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects?watch=1&timeoutSeconds=1'],
+    // The renderer's token Secret, which the controller creates when it is missing.
+    [
+      'POST',
+      '/api/v1/namespaces/argocd/secrets',
+      { metadata: { name: 'impersync-renderer-token' }, stringData: { token: 'test' } },
+    ],
     ['GET', '/api/v1/namespaces/argocd/configmaps/argocd-cm'],
     ['GET', '/api/v1/namespaces/argocd/configmaps?fieldSelector=metadata.name%3Dargocd-cm'],
     ['GET', '/api/v1/namespaces/argocd/secrets?labelSelector=argocd.argoproj.io%2Fsecret-type%3Dcluster'],
@@ -141,7 +191,22 @@ test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluste
   ];
   for (const [method, path, body] of allowed)
     assert.equal((await statusOf(sa, method, path, body)) < 300, true, `${method} ${path} is allowed`);
+  const projects = '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects';
   const denied: [string, string, unknown?][] = [
+    // AppProjects choose the identity: the controller may not change one, nor create or delete one.
+    ['PATCH', `${projects}/default`, { spec: { destinationServiceAccounts: [] } }],
+    [
+      'PUT',
+      `${projects}/default`,
+      { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'default' } },
+    ],
+    ['PATCH', `${projects}/default/status`, { status: {} }],
+    ['POST', projects, { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'mine' } }],
+    ['DELETE', `${projects}/default`],
+    // Secrets: created, never changed or deleted, and only in argocd.
+    ['PATCH', '/api/v1/namespaces/argocd/secrets/impersync-renderer-token', { stringData: { token: 'x' } }],
+    ['DELETE', '/api/v1/namespaces/argocd/secrets/impersync-renderer-token'],
+    ['POST', '/api/v1/namespaces/guestbook/secrets', { metadata: { name: 's' } }],
     ['GET', '/api/v1/namespaces/argocd/configmaps'],
     ['GET', '/api/v1/namespaces/argocd/configmaps/unrelated'],
     ['GET', '/api/v1/secrets'],
@@ -156,7 +221,41 @@ test('strict RBAC: Applications, AppProjects and their status, argocd-cm, cluste
     assert.equal(await statusOf(sa, method, path, body), 403, `${method} ${path} is forbidden`);
 });
 
-test('strict RBAC: tenant resources only as the impersonated ServiceAccount, and the audit log says so', async () => {
+/** The API server's answer to `kc` impersonating `user` for a list of configmaps in `namespace`. */
+async function impersonating(kc: KubeConfig, user: string, namespace = 'guestbook') {
+  const res = await request(kc, { path: `/api/v1/namespaces/${namespace}/configmaps`, asUser: user });
+  return { status: res.status, text: res.text };
+}
+/** The API server's refusal of the impersonation itself (the body is JSON: quotes come escaped). */
+const refusedImpersonation = (user: string) => {
+  const [, , ns, name] = user.split(':');
+  const q = (t: string) => `\\\\"${t}\\\\"`;
+  return new RegExp(
+    `serviceaccounts ${q(name ?? '')} is forbidden: User ${q(controllerUser)} cannot impersonate resource ${q('serviceaccounts')} in API group ${q('')} in the namespace ${q(ns ?? '')}`,
+  );
+};
+
+test('strict RBAC as shipped: the controller may impersonate no ServiceAccount', async () => {
+  for (const user of [deployer, 'system:serviceaccount:unlisted:deployer', garbageCollector]) {
+    const res = await impersonating(sa, user);
+    assert.equal(res.status, 403, user);
+    assert.match(res.text, refusedImpersonation(user));
+  }
+});
+
+test('strict RBAC: tenant resources only as the impersonated ServiceAccount of a listed namespace, and the audit log says so', async () => {
+  // The admin lists guestbook (deploy/install/tenants/impersonate.yaml).
+  await applyAll(cp.admin, [tenantImpersonationBinding('guestbook')]);
+  await until('impersonation in guestbook', async () =>
+    (await impersonating(sa, deployer)).status === 200 ? true : undefined,
+  );
+  // The binding's ClusterRole includes get: the existence check before a sync may read it.
+  assert.equal(await statusOf(sa, 'GET', '/api/v1/namespaces/guestbook/serviceaccounts/guestbook-deployer'), 200);
+  assert.equal(await statusOf(sa, 'GET', '/api/v1/namespaces/unlisted/serviceaccounts/deployer'), 403);
+  // Not listed: refused, though the ServiceAccount exists.
+  const unlisted = await impersonating(sa, 'system:serviceaccount:unlisted:deployer', 'unlisted');
+  assert.equal(unlisted.status, 403);
+  assert.match(unlisted.text, refusedImpersonation('system:serviceaccount:unlisted:deployer'));
   const path = '/api/v1/namespaces/guestbook/configmaps';
   assert.equal(await statusOf(sa, 'POST', path, { metadata: { name: 'by-deployer' } }, deployer), 201);
   // The ServiceAccount's own limits hold: it may not touch Secrets, so neither may the controller through it.
@@ -173,6 +272,33 @@ test('strict RBAC: tenant resources only as the impersonated ServiceAccount, and
   const rec = (await cp.waitForAudit(mine)).find(mine);
   assert.equal(rec?.user, controllerUser);
   assert.equal(rec?.impersonatedUser, deployer);
+});
+
+test("the installed token cannot impersonate kube-system's controllers; with the cluster-wide opt-in it can, and reads every Secret", async () => {
+  // The defence: no grant reaches kube-system. (guestbook is bound by now; that does not help.)
+  const refused = await impersonating(sa, garbageCollector, 'kube-system');
+  assert.equal(refused.status, 403);
+  assert.match(refused.text, refusedImpersonation(garbageCollector));
+  assert.equal(await statusOf(sa, 'GET', '/api/v1/secrets', undefined, garbageCollector), 403);
+  // What the test guards against: the old default, a cluster-wide binding, is the opt-in component.
+  const wide = kustomizeOverlay(['deploy/install'], ['deploy/install/components/impersonate-cluster-wide']);
+  const binding = find(wide, 'ClusterRoleBinding', 'impersync-impersonate');
+  await applyAll(cp.admin, wide);
+  try {
+    // The same request now passes impersonation, and the stolen token reads every Secret of the cluster.
+    await until('cluster-wide impersonation', async () =>
+      (await statusOf(sa, 'GET', '/api/v1/secrets', undefined, garbageCollector)) === 200 ? true : undefined,
+    );
+    assert.equal((await impersonating(sa, garbageCollector, 'kube-system')).status, 200);
+  } finally {
+    await request(cp.admin, {
+      method: 'DELETE',
+      path: `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${binding.metadata.name}`,
+    });
+  }
+  await until('the narrow shape again', async () =>
+    (await impersonating(sa, garbageCollector, 'kube-system')).status === 403 ? true : undefined,
+  );
 });
 
 test('strict RBAC: the ServiceAccount creates and holds its Lease, and no other', async () => {

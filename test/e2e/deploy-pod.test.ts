@@ -1,13 +1,16 @@
-// The install's Pod, as closely as a process gets without a container runtime: the Deployment's own
-// args and env (downward API values filled in), run as uid/gid 65532 (setpriv; as the current
-// user when the tests do not run as root, which is non-root already), writable folders
-// only for the cache, HOME and TMPDIR, the token of the installed ServiceAccount (strict RBAC).
-// It wins the Lease under its Pod name, answers its probes, syncs example 1 as its ServiceAccount,
-// and on SIGTERM exits 0 having released the Lease.
+// The install's two Pods, as closely as processes get without a container runtime: each
+// Deployment's own args and env (downward API values filled in, the container paths moved to
+// folders of this machine, Service names to loopback ports), run as the Pods' users (setpriv: the
+// controller as 65532, the renderer as 65533; as the current user when the tests do not run as
+// root). The controller gets the token of the installed ServiceAccount (strict RBAC); the renderer
+// gets no credential, only the renderer-token Secret the controller makes, copied to its file as the
+// kubelet would. The controller wins the Lease under its Pod name, answers its probes, syncs
+// example 1 as its ServiceAccount through the renderer, and on SIGTERM exits 0 having released it.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -17,22 +20,28 @@ import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
 import { kubeconfigYaml } from '../../src/controlplane/identities.ts';
-import { applyAll, find, kustomizeBuild, repoRoot } from '../deploy/render.ts';
+import { applyAll, find, kustomizeBuild, repoRoot, tenantImpersonationBinding } from '../deploy/render.ts';
 import { operationPhase, waitForApp } from './controller-fixture.ts';
 
 const asRoot = process.getuid?.() === 0;
-const UID = asRoot ? 65532 : (process.getuid?.() ?? 0);
-const GID = asRoot ? 65532 : (process.getgid?.() ?? 0);
+const me = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+const CONTROLLER = asRoot ? { uid: 65532, gid: 65532 } : me;
+const RENDERER = asRoot ? { uid: 65533, gid: 65533 } : me;
 let cp: TestControlPlane;
 let repo: TestRepo;
 let work: string;
 let child: ChildProcess | undefined;
+let rendererChild: ChildProcess | undefined;
+let rendererEnv: Record<string, string> = {};
+let kubelet: NodeJS.Timeout | undefined;
+let tokenFile = '';
 let output = '';
 let port = 0;
+let rendererPort = 0;
 
 type Container = {
   args: string[];
-  env: { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } }[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } }[];
 };
 
 async function freePort(): Promise<number> {
@@ -67,29 +76,81 @@ const probe = async (p: string) => {
   }
 };
 
+/** The container of Deployment `name`, with its env filled in and its paths moved by `paths`. */
+function podProcess(
+  install: KubeObject[],
+  name: string,
+  user: { uid: number; gid: number },
+  overrides: { env: Record<string, string>; args: (a: string) => string; cwd: string },
+): { file: string; args: string[]; env: Record<string, string>; cwd: string } {
+  const container = (find(install, 'Deployment', name)['spec'] as { template: { spec: { containers: Container[] } } })
+    .template.spec.containers[0] as Container;
+  const downward: Record<string, string> = {
+    'metadata.name': `${name}-5d8c7-x2x9q`,
+    'metadata.namespace': 'argocd',
+  };
+  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
+  for (const e of container.env ?? [])
+    env[e.name] = e.valueFrom ? (downward[e.valueFrom.fieldRef.fieldPath] ?? '') : (e.value ?? '');
+  Object.assign(env, overrides.env);
+  const args = container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, n: string) => env[n] ?? '')).map(overrides.args);
+  const command = [
+    process.execPath,
+    '--disable-warning=ExperimentalWarning',
+    path.join(repoRoot, 'src/cli/main.ts'),
+    ...args,
+  ];
+  const [file, ...rest] = asRoot
+    ? ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', ...command]
+    : command;
+  return { file: file as string, args: rest, env, cwd: overrides.cwd };
+}
+
+function start(p: ReturnType<typeof podProcess>): ChildProcess {
+  const c = spawn(p.file, p.args, { cwd: p.cwd, env: p.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  c.stdout?.on('data', (d: Buffer) => void (output += d.toString()));
+  c.stderr?.on('data', (d: Buffer) => void (output += d.toString()));
+  return c;
+}
+
+/** Folders owned by `user`, as the Pod's emptyDir volumes are. */
+async function volumes(names: string[], user: { uid: number; gid: number }): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    out[n] = path.join(work, n);
+    spawnSync('mkdir', ['-p', out[n]]);
+    await chown(out[n], user.uid, user.gid);
+  }
+  return out;
+}
+
 before(async () => {
   if (asRoot && spawnSync('setpriv', ['--version']).status !== 0)
-    throw new Error('setpriv (util-linux) is needed to run the Pod as uid 65532: apt-get install util-linux');
+    throw new Error('setpriv (util-linux) is needed to run the Pods as their users: apt-get install util-linux');
   cp = await startControlPlane();
   const install = kustomizeBuild('deploy/install');
   await applyAll(cp.admin, install);
-  // The Pod's folders: the emptyDir volumes, owned by the Pod's user.
+  // Example 1's tenant, listed as an admin lists it (the install binds none by itself).
+  await applyAll(cp.admin, [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'guestbook' } },
+    tenantImpersonationBinding('guestbook'),
+  ]);
   work = await mkdtemp(path.join(os.tmpdir(), 'impersync-pod-'));
   await chmod(work, 0o755);
-  const dirs = { cache: path.join(work, 'cache'), home: path.join(work, 'home'), tmp: path.join(work, 'tmp') };
-  for (const d of Object.values(dirs)) {
-    spawnSync('mkdir', ['-p', d]);
-    await chown(d, UID, GID);
-  }
-  // The ServiceAccount token the kubelet would mount, as a kubeconfig the Pod's user can read.
+  const ctl = await volumes(['home', 'tmp'], CONTROLLER);
+  const rnd = await volumes(['renderer-cache', 'renderer-home', 'renderer-tmp', 'renderer-token'], RENDERER);
+  tokenFile = path.join(rnd['renderer-token'] as string, 'token');
+  // The ServiceAccount token the kubelet would mount into the controller container, as a kubeconfig.
   const token = await cp.tokenFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
   const kubeconfig = path.join(work, 'kubeconfig');
   await writeFile(
     kubeconfig,
     kubeconfigYaml({ server: cp.server, caPem: cp.caPem, name: 'impersync-controller', token }),
-    { mode: 0o644 },
+    {
+      mode: 0o640,
+    },
   );
-  // Git refuses repositories owned by another user: the repository belongs to the Pod's user too.
+  await chown(kubeconfig, CONTROLLER.uid, CONTROLLER.gid);
   repo = await TestRepo.create(path.join(work, 'repo'));
   await repo.commit(
     {
@@ -98,53 +159,63 @@ before(async () => {
     },
     'guestbook',
   );
-  spawnSync('chown', ['-R', `${UID}:${GID}`, repo.dir]);
 
-  const container = (find(install, 'Deployment')['spec'] as { template: { spec: { containers: Container[] } } })
-    .template.spec.containers[0] as Container;
   port = await freePort();
-  const downward: Record<string, string> = {
-    'metadata.name': 'impersync-controller-5d8c7-x2x9q',
-    'metadata.namespace': 'argocd',
-  };
-  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
-  for (const e of container.env)
-    env[e.name] = e.valueFrom ? (downward[e.valueFrom.fieldRef.fieldPath] ?? '') : (e.value ?? '');
-  // The container's paths, moved to this machine's folders.
-  Object.assign(env, {
-    IMPERSYNC_CACHE_DIR: dirs.cache,
-    XDG_CACHE_HOME: dirs.cache,
-    HOME: dirs.home,
-    TMPDIR: dirs.tmp,
+  rendererPort = await freePort();
+  const moved = (from: string, to: string) => (a: string) => a.replace(from, to);
+  const renderer = podProcess(install, 'impersync-renderer', RENDERER, {
+    env: {
+      HOME: rnd['renderer-home'] as string,
+      TMPDIR: rnd['renderer-tmp'] as string,
+      IMPERSYNC_CACHE_DIR: rnd['renderer-cache'] as string,
+      XDG_CACHE_HOME: rnd['renderer-cache'] as string,
+      HELM_CACHE_HOME: path.join(rnd['renderer-cache'] as string, 'helm/cache'),
+      HELM_CONFIG_HOME: path.join(rnd['renderer-cache'] as string, 'helm/config'),
+      HELM_DATA_HOME: path.join(rnd['renderer-cache'] as string, 'helm/data'),
+    },
+    args: (a) =>
+      moved(
+        '--listen=0.0.0.0:8081',
+        `--listen=127.0.0.1:${rendererPort}`,
+      )(
+        moved(
+          '/var/cache/impersync-renderer',
+          rnd['renderer-cache'] as string,
+        )(moved('/etc/impersync/renderer-token/token', tokenFile)(a)),
+      ),
+    cwd: rnd['renderer-home'] as string,
   });
-  const args = container.args
-    .map((a) => a.replace(/\$\((\w+)\)/g, (_, name: string) => env[name] ?? ''))
-    .map((a) => (a.startsWith('--health-port=') ? `--health-port=${port}` : a));
-  args.push(`--kubeconfig=${kubeconfig}`); // in a Pod: the in-cluster configuration
-  const command = [
-    process.execPath,
-    '--disable-warning=ExperimentalWarning',
-    path.join(repoRoot, 'src/cli/main.ts'),
-    ...args,
-  ];
-  const [file, ...rest] = asRoot
-    ? ['setpriv', `--reuid=${UID}`, `--regid=${GID}`, '--clear-groups', ...command]
-    : command;
-  child = spawn(file as string, rest, {
-    cwd: dirs.home,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+  rendererEnv = renderer.env;
+  rendererChild = start(renderer);
+  const controller = podProcess(install, 'impersync-controller', CONTROLLER, {
+    env: { HOME: ctl['home'] as string, TMPDIR: ctl['tmp'] as string },
+    args: (a) =>
+      a.startsWith('--health-port=')
+        ? `--health-port=${port}`
+        : moved('http://impersync-renderer:8081', `http://127.0.0.1:${rendererPort}`)(a),
+    cwd: ctl['home'] as string,
   });
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
+  controller.args.push(`--kubeconfig=${kubeconfig}`); // in a Pod: the in-cluster configuration
+  child = start(controller);
+  // The kubelet's part: once the controller has made the renderer's token Secret, the renderer's
+  // (optional) Secret volume shows it as a file.
+  kubelet = setInterval(() => {
+    void (async () => {
+      const secret = await getRaw(cp.admin, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        namespace: 'argocd',
+        name: 'impersync-renderer-token',
+      });
+      const data = (secret?.['data'] as Record<string, string> | undefined)?.['token'];
+      if (data && !existsSync(tokenFile)) await writeFile(tokenFile, Buffer.from(data, 'base64'), { mode: 0o644 });
+    })().catch(() => {});
+  }, 200);
 });
 
 after(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  clearInterval(kubelet);
+  for (const c of [child, rendererChild]) if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await cp?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -167,10 +238,17 @@ test('the Pod leads under its name, answers its probes, and syncs example 1 as i
   const spec = app['spec'] as { source: Record<string, string> };
   await applyRaw(cp.admin, {
     ...app,
-    spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } },
+    spec: { ...spec, source: { ...spec.source, repoURL: repo.url } },
     operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'pod-test' } },
   } as KubeObject);
   const synced = await waitForApp(cp, 'guestbook', 'a sync', (a) => operationPhase(a) === 'Succeeded', 90_000);
+  // The renderer rendered it, holding no credential: no token, no kubeconfig, no API server address.
+  assert.equal((await fetch(`http://127.0.0.1:${rendererPort}/readyz`)).status, 200);
+  assert.deepEqual(
+    Object.keys(rendererEnv).filter((k) => /KUBE|TOKEN|SERVICE_HOST/.test(k)),
+    [],
+  );
+  assert.doesNotMatch(rendererChild?.spawnargs.join(' ') ?? '', /kubeconfig|serviceaccount/);
   assert.equal(
     (synced.status?.['operationState'] as { syncResult: { identity: string } }).syncResult.identity,
     'system:serviceaccount:guestbook:generic-deployer',

@@ -1,5 +1,6 @@
 // The point of the strict RBAC, end to end: the install of deploy/install (strict Role, impersonate
-// ClusterRole, the sample argocd-cm with impersonation enabled and enforced) is applied, and the
+// ClusterRole bound in each tenant namespace as deploy/install/tenants documents, the sample
+// argocd-cm with impersonation enabled and enforced) is applied, and the
 // controller runs with the token of the installed ServiceAccount, nothing more. It still syncs the
 // design document's examples, each as its ServiceAccount, and refuses the one whose destination
 // matches no entry; the audit log shows no write to a tenant namespace without impersonation.
@@ -23,7 +24,7 @@ import { TestRepo } from '../support/git.ts';
 import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { applyAll, kustomizeBuild, repoRoot } from '../deploy/render.ts';
+import { applyAll, kustomizeBuild, repoRoot, tenantImpersonationBinding } from '../deploy/render.ts';
 import { condition, getApp, operationPhase, waitForApp } from './controller-fixture.ts';
 
 const controllerUser = 'system:serviceaccount:argocd:impersync-controller';
@@ -68,7 +69,7 @@ async function example(file: string): Promise<{ apps: KubeObject[]; rest: KubeOb
       const spec = o['spec'] as { source: { repoURL: string } };
       return {
         ...o,
-        spec: { ...spec, source: { ...spec.source, repoURL: repo.fileURL } },
+        spec: { ...spec, source: { ...spec.source, repoURL: repo.url } },
         operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: `deploy-test ${file}` } },
       };
     });
@@ -140,6 +141,11 @@ function assertSyncedAs(audit: AuditRecord[], namespace: string, serviceAccount:
 before(async () => {
   cp = await startControlPlane();
   await applyAll(cp.admin, kustomizeBuild('deploy/install'));
+  // The tenants of the examples, listed as an admin lists them (the install binds none by itself).
+  for (const ns of ['guestbook', 'mynamespace', 'myns', 'guestbook-dev', 'guestbook-prod']) {
+    await createNamespace(cp.admin, ns);
+    await applyAll(cp.admin, [tenantImpersonationBinding(ns)]);
+  }
   repo = await TestRepo.create();
   await repo.commit(guestbook, 'guestbook');
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-strict-'));
@@ -154,7 +160,7 @@ before(async () => {
     kc,
     namespace: 'argocd',
     logger: createLogger({ level: 'info' }, sink),
-    childRenderer: { cacheDir, allowLocalRepositories: true },
+    childRenderer: { cacheDir },
     waitTimeoutMs: 20_000,
   });
 });

@@ -47,10 +47,7 @@ function captureIO(): CommandIO & { out: () => string; err: () => string } {
 
 async function diff(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = captureIO();
-  const code = await run(
-    [...args, '--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir, '--allow-local-repositories'],
-    io,
-  );
+  const code = await run([...args, '--kubeconfig', cp.controllerKubeconfigPath, '--cache-dir', cacheDir], io);
   return { code, out: io.out(), err: io.err() };
 }
 
@@ -60,7 +57,7 @@ const application = (name: string, destinationNamespace: string) => ({
   metadata: { name, namespace: 'argocd' },
   spec: {
     project: 'guestbook',
-    source: { repoURL: repo.fileURL, path: 'app', targetRevision: 'HEAD' },
+    source: { repoURL: repo.url, path: 'app', targetRevision: 'HEAD' },
     destination: { server: 'https://kubernetes.default.svc', namespace: destinationNamespace },
   },
 });
@@ -280,7 +277,6 @@ test('the impersync command runs it as a process that exits on its own with the 
       cp.controllerKubeconfigPath,
       '--cache-dir',
       cacheDir,
-      '--allow-local-repositories',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -71,7 +71,7 @@ test(
   'kube-apiserver stopped and restarted in the middle of a sync: the operation completes with the right result',
   { timeout: 120_000 },
   async () => {
-    const app = application('restart', fx.repo.fileURL, {
+    const app = application('restart', fx.repo.url, {
       project: 'faults',
       path: 'held',
       destination: { server: IN_CLUSTER, namespace: 'restart' },
@@ -131,7 +131,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('cut', fx.repo.fileURL, { project: 'faults', destination: { server: IN_CLUSTER, namespace: 'cut' } }),
+      application('cut', fx.repo.url, { project: 'faults', destination: { server: IN_CLUSTER, namespace: 'cut' } }),
     );
     await waitForApp(cp, 'cut', 'first sync', (a) => operationPhase(a) === 'Succeeded');
     const before = proxy.connections();
@@ -140,7 +140,7 @@ test(
     // Made while the controller cannot see: a new Application, and a change to an existing one.
     await applyRaw(
       cp.admin,
-      application('cut-new', fx.repo.fileURL, {
+      application('cut-new', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'cut-new' },
       }),

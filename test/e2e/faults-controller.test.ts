@@ -61,7 +61,7 @@ test(
     const first = ctl;
     await applyRaw(
       cp.admin,
-      application('killed', repo.fileURL, {
+      application('killed', repo.url, {
         project: 'faults',
         path: 'held',
         destination: { server: IN_CLUSTER, namespace: 'killed' },
@@ -151,7 +151,7 @@ test(
     const proc = ctl;
     await applyRaw(
       cp.admin,
-      application('termed', repo.fileURL, {
+      application('termed', repo.url, {
         project: 'faults-term',
         path: 'held',
         destination: { server: IN_CLUSTER, namespace: 'termed' },

@@ -98,7 +98,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('revoked', fx.repo.fileURL, {
+      application('revoked', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'revoked' },
         automated: false,
@@ -154,7 +154,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('midway', fx.repo.fileURL, {
+      application('midway', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'midway' },
         automated: false,
@@ -211,7 +211,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('sa-gone', fx.repo.fileURL, {
+      application('sa-gone', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'sa-gone' },
         automated: false,
@@ -252,7 +252,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('sa-only', fx.repo.fileURL, {
+      application('sa-only', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'sa-only' },
         automated: false,
@@ -281,7 +281,12 @@ test(
       ),
       'a Warning event says why',
     );
-    assert.ok(fx.events.events.some((e) => e.reason === 'OperationFailed' && e.message.includes(missing('sa-only'))));
+    // The controller records the event after its status write (which the wait above saw): poll for it.
+    const failedEvent = () =>
+      fx.events.events.some((e) => e.reason === 'OperationFailed' && e.message.includes(missing('sa-only')));
+    for (const end = Date.now() + 10_000; !failedEvent() && Date.now() < end;)
+      await new Promise((r) => setTimeout(r, 100));
+    assert.ok(failedEvent());
     const audit = await cp.readAudit();
     // The check itself: the controller's own GET of the ServiceAccount, answered 404.
     assert.ok(
@@ -312,7 +317,7 @@ test(
   async () => {
     await applyRaw(
       cp.admin,
-      application('sa-midway', fx.repo.fileURL, {
+      application('sa-midway', fx.repo.url, {
         project: 'faults',
         destination: { server: IN_CLUSTER, namespace: 'sa-midway' },
         automated: false,

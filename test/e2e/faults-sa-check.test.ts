@@ -68,7 +68,7 @@ async function syncAfterDeletingServiceAccount(
 ): Promise<Record<string, unknown> & { status?: Record<string, unknown> }> {
   await applyRaw(
     cp.admin,
-    application(ns, fx.repo.fileURL, {
+    application(ns, fx.repo.url, {
       project: 'tenants',
       destination: { server: IN_CLUSTER, namespace: ns },
       automated: false,

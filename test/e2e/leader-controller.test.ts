@@ -77,7 +77,7 @@ async function startReplica(name: string): Promise<Replica> {
               },
             }),
           ),
-          childRenderer: { cacheDir, allowLocalRepositories: true },
+          childRenderer: { cacheDir },
           waitTimeoutMs: 20_000,
           events: [events],
         });
@@ -144,7 +144,7 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   assert.equal(standby.starts, 0, 'the standby never started a controller');
 
   // First revision: synced by the leader alone.
-  await applyRaw(cp.admin, application('guestbook', repo.fileURL, { project: 'my-project' }));
+  await applyRaw(cp.admin, application('guestbook', repo.url, { project: 'my-project' }));
   const first = await waitForApp(
     cp,
     'guestbook',

@@ -50,7 +50,7 @@ const configMap = (ns: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: 
 const history = (a: { status?: Record<string, unknown> }) => ((a.status?.['history'] ?? []) as unknown[]).length;
 
 async function syncedApp(name: string, selfHeal: boolean): Promise<void> {
-  const app = application(name, fx.repo.fileURL, {
+  const app = application(name, fx.repo.url, {
     project: 'live',
     destination: { server: IN_CLUSTER, namespace: name },
   });

@@ -214,3 +214,139 @@ describe('decideIdentity: one Application, with global projects and warnings', (
     assert.equal(JSON.stringify([p, a, enabled]), before);
   });
 });
+
+// Beyond Argo CD (docs/impersonation.md §10): Argo CD impersonates whatever name the entry gives.
+describe('impersync: ServiceAccounts in kube-system, kube-public and kube-node-lease', () => {
+  const refusal = (user: string) =>
+    `refusing to impersonate ${user}: ServiceAccounts in kube-system, kube-public and kube-node-lease are not impersonated unless argocd-cm sets impersync.impersonation.allowSystemNamespaces: "true"`;
+  const entry = (namespace: string, defaultServiceAccount: string) => ({
+    server: IN,
+    namespace,
+    defaultServiceAccount,
+    fromProject: 'my-project',
+  });
+  const cases: {
+    name: string;
+    entry: ReturnType<typeof entry>;
+    destinationNamespace: string;
+    applicationNamespace?: string;
+    refused: string | null;
+  }[] = [
+    {
+      name: '"namespace:name" in kube-system',
+      entry: entry('*', 'kube-system:generic-garbage-collector'),
+      destinationNamespace: 'guestbook',
+      refused: 'system:serviceaccount:kube-system:generic-garbage-collector',
+    },
+    {
+      name: 'a bare name in a destination namespace kube-public',
+      entry: entry('*', 'reader'),
+      destinationNamespace: 'kube-public',
+      refused: 'system:serviceaccount:kube-public:reader',
+    },
+    {
+      name: "a bare name with no destination namespace, in an Application's own namespace kube-node-lease",
+      entry: entry('', 'x'),
+      destinationNamespace: '',
+      applicationNamespace: 'kube-node-lease',
+      refused: 'system:serviceaccount:kube-node-lease:x',
+    },
+    {
+      name: 'more colons: the namespace is still kube-system',
+      entry: entry('*', 'kube-system:a:b'),
+      destinationNamespace: 'guestbook',
+      refused: 'system:serviceaccount:kube-system:a:b',
+    },
+    {
+      name: 'a namespace that only starts like one (kube-systems) is a tenant namespace',
+      entry: entry('*', 'kube-systems:deployer'),
+      destinationNamespace: 'guestbook',
+      refused: null,
+    },
+    {
+      name: 'spaces are kept verbatim (spec §3.4): " kube-system" is another namespace for the API server too',
+      entry: entry('*', ' kube-system:deployer'),
+      destinationNamespace: 'guestbook',
+      refused: null,
+    },
+    {
+      name: 'kube-system as the name, not the namespace',
+      entry: entry('*', 'tenants:kube-system'),
+      destinationNamespace: 'guestbook',
+      refused: null,
+    },
+  ];
+
+  for (const c of cases) {
+    test(`${c.name}: ${c.refused ? 'error naming the ServiceAccount' : 'impersonated'}, whatever enforced says`, () => {
+      for (const enforced of [true, false]) {
+        const d = decide(
+          base({
+            settings: { enabled: true, enforced },
+            entries: [c.entry],
+            destinationNamespace: c.destinationNamespace,
+            applicationNamespace: c.applicationNamespace ?? 'argocd',
+          }),
+        );
+        if (c.refused === null) {
+          assert.equal(d.decision, 'impersonate');
+          continue;
+        }
+        assert.equal(d.decision, 'error');
+        assert.equal(d.serviceAccount, null, 'nothing is impersonated');
+        assert.equal(d.message, refusal(c.refused));
+        assert.equal(d.matched?.defaultServiceAccount, c.entry.defaultServiceAccount, 'the deciding entry is named');
+      }
+    });
+  }
+
+  test('allowSystemNamespaces true: impersonated as written', () => {
+    const d = decide(
+      base({
+        settings: { enabled: true, enforced: true, allowSystemNamespaces: true },
+        entries: [entry('*', 'kube-system:generic-garbage-collector')],
+      }),
+    );
+    assert.equal(d.decision, 'impersonate');
+    assert.equal(d.serviceAccount, 'system:serviceaccount:kube-system:generic-garbage-collector');
+  });
+
+  test('only an impersonation is refused: disabled and fallback use no ServiceAccount', () => {
+    const sys = [entry('kube-system', 'x')];
+    assert.equal(
+      decide(base({ settings: { enabled: false, enforced: true }, entries: sys, destinationNamespace: 'kube-system' }))
+        .decision,
+      'disabled',
+    );
+    assert.equal(
+      decide(base({ settings: { enabled: true, enforced: false }, entries: sys, destinationNamespace: 'other' }))
+        .decision,
+      'fallback',
+    );
+  });
+
+  test('decideIdentity reads the key from argocd-cm: exactly "true" allows', () => {
+    const sysProject = project('my-project', [{ server: IN, namespace: '*', defaultServiceAccount: 'kube-system:x' }]);
+    const settingsWith = (value?: string) =>
+      readImpersonationSettings({
+        metadata: { name: 'argocd-cm' },
+        data: {
+          'application.sync.impersonation.enabled': 'true',
+          ...(value !== undefined ? { 'impersync.impersonation.allowSystemNamespaces': value } : {}),
+        },
+      });
+    const decision = (value?: string) =>
+      decideIdentity({
+        application: app('guestbook'),
+        project: sysProject,
+        settings: settingsWith(value),
+        resolvedServer: IN,
+      });
+    for (const v of [undefined, 'True', 'yes', ' true', 'false', '']) {
+      const d = decision(v);
+      assert.equal(d.decision, 'error', JSON.stringify(v));
+      assert.equal(d.message, refusal('system:serviceaccount:kube-system:x'));
+    }
+    assert.equal(decision('true').decision, 'impersonate');
+  });
+});

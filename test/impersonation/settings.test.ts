@@ -54,6 +54,16 @@ describe('spec §4: settings', () => {
     const s = readImpersonationSettings(undefined);
     assert.deepEqual([s.enabled, s.enforced, s.source, s.errors], [false, true, 'absent', []]);
   });
+
+  test('beyond Argo CD: impersync.impersonation.allowSystemNamespaces is on only when exactly "true"; default off', () => {
+    const key = 'impersync.impersonation.allowSystemNamespaces';
+    assert.equal(readImpersonationSettings(cm({ [key]: 'true' })).allowSystemNamespaces, true);
+    for (const v of ['True', 'TRUE', 'yes', '1', ' true', 'true ', '', 'false'])
+      assert.equal(readImpersonationSettings(cm({ [key]: v })).allowSystemNamespaces, false, JSON.stringify(v));
+    assert.equal(readImpersonationSettings(cm({})).allowSystemNamespaces, false);
+    assert.equal(readImpersonationSettings(undefined).allowSystemNamespaces, false);
+    assert.equal(readImpersonationSettings(new Error('forbidden')).allowSystemNamespaces, false, 'unreadable: refused');
+  });
 });
 
 describe('spec §7: the globalProjects value', () => {

@@ -24,7 +24,6 @@ const SECRETS: Record<string, string> = {
   KUBERNETES_SERVICE_PORT: '443',
   AWS_SECRET_ACCESS_KEY: 'aws-secret-value',
   IMPERSYNC_TEST_TOKEN: 'controller-token-value',
-  GIT_ASKPASS: '/usr/local/bin/leak-askpass',
 };
 
 let work: string;

@@ -53,7 +53,7 @@ describe('GitRepoCache', () => {
   });
 
   test('resolves HEAD (also when empty), a branch, a tag, an annotated tag and a SHA', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     assert.equal(await cache.resolveRevision(repo.dir, 'HEAD'), second);
     assert.equal(await cache.resolveRevision(repo.dir, ''), second);
     assert.equal(await cache.resolveRevision(repo.dir), second);
@@ -75,7 +75,7 @@ describe('GitRepoCache', () => {
   });
 
   test('a branch is asked of the remote on every call, so a new commit is seen at once', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     const r = await TestRepo.create();
     temps.push(r.dir);
     const a = await r.commit({ 'a.yaml': 'a: 1\n' });
@@ -88,7 +88,7 @@ describe('GitRepoCache', () => {
   });
 
   test('checks out the files of a given commit, and of several commits at once', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     const [c1, c2, c3] = await Promise.all([
       cache.checkout(repo.dir, first),
       cache.checkout(repo.dir, second),
@@ -106,7 +106,7 @@ describe('GitRepoCache', () => {
     const cacheDir = await tempDir('impersync-cache-');
     const r = await TestRepo.create();
     const sha = await r.commit({ 'a.yaml': 'a: 1\n' });
-    const cache = new GitRepoCache({ cacheDir });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir });
     (await cache.checkout(r.dir, await cache.resolveRevision(r.dir, 'main'))).release();
     await r.remove();
     assert.equal(await cache.resolveRevision(r.dir, sha), sha);
@@ -117,7 +117,7 @@ describe('GitRepoCache', () => {
   });
 
   test('a ref outside branches and tags (a pull request head) resolves and checks out', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     const r = await TestRepo.create();
     temps.push(r.dir);
     await r.commit({ 'a.yaml': 'a: 1\n' });
@@ -133,12 +133,12 @@ describe('GitRepoCache', () => {
   });
 
   test('file:// URLs work like local paths', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     assert.equal(await cache.resolveRevision(repo.fileURL, 'v1'), first);
   });
 
   test('an unknown revision is RevisionNotFound and names the revision and repository', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     await assert.rejects(
       cache.resolveRevision(repo.dir, 'v9'),
       isSourceError('RevisionNotFound', new RegExp(`^revision 'v9' not found in '${repo.dir}'$`)),
@@ -154,7 +154,7 @@ describe('GitRepoCache', () => {
   });
 
   test('a branch deleted upstream is no longer found', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     const r = await TestRepo.create();
     temps.push(r.dir);
     await r.commit({ 'a.yaml': 'a: 1\n' });
@@ -170,7 +170,7 @@ describe('GitRepoCache', () => {
   });
 
   test("an unreachable repository is RepositoryUnreachable with git's reason", async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     const missing = path.join(os.tmpdir(), 'impersync-no-such-repo');
     await assert.rejects(
       cache.resolveRevision(missing, 'HEAD'),
@@ -189,7 +189,7 @@ describe('GitRepoCache', () => {
   });
 
   test('a password in the URL is not shown in errors', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     await assert.rejects(cache.resolveRevision('http://user:s3cret@127.0.0.1:1/x.git', 'HEAD'), (err: unknown) => {
       assert.ok(err instanceof SourceError);
       assert.doesNotMatch(err.message, /s3cret/);
@@ -199,7 +199,11 @@ describe('GitRepoCache', () => {
   });
 
   test('a missing git binary is ToolMissing', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), gitBinary: '/nonexistent/git' });
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: await tempDir('impersync-cache-'),
+      gitBinary: '/nonexistent/git',
+    });
     await assert.rejects(
       cache.resolveRevision(repo.dir, 'main'),
       isSourceError('ToolMissing', /^\/nonexistent\/git not found: install git/),
@@ -207,7 +211,7 @@ describe('GitRepoCache', () => {
   });
 
   test('a symlink out of the repository refuses the checkout', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     const r = await TestRepo.create();
     temps.push(r.dir);
     await r.commit({ 'ok.yaml': 'a: 1\n' });
@@ -215,12 +219,55 @@ describe('GitRepoCache', () => {
     const sha = await r.commit({});
     await assert.rejects(
       cache.checkout(r.dir, sha),
-      isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml/),
+      isSourceError('InvalidSource', /symlink that points outside the repository: leak\.yaml -> \/etc\/passwd$/),
     );
   });
 
+  // Each link below looks in-bounds when read lexically; resolved physically, each leaves the checkout.
+  for (const { name, links, bad } of [
+    { name: 'a chain: l -> . then x -> l/..', links: { l: '.', x: 'l/..' }, bad: 'x' },
+    {
+      name: 'a link into a directory link, then ..',
+      links: { 'a/b/c/d': '../../..', 'a/b/c/e': 'd/..' },
+      bad: 'a/b/c/e',
+    },
+    {
+      name: 'a dangling link through a directory link',
+      links: { 'a/b/c/d': '../../..', 'a/b/c/f': 'd/../gone' },
+      bad: 'a/b/c/f',
+    },
+  ]) {
+    test(`symlinks are resolved physically: ${name}`, async () => {
+      const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
+      const r = await TestRepo.create();
+      temps.push(r.dir);
+      await r.commit({ 'a/b/c/ok.yaml': 'a: 1\n' });
+      for (const [link, target] of Object.entries(links)) await symlink(target, path.join(r.dir, link));
+      const sha = await r.commit({});
+      const escaped = new RegExp(`symlink that points outside the repository: ${bad.replaceAll('/', '\\/')} -> `);
+      await assert.rejects(cache.checkout(r.dir, sha), isSourceError('InvalidSource', escaped));
+    });
+  }
+
+  test('symlinks that stay inside, through other links, are kept', async () => {
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
+    const r = await TestRepo.create();
+    temps.push(r.dir);
+    await r.commit({ 'a/b/c/ok.yaml': 'a: 1\n' });
+    await symlink('a/b', path.join(r.dir, 'ab'));
+    await symlink('ab/c/../c/ok.yaml', path.join(r.dir, 'ok.yaml'));
+    await symlink('../../ab/c/missing', path.join(r.dir, 'a/b/dangling'));
+    const co = await cache.checkout(r.dir, await r.commit({}));
+    assert.equal(await readFile(path.join(co.dir, 'ok.yaml'), 'utf8'), 'a: 1\n');
+    co.release();
+  });
+
   test('unused checkouts beyond maxTrees are removed; ones in use are kept', async () => {
-    const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), maxTrees: 1 });
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: await tempDir('impersync-cache-'),
+      maxTrees: 1,
+    });
     const a = await cache.checkout(repo.dir, first);
     const b = await cache.checkout(repo.dir, second);
     assert.ok(existsSync(a.dir) && existsSync(b.dir), 'both are in use');
@@ -236,10 +283,14 @@ describe('GitRepoCache', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = silent.address() as AddressInfo;
-      const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-'), networkTimeoutMs: 1500 });
+      const cache = new GitRepoCache({
+        allowLocalRepositories: true,
+        cacheDir: await tempDir('impersync-cache-'),
+        networkTimeoutMs: 1500,
+      });
       await assert.rejects(
         cache.resolveRevision(`http://127.0.0.1:${port}/x.git`, 'main'),
-        isSourceError('Timeout', /^git ls-remote timed out after 1\.5s$/),
+        isSourceError('Timeout', /^git ls-remote of 'http:\/\/127\.0\.0\.1:\d+\/x\.git' timed out after 1\.5s$/),
       );
     } finally {
       for (const s of sockets) s.destroy();
@@ -257,7 +308,7 @@ describe('GitRepoCache', () => {
     });
 
     test('resolves refs and checks out over smart HTTP', async () => {
-      const cache = new GitRepoCache({ cacheDir: await tempDir('impersync-cache-') });
+      const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
       const url = server.url('apps');
       const before = server.requests();
       assert.equal(await cache.resolveRevision(url, 'HEAD'), second);

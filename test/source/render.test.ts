@@ -77,7 +77,7 @@ describe('SourceRenderer', () => {
     head = await repo.commit(FILES, 'fixtures');
     url = repo.fileURL;
     cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-render-'));
-    renderer = new SourceRenderer({ cacheDir, toolsDir: toolsDir() });
+    renderer = new SourceRenderer({ allowLocalRepositories: true, cacheDir, toolsDir: toolsDir() });
   });
   after(async () => {
     await repo?.remove();
@@ -141,7 +141,12 @@ describe('SourceRenderer', () => {
     });
 
     test('a file over the size limit is refused', async () => {
-      const small = new SourceRenderer({ cacheDir, toolsDir: toolsDir(), limits: { maxFileBytes: 10 } });
+      const small = new SourceRenderer({
+        allowLocalRepositories: true,
+        cacheDir,
+        toolsDir: toolsDir(),
+        limits: { maxFileBytes: 10 },
+      });
       await assert.rejects(
         small.render(app({ repoURL: url, path: 'plain' })),
         sourceError('TooLarge', /plain\/a\.yaml is \d+ bytes, over the 10 bytes limit/),
@@ -285,7 +290,12 @@ describe('SourceRenderer', () => {
 
   describe('errors', () => {
     test('a missing tool names the tool and how to get it', async () => {
-      const bare = new SourceRenderer({ cacheDir, toolsDir: '', searchPath: '/nonexistent' });
+      const bare = new SourceRenderer({
+        allowLocalRepositories: true,
+        cacheDir,
+        toolsDir: '',
+        searchPath: '/nonexistent',
+      });
       await assert.rejects(
         bare.render(app({ repoURL: url, path: 'kbase' })),
         sourceError(
@@ -297,7 +307,11 @@ describe('SourceRenderer', () => {
         bare.render(app({ repoURL: url, path: 'chart' })),
         sourceError('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/),
       );
-      const wrong = new SourceRenderer({ cacheDir, toolPaths: { helm: '/nonexistent/helm' } });
+      const wrong = new SourceRenderer({
+        allowLocalRepositories: true,
+        cacheDir,
+        toolPaths: { helm: '/nonexistent/helm' },
+      });
       await assert.rejects(
         wrong.render(app({ repoURL: url, path: 'chart' })),
         sourceError('ToolMissing', /^helm not found at '\/nonexistent\/helm' \(configured path\)/),

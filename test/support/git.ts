@@ -30,6 +30,9 @@ export function git(cwd: string, ...args: string[]): string {
   return r.stdout.trim();
 }
 
+/** One smart-HTTP server per test process, serving every TestRepo by its absolute path. */
+const shared: { started?: Promise<void>; base?: string } = {};
+
 /** Files to write (path → content) or delete (path → null), relative to the repository root. */
 export type RepoFiles = Record<string, string | null>;
 
@@ -45,12 +48,25 @@ export class TestRepo {
     const where = dir ?? (await mkdtemp(path.join(os.tmpdir(), 'impersync-repo-')));
     await mkdir(where, { recursive: true });
     git(where, 'init', '--quiet', '--initial-branch=main');
+    shared.started ??= startGitHttpServer('/', { unref: true }).then((server) => {
+      shared.base = server.baseURL;
+    });
+    await shared.started;
     return new TestRepo(where);
   }
 
-  /** `file://` URL of this repository. */
+  /** `file://` URL of this repository (only a renderer with --allow-local-repositories fetches it). */
   get fileURL(): string {
     return pathToFileURL(this.dir).href;
+  }
+
+  /**
+   * Its URL on this process's loopback smart-HTTP server (started by create()): the network path a
+   * real install takes, so the tests need no --allow-local-repositories.
+   */
+  get url(): string {
+    if (!shared.base) throw new Error('TestRepo.url: the repository was not made by TestRepo.create()');
+    return `${shared.base}${this.dir.split('/').map(encodeURIComponent).join('/')}`;
   }
 
   /** Writes and deletes files, commits them all, and returns the new commit's SHA. */
@@ -107,7 +123,7 @@ export interface GitHttpServer {
  * Serves every repository under `root` (bare, or with a work tree) over Git's smart HTTP protocol,
  * read-only, on 127.0.0.1 at a free port.
  */
-export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
+export async function startGitHttpServer(root: string, opts: { unref?: boolean } = {}): Promise<GitHttpServer> {
   let count = 0;
   const server = http.createServer((req, res) => {
     count++;
@@ -116,6 +132,10 @@ export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
       ...GIT_ENV,
       GIT_PROJECT_ROOT: root,
       GIT_HTTP_EXPORT_ALL: '1',
+      // Repositories a test hands to another uid (the Pod test) are still served.
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'safe.directory',
+      GIT_CONFIG_VALUE_0: '*',
       REQUEST_METHOD: req.method ?? 'GET',
       PATH_INFO: decodeURIComponent(url.pathname),
       QUERY_STRING: url.search.replace(/^\?/, ''),
@@ -162,6 +182,8 @@ export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The shared server must not keep a test process alive once its tests are done.
+  if (opts.unref) server.unref();
   const { port } = server.address() as AddressInfo;
   const baseURL = `http://127.0.0.1:${port}`;
   return {

@@ -117,8 +117,10 @@ export async function grantImpersonation(
 
 /**
  * The controller's rights in its own namespace (deploy/install/base/role.yaml), and impersonate and
- * get on ServiceAccounts (deploy/install/base/impersonate.yaml); `getServiceAccounts: false` leaves
- * out the get, as a custom install might (the ServiceAccount check then cannot run).
+ * get on ServiceAccounts (the ClusterRole of deploy/install/base/impersonate.yaml). The harness binds
+ * that ClusterRole cluster-wide, the install's opt-in shape, since its tests create tenants as they
+ * go; the install binds it per tenant namespace (deploy/install/tenants). `getServiceAccounts: false`
+ * leaves out the get, as a custom install might (the ServiceAccount check then cannot run).
  */
 export async function grantInstalledControllerRights(
   kc: KubeConfig,
@@ -133,14 +135,16 @@ export async function grantInstalledControllerRights(
     rules: [
       {
         apiGroups: ['argoproj.io'],
-        resources: ['applications', 'appprojects'],
+        resources: ['applications'],
         verbs: ['get', 'list', 'watch', 'update', 'patch'],
       },
       {
         apiGroups: ['argoproj.io'],
-        resources: ['applications/status', 'appprojects/status', 'applications/finalizers'],
+        resources: ['applications/status', 'applications/finalizers'],
         verbs: ['get', 'update', 'patch'],
       },
+      // AppProjects are only read.
+      { apiGroups: ['argoproj.io'], resources: ['appprojects'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },

@@ -10,6 +10,7 @@ import {
   waveOf,
 } from '../../src/sync/annotations.ts';
 import { expandPhases, operationPhaseOf } from '../../src/sync/hooks.ts';
+import { builtinHealth } from '../../src/sync/health/index.ts';
 import { parseSyncOptions } from '../../src/sync/options.ts';
 
 const withAnnotations = (annotations: Record<string, string>, name = 'x'): KubeObject => ({
@@ -84,16 +85,29 @@ test('a hook is done when healthy, failed when degraded; kinds without health ar
     metadata: { name: 'j' },
     status: { conditions },
   });
-  assert.equal(operationPhaseOf(job([]), true).phase, 'Running');
-  assert.equal(operationPhaseOf(job([{ type: 'Complete', status: 'True' }]), true).phase, 'Succeeded');
-  assert.deepEqual(operationPhaseOf(job([{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }]), true), {
+  const phase = (o: KubeObject, hook: boolean) => operationPhaseOf(builtinHealth(o), o, hook);
+  assert.equal(phase(job([]), true).phase, 'Running');
+  assert.equal(phase(job([{ type: 'Complete', status: 'True' }]), true).phase, 'Succeeded');
+  assert.deepEqual(phase(job([{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }]), true), {
     phase: 'Failed',
     message: 'BackoffLimitExceeded',
   });
-  assert.deepEqual(operationPhaseOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, true), {
+  assert.deepEqual(phase({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }, true), {
     phase: 'Succeeded',
     message: 'c created',
   });
+});
+
+test('a failed check puts a hook in Error and keeps a resource waiting; a health with no status completes only a hook', () => {
+  const cr: KubeObject = { apiVersion: 'x.io/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'ns' } };
+  const failed = { status: 'Unknown' as const, message: '<string>:1: boom', error: '<string>:1: boom' };
+  assert.deepEqual(operationPhaseOf(failed, cr, true), {
+    phase: 'Error',
+    message: 'failed to get resource health: failed to get resource health for ns/w: <string>:1: boom',
+  });
+  assert.equal(operationPhaseOf(failed, cr, false).phase, 'Running');
+  assert.deepEqual(operationPhaseOf({ status: '' }, cr, true), { phase: 'Succeeded', message: 'w created' });
+  assert.equal(operationPhaseOf({ status: '' }, cr, false).phase, 'Running');
 });
 
 test('sync options: the ones Argo CD defines, unknown ones reported as ignored', () => {

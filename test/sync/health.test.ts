@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../src/api/index.ts';
-import { aggregateHealth, resourceHealth } from '../../src/sync/health.ts';
+import { builtinHealth as resourceHealth } from '../../src/sync/health/index.ts';
 
 const o = (
   apiVersion: string,
@@ -147,12 +147,21 @@ test('CRD: established, installing, names not accepted, no conditions', () => {
   assert.equal(status(crd([{ type: 'NamesAccepted', status: 'True' }])), 'Degraded');
 });
 
-test('Application (app of apps): its own status.health, Progressing until it has one', () => {
+test('Application (app of apps): no built-in health, as in Argo CD since 1.8', () => {
   assert.equal(
-    status(o('argoproj.io/v1alpha1', 'Application', { status: { health: { status: 'Degraded', message: 'child' } } })),
-    'Degraded',
+    resourceHealth(o('argoproj.io/v1alpha1', 'Application', { status: { health: { status: 'Degraded' } } })),
+    null,
   );
-  assert.equal(status(o('argoproj.io/v1alpha1', 'Application', {})), 'Progressing');
+});
+
+test('an object without metadata, or with metadata of the wrong shape, is assessed without throwing', () => {
+  const bare = { apiVersion: 'apps/v1', kind: 'Deployment', spec: { replicas: 1 } } as unknown as KubeObject;
+  assert.deepEqual(resourceHealth(bare), {
+    status: 'Progressing',
+    message: 'Waiting for rollout to finish: 0 out of 1 new replicas have been updated...',
+  });
+  const odd = { apiVersion: 'v1', kind: 'Pod', metadata: 'x', status: { phase: 'Pending' } } as unknown as KubeObject;
+  assert.equal(resourceHealth(odd)?.status, 'Progressing');
 });
 
 test('objects being deleted are Progressing; kinds without a check have no health', () => {
@@ -161,19 +170,4 @@ test('objects being deleted are Progressing; kinds without a check have no healt
     message: 'Pending deletion',
   });
   assert.equal(resourceHealth(o('v1', 'ConfigMap')), null);
-});
-
-test('aggregate: worst wins, missing does not count unless nothing exists, hooks do not count', () => {
-  const r = (status: 'Healthy' | 'Degraded' | 'Missing' | 'Progressing', live = true, hook = false) => ({
-    health: { status },
-    live,
-    hook,
-    kind: 'X',
-    group: '',
-  });
-  assert.equal(aggregateHealth([r('Healthy'), r('Progressing')]).status, 'Progressing');
-  assert.equal(aggregateHealth([r('Healthy'), r('Missing', false)]).status, 'Healthy');
-  assert.equal(aggregateHealth([r('Missing', false)]).status, 'Missing');
-  assert.equal(aggregateHealth([r('Healthy'), r('Degraded', true, true)]).status, 'Healthy');
-  assert.equal(aggregateHealth([]).status, 'Healthy');
 });

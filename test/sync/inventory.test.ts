@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KubeObject } from '../../src/api/index.ts';
+import { readStatus } from '../../src/api/index.ts';
 import type { DestinationClient, KubeResult, ResourceInfo } from '../../src/kube/types.ts';
 import { inventoryOf, resourceScopes, resourceStatusOf, trackingTarget } from '../../src/sync/index.ts';
 import type { ResourceComparison } from '../../src/sync/index.ts';
@@ -49,6 +50,16 @@ test("a comparison becomes Argo CD's status.resources entry: no diff, no live ob
     status: 'OutOfSync',
     requiresPruning: true,
   });
+});
+
+test('a health with no status (a Lua check returned nil) is written as none, so the status still parses', () => {
+  const widget: ResourceComparison = { ...deployment, kind: 'Widget', group: 'example.com', health: { status: '' } };
+  const entry = resourceStatusOf(widget);
+  assert.equal('health' in entry, false);
+  const failed = resourceStatusOf({ ...widget, health: { status: 'Unknown', message: 'boom', error: 'boom' } });
+  assert.deepEqual(failed.health, { status: 'Unknown', message: 'boom' });
+  const raw = { status: { resources: [entry, failed] } };
+  assert.equal(readStatus(raw)?.resources?.length, 2);
 });
 
 test('status.resources is the inventory the next comparison, prune and deletion start from', () => {

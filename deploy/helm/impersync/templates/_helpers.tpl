@@ -13,11 +13,36 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: controller
 {{- end -}}
 
-{{- define "impersync.labels" -}}
-{{ include "impersync.selectorLabels" . }}
+{{- define "impersync.commonLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "impersync.labels" -}}
+{{ include "impersync.selectorLabels" . }}
+{{ include "impersync.commonLabels" . }}
+{{- end -}}
+
+{{/* The renderer: its own component label, so that no controller selector (Service, policy) picks it. */}}
+{{- define "impersync.rendererSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: renderer
+{{- end -}}
+
+{{- define "impersync.rendererLabels" -}}
+{{ include "impersync.rendererSelectorLabels" . }}
+{{ include "impersync.commonLabels" . }}
+{{- end -}}
+
+{{- define "impersync.rendererName" -}}
+{{- printf "%s-renderer" (include "impersync.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The Secret the controller creates at startup and the renderer mounts. */}}
+{{- define "impersync.rendererTokenSecret" -}}
+{{- printf "%s-renderer-token" (include "impersync.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "impersync.serviceAccountName" -}}
@@ -30,5 +55,24 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- if and (eq .Values.rbac.shape "strict") .Values.argocdCm.create (not (and .Values.argocdCm.impersonation.enabled .Values.argocdCm.impersonation.enforced)) -}}
 {{- fail "rbac.shape strict needs argocdCm.impersonation.enabled and enforced: the controller would have no rights to sync as itself. Use rbac.shape: fallback, or turn both on." -}}
+{{- end -}}
+{{- end -}}
+
+{{/* rbac.impersonate: each entry complete, no namespace both whole and by name, no system namespace whole. */}}
+{{- define "impersync.validateImpersonation" -}}
+{{- $imp := .Values.rbac.impersonate -}}
+{{- $whole := $imp.namespaces | default list -}}
+{{- range $whole -}}
+{{- if has . (list "kube-system" "kube-public" "kube-node-lease") -}}
+{{- fail (printf "rbac.impersonate.namespaces: %q would let the controller impersonate every name in it, including kube-system's controllers (no ServiceAccount object needed), which is cluster-admin; list the ServiceAccounts you mean in rbac.impersonate.serviceAccounts instead" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range $imp.serviceAccounts | default list -}}
+{{- if or (not .namespace) (not .name) -}}
+{{- fail (printf "rbac.impersonate.serviceAccounts: every entry needs namespace and name, got %v" .) -}}
+{{- end -}}
+{{- if has .namespace $whole -}}
+{{- fail (printf "rbac.impersonate: namespace %q is in namespaces (every ServiceAccount there) and in serviceAccounts (%s only); list it in one of them" .namespace .name) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -1,12 +1,9 @@
-// Health checks for the kinds whose rule is a line or two: Services, Ingresses, PVCs, and CRDs
-// (Argo CD ships the CRD check as a bundled customization rather than built in).
-import type { KubeObject } from '../api/index.ts';
-import type { HealthStatus } from '../api/index.ts';
-
-type Obj = Record<string, unknown>;
-const rec = (v: unknown): Obj => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
-const arr = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(rec) : []);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+// Health checks for the kinds whose rule is a condition or two: Services, Ingresses, PVCs and
+// APIServices (gitops-engine), CRDs and PodDisruptionBudgets (the states and messages of Argo CD's
+// bundled checks, which it ships as customizations rather than built in).
+import type { KubeObject } from '../../api/index.ts';
+import type { HealthStatus } from './types.ts';
+import { arr, h, meta, rec, str } from './values.ts';
 
 /** A LoadBalancer Service is Progressing until the cloud gives it an address; others are Healthy. */
 export function serviceHealth(o: KubeObject): HealthStatus {
@@ -35,7 +32,7 @@ export function pvcHealth(o: KubeObject): HealthStatus {
 }
 
 export function crdHealth(o: KubeObject): HealthStatus {
-  if (o.metadata['deletionTimestamp']) return { status: 'Progressing', message: 'CRD is terminating' };
+  if (meta(o)['deletionTimestamp']) return { status: 'Progressing', message: 'CRD is terminating' };
   const conditions = arr(rec(o['status'])['conditions']);
   if (conditions.length === 0) return { status: 'Progressing', message: 'Status conditions not found' };
   let established = false;
@@ -53,4 +50,26 @@ export function crdHealth(o: KubeObject): HealthStatus {
   }
   if (!established) return { status: 'Degraded', message: 'CRD is not established' };
   return { status: 'Healthy', message: 'CRD is healthy' };
+}
+
+/** An APIService (gitops-engine): its Available condition, as `reason: message`. */
+export function apiServiceHealth(o: KubeObject): HealthStatus {
+  const available = arr(rec(o['status'])['conditions']).find((c) => c['type'] === 'Available');
+  if (!available) return h('Progressing', 'Waiting to be processed');
+  const message = `${str(available['reason'])}: ${str(available['message'])}`;
+  return h(available['status'] === 'True' ? 'Healthy' : 'Progressing', message);
+}
+
+/**
+ * A PodDisruptionBudget (Argo CD's bundled check): Degraded by a False condition other than
+ * InsufficientPods (which has valid uses), Healthy once a condition is reported.
+ */
+export function pdbHealth(o: KubeObject): HealthStatus {
+  let health = h('Progressing', 'Waiting for status');
+  for (const c of arr(rec(o['status'])['conditions'])) {
+    const message = `PodDisruptionBudget has ${str(c['reason'])}`;
+    if (c['status'] === 'False' && c['reason'] !== 'InsufficientPods') return h('Degraded', message);
+    health = h('Healthy', message);
+  }
+  return health;
 }

@@ -1,0 +1,140 @@
+// `impersync health`: the health of every object in the files, exactly as the controller assesses
+// it (built-in checks, and the Lua customizations of an argocd-cm file), so that an admin can try
+// a Lua check before rolling it out (Argo CD: `argocd admin settings resource-overrides health`).
+// Exit 0 when every object was assessed, 2 when the input is unusable.
+import { parseConfigMap } from '../api/index.ts';
+import type { KubeObject } from '../api/index.ts';
+import type { HealthStatus } from '../sync/index.ts';
+import { LuaRunner, createHealthAssessor, readHealthCustomizations } from '../sync/index.ts';
+import { listFlag, startCommand } from './args.ts';
+import type { RawDocument } from './documents.ts';
+import { describeWhere, readDocuments } from './documents.ts';
+import { processIO, type CommandIO } from './io.ts';
+
+export const HEALTH_USAGE = `usage: impersync health -f FILE [-f FILE ...] [--argocd-cm FILE] [-o json|text]
+
+Assesses the health of every object in the files as the controller would: Argo CD's built-in
+checks, and the Lua checks of resource.customizations in the given argocd-cm (and of the folder
+its impersync.health.customizationsDir names). What a Lua check prints goes to stderr.
+
+  -f, --filename FILE   YAML or JSON documents, several per file; '-' reads stdin
+      --argocd-cm FILE  the argocd-cm ConfigMap whose customizations apply (default: none)
+  -o, --output FORMAT   text (default) or json: an array of {apiVersion, kind, namespace, name,
+                        status, message} in input order; no status when the kind has no health
+
+Exit status: 0 when every object was assessed, 2 when the input is unusable.
+`;
+
+const FLAGS = {
+  filename: { type: 'string', short: 'f', multiple: true },
+  'argocd-cm': { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export interface HealthReport {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  status?: string;
+  message?: string;
+}
+
+type Result<T> = { ok: true; value: T } | { ok: false; error: string };
+
+function asObject(doc: RawDocument): Result<KubeObject> {
+  const o = doc.object;
+  if (typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || o.apiVersion === '' || o.kind === '')
+    return {
+      ok: false,
+      error: `${describeWhere(doc.where)}: not a Kubernetes object: apiVersion and kind are required`,
+    };
+  return { ok: true, value: o as unknown as KubeObject };
+}
+
+async function readSettings(file: string, io: CommandIO): Promise<Result<Record<string, string>>> {
+  const docs = await readDocuments([file], io);
+  if (!docs.ok) return docs;
+  const cm = docs.value.find((d) => d.object.kind === 'ConfigMap');
+  if (!cm) return { ok: false, error: `${file}: no ConfigMap in the file` };
+  try {
+    return { ok: true, value: parseConfigMap(cm.object).data ?? {} };
+  } catch (err) {
+    return { ok: false, error: `${describeWhere(cm.where)}: ${(err as Error).message}` };
+  }
+}
+
+function report(o: KubeObject, health: HealthStatus | null): HealthReport {
+  const meta = (o.metadata ?? {}) as Record<string, unknown>;
+  return {
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    namespace: typeof meta['namespace'] === 'string' ? meta['namespace'] : '',
+    name: typeof meta['name'] === 'string' ? meta['name'] : '',
+    ...(health && health.status !== '' ? { status: health.status } : {}),
+    ...(health?.message ? { message: health.message } : {}),
+  };
+}
+
+export function formatHealth(reports: readonly HealthReport[]): string {
+  const rows = reports.map((r) => [
+    `${r.apiVersion.includes('/') ? `${r.apiVersion.slice(0, r.apiVersion.indexOf('/'))}/` : ''}${r.kind}`,
+    r.namespace ? `${r.namespace}/${r.name}` : r.name,
+    r.status ?? '(no health)',
+    r.message ?? '',
+  ]);
+  const widths = [0, 1, 2].map((i) => Math.max(0, ...rows.map((row) => (row[i] as string).length)));
+  return rows
+    .map(
+      (row) =>
+        row
+          .map((c, i) => (i < 3 ? c.padEnd(widths[i] as number) : c))
+          .join('  ')
+          .trimEnd() + '\n',
+    )
+    .join('');
+}
+
+export async function run(argv: string[], io: CommandIO): Promise<number> {
+  const flags = startCommand('health', argv, FLAGS, HEALTH_USAGE, io);
+  if (flags.done) return flags.code;
+  const fail = (error: string) => {
+    io.stderr(`impersync health: ${error}\n`);
+    return 2;
+  };
+  const files = listFlag(flags.values, 'filename');
+  if (files.length === 0) return fail(`-f FILE is required\n${HEALTH_USAGE}`);
+  const cmFile = typeof flags.values['argocd-cm'] === 'string' ? flags.values['argocd-cm'] : undefined;
+  const data: Result<Record<string, string>> = cmFile ? await readSettings(cmFile, io) : { ok: true, value: {} };
+  if (!data.ok) return fail(data.error);
+  const customizations = readHealthCustomizations(data.value);
+  if (customizations.error) return fail(`${cmFile}: ${customizations.error}`);
+  const docs = await readDocuments(files, io);
+  if (!docs.ok) return fail(docs.error);
+  const objects: Array<{ obj: KubeObject; doc: RawDocument }> = [];
+  for (const doc of docs.value) {
+    const obj = asObject(doc);
+    if (!obj.ok) return fail(obj.error);
+    objects.push({ obj: obj.value, doc });
+  }
+  const runner = new LuaRunner();
+  const where = new Map(objects.map(({ obj, doc }) => [obj, describeWhere(doc.where)]));
+  const assess = createHealthAssessor({
+    customizations,
+    runner,
+    onPrint: (obj, line) => io.stderr(`${where.get(obj) ?? ''}: ${line}\n`),
+  });
+  try {
+    const reports: HealthReport[] = [];
+    for (const { obj } of objects) reports.push(report(obj, await assess(obj)));
+    io.stdout(flags.format === 'json' ? JSON.stringify(reports, null, 2) + '\n' : formatHealth(reports));
+    return 0;
+  } finally {
+    await runner.close();
+  }
+}
+
+export function main(argv: string[]): Promise<number> {
+  return run(argv, processIO);
+}

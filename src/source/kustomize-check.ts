@@ -1,0 +1,226 @@
+// Everything a kustomization makes kustomize read, checked before kustomize runs: kustomize follows
+// local paths anywhere on the disk for resources, bases and components (only files are held to the
+// load restrictor), fetches git repositories and http(s) files for them and for most file fields,
+// runs exec and container functions named in generators/transformers/validators, and inflates
+// Helm charts from helm repositories. Here every kustomization reachable from the app folder is
+// read, local paths must stay inside the checkout (physically, paths.ts), remote ones must be
+// network URLs the project's sourceRepos allow (kustomize-remote.ts), functions are refused, and
+// Helm charts only pass when the operator enabled --enable-helm. The same check runs on every
+// remote base kustomize clones (git-guard.ts), since those are read by kustomize alone.
+import { readFile, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { SourceError, redactURL } from './errors.ts';
+import { hasScheme, isRemoteFile, parseRemoteRepo, remoteRefusal, repositoryOfFile } from './kustomize-remote.ts';
+import { physicalRelative } from './paths.ts';
+
+export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
+
+export interface KustomizeCheckOptions {
+  /** The physical root every local path must stay inside (the checkout, or a remote base's clone). */
+  root: string;
+  /** How to name a file of `root` in messages (default: its path relative to root). */
+  describe?: (relative: string) => string;
+  /** The AppProject's sourceRepos; absent allows no remote reference. */
+  sourceRepos: readonly string[] | undefined;
+  /** The operator's --enable-helm. */
+  enableHelm: boolean;
+}
+
+/** Kustomizations read before giving up: a repository of more is refused rather than half checked. */
+const MAX_KUSTOMIZATIONS = 10_000;
+const FUNCTION_ANNOTATIONS = ['config.kubernetes.io/function', 'config.k8s.io/function'];
+
+type Entries = 'resources' | 'configs';
+type Value = unknown;
+
+class Checker {
+  readonly #seen = new Set<string>();
+  readonly #o: KustomizeCheckOptions;
+  constructor(o: KustomizeCheckOptions) {
+    this.#o = o;
+  }
+
+  #fail(file: string, what: string): never {
+    const rel = path.relative(this.#o.root, file).split(path.sep).join('/') || '.';
+    throw new SourceError('InvalidSource', `${this.#o.describe ? this.#o.describe(rel) : rel}: ${what}`);
+  }
+
+  /** The kustomization of `dir` and all it reaches locally; `asConfig` for generator/transformer folders. */
+  async folder(dir: string, asConfig = false): Promise<void> {
+    const key = `${dir}\0${asConfig}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    if (this.#seen.size > MAX_KUSTOMIZATIONS) this.#fail(dir, `more than ${MAX_KUSTOMIZATIONS} kustomizations`);
+    const name = await firstExisting(dir, KUSTOMIZATION_FILES);
+    if (!name) return; // kustomize reports a folder without a kustomization itself
+    const file = path.join(dir, name);
+    const real = await physicalRelative(this.#o.root, file);
+    if (real === undefined) this.#fail(file, 'the kustomization file leads outside the repository');
+    const k = this.#parse(file, await readFile(path.join(this.#o.root, real), 'utf8'))[0];
+    if (k === null || typeof k !== 'object' || Array.isArray(k)) return;
+    await this.#kustomization(file, dir, k as Record<string, Value>, asConfig);
+  }
+
+  async #kustomization(file: string, dir: string, k: Record<string, Value>, asConfig: boolean): Promise<void> {
+    const list = (v: Value): Value[] => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
+    const field = (o: Value, key: string): Value =>
+      o !== null && typeof o === 'object' ? (o as Record<string, Value>)[key] : undefined;
+    for (const key of ['resources', 'bases', 'components'])
+      for (const v of list(k[key])) await this.#entry(file, dir, key, String(v), asConfig ? 'configs' : 'resources');
+    for (const key of ['generators', 'transformers', 'validators'])
+      for (const v of list(k[key])) await this.#entry(file, dir, key, String(v), 'configs');
+
+    const files: [string, Value][] = [];
+    for (const key of ['crds', 'configurations']) for (const v of list(k[key])) files.push([key, v]);
+    for (const v of list(k.patchesStrategicMerge))
+      if (!String(v).includes('\n')) files.push(['patchesStrategicMerge', v]);
+    for (const key of ['patches', 'patchesJson6902', 'replacements'])
+      for (const p of list(k[key])) files.push([`${key}[].path`, field(p, 'path')]);
+    files.push(['openapi.path', field(k.openapi, 'path')]);
+    for (const key of ['configMapGenerator', 'secretGenerator']) {
+      for (const g of list(k[key])) {
+        for (const f of list(field(g, 'files'))) files.push([`${key}[].files`, String(f).replace(/^[^=]*=/, '')]);
+        for (const f of list(field(g, 'envs'))) files.push([`${key}[].envs`, f]);
+        files.push([`${key}[].env`, field(g, 'env')]);
+      }
+    }
+    const charts = [...list(k.helmCharts), ...list(k.helmChartInflationGenerator)];
+    if (charts.length > 0 || k.helmGlobals !== undefined) this.#helm(file, charts, k.helmGlobals, files);
+    for (const [key, v] of files) if (typeof v === 'string' && v !== '') await this.#file(file, dir, key, v);
+  }
+
+  /** A resources/components/generators... entry: inline config, remote, local file or local folder. */
+  async #entry(file: string, dir: string, key: string, value: string, kind: Entries): Promise<void> {
+    // kustomize takes a generator/transformer entry that parses as an object for an inline config;
+    // one on a single line is checked as a path or URL too, in case kustomize reads it so.
+    if (kind === 'configs' && isInline(value)) {
+      await this.#configs(file, `${key} (inline)`, value);
+      if (value.includes('\n')) return;
+    }
+    if (this.#remote(file, key, value)) return;
+    const target = await this.#local(file, dir, key, value);
+    if (target === undefined) return;
+    const info = await stat(target).catch(() => undefined);
+    if (info?.isDirectory()) return this.folder(target, kind === 'configs');
+    if (info?.isFile() && kind === 'configs') await this.#configs(target, key, await readFile(target, 'utf8'));
+  }
+
+  /** A field naming one file: http(s) (checked like a remote), or a local path inside the root. */
+  async #file(file: string, dir: string, key: string, value: string): Promise<void> {
+    if (this.#remote(file, key, value, true)) return;
+    await this.#local(file, dir, key, value);
+  }
+
+  /** True when `value` is remote (and allowed); refuses remote values that are not. */
+  #remote(file: string, key: string, value: string, fileOnly = false): boolean {
+    const shown = redactURL(value);
+    if (isRemoteFile(value)) {
+      const why = remoteRefusal(repositoryOfFile(value), this.#o.sourceRepos);
+      if (why) this.#fail(file, `${key} '${shown}' is refused: ${why}`);
+      return true;
+    }
+    const repo = fileOnly ? undefined : parseRemoteRepo(value);
+    if (repo) {
+      const why = remoteRefusal(repo.cloneURL, this.#o.sourceRepos);
+      if (why) this.#fail(file, `${key} '${shown}' is refused: ${why}`);
+      if (repo.ref?.startsWith('-')) this.#fail(file, `${key} '${shown}' is refused: its ref starts with a dash`);
+      return true;
+    }
+    if (hasScheme(value)) this.#fail(file, `${key} '${shown}' is refused: only http(s) and git URLs are fetched`);
+    return false;
+  }
+
+  /** The physical path of a local entry, refusing absolute paths and paths out of the root. */
+  async #local(file: string, dir: string, key: string, value: string): Promise<string | undefined> {
+    if (path.isAbsolute(value)) this.#fail(file, `${key} '${value}' is refused: absolute paths are not allowed`);
+    const rel = await physicalRelative(this.#o.root, path.join(dir, value));
+    if (rel === undefined) this.#fail(file, `${key} '${value}' leads outside the repository`);
+    return path.join(this.#o.root, rel);
+  }
+
+  #helm(file: string, charts: Value[], globals: Value, files: [string, Value][]): void {
+    if (!this.#o.enableHelm) {
+      this.#fail(
+        file,
+        'helmCharts are refused: kustomize inflates Helm charts only when the operator enables --enable-helm',
+      );
+    }
+    const g = (globals ?? {}) as Record<string, Value>;
+    files.push(['helmGlobals.chartHome', g.chartHome], ['helmGlobals.configHome', g.configHome]);
+    for (const c of charts) {
+      const chart = (c ?? {}) as Record<string, Value>;
+      const repo = chart.repo ?? chart.chartRepoUrl;
+      if (typeof repo === 'string' && repo !== '') {
+        const why = /^oci:\/\//i.test(repo)
+          ? remoteRefusal(repo.replace(/^oci:/i, 'https:'), this.#o.sourceRepos)
+          : remoteRefusal(repo, this.#o.sourceRepos);
+        if (why) this.#fail(file, `helm chart repository '${redactURL(repo)}' is refused: ${why}`);
+      }
+      files.push(['helmCharts[].valuesFile', chart.valuesFile], ['helmCharts[].chartHome', chart.chartHome]);
+      for (const v of Array.isArray(chart.additionalValuesFiles) ? chart.additionalValuesFiles : [])
+        files.push(['helmCharts[].additionalValuesFiles', v]);
+    }
+  }
+
+  /** Generator/transformer/validator configs: no exec or container functions, no Helm unless enabled. */
+  async #configs(file: string, key: string, text: string): Promise<void> {
+    for (const doc of this.#parse(file, text)) {
+      if (doc === null || typeof doc !== 'object') continue;
+      const o = doc as { kind?: unknown; metadata?: { annotations?: Record<string, unknown> } };
+      const fn = FUNCTION_ANNOTATIONS.find((a) => o.metadata?.annotations?.[a] !== undefined);
+      if (fn) this.#fail(file, `${key}: a KRM function (${fn}) is refused: exec and container functions run programs`);
+      if (o.kind === 'HelmChartInflationGenerator' && !this.#o.enableHelm) {
+        this.#fail(file, `${key}: HelmChartInflationGenerator is refused: the operator has not enabled --enable-helm`);
+      }
+    }
+  }
+
+  /** YAML as kustomize reads it (merge keys on); what does not parse is refused rather than guessed at. */
+  #parse(file: string, text: string): unknown[] {
+    const docs = parseAllDocuments(text, { merge: true });
+    const list = Array.isArray(docs) ? docs : [docs];
+    const out: unknown[] = [];
+    for (const d of list) {
+      if (d.errors.length > 0) this.#fail(file, `cannot be read as YAML: ${d.errors[0]?.message.split('\n')[0]}`);
+      out.push(d.toJS({ maxAliasCount: 1000 }));
+    }
+    return out;
+  }
+}
+
+/** Checks the kustomization of `appDir` (inside `o.root`) and all it reaches; throws an InvalidSource SourceError. */
+export async function checkKustomization(appDir: string, o: KustomizeCheckOptions): Promise<void> {
+  await new Checker(o).folder(appDir);
+}
+
+/** Checks every kustomization under `o.root` (a remote base's clone, whose entry point kustomize alone knows). */
+export async function checkAllKustomizations(o: KustomizeCheckOptions): Promise<void> {
+  const checker = new Checker(o);
+  const dirs = new Set([o.root]);
+  for (const e of await readdir(o.root, { recursive: true, withFileTypes: true })) {
+    if (e.isFile() && KUSTOMIZATION_FILES.includes(e.name) && !e.parentPath.split(path.sep).includes('.git'))
+      dirs.add(e.parentPath);
+  }
+  for (const dir of [...dirs].sort()) await checker.folder(dir);
+}
+
+/** True when `value` is YAML holding an object (an inline config or patch), not a path. */
+function isInline(value: string): boolean {
+  try {
+    return parseAllDocuments(value, { merge: true }).some((d) => {
+      const v: unknown = d.errors.length === 0 ? d.toJS({ maxAliasCount: 1000 }) : undefined;
+      return v !== null && typeof v === 'object';
+    });
+  } catch {
+    return false;
+  }
+}
+
+async function firstExisting(dir: string, names: readonly string[]): Promise<string | undefined> {
+  for (const n of names) {
+    const info = await stat(path.join(dir, n)).catch(() => undefined);
+    if (info?.isFile()) return n;
+  }
+  return undefined;
+}

@@ -1,0 +1,141 @@
+// kustomize's remote bases and resources, end to end with real kustomize and git against the
+// smart-HTTP test server: allowed only when the project's sourceRepos allow their repository, over
+// the network only, and held to the same rules inside the remote bases kustomize clones (which only
+// the git of kustomize-git.ts sees). Also: local paths that leave the checkout, the build options
+// allow-list, KRM functions and Helm charts inflated by kustomize.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { ApplicationSource } from '../../src/api/application.ts';
+import { SourceError, SourceRenderer, type RenderInput } from '../../src/source/index.ts';
+import { TestRepo, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
+import { toolsDir } from './tools.ts';
+
+const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
+const kustomization = (resources: string[]): string => `resources:\n${resources.map((r) => `- ${r}\n`).join('')}`;
+
+describe('kustomize remote bases and what kustomize may read', () => {
+  let top: string;
+  let git: GitHttpServer;
+  let raw: http.Server;
+  let rawURL: string;
+  let app: TestRepo;
+  let renderer: SourceRenderer;
+  let url: (repo: string, rest?: string) => string;
+
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-kremote-'));
+    const served = path.join(top, 'served');
+    git = await startGitHttpServer(served);
+    url = (repo, rest = '//app?ref=main') => `${git.url(`org/${repo}.git`)}${rest}`;
+    // A plain http server for raw files, like raw.githubusercontent.com.
+    raw = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(cm(`raw-${path.basename(req.url ?? '', '.yaml')}`));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    rawURL = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+
+    const repo = async (name: string, files: Record<string, string>) =>
+      (await TestRepo.create(path.join(served, 'org', `${name}.git`))).commit(files);
+    await repo('base', { 'app/kustomization.yaml': kustomization(['cm.yaml']), 'app/cm.yaml': cm('from-base') });
+    await repo('evil', { 'app/kustomization.yaml': kustomization(['cm.yaml']), 'app/cm.yaml': cm('from-evil') });
+    await repo('nested', { 'app/kustomization.yaml': kustomization([url('evil')]) });
+    await repo('nestedraw', { 'app/kustomization.yaml': kustomization([`${rawURL}/evil/files/x.yaml`]) });
+
+    app = await TestRepo.create(path.join(top, 'app'));
+    await app.commit({
+      'remote/kustomization.yaml': kustomization([url('base')]),
+      'nested/kustomization.yaml': kustomization([url('nested')]),
+      'nestedraw/kustomization.yaml': kustomization([url('nestedraw')]),
+      'raw/kustomization.yaml': kustomization([`${rawURL}/ok/files/x.yaml`]),
+      'file/kustomization.yaml': kustomization([`file://${path.join(served, 'org', 'base.git')}//app`]),
+      'local/kustomization.yaml': kustomization(['cm.yaml']),
+      'local/cm.yaml': cm('local'),
+    });
+    renderer = new SourceRenderer({
+      cacheDir: path.join(top, 'cache'),
+      toolsDir: toolsDir(),
+      allowLocalRepositories: true,
+    });
+  });
+  after(async () => {
+    await git?.close();
+    raw?.close();
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  const input = (p: string, sourceRepos?: string[]): RenderInput => ({
+    source: { repoURL: app.dir, path: p } as ApplicationSource,
+    appName: 'app',
+    ...(sourceRepos ? { sourceRepos } : {}),
+  });
+  const names = async (p: string, sourceRepos?: string[]) =>
+    (await renderer.render(input(p, sourceRepos))).objects.map((o) => o.object.metadata.name);
+  const refused = (reason: string, message: RegExp) => (err: unknown) => {
+    assert.ok(err instanceof SourceError, String(err));
+    assert.equal(err.reason, reason, err.message);
+    assert.match(err.message, message);
+    return true;
+  };
+
+  test('a remote base the project allows is built; kustomize cloned it through the renderer', async () => {
+    assert.deepEqual(await names('remote', [git.url('org/base.git')]), ['from-base']);
+    assert.deepEqual(await names('remote', ['*']), ['from-base']);
+  });
+
+  test('a remote base the project does not allow is refused before kustomize runs', async () => {
+    for (const sourceRepos of [undefined, [], [git.url('org/other.git')], ['*', `!${git.url('org/base.git')}`]]) {
+      await assert.rejects(
+        renderer.render(input('remote', sourceRepos)),
+        refused(
+          'InvalidSource',
+          /^remote\/kustomization\.yaml: resources 'http:\/\/127\.0\.0\.1:\d+\/org\/base\.git\/\/app\?ref=main' is refused: the project's sourceRepos do not allow 'http:\/\/127\.0\.0\.1:\d+\/org\/base\.git'/,
+        ),
+      );
+    }
+  });
+
+  test('a remote base named inside an allowed remote base is held to sourceRepos too', async () => {
+    await assert.rejects(
+      renderer.render(input('nested', [git.url('org/nested.git')])),
+      refused(
+        'ToolFailed',
+        /remote base 'http:\/\/127\.0\.0\.1:\d+\/org\/nested\.git', app\/kustomization\.yaml: resources 'http:\/\/127\.0\.0\.1:\d+\/org\/evil\.git\/\/app\?ref=main' is refused: the project's sourceRepos do not allow/,
+      ),
+    );
+    assert.deepEqual(await names('nested', [git.url('org/nested.git'), git.url('org/evil.git')]), ['from-evil']);
+  });
+
+  test('raw http(s) files: allowed by their repository, also inside remote bases', async () => {
+    await assert.rejects(
+      renderer.render(input('raw', [git.url('org/base.git')])),
+      refused(
+        'InvalidSource',
+        /^raw\/kustomization\.yaml: resources 'http:\/\/127\.0\.0\.1:\d+\/ok\/files\/x\.yaml' is refused/,
+      ),
+    );
+    assert.deepEqual(await names('raw', [`${rawURL}/ok/files`]), ['raw-x']);
+    await assert.rejects(
+      renderer.render(input('nestedraw', [git.url('org/nestedraw.git')])),
+      refused(
+        'ToolFailed',
+        /remote base 'http:\/\/127\.0\.0\.1:\d+\/org\/nestedraw\.git', app\/kustomization\.yaml: resources 'http:\/\/127\.0\.0\.1:\d+\/evil\/files\/x\.yaml' is refused/,
+      ),
+    );
+  });
+
+  test('file:// remote bases are refused whatever sourceRepos say', async () => {
+    await assert.rejects(
+      renderer.render(input('file', ['*'])),
+      refused(
+        'InvalidSource',
+        /^file\/kustomization\.yaml: resources 'file:\/\/.*' is refused: 'file:\/\/.*' is not a network repository/,
+      ),
+    );
+  });
+});

@@ -1,0 +1,103 @@
+// The use-time symlink checks of renderCheckout, on a folder made by hand rather than by the Git
+// cache: the checkout-wide check (git.test.ts) never lets such a tree through, so these tests see
+// the second line of defence alone. Beside the "checkout" sits a secret that no render may read.
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { ApplicationSource } from '../../src/api/application.ts';
+import { SourceError } from '../../src/source/errors.ts';
+import { DEFAULT_LIMITS, renderCheckout, type RenderEnvironment } from '../../src/source/render.ts';
+import { toolsDir } from './tools.ts';
+
+const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
+
+describe('renderCheckout refuses paths that leave the checkout through symlinks', () => {
+  let top: string;
+  let checkout: string;
+  let env: RenderEnvironment;
+
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-symlinks-'));
+    checkout = path.join(top, 'checkout');
+    const files: Record<string, string> = {
+      'secret.yaml': cm('secret-of-the-renderer'),
+      'values-secret.yaml': 'color: secret\n',
+      'secret-k/kustomization.yaml': 'resources: [../secret.yaml]\n',
+      'checkout/k/kustomization.yaml': 'resources: [../x/secret-k]\n',
+      'checkout/plain/a.yaml': cm('a'),
+      'checkout/chart/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n',
+      'checkout/chart/templates/cm.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  color: {{ .Values.color | default "none" | quote }}\n',
+    };
+    for (const [rel, text] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(top, rel)), { recursive: true });
+      await writeFile(path.join(top, rel), text);
+    }
+    // l -> . and x -> l/..: lexically x is the checkout itself; physically it is its parent.
+    await symlink('.', path.join(checkout, 'l'));
+    await symlink('l/..', path.join(checkout, 'x'));
+    await symlink('../x/secret.yaml', path.join(checkout, 'plain/leak.yaml'));
+    const cacheDir = path.join(top, 'cache');
+    env = {
+      tools: { dir: toolsDir() },
+      limits: DEFAULT_LIMITS,
+      workRoot: path.join(cacheDir, 'work'),
+      helmHome: path.join(cacheDir, 'helm'),
+      env: process.env,
+    };
+  });
+  after(async () => {
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  const render = (source: Record<string, unknown>) =>
+    renderCheckout({ checkoutDir: checkout, source: source as ApplicationSource, appName: 'app' }, env);
+  const refused = (message: RegExp) => (err: unknown) => {
+    assert.ok(err instanceof SourceError, String(err));
+    assert.equal(err.reason, 'InvalidSource', err.message);
+    assert.match(err.message, message);
+    assert.doesNotMatch(err.message, new RegExp(top), 'no absolute path in the message');
+    return true;
+  };
+
+  test('spec.source.path', async () => {
+    await assert.rejects(
+      render({ repoURL: 'https://example.com/r.git', path: 'x' }),
+      refused(/^app path 'x' leads outside the repository through a symlink$/),
+    );
+  });
+
+  test('a file of a Directory source', async () => {
+    await assert.rejects(
+      render({ repoURL: 'https://example.com/r.git', path: 'plain' }),
+      refused(/^plain\/leak\.yaml is a symlink that leads outside the repository$/),
+    );
+  });
+
+  test('a base of a kustomization', async () => {
+    await assert.rejects(
+      render({ repoURL: 'https://example.com/r.git', path: 'k' }),
+      refused(/^k\/kustomization\.yaml: resources '\.\.\/x\/secret-k' leads outside the repository$/),
+    );
+  });
+
+  test('a Helm value file', async () => {
+    await assert.rejects(
+      render({
+        repoURL: 'https://example.com/r.git',
+        path: 'chart',
+        helm: { valueFiles: ['../x/values-secret.yaml'] },
+      }),
+      refused(
+        /^helm value file '\.\.\/x\/values-secret\.yaml' of 'chart' leads outside the repository through a symlink$/,
+      ),
+    );
+    const ok = await render({ repoURL: 'https://example.com/r.git', path: 'chart' });
+    assert.deepEqual(
+      ok.objects.map((o) => o.object.metadata.name),
+      ['cfg'],
+    );
+  });
+});
