@@ -380,7 +380,7 @@ test('a project that maps to a kube-system ServiceAccount is refused with nothin
       ],
     }),
   );
-  const app = application('sys', fx.repo.fileURL, {
+  const app = application('sys', fx.repo.url, {
     project: 'sys',
     destination: { server: IN_CLUSTER, namespace: 'sys-target' },
     automated: false,

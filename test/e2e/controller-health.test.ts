@@ -105,7 +105,7 @@ after(async () => {
 
 test('a Deployment on the kwok node: the Application becomes Healthy once its pods run', async () => {
   const dest = { server: IN_CLUSTER, namespace: 'tenant' };
-  await applyRaw(cp.admin, application('web', fx.repo.fileURL, { project: 'tenant', path: 'web', destination: dest }));
+  await applyRaw(cp.admin, application('web', fx.repo.url, { project: 'tenant', path: 'web', destination: dest }));
   const app = await waitForApp(
     cp,
     'web',
@@ -123,7 +123,7 @@ test('a wave waits for a Lua-assessed custom resource; a failed one degrades the
   const dest = { server: IN_CLUSTER, namespace: 'tenant' };
   await applyRaw(
     cp.admin,
-    application('widgets', fx.repo.fileURL, { project: 'tenant', path: 'widgets', destination: dest }),
+    application('widgets', fx.repo.url, { project: 'tenant', path: 'widgets', destination: dest }),
   );
   // The Widget is applied in wave 0; wave 1 waits while the Lua check says Progressing.
   const ref = (apiVersion: string, kind: string, name: string) => ({ apiVersion, kind, name, namespace: 'tenant' });
