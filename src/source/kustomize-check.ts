@@ -63,30 +63,31 @@ class Checker {
   }
 
   async #kustomization(file: string, dir: string, k: Record<string, Value>, asConfig: boolean): Promise<void> {
-    const list = (v: Value): Value[] => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
-    const field = (o: Value, key: string): Value =>
-      o !== null && typeof o === 'object' ? (o as Record<string, Value>)[key] : undefined;
+    // Every field is read as kustomize reads it (fieldValues): `Resources` and `reſources` are
+    // `resources` to kustomize, and would otherwise pass unchecked.
+    const all = (o: Value, key: string): Value[] => fieldValues(o, key).flatMap(list);
     for (const key of ['resources', 'bases', 'components'])
-      for (const v of list(k[key])) await this.#entry(file, dir, key, String(v), asConfig ? 'configs' : 'resources');
+      for (const v of all(k, key)) await this.#entry(file, dir, key, String(v), asConfig ? 'configs' : 'resources');
     for (const key of ['generators', 'transformers', 'validators'])
-      for (const v of list(k[key])) await this.#entry(file, dir, key, String(v), 'configs');
+      for (const v of all(k, key)) await this.#entry(file, dir, key, String(v), 'configs');
 
     const files: [string, Value][] = [];
-    for (const key of ['crds', 'configurations']) for (const v of list(k[key])) files.push([key, v]);
-    for (const v of list(k.patchesStrategicMerge))
+    for (const key of ['crds', 'configurations']) for (const v of all(k, key)) files.push([key, v]);
+    for (const v of all(k, 'patchesStrategicMerge'))
       if (!String(v).includes('\n')) files.push(['patchesStrategicMerge', v]);
     for (const key of ['patches', 'patchesJson6902', 'replacements'])
-      for (const p of list(k[key])) files.push([`${key}[].path`, field(p, 'path')]);
-    files.push(['openapi.path', field(k.openapi, 'path')]);
+      for (const p of all(k, key)) for (const v of fieldValues(p, 'path')) files.push([`${key}[].path`, v]);
+    for (const o of all(k, 'openapi')) for (const v of fieldValues(o, 'path')) files.push(['openapi.path', v]);
     for (const key of ['configMapGenerator', 'secretGenerator']) {
-      for (const g of list(k[key])) {
-        for (const f of list(field(g, 'files'))) files.push([`${key}[].files`, String(f).replace(/^[^=]*=/, '')]);
-        for (const f of list(field(g, 'envs'))) files.push([`${key}[].envs`, f]);
-        files.push([`${key}[].env`, field(g, 'env')]);
+      for (const g of all(k, key)) {
+        for (const f of all(g, 'files')) files.push([`${key}[].files`, String(f).replace(/^[^=]*=/, '')]);
+        for (const f of all(g, 'envs')) files.push([`${key}[].envs`, f]);
+        for (const f of fieldValues(g, 'env')) files.push([`${key}[].env`, f]);
       }
     }
-    const charts = [...list(k.helmCharts), ...list(k.helmChartInflationGenerator)];
-    if (charts.length > 0 || k.helmGlobals !== undefined) this.#helm(file, charts, k.helmGlobals, files);
+    const charts = [...all(k, 'helmCharts'), ...all(k, 'helmChartInflationGenerator')];
+    const globals = fieldValues(k, 'helmGlobals');
+    if (charts.length > 0 || globals.length > 0) this.#helm(file, charts, globals, files);
     for (const [key, v] of files) if (typeof v === 'string' && v !== '') await this.#file(file, dir, key, v);
   }
 
@@ -139,26 +140,29 @@ class Checker {
     return path.join(this.#o.root, rel);
   }
 
-  #helm(file: string, charts: Value[], globals: Value, files: [string, Value][]): void {
+  #helm(file: string, charts: Value[], globals: Value[], files: [string, Value][]): void {
     if (!this.#o.enableHelm) {
       this.#fail(
         file,
         'helmCharts are refused: kustomize inflates Helm charts only when the operator enables --enable-helm',
       );
     }
-    const g = (globals ?? {}) as Record<string, Value>;
-    files.push(['helmGlobals.chartHome', g.chartHome], ['helmGlobals.configHome', g.configHome]);
-    for (const c of charts) {
-      const chart = (c ?? {}) as Record<string, Value>;
-      const repo = chart.repo ?? chart.chartRepoUrl;
-      if (typeof repo === 'string' && repo !== '') {
+    for (const g of globals) {
+      for (const v of fieldValues(g, 'chartHome')) files.push(['helmGlobals.chartHome', v]);
+      for (const v of fieldValues(g, 'configHome')) files.push(['helmGlobals.configHome', v]);
+    }
+    for (const chart of charts) {
+      // helmCharts[] and the older helmChartInflationGenerator[] (chartRepoUrl, values, helmHome).
+      for (const repo of [...fieldValues(chart, 'repo'), ...fieldValues(chart, 'chartRepoUrl')]) {
+        if (typeof repo !== 'string' || repo === '') continue;
         const why = /^oci:\/\//i.test(repo)
           ? remoteRefusal(repo.replace(/^oci:/i, 'https:'), this.#o.sourceRepos)
           : remoteRefusal(repo, this.#o.sourceRepos);
         if (why) this.#fail(file, `helm chart repository '${redactURL(repo)}' is refused: ${why}`);
       }
-      files.push(['helmCharts[].valuesFile', chart.valuesFile], ['helmCharts[].chartHome', chart.chartHome]);
-      for (const v of Array.isArray(chart.additionalValuesFiles) ? chart.additionalValuesFiles : [])
+      for (const key of ['valuesFile', 'values', 'chartHome', 'helmHome'])
+        for (const v of fieldValues(chart, key)) files.push([`helmCharts[].${key}`, v]);
+      for (const v of fieldValues(chart, 'additionalValuesFiles').flatMap(list))
         files.push(['helmCharts[].additionalValuesFiles', v]);
     }
   }
@@ -223,4 +227,26 @@ async function firstExisting(dir: string, names: readonly string[]): Promise<str
     if (info?.isFile()) return n;
   }
   return undefined;
+}
+
+function list(v: Value): Value[] {
+  return Array.isArray(v) ? v : v === undefined || v === null ? [] : [v];
+}
+
+/**
+ * Go's encoding/json, which kustomize decodes kustomizations and plugin configs with, matches a
+ * key to a field exactly or case-insensitively with Unicode's simple case folding: `ſ` (U+017F) is
+ * `s`, and the Kelvin sign (U+212A) is `k`, which toLowerCase already makes of it.
+ */
+export function foldFieldName(name: string): string {
+  return name.replaceAll('\u017f', 's').toLowerCase();
+}
+
+/** The values of every key of `o` that kustomize reads as field `name` (it keeps the last; all are checked here). */
+export function fieldValues(o: Value, name: string): Value[] {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return [];
+  const want = foldFieldName(name);
+  return Object.entries(o as Record<string, Value>)
+    .filter(([key]) => foldFieldName(key) === want)
+    .map(([, v]) => v);
 }

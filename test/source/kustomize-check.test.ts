@@ -52,6 +52,11 @@ describe('kustomizations are checked before kustomize runs', () => {
       'fn-configs/fn.yaml': fn('in-a-folder'),
       'helm/kustomization.yaml':
         'helmCharts:\n- name: nginx\n  repo: https://charts.example.com/stable\n  version: 1.0.0\n  releaseName: x\n',
+      // kustomize reads field names as Go's encoding/json does: case-insensitively, with Unicode folding.
+      'case/kustomization.yaml': `Resources: ['${'../'.repeat(40)}${secretDir.slice(1)}']\n`,
+      'fold/kustomization.yaml': `re\u017fources: ['${secretDir}']\n`,
+      'casefiles/kustomization.yaml': 'configMapGenerator:\n- name: c\n  Files: [https://example.com/stolen]\n',
+      'casehelm/kustomization.yaml': 'HELMCHARTS:\n- name: nginx\n  releaseName: x\n',
     });
     await chmod(path.join(repo.dir, 'fn/touch.sh'), 0o755);
   });
@@ -125,6 +130,20 @@ describe('kustomizations are checked before kustomize runs', () => {
     }
     const helm = renderer({ kustomizeBuildOptions: ['--enable-helm', '--helm-kube-version', '1.30.0'] });
     assert.equal((await render(helm, 'local')).objects.length, 1, 'allowed options pass');
+  });
+
+  test('field names are read as kustomize reads them: any case, and Unicode case folding', async () => {
+    for (const [p, message] of [
+      ['case', /^case\/kustomization\.yaml: resources '(\.\.\/)+.*secret' leads outside the repository$/],
+      ['fold', /^fold\/kustomization\.yaml: resources '.*secret' is refused: absolute paths are not allowed$/],
+      [
+        'casefiles',
+        /^casefiles\/kustomization\.yaml: configMapGenerator\[\]\.files 'https:\/\/example\.com\/stolen' is refused: the project's sourceRepos do not allow/,
+      ],
+      ['casehelm', /^casehelm\/kustomization\.yaml: helmCharts are refused: .*--enable-helm/],
+    ] as const) {
+      await assert.rejects(render(renderer(), p, ['https://github.com/*']), refused('InvalidSource', message));
+    }
   });
 
   test('exec and container functions are refused, in a file, inline or in a folder of configs', async () => {
