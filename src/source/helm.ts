@@ -9,6 +9,7 @@ import { scrubber, type PathRename } from './scrub.ts';
 import type { ToolLimits } from './limits.ts';
 import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
+import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
 
@@ -103,6 +104,15 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(p.value ?? '')}`);
   }
   args.push('--', input.releaseName, input.chartDir);
+  if (spec.skipSchemaValidation !== true) {
+    const bad = await findSchemaReference(input.chartDir);
+    if (bad) {
+      throw new SourceError(
+        'InvalidSource',
+        `helm chart '${input.shownPath}': ${schemaRefusal(bad)} (or set spec.source.helm.skipSchemaValidation)`,
+      );
+    }
+  }
 
   const env: NodeJS.ProcessEnv = {
     ...input.env,
