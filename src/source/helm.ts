@@ -179,9 +179,14 @@ async function resolveValueFile(input: HelmTemplateInput, file: string): Promise
 const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const RELEASE_NAME_MAX = 53;
 
+/** True when helm accepts `name` as a release name (so it can never be read as a flag). */
+export function isReleaseName(name: string): boolean {
+  return name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name);
+}
+
 /** Refuses what helm would refuse, before it runs, in helm's own words. */
 export function checkReleaseName(name: string): void {
-  if (name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name)) return;
+  if (isReleaseName(name)) return;
   throw new SourceError(
     'InvalidSource',
     `release name ${JSON.stringify(name)}: invalid release name, must match regex ${RELEASE_NAME.source} and the length must not be longer than ${RELEASE_NAME_MAX} (spec.source.helm.releaseName, or the Application's name when that is empty)`,

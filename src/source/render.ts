@@ -187,6 +187,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         buildOptions: env.kustomizeBuildOptions,
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
+        helmBinary: optionalTool('helm', env.tools),
         checkoutLimits: env.limits,
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
@@ -208,6 +209,15 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     };
   } finally {
     await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** The tool's binary, or undefined when there is none (kustomize needs helm only for helmCharts). */
+function optionalTool(tool: 'helm', where: ToolLocations): string | undefined {
+  try {
+    return findTool(tool, where);
+  } catch {
+    return undefined;
   }
 }
 
