@@ -14,7 +14,7 @@ import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
-import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_TOOL_LIMITS, formatBytes, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
@@ -26,6 +26,11 @@ export interface RenderLimits {
   maxTotalBytes: number;
   /** Largest output read from kustomize or helm. Default 256 MiB. */
   maxToolOutputBytes: number;
+  /**
+   * Largest rendered answer: the objects as JSON, as they are sent (a YAML alias counts every time
+   * it is used). Default 64 MiB, what the controller reads (renderer/protocol.ts).
+   */
+  maxRenderedBytes: number;
   /** Time limit for one kustomize or helm run. Default 120 s. */
   toolTimeoutMs: number;
   /** Time limit for a whole render: fetch, checkout, tools and parsing. Default 180 s. */
@@ -48,6 +53,7 @@ export const DEFAULT_LIMITS: RenderLimits = {
   maxFileBytes: 32 * 1024 * 1024,
   maxTotalBytes: 256 * 1024 * 1024,
   maxToolOutputBytes: 256 * 1024 * 1024,
+  maxRenderedBytes: 64 * 1024 * 1024,
   toolTimeoutMs: 120_000,
   renderTimeoutMs: 180_000,
   checkoutMaxBytes: DEFAULT_CHECKOUT_LIMITS.checkoutMaxBytes,
@@ -113,7 +119,9 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
     { from: env.helmHome, to: '<helm home>' },
   ];
   try {
-    return await renderIn(req, env, renames);
+    const rendered = await renderIn(req, env, renames);
+    checkRenderedSize(rendered.objects, env.limits.maxRenderedBytes, req.source.path || '.');
+    return rendered;
   } catch (err) {
     const scrub = scrubber(renames);
     if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
@@ -210,6 +218,53 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
+}
+
+/** Deeper than this, an object is refused: no Kubernetes object is, and code that walks objects recursively would fail on it. */
+export const MAX_OBJECT_DEPTH = 512;
+
+/**
+ * The objects as the answer carries them, measured here, inside the render's heap limit: parsing
+ * keeps a YAML alias as one value, but the answer (and the controller's memory) holds every use of
+ * it, so a 1 MiB file with a thousand aliases would be a 1 GiB answer. An object nested deeper than
+ * MAX_OBJECT_DEPTH is refused too: it could not even be passed out of the render's thread.
+ */
+function checkRenderedSize(objects: readonly ParsedObject[], max: number, shown: string): void {
+  const tooLarge = () =>
+    new SourceError(
+      'TooLarge',
+      `the rendered objects of '${shown}' are more than the renderer's limit of ${formatBytes(max)} (a YAML alias counts each time it is used)`,
+    );
+  let bytes = 0;
+  for (const o of objects) {
+    if (depthOver(o.object, MAX_OBJECT_DEPTH)) {
+      throw new SourceError(
+        'InvalidManifest',
+        `${o.location.file}: document ${o.location.document} is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
+      );
+    }
+    let json: string;
+    try {
+      json = JSON.stringify(o);
+    } catch (err) {
+      if (err instanceof RangeError) throw tooLarge(); // longer than a string can be
+      throw err;
+    }
+    bytes += Buffer.byteLength(json) + 1;
+    if (bytes > max) throw tooLarge();
+  }
+}
+
+/** True when `value` nests objects and arrays more than `max` levels deep (walked without recursion). */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** The tool's binary, or undefined when there is none (kustomize needs helm only for helmCharts). */
