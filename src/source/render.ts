@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
+import { measureJSON } from './answer-size.ts';
 import { readDirectory } from './directory.ts';
 import { SourceError } from './errors.ts';
 import { helmTemplate } from './helm.ts';
@@ -221,50 +222,31 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
 }
 
 /** Deeper than this, an object is refused: no Kubernetes object is, and code that walks objects recursively would fail on it. */
-export const MAX_OBJECT_DEPTH = 512;
+const MAX_OBJECT_DEPTH = 512;
 
 /**
- * The objects as the answer carries them, measured here, inside the render's heap limit: parsing
- * keeps a YAML alias as one value, but the answer (and the controller's memory) holds every use of
- * it, so a 1 MiB file with a thousand aliases would be a 1 GiB answer. An object nested deeper than
- * MAX_OBJECT_DEPTH is refused too: it could not even be passed out of the render's thread.
+ * The objects as the answer carries them (answer-size.ts), measured here, inside the render's
+ * heap limit: over the limit is TooLarge, and an object nested deeper than MAX_OBJECT_DEPTH is
+ * refused (it could not even be passed out of the render's thread).
  */
 function checkRenderedSize(objects: readonly ParsedObject[], max: number, shown: string): void {
-  const tooLarge = () =>
-    new SourceError(
-      'TooLarge',
-      `the rendered objects of '${shown}' are more than the renderer's limit of ${formatBytes(max)} (a YAML alias counts each time it is used)`,
-    );
   let bytes = 0;
   for (const o of objects) {
-    if (depthOver(o.object, MAX_OBJECT_DEPTH)) {
+    const m = measureJSON(o, max - bytes, MAX_OBJECT_DEPTH + 2); // the entry holds the object two levels down
+    if (!m.ok && m.why === 'depth') {
       throw new SourceError(
         'InvalidManifest',
         `${o.location.file}: document ${o.location.document} is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
       );
     }
-    let json: string;
-    try {
-      json = JSON.stringify(o);
-    } catch (err) {
-      if (err instanceof RangeError) throw tooLarge(); // longer than a string can be
-      throw err;
+    if (!m.ok) {
+      throw new SourceError(
+        'TooLarge',
+        `the rendered objects of '${shown}' are more than the renderer's limit of ${formatBytes(max)} (a YAML alias counts each time it is used)`,
+      );
     }
-    bytes += Buffer.byteLength(json) + 1;
-    if (bytes > max) throw tooLarge();
+    bytes += m.bytes + 1;
   }
-}
-
-/** True when `value` nests objects and arrays more than `max` levels deep (walked without recursion). */
-function depthOver(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop() as [unknown, number];
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
 }
 
 /** The tool's binary, or undefined when there is none (kustomize needs helm only for helmCharts). */
