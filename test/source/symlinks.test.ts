@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
 import { SourceError } from '../../src/source/errors.ts';
+import { findEscapingSymlink } from '../../src/source/paths.ts';
 import { DEFAULT_LIMITS, renderCheckout, type RenderEnvironment } from '../../src/source/render.ts';
 import { toolsDir } from './tools.ts';
 
@@ -99,5 +100,46 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
       ok.objects.map((o) => o.object.metadata.name),
       ['cfg'],
     );
+  });
+});
+
+describe('the checkout-wide symlink check takes bounded time', () => {
+  let top: string;
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-symlink-chains-'));
+  });
+  after(async () => {
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  /** `count` chains of 39 links (the kernel follows 40) in `dir`, the first at `end`, each written `via` + the one before. */
+  const chains = async (dir: string, count: number, end: string, via = '') => {
+    await mkdir(dir, { recursive: true });
+    for (let c = 0; c < count; c++) {
+      let previous = end;
+      for (let i = 0; i < 39; i++) {
+        await symlink(`${via}${previous}`, path.join(dir, `c${c}-${i}`));
+        previous = `c${c}-${i}`;
+      }
+    }
+  };
+
+  test('many chains of links that resolve are checked quickly', async () => {
+    const root = path.join(top, 'resolving');
+    await mkdir(path.join(root, 'a/b/c/d'), { recursive: true });
+    await writeFile(path.join(root, 'a/b/c/d/target.yaml'), 'a: 1\n');
+    await chains(path.join(root, 'a/b/c/d'), 500, 'target.yaml');
+    const started = Date.now();
+    assert.equal(await findEscapingSymlink(root), undefined);
+    assert.ok(Date.now() - started < 10_000, `19,500 links checked in ${Date.now() - started} ms`);
+  });
+
+  test('dangling links that would take too long to follow are reported, at once', async () => {
+    const root = path.join(top, 'dangling');
+    // Each step of each chain a long way round: walked one component at a time, hours.
+    await chains(path.join(root, 'a/i'), 100, 'missing.yaml', '../i/'.repeat(50));
+    const started = Date.now();
+    assert.equal((await findEscapingSymlink(root))?.why, 'complex');
+    assert.ok(Date.now() - started < 10_000, `reported in ${Date.now() - started} ms`);
   });
 });
