@@ -2,6 +2,7 @@
 // cache: the checkout-wide check (git.test.ts) never lets such a tree through, so these tests see
 // the second line of defence alone. Beside the "checkout" sits a secret that no render may read.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,6 +102,52 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
       ['cfg'],
     );
   });
+});
+
+test("a symlink in a chart archive under charts/ reads nothing: helm takes archives' entries as they are", async () => {
+  const top = await mkdtemp(path.join(os.tmpdir(), 'impersync-chart-archive-'));
+  try {
+    await writeFile(path.join(top, 'secret.txt'), 'secret-of-the-renderer');
+    const sub = path.join(top, 'build', 'sub');
+    await mkdir(path.join(sub, 'templates'), { recursive: true });
+    await writeFile(path.join(sub, 'Chart.yaml'), 'apiVersion: v2\nname: sub\nversion: 0.1.0\n');
+    await writeFile(
+      path.join(sub, 'templates', 'cm.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\ndata:\n  leak: {{ .Files.Get "leak" | quote }}\n',
+    );
+    await symlink(path.join(top, 'secret.txt'), path.join(sub, 'leak'));
+    const checkout = path.join(top, 'checkout');
+    await mkdir(path.join(checkout, 'chart', 'charts'), { recursive: true });
+    await writeFile(path.join(checkout, 'chart', 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 0.1.0\n');
+    const tar = spawnSync('tar', [
+      'czf',
+      path.join(checkout, 'chart', 'charts', 'sub-0.1.0.tgz'),
+      '-C',
+      path.dirname(sub),
+      'sub',
+    ]);
+    assert.equal(tar.status, 0, String(tar.stderr));
+    const r = await renderCheckout(
+      {
+        checkoutDir: checkout,
+        source: { repoURL: 'https://example.com/r.git', path: 'chart' } as ApplicationSource,
+        appName: 'app',
+      },
+      {
+        tools: { dir: toolsDir() },
+        limits: DEFAULT_LIMITS,
+        workRoot: path.join(top, 'work'),
+        helmHome: path.join(top, 'helm'),
+        env: process.env,
+      },
+    );
+    assert.deepEqual(
+      r.objects.map((o) => o.object.data),
+      [{ leak: '' }],
+    );
+  } finally {
+    await rm(top, { recursive: true, force: true });
+  }
 });
 
 describe('the checkout-wide symlink check takes bounded time', () => {
