@@ -5,12 +5,14 @@
 // repository), to render a chart of the renderer's disk, and to make helm load a file through the
 // chart's schema; each would write a marker or show the outside chart if it got through.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
+import { HELM_GUARD_POLICY_ENV, writeHelmShim, type HelmGuardPolicy } from '../../src/source/kustomize-helm.ts';
 import { SourceError, SourceRenderer } from '../../src/source/index.ts';
 import { TestRepo, git } from '../support/git.ts';
 import { toolsDir } from './tools.ts';
@@ -114,5 +116,130 @@ describe("kustomize's helm runs only what kustomize means, checked", () => {
 
   test("the chart's schema is held to the same rule as a Helm source's", async () => {
     await assert.rejects(render('schema'), refused(/values\.schema\.json: \$ref 'file:\/\/.*secret\.json' is refused/));
+  });
+});
+
+describe('the helm guard, called as kustomize calls it', () => {
+  let top: string;
+  let shim: string;
+  let argvFile: string;
+  let root: string;
+
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-helm-guard-direct-'));
+    shim = await writeHelmShim(path.join(top, 'bin'));
+    // The "real" helm records the arguments and environment it was given.
+    argvFile = path.join(top, 'argv');
+    await writeFile(
+      path.join(top, 'helm'),
+      `#!/bin/sh\nprintf '%s\\n' "$@" > '${argvFile}'\nenv > '${argvFile}.env'\n`,
+    );
+    await chmod(path.join(top, 'helm'), 0o755);
+    root = path.join(top, 'checkout');
+    await mkdir(path.join(root, 'charts', 'c'), { recursive: true });
+  });
+  after(async () => {
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  const helm = (...args: string[]) => {
+    const policy: HelmGuardPolicy = {
+      helm: path.join(top, 'helm'),
+      roots: [root],
+      sourceRepos: ['https://charts.example.com/*', 'https://ghcr.io/tenant/*'],
+      home: path.join(top, 'home'),
+    };
+    const env = {
+      ...process.env,
+      [HELM_GUARD_POLICY_ENV]: JSON.stringify(policy),
+      HELM_DATA_HOME: path.join(root, 'x'),
+      SECRET: 's',
+    };
+    return spawnSync(shim, args, { env, encoding: 'utf8' });
+  };
+  const ran = async () => (await readFile(argvFile, 'utf8')).trimEnd().split('\n');
+
+  test("kustomize's commands run rebuilt: every value as --flag=value, positional arguments after --", async () => {
+    const chart = path.join(root, 'charts', 'c');
+    let r = helm(
+      'template',
+      'r',
+      chart,
+      '--namespace',
+      '--post-renderer=x',
+      '-f',
+      path.join(root, 'v.yaml'),
+      '--include-crds',
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(await ran(), [
+      'template',
+      '--namespace=--post-renderer=x',
+      `--values=${path.join(root, 'v.yaml')}`,
+      '--include-crds',
+      '--',
+      'r',
+      chart,
+    ]);
+    const env = await readFile(`${argvFile}.env`, 'utf8');
+    assert.match(env, new RegExp(`^HELM_DATA_HOME=${path.join(top, 'home', 'data')}$`, 'm'), "the renderer's homes");
+    assert.doesNotMatch(env, /^SECRET=/m, 'nothing else of the environment');
+    r = helm(
+      'pull',
+      '--untar',
+      '--untardir',
+      path.join(root, 'charts', 'c-1.0.0'),
+      '--repo',
+      'https://charts.example.com/stable',
+      'c',
+      '--version',
+      '1.0.0',
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(await ran(), [
+      'pull',
+      '--untar',
+      `--untardir=${path.join(root, 'charts', 'c-1.0.0')}`,
+      '--repo=https://charts.example.com/stable',
+      '--version=1.0.0',
+      '--',
+      'c',
+    ]);
+    r = helm('pull', '--untar', '--untardir', path.join(root, 'charts'), 'oci://ghcr.io/tenant/c');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(helm('version', '--short').status, 0);
+  });
+
+  test('anything else is refused before helm runs', async () => {
+    const chart = path.join(root, 'charts', 'c');
+    for (const [args, message] of [
+      [['template', '--post-renderer=./x', chart], /helm release name "--post-renderer=\.\/x" is invalid/],
+      [['template', 'r', '/etc'], /helm chart '\/etc' is outside the repository/],
+      [['template', 'r', chart, '-f', '/etc/passwd'], /helm values file '\/etc\/passwd' is outside the repository/],
+      [
+        ['template', 'r', chart, '--post-renderer', 'x'],
+        /helm template option '--post-renderer' is not one kustomize gives/,
+      ],
+      [
+        ['pull', '--untar', '--untardir', '/tmp/x', '--repo', 'https://charts.example.com/s', 'c'],
+        /chart home '\/tmp\/x' is outside/,
+      ],
+      [
+        ['pull', '--untar', '--untardir', chart, '--repo', 'https://evil.example.com/s', 'c'],
+        /chart repository 'https:\/\/evil\.example\.com\/s' is refused/,
+      ],
+      [['pull', '--untar', '--untardir', chart, '--repo', 'file:///srv/charts', 'c'], /is not a network repository/],
+      [
+        ['pull', '--untar', '--untardir', chart, '--repo', 'https://charts.example.com/s', '--keyring=/x'],
+        /not a chart name/,
+      ],
+      [['plugin', 'install', 'x'], /is not a command kustomize runs/],
+    ] as const) {
+      await rm(argvFile, { force: true });
+      const r = helm(...args);
+      assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`^refused by the renderer: .*${message.source}`));
+      assert.ok(!existsSync(argvFile), `helm did not run for ${args.join(' ')}`);
+    }
   });
 });
