@@ -175,10 +175,11 @@ describe('the checkout-wide symlink check takes bounded time', () => {
     const root = path.join(top, 'resolving');
     await mkdir(path.join(root, 'a/b/c/d'), { recursive: true });
     await writeFile(path.join(root, 'a/b/c/d/target.yaml'), 'a: 1\n');
-    await chains(path.join(root, 'a/b/c/d'), 500, 'target.yaml');
+    await chains(path.join(root, 'a/b/c/d'), 1000, 'target.yaml');
     const started = Date.now();
     assert.equal(await findEscapingSymlink(root), undefined);
-    assert.ok(Date.now() - started < 10_000, `19,500 links checked in ${Date.now() - started} ms`);
+    // On a loaded 2-core machine: 186 s when each link was walked component by component, 10 s now.
+    assert.ok(Date.now() - started < 30_000, `39,000 links checked in ${Date.now() - started} ms`);
   });
 
   test('dangling links that would take too long to follow are reported, at once', async () => {
@@ -187,6 +188,6 @@ describe('the checkout-wide symlink check takes bounded time', () => {
     await chains(path.join(root, 'a/i'), 100, 'missing.yaml', '../i/'.repeat(50));
     const started = Date.now();
     assert.equal((await findEscapingSymlink(root))?.why, 'complex');
-    assert.ok(Date.now() - started < 10_000, `reported in ${Date.now() - started} ms`);
+    assert.ok(Date.now() - started < 30_000, `reported in ${Date.now() - started} ms`);
   });
 });
