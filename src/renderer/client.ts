@@ -7,7 +7,14 @@ import { Agent, request } from 'undici';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError, formatBytes, redactURL } from '../source/errors.ts';
 import type { RenderInput, RenderResult } from '../source/index.ts';
-import { ErrorAnswerSchema, RENDER_PATH, RESOLVE_PATH, RenderAnswerSchema, ResolveAnswerSchema } from './protocol.ts';
+import {
+  ErrorAnswerSchema,
+  MAX_ANSWER_BYTES,
+  RENDER_PATH,
+  RESOLVE_PATH,
+  RenderAnswerSchema,
+  ResolveAnswerSchema,
+} from './protocol.ts';
 
 /** What the controller needs of a renderer: the objects of one source, and the commit a revision names. */
 export interface Renderer {
@@ -26,7 +33,7 @@ export interface RendererClientOptions {
   onUnauthorized?: () => Promise<void>;
   /** How long an answer may take, queueing at a busy renderer included. Default 15 min. */
   timeoutMs?: number;
-  /** Largest answer read. Default 512 MiB. */
+  /** Largest answer read. Default MAX_ANSWER_BYTES (65 MiB). */
   maxAnswerBytes?: number;
 }
 
@@ -120,7 +127,7 @@ export class RendererClient implements Renderer {
   }
 
   async #read(body: AsyncIterable<Buffer> & { destroy(): void }, source: ApplicationSource): Promise<string> {
-    const max = this.#opts.maxAnswerBytes ?? 512 * 1024 * 1024;
+    const max = this.#opts.maxAnswerBytes ?? MAX_ANSWER_BYTES;
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of body) {

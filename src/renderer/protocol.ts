@@ -19,6 +19,16 @@ export const RESOLVE_PATH = '/v1/resolve';
 /** Largest request body the renderer reads (an Application's source with inline values fits in etcd's 1.5 MiB). */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Largest rendered objects the renderer answers with (as JSON, measured in the render's thread):
+ * the controller parses an answer in its own memory, about three times its size, so this bounds
+ * what one render of hostile content costs the controller.
+ */
+export const MAX_RENDERED_BYTES = 64 * 1024 * 1024;
+
+/** Largest answer the controller reads: the rendered objects and the answer's few other fields. */
+export const MAX_ANSWER_BYTES = MAX_RENDERED_BYTES + 1024 * 1024;
+
 export const RenderInputSchema = z.strictObject({
   source: ApplicationSourceSchema,
   appName: z.string().min(1).max(253),

@@ -9,6 +9,7 @@ import { scrubber, type PathRename } from './scrub.ts';
 import type { ToolLimits } from './limits.ts';
 import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
+import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
 
@@ -103,6 +104,15 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(p.value ?? '')}`);
   }
   args.push('--', input.releaseName, input.chartDir);
+  if (spec.skipSchemaValidation !== true) {
+    const bad = await findSchemaReference(input.chartDir);
+    if (bad) {
+      throw new SourceError(
+        'InvalidSource',
+        `helm chart '${input.shownPath}': ${schemaRefusal(bad)} (or set spec.source.helm.skipSchemaValidation)`,
+      );
+    }
+  }
 
   const env: NodeJS.ProcessEnv = {
     ...input.env,
@@ -169,9 +179,14 @@ async function resolveValueFile(input: HelmTemplateInput, file: string): Promise
 const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const RELEASE_NAME_MAX = 53;
 
+/** True when helm accepts `name` as a release name (so it can never be read as a flag). */
+export function isReleaseName(name: string): boolean {
+  return name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name);
+}
+
 /** Refuses what helm would refuse, before it runs, in helm's own words. */
 export function checkReleaseName(name: string): void {
-  if (name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name)) return;
+  if (isReleaseName(name)) return;
   throw new SourceError(
     'InvalidSource',
     `release name ${JSON.stringify(name)}: invalid release name, must match regex ${RELEASE_NAME.source} and the length must not be longer than ${RELEASE_NAME_MAX} (spec.source.helm.releaseName, or the Application's name when that is empty)`,

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
+import { measureJSON } from './answer-size.ts';
 import { readDirectory } from './directory.ts';
 import { SourceError } from './errors.ts';
 import { helmTemplate } from './helm.ts';
@@ -14,7 +15,7 @@ import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
-import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_TOOL_LIMITS, formatBytes, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
@@ -26,6 +27,11 @@ export interface RenderLimits {
   maxTotalBytes: number;
   /** Largest output read from kustomize or helm. Default 256 MiB. */
   maxToolOutputBytes: number;
+  /**
+   * Largest rendered answer: the objects as JSON, as they are sent (a YAML alias counts every time
+   * it is used). Default 64 MiB, what the controller reads (renderer/protocol.ts).
+   */
+  maxRenderedBytes: number;
   /** Time limit for one kustomize or helm run. Default 120 s. */
   toolTimeoutMs: number;
   /** Time limit for a whole render: fetch, checkout, tools and parsing. Default 180 s. */
@@ -48,6 +54,7 @@ export const DEFAULT_LIMITS: RenderLimits = {
   maxFileBytes: 32 * 1024 * 1024,
   maxTotalBytes: 256 * 1024 * 1024,
   maxToolOutputBytes: 256 * 1024 * 1024,
+  maxRenderedBytes: 64 * 1024 * 1024,
   toolTimeoutMs: 120_000,
   renderTimeoutMs: 180_000,
   checkoutMaxBytes: DEFAULT_CHECKOUT_LIMITS.checkoutMaxBytes,
@@ -113,7 +120,9 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
     { from: env.helmHome, to: '<helm home>' },
   ];
   try {
-    return await renderIn(req, env, renames);
+    const rendered = await renderIn(req, env, renames);
+    checkRenderedSize(rendered.objects, env.limits.maxRenderedBytes, req.source.path || '.');
+    return rendered;
   } catch (err) {
     const scrub = scrubber(renames);
     if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
@@ -187,6 +196,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         buildOptions: env.kustomizeBuildOptions,
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
+        helmBinary: optionalTool('helm', env.tools),
         checkoutLimits: env.limits,
       });
       return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
@@ -208,6 +218,43 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     };
   } finally {
     await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** Deeper than this, an object is refused: no Kubernetes object is, and code that walks objects recursively would fail on it. */
+const MAX_OBJECT_DEPTH = 512;
+
+/**
+ * The objects as the answer carries them (answer-size.ts), measured here, inside the render's
+ * heap limit: over the limit is TooLarge, and an object nested deeper than MAX_OBJECT_DEPTH is
+ * refused (it could not even be passed out of the render's thread).
+ */
+function checkRenderedSize(objects: readonly ParsedObject[], max: number, shown: string): void {
+  let bytes = 0;
+  for (const o of objects) {
+    const m = measureJSON(o, max - bytes, MAX_OBJECT_DEPTH + 2); // the entry holds the object two levels down
+    if (!m.ok && m.why === 'depth') {
+      throw new SourceError(
+        'InvalidManifest',
+        `${o.location.file}: document ${o.location.document} is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
+      );
+    }
+    if (!m.ok) {
+      throw new SourceError(
+        'TooLarge',
+        `the rendered objects of '${shown}' are more than the renderer's limit of ${formatBytes(max)} (a YAML alias counts each time it is used)`,
+      );
+    }
+    bytes += m.bytes + 1;
+  }
+}
+
+/** The tool's binary, or undefined when there is none (kustomize needs helm only for helmCharts). */
+function optionalTool(tool: 'helm', where: ToolLocations): string | undefined {
+  try {
+    return findTool(tool, where);
+  } catch {
+    return undefined;
   }
 }
 
