@@ -37,6 +37,7 @@ import type { ParsedObject } from './parse.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
+import type { RepositoryAccess } from '../api/repository.ts';
 
 export { SourceError, type SourceErrorReason } from './errors.ts';
 export type { ParsedObject as RenderedObject } from './parse.ts';
@@ -96,6 +97,34 @@ export interface RenderInput {
    * bases and resources may come from. Absent: no remote kustomize reference is allowed.
    */
   sourceRepos?: readonly string[] | undefined;
+  /** Credentials and TLS/SSH settings for source.repoURL (none: anonymous). */
+  repository?: RepositoryAccess | undefined;
+  /**
+   * Multi-source Applications: the `ref` sources by `$name`, for `$name/...` helm value files: each
+   * repository, its revision (the ref source's targetRevision or the operation's) and credentials.
+   */
+  refSources?: Readonly<Record<string, RefSource>> | undefined;
+  /**
+   * Credentials for the repositories of a Helm chart's dependencies, as the controller resolved them
+   * for the needs the renderer named (NeedsRepositories). Undefined: not resolved yet, so a chart with
+   * dependencies to fetch is answered with its needs first; an entry without `repository`: anonymous.
+   */
+  dependencyRepositories?: readonly DependencyRepository[] | undefined;
+  /** Refs and Helm indexes fetched less than this long ago are used again (0: ask now). */
+  revisionMaxAgeMs?: number | undefined;
+}
+
+export interface RefSource {
+  repoURL: string;
+  targetRevision?: string | undefined;
+  repository?: RepositoryAccess | undefined;
+}
+
+export interface DependencyRepository {
+  /** The dependency's repository as Chart.yaml names it: a URL, or the name of `@name` / `alias:name`. */
+  url?: string | undefined;
+  name?: string | undefined;
+  repository?: RepositoryAccess | undefined;
 }
 
 export interface RenderResult {
@@ -103,6 +132,8 @@ export interface RenderResult {
   revision: string;
   sourceType: SourceType;
   objects: ParsedObject[];
+  /** Repositories a chart's dependencies came from. */
+  dependencies?: string[] | undefined;
 }
 
 export class SourceRenderer {
@@ -129,9 +160,16 @@ export class SourceRenderer {
   }
 
   /** The commit SHA the source (or input.revision) names now, without rendering. */
-  async resolveRevision(input: Pick<RenderInput, 'source' | 'revision'>): Promise<string> {
+  async resolveRevision(
+    input: Pick<RenderInput, 'source' | 'revision' | 'repository' | 'revisionMaxAgeMs'>,
+  ): Promise<string> {
     const source = gitSource(input.source);
-    return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
+    return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision, repoOptions(input));
+  }
+
+  /** `git ls-remote` runs so far (tests and bench/repos). */
+  get lsRemoteCount(): number {
+    return this.#git.lsRemoteCount;
   }
 
   /**
@@ -155,8 +193,12 @@ export class SourceRenderer {
 
   async #render(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
     const source = gitSource(input.source);
-    const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
-    const checkout = await this.#git.checkout(source.repoURL, revision);
+    const revision = await this.#git.resolveRevision(
+      source.repoURL,
+      input.revision ?? source.targetRevision,
+      repoOptions(input),
+    );
+    const checkout = await this.#git.checkout(source.repoURL, revision, { access: input.repository });
     try {
       const remainingMs = deadline === undefined ? this.#limits.renderTimeoutMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, this.#limits.renderTimeoutMs);
@@ -196,6 +238,10 @@ export class SourceRenderer {
       checkout.release();
     }
   }
+}
+
+function repoOptions(input: Pick<RenderInput, 'repository' | 'revisionMaxAgeMs'>) {
+  return { access: input.repository, maxAgeMs: input.revisionMaxAgeMs };
 }
 
 /** A source this renderer can render: from Git (Helm repository charts are not supported yet). */
