@@ -122,11 +122,12 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
       const origin = originOf(url);
       const scope = origin ? `http "${origin}/"` : 'http';
       const section: string[] = [];
-      if (access.insecure) section.push(`sslVerify = false`);
-      if (access.caCerts) section.push(`sslCAInfo = ${configValue(await write('ca.pem', access.caCerts, 0o644))}`);
+      // As Argo CD: variables (paths only) that win over any GIT_SSL_* the operator set for the machine.
+      if (access.insecure) env.GIT_SSL_NO_VERIFY = 'true';
+      if (access.caCerts) env.GIT_SSL_CAINFO = await write('ca.pem', access.caCerts, 0o644);
       if (access.tlsClientCertData && access.tlsClientCertKey) {
-        section.push(`sslCert = ${configValue(await write('client.crt', access.tlsClientCertData))}`);
-        section.push(`sslKey = ${configValue(await write('client.key', access.tlsClientCertKey))}`);
+        env.GIT_SSL_CERT = await write('client.crt', access.tlsClientCertData);
+        env.GIT_SSL_KEY = await write('client.key', access.tlsClientCertKey);
       }
       if (access.proxy) section.push(`proxy = ${configValue(access.proxy)}`);
       const username = access.username || 'x-access-token';
