@@ -33,6 +33,8 @@ import type { ApplicationSource } from '../api/application.ts';
 import { SourceError, redactURL } from './errors.ts';
 import { scrubber } from './scrub.ts';
 import { GitRepoCache } from './git.ts';
+import { ChartSources, sourceKind } from './charts.ts';
+import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
@@ -138,6 +140,7 @@ export interface RenderResult {
 
 export class SourceRenderer {
   readonly #git: GitRepoCache;
+  readonly #charts: ChartSources;
   readonly #opts: SourceRendererOptions;
   readonly #limits: RenderLimits;
   readonly #runCheckout: CheckoutRunner;
@@ -146,6 +149,12 @@ export class SourceRenderer {
     this.#opts = opts;
     this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.#runCheckout = opts.runCheckout ?? inThisThread;
+    const cacheDir = path.resolve(opts.cacheDir);
+    this.#charts = new ChartSources({
+      cacheDir,
+      limits: { maxBytes: 64 * 1024 * 1024, maxFiles: 10_000, timeoutMs: opts.git?.networkTimeoutMs ?? 120_000 },
+      credentialId: (access) => credentialId(cacheDir, access),
+    });
     this.#git = new GitRepoCache({
       cacheDir: path.join(opts.cacheDir, 'git'),
       gitBinary: opts.toolPaths?.git,
@@ -159,10 +168,13 @@ export class SourceRenderer {
     });
   }
 
-  /** The commit SHA the source (or input.revision) names now, without rendering. */
+  /** The commit SHA (Git), chart version (Helm) or tag (OCI) the source (or input.revision) names now, without rendering. */
   async resolveRevision(
     input: Pick<RenderInput, 'source' | 'revision' | 'repository' | 'revisionMaxAgeMs'>,
   ): Promise<string> {
+    if (sourceKind(input.source, input.repository) !== 'git') {
+      return this.#charts.resolve(input.source, input.revision, input.repository, input.revisionMaxAgeMs ?? 0);
+    }
     const source = gitSource(input.source);
     return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision, repoOptions(input));
   }
@@ -191,7 +203,13 @@ export class SourceRenderer {
     }
   }
 
+  /** index.yaml downloads and OCI tag listings so far (tests and bench/repos). */
+  get indexFetches(): number {
+    return this.#charts.helm.indexFetches + this.#charts.oci.tagFetches;
+  }
+
   async #render(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
+    if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, deadline);
     const source = gitSource(input.source);
     const revision = await this.#git.resolveRevision(
       source.repoURL,
@@ -200,11 +218,34 @@ export class SourceRenderer {
     );
     const checkout = await this.#git.checkout(source.repoURL, revision, { access: input.repository });
     try {
+      return { revision, ...(await this.#renderDir(checkout.dir, source, input, deadline)) };
+    } finally {
+      checkout.release();
+    }
+  }
+
+  /** A chart from a Helm repository or an OCI registry, or an oci:// artifact: unpacked (charts.ts), then rendered. */
+  async #renderChart(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
+    const maxAgeMs = input.revisionMaxAgeMs ?? 0;
+    const version = await this.#charts.resolve(input.source, input.revision, input.repository, maxAgeMs);
+    const unpacked = await this.#charts.unpack(input.source, version, input.repository, { maxAgeMs });
+    const source = { ...input.source, path: unpacked.path };
+    return { revision: unpacked.revision, ...(await this.#renderDir(unpacked.dir, source, input, deadline)) };
+  }
+
+  /** Renders `source.path` of a folder (a checkout, an unpacked chart) in a worker, within the deadline. */
+  async #renderDir(
+    dir: string,
+    source: ApplicationSource,
+    input: RenderInput,
+    deadline: number | undefined,
+  ): Promise<Pick<RenderResult, 'sourceType' | 'objects'>> {
+    {
       const remainingMs = deadline === undefined ? this.#limits.renderTimeoutMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, this.#limits.renderTimeoutMs);
       const { sourceType, objects } = await this.#runCheckout(
         {
-          checkoutDir: checkout.dir,
+          checkoutDir: dir,
           source,
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
@@ -233,9 +274,7 @@ export class SourceRenderer {
         },
         remainingMs,
       );
-      return { revision, sourceType, objects };
-    } finally {
-      checkout.release();
+      return { sourceType, objects };
     }
   }
 }
@@ -246,13 +285,6 @@ function repoOptions(input: Pick<RenderInput, 'repository' | 'revisionMaxAgeMs'>
 
 /** A source this renderer can render: from Git (Helm repository charts are not supported yet). */
 function gitSource(source: ApplicationSource): ApplicationSource {
-  if (source.chart) {
-    // Checked before any git work: the repoURL of a chart source is a Helm repository, not Git.
-    throw new SourceError(
-      'InvalidSource',
-      `spec.source.chart '${source.chart}': charts from Helm repositories are not supported; point spec.source.path at a chart in Git`,
-    );
-  }
   return source;
 }
 
