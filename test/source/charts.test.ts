@@ -125,7 +125,7 @@ describe('a Helm repository over HTTPS with basic auth', () => {
     const out = await renderChart('guestbook', '0.1.0', helmAccess());
     assert.equal(out.revision, '0.1.0');
     assert.equal(out.sourceType, 'Helm');
-    const cm = out.objects[0]?.object as { metadata: { name: string }; data: Record<string, string> };
+    const cm = out.objects[0]?.object as unknown as { metadata: { name: string }; data: Record<string, string> };
     assert.equal(cm.metadata.name, 'guestbook-app');
     assert.equal(cm.data['version'], '0.1.0');
     assert.equal(cm.data['kube'], 'v1.31.2');
@@ -201,7 +201,7 @@ describe('an OCI registry with htpasswd and TLS', () => {
   it('pulls a chart pushed by helm, an exact tag and a range', async () => {
     const exact = await renderChart('ocichart', '1.2.0', ociAccess(), `${registry.host}/charts`);
     assert.equal(exact.revision, '1.2.0');
-    assert.equal((exact.objects[0]?.object as { data: Record<string, string> }).data['version'], '1.2.0');
+    assert.equal((exact.objects[0]?.object as unknown as { data: Record<string, string> }).data['version'], '1.2.0');
     const range = await renderChart('ocichart', '~1', ociAccess(), `${registry.host}/charts`);
     assert.equal(range.revision, '1.3.0');
   });
@@ -213,7 +213,7 @@ describe('an OCI registry with htpasswd and TLS', () => {
       repository: { ...ociAccess(), url: `oci://${registry.host}/charts/ocichart` },
     });
     assert.equal(out.sourceType, 'Helm');
-    assert.equal((out.objects[0]?.object as { data: Record<string, string> }).data['version'], '1.3.0');
+    assert.equal((out.objects[0]?.object as unknown as { data: Record<string, string> }).data['version'], '1.3.0');
   });
 
   it('a wrong password and a missing CA end in clear errors', async () => {
