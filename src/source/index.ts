@@ -30,9 +30,11 @@
 //   SourceRenderer per cacheDir per process.
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
-import { SourceError, redactURL } from './errors.ts';
+import { NeedsRepositories, SourceError, redactURL } from './errors.ts';
 import { scrubber } from './scrub.ts';
-import { GitRepoCache } from './git.ts';
+import { GitRepoCache, type Checkout } from './git.ts';
+import { prepareDependencies, type PreparedChart } from './helm-deps.ts';
+import { realpath } from 'node:fs/promises';
 import { ChartSources, sourceKind } from './charts.ts';
 import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
@@ -193,6 +195,7 @@ export class SourceRenderer {
       return await this.#render(input, opts.deadline);
     } catch (err) {
       // The last line of scrub.ts: whatever leaves here names no folder of the renderer's cache.
+      if (err instanceof NeedsRepositories) throw err;
       const scrub = scrubber([{ from: path.resolve(this.#opts.cacheDir), to: '<cache>' }]);
       if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
       const source = input.source;
@@ -239,8 +242,31 @@ export class SourceRenderer {
     source: ApplicationSource,
     input: RenderInput,
     deadline: number | undefined,
-  ): Promise<Pick<RenderResult, 'sourceType' | 'objects'>> {
-    {
+  ): Promise<Pick<RenderResult, 'sourceType' | 'objects' | 'dependencies'>> {
+    const workRoot = path.join(this.#opts.cacheDir, 'git', 'work');
+    const maxAgeMs = input.revisionMaxAgeMs ?? 0;
+    // Multi-source: the ref sources this source's value files name, each checked out with its own credentials.
+    const refs: Checkout[] = [];
+    let prepared: PreparedChart | undefined;
+    try {
+      const refRoots: Record<string, string> = {};
+      for (const [name, ref] of Object.entries(input.refSources ?? {})) {
+        const rev = await this.#git.resolveRevision(ref.repoURL, ref.targetRevision, {
+          access: ref.repository,
+          maxAgeMs,
+        });
+        const checkout = await this.#git.checkout(ref.repoURL, rev, { access: ref.repository });
+        refs.push(checkout);
+        refRoots[name] = await realpath(checkout.dir);
+      }
+      prepared = await prepareDependencies({
+        root: await realpath(dir),
+        source,
+        workRoot,
+        entries: input.dependencyRepositories,
+        charts: this.#charts,
+        maxAgeMs,
+      });
       const remainingMs = deadline === undefined ? this.#limits.renderTimeoutMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, this.#limits.renderTimeoutMs);
       const { sourceType, objects } = await this.#runCheckout(
@@ -252,6 +278,8 @@ export class SourceRenderer {
           kubeVersion: input.kubeVersion,
           apiVersions: input.apiVersions,
           sourceRepos: input.sourceRepos,
+          ...(Object.keys(refRoots).length > 0 ? { refRoots } : {}),
+          ...(prepared ? { chartDir: prepared.chartDir } : {}),
         },
         {
           tools: {
@@ -267,14 +295,17 @@ export class SourceRenderer {
           },
           limits: this.#limits,
           // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
-          workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
+          workRoot,
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
           env: { ...(this.#opts.env ?? process.env) },
         },
         remainingMs,
       );
-      return { sourceType, objects };
+      return { sourceType, objects, ...(prepared ? { dependencies: prepared.dependencies } : {}) };
+    } finally {
+      for (const r of refs) r.release();
+      await prepared?.dispose();
     }
   }
 }
