@@ -117,6 +117,8 @@ export interface GitHttpServer {
   url(name: string): string;
   /** Requests served so far (to check that the http path was really taken). */
   requests(): number;
+  /** The last requests' method, path and query (`GET /x/info/refs?service=git-upload-pack`), newest last. */
+  requestLog(): string[];
   close(): Promise<void>;
 }
 
@@ -134,8 +136,11 @@ export interface GitHttpServerOptions {
 
 export async function startGitHttpServer(root: string, opts: GitHttpServerOptions = {}): Promise<GitHttpServer> {
   let count = 0;
+  const log: string[] = [];
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     count++;
+    log.push(`${req.method} ${req.url ?? '/'}`);
+    if (log.length > 100_000) log.shift();
     if (opts.auth) {
       const given = req.headers.authorization ?? '';
       const want =
@@ -222,6 +227,7 @@ export async function startGitHttpServer(root: string, opts: GitHttpServerOption
     baseURL,
     url: (name) => `${baseURL}/${name}`,
     requests: () => count,
+    requestLog: () => [...log],
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
