@@ -56,6 +56,18 @@ function stripBrackets(h: string): string {
   return h.startsWith('[') && h.endsWith(']') ? h.slice(1, -1) : h;
 }
 
+/** The string fields a template gives a repository that has none, and a request carries when set. */
+const CREDENTIAL_FIELDS = [
+  'username',
+  'password',
+  'bearerToken',
+  'sshPrivateKey',
+  'tlsClientCertData',
+  'tlsClientCertKey',
+  'proxy',
+  'noProxy',
+] as const;
+
 function hasCredentials(c: RepositoryConfig): boolean {
   return (
     c.username !== '' ||
@@ -111,17 +123,7 @@ export function effectiveRepository(
   const creds = credentialTemplateFor(configs, url);
   if (!creds) return { repo, from };
   from.push(creds.secret);
-  for (const k of [
-    'username',
-    'password',
-    'bearerToken',
-    'sshPrivateKey',
-    'tlsClientCertData',
-    'tlsClientCertKey',
-    'proxy',
-    'noProxy',
-    'type',
-  ] as const) {
+  for (const k of [...CREDENTIAL_FIELDS, 'type'] as const) {
     if (!repo[k]) repo[k] = creds[k];
   }
   // CopyCredentialsFrom sets these from the template whatever the repository said.
@@ -155,16 +157,7 @@ export function accessFor(state: RepositoryState, url: string, project: string):
   const out: RepositoryAccess = { url };
   const type = repo.type === 'helm' || repo.type === 'oci' || repo.type === 'git' ? repo.type : undefined;
   if (type) out.type = type;
-  for (const k of [
-    'username',
-    'password',
-    'bearerToken',
-    'sshPrivateKey',
-    'tlsClientCertData',
-    'tlsClientCertKey',
-    'proxy',
-    'noProxy',
-  ] as const) {
+  for (const k of CREDENTIAL_FIELDS) {
     if (repo[k]) out[k] = repo[k];
   }
   // Argo CD's Repository.IsInsecure (either flag) for Git, over HTTPS and SSH alike; Helm reads `insecure` only.

@@ -32,6 +32,26 @@ function openssl(cwd: string, ...args: string[]): void {
   }
 }
 
+/** A key and a certificate `<name>.pem` for `subject`, signed by the CA, with these extensions. */
+function signed(dir: string, name: string, subject: string, extensions: string): void {
+  writeFileSync(path.join(dir, `${name}.cnf`), extensions);
+  openssl(
+    dir,
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    subject,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+  );
+  const ca = ['-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2'];
+  openssl(dir, 'x509', '-req', '-in', `${name}.csr`, ...ca, '-extfile', `${name}.cnf`, '-out', `${name}.pem`);
+}
+
 /** One CA per test process. */
 export function testCA(): TestCA {
   if (made) return made;
@@ -52,70 +72,8 @@ export function testCA(): TestCA {
     '-out',
     'ca.pem',
   );
-  writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  openssl(
-    dir,
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-keyout',
-    'server.key',
-    '-out',
-    'server.csr',
-  );
-  openssl(
-    dir,
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    'ext.cnf',
-    '-out',
-    'server.pem',
-  );
-  writeFileSync(path.join(dir, 'client.cnf'), 'extendedKeyUsage=clientAuth\n');
-  openssl(
-    dir,
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-subj',
-    '/CN=impersync renderer',
-    '-keyout',
-    'client.key',
-    '-out',
-    'client.csr',
-  );
-  openssl(
-    dir,
-    'x509',
-    '-req',
-    '-in',
-    'client.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    'client.cnf',
-    '-out',
-    'client.pem',
-  );
+  signed(dir, 'server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  signed(dir, 'client', '/CN=impersync renderer', 'extendedKeyUsage=clientAuth\n');
   const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
   made = {
     caCert: read('ca.pem'),
