@@ -7,6 +7,7 @@
 // credentials are resolved here, against the project, and the render asked again once.
 import type { AppProject, Application, ApplicationSource, SyncOperation } from '../api/index.ts';
 import type { Renderer } from '../renderer/client.ts';
+import { sourceRepoDecision } from '../project/repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused } from '../repository/access.ts';
 import type { RepositoryState } from '../repository/access.ts';
 import { NeedsRepositories, SourceError, redactURL } from '../source/errors.ts';
@@ -139,7 +140,22 @@ export async function renderApplication(
             ...(repository ? { repository } : {}),
           };
         });
-        rendered = await renderer.render(input, { noCache: opts.noCache === true });
+        try {
+          rendered = await renderer.render(input, { noCache: opts.noCache === true });
+        } catch (again) {
+          // Argo CD's nicer message when a dependency could not be fetched and the project does not permit its repository.
+          const refused = input.dependencyRepositories
+            .map((d) => d.url)
+            .filter((u): u is string => u !== undefined && !sourceRepoDecision(sourceRepos, u).permitted);
+          if (again instanceof SourceError && again.reason === 'RepositoryUnreachable' && refused.length > 0) {
+            throw new SourceError(
+              'RepositoryUnreachable',
+              `helm repos ${refused.map(redactURL).join(', ')} are not permitted in project '${project}'`,
+              { cause: again },
+            );
+          }
+          throw again;
+        }
       }
       out.objects.push(...rendered.objects);
       out.revisions.push(rendered.revision);

@@ -136,6 +136,24 @@ describe('rendering an Application', () => {
       undefined,
       'not permitted: no credentials',
     );
+    // When such a dependency then cannot be fetched, the message says why, as Argo CD's does.
+    const unreachable: Renderer = {
+      ...r2,
+      render: async (input) => {
+        if (input.dependencyRepositories === undefined)
+          throw new NeedsRepositories([{ url: 'https://charts.example.com' }]);
+        throw new SourceError('RepositoryUnreachable', 'the server answered 401');
+      },
+    };
+    await assert.rejects(
+      renderApplication(unreachable, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
+        project: narrow,
+        repositories,
+      }),
+      (e: unknown) =>
+        e instanceof SourceError &&
+        e.message === "helm repos https://charts.example.com are not permitted in project 'p'",
+    );
   });
 
   it("refusals, in Argo CD's words, before anything is sent", async () => {
