@@ -132,6 +132,8 @@ export interface GitHttpServerOptions {
   tls?: { cert: string; key: string; ca?: string; requireClientCert?: boolean };
   /** Require HTTP basic auth with these, or a bearer token (401 with a Basic challenge otherwise). */
   auth?: { username: string; password: string } | { bearer: string };
+  /** Answer a request without the credential 404 instead of 401, as servers that never challenge do. */
+  noChallenge?: boolean;
 }
 
 export async function startGitHttpServer(root: string, opts: GitHttpServerOptions = {}): Promise<GitHttpServer> {
@@ -148,8 +150,8 @@ export async function startGitHttpServer(root: string, opts: GitHttpServerOption
           ? `Bearer ${opts.auth.bearer}`
           : `Basic ${Buffer.from(`${opts.auth.username}:${opts.auth.password}`).toString('base64')}`;
       if (given !== want) {
-        res.writeHead(401, { 'www-authenticate': 'Basic realm="impersync test"' });
-        res.end('unauthorized');
+        if (opts.noChallenge) res.writeHead(404).end('not found');
+        else res.writeHead(401, { 'www-authenticate': 'Basic realm="impersync test"' }).end('unauthorized');
         return;
       }
     }
