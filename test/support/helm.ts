@@ -136,14 +136,15 @@ export async function startHelmRepo(
   };
 }
 
+export const registryScript = path.resolve(import.meta.dirname, '../../scripts/registry-binary');
+
 /** The distribution registry's folder (scripts/registry-binary builds it once); throws saying how to get it. */
-export function registryBinary(): string {
-  const script = path.resolve(import.meta.dirname, '../../scripts/registry-binary');
-  const r = spawnSync('bash', [script], { encoding: 'utf8', timeout: 40 * 60_000 });
-  const dir = r.stdout.trim().split('\n').at(-1) ?? '';
+export function registryBinary(env: NodeJS.ProcessEnv = process.env): string {
+  const r = spawnSync('bash', [registryScript], { encoding: 'utf8', timeout: 40 * 60_000, env });
+  const dir = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
   if (r.status !== 0 || dir === '') {
     throw new Error(
-      `the OCI registry tests need the CNCF distribution registry and scripts/registry-binary could not provide it (exit ${r.status}):\n${r.stderr}\n` +
+      `the OCI registry tests need the CNCF distribution registry and scripts/registry-binary could not provide it (exit ${r.status}):\n${r.stderr ?? r.error?.message}\n` +
         'Install Go 1.26+ and run scripts/registry-binary, or set IMPERSYNC_REGISTRY_DIR to a folder holding a registry binary.',
     );
   }
