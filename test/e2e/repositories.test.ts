@@ -4,7 +4,8 @@
 // TLS, and a multi-source Application with a `$ref` value file and its rollback. Each syncs as its
 // project's ServiceAccount; a wrong password, an unknown host key, a missing CA and a project not
 // allowed the repository end in a clear condition with nothing written; a fixed Secret takes effect
-// without a restart; no secret value shows in any status, event or log line.
+// without a restart and refreshes exactly the Application of its URL; no secret value shows in any
+// status, event, log line or metric.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -361,7 +362,8 @@ test('a wrong password, an unknown host key, a missing CA and a project not allo
   assert.deepEqual(await configMapsIn('repo-fail'), [], 'nothing was written');
 });
 
-test('a fixed repository Secret takes effect without a restart', async () => {
+test('a fixed repository Secret takes effect without a restart, refreshing exactly the Application of its URL', async () => {
+  const logsBefore = fx.logs.length;
   await applyRaw(
     cp.admin,
     secret('https-b', 'repository', { url: httpsURL(repoB), username: 'git', password: GIT_PASSWORD }),
@@ -369,15 +371,26 @@ test('a fixed repository Secret takes effect without a restart', async () => {
   );
   await waitForApp(cp, 'wrong-password', 'Synced once its Secret holds the right password', synced, 90_000);
   assert.deepEqual(await configMapsIn('repo-fail'), ['never-written']);
+  // The watch requeued the one Application whose repoURL the Secret names, none of the nine others.
+  const requeues = fx.logs
+    .slice(logsBefore)
+    .flatMap((chunk) => chunk.split('\n').filter((l) => l.startsWith('{')))
+    .map((l) => JSON.parse(l) as { msg?: string; why?: string; count?: number })
+    .filter((l) => l.msg === 'requeue' && l.why === 'repository Secret https-b changed');
+  assert.deepEqual(
+    requeues.map((l) => l.count),
+    [1],
+  );
 });
 
-test('no secret value shows in any status, event or log line', async () => {
+test('no secret value shows in any status, event, log line or metric', async () => {
   const apps = await listRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespace: NS });
   const events = await listRaw(cp.admin, { apiVersion: 'v1', kind: 'Event', namespace: NS });
   const haystacks = {
     status: JSON.stringify(apps.map((a) => (a as unknown as { status?: unknown }).status)),
     events: JSON.stringify([...events, ...fx.events.events]),
     logs: fx.logs.join(''),
+    metrics: await fx.controller.metrics.registry.metrics(),
   };
   assert.ok(haystacks.logs.includes('"component":"renderer"'), "the renderer's log lines are read too");
   const secrets = [
