@@ -127,6 +127,7 @@ describe("a chart dependency's credentials", () => {
     cfg('charts', 'repository', { url: 'https://charts.example.com', type: 'helm', name: 'mycharts', password: 'c' }),
     cfg('team', 'repository', { url: 'https://team.example.com', type: 'helm', password: 't', project: 'team' }),
     cfg('tmpl', 'repo-creds', { url: 'https://tmpl.example.com/', type: 'helm', password: 'x' }),
+    cfg('reg', 'repository', { url: 'registry.example.com/charts', type: 'helm', enableOCI: 'true', password: 'r' }),
   ]);
   it('by URL or by the name of @name, only when the project permits the repository', () => {
     assert.equal(dependencyAccess(s, { url: 'https://charts.example.com/' }, 'p', ['*'])?.password, 'c');
@@ -135,6 +136,10 @@ describe("a chart dependency's credentials", () => {
       url: 'https://charts.example.com',
     });
     assert.equal(dependencyAccess(s, { url: 'https://tmpl.example.com/stable' }, 'p', ['*'])?.password, 'x');
+    // An oci:// dependency gets the enableOCI repository Secret of its registry path.
+    const oci = dependencyAccess(s, { url: 'oci://registry.example.com/charts' }, 'p', ['*']);
+    assert.equal(oci?.password, 'r');
+    assert.equal(oci?.enableOCI, true);
   });
   it('never a repository scoped to another project', () => {
     assert.equal(dependencyAccess(s, { url: 'https://team.example.com' }, 'other', ['*'])?.password, undefined);

@@ -1,6 +1,7 @@
 // A Git chart's dependencies fetched before templating with the credentials the controller gives
-// (issue 13), and multi-source `$ref/...` value files, rendered by the real helm. The attacks: a
-// file:// dependency and a `$ref` value file that leave their repository.
+// (issue 13), from a Helm repository and from an OCI registry, and multi-source `$ref/...` value
+// files, rendered by the real helm. The attacks: a file:// dependency and a `$ref` value file that
+// leave their repository, a dependency fetched without the credential it needs.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -9,12 +10,20 @@ import { after, before, describe, it } from 'node:test';
 import { NeedsRepositories, SourceError } from '../../src/source/errors.ts';
 import { SourceRenderer } from '../../src/source/index.ts';
 import { TestRepo } from '../support/git.ts';
-import { chartArchive, startHelmRepo, type HelmRepoServer } from '../support/helm.ts';
+import {
+  chartArchive,
+  helmPush,
+  startHelmRepo,
+  startRegistry,
+  type HelmRepoServer,
+  type TestRegistry,
+} from '../support/helm.ts';
 import { testCA } from '../support/tls.ts';
 import { toolsDir } from './tools.ts';
 
 const USER = { username: 'deps', password: 'deps-Pa55word' };
 let charts: HelmRepoServer;
+let registry: TestRegistry;
 let repo: TestRepo;
 let values: TestRepo;
 let cacheDir: string;
@@ -27,6 +36,15 @@ const template =
 before(async () => {
   charts = await startHelmRepo({ auth: USER });
   charts.setCharts([{ name: 'lib', version: '2.1.0', archive: chartArchive('lib', '2.1.0') }]);
+  registry = await startRegistry(USER);
+  await helmPush(
+    path.join(toolsDir(), 'helm'),
+    chartArchive('ocilib', '0.3.0'),
+    'ocilib',
+    '0.3.0',
+    registry.host,
+    USER,
+  );
   repo = await TestRepo.create();
   await repo.commit({
     'umbrella/Chart.yaml': chartYaml(
@@ -38,6 +56,8 @@ before(async () => {
     'local/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local-dep\n',
     'escape/Chart.yaml': chartYaml('- name: out\n  version: 0.1.0\n  repository: file://../../../etc\n'),
     'escape/templates/cm.yaml': template,
+    'ocidep/Chart.yaml': chartYaml(`- name: ocilib\n  version: 0.3.0\n  repository: oci://${registry.host}/charts\n`),
+    'ocidep/templates/cm.yaml': template,
   });
   values = await TestRepo.create();
   await values.commit({ 'env/prod.yaml': 'greeting: from-ref\n' });
@@ -46,7 +66,7 @@ before(async () => {
 });
 
 after(async () => {
-  await charts.close();
+  await Promise.all([charts.close(), registry.close()]);
   await repo.remove();
   await values.remove();
   await rm(cacheDir, { recursive: true, force: true });
@@ -85,6 +105,32 @@ describe("a Git chart's dependencies", () => {
       );
     assert.ok(err instanceof SourceError);
     assert.match(err.message, /Helm repository 'https:\/\/127\.0\.0\.1:\d+' not reachable: the server answered 401/);
+  });
+
+  it('an oci:// dependency is pulled from the registry with the credentials given, and refused without', async () => {
+    const source = { repoURL: repo.url, path: 'ocidep', targetRevision: 'main' };
+    const first = await renderer.render({ source, appName: 'app' }).then(
+      () => assert.fail('the first answer names the needed repositories'),
+      (e: unknown) => e,
+    );
+    assert.ok(first instanceof NeedsRepositories);
+    const url = `oci://${registry.host}/charts`;
+    assert.deepEqual(first.needs, [{ url }]);
+    const access = { url: `${registry.host}/charts`, type: 'helm' as const, enableOCI: true, caCerts: testCA().caCert };
+    const out = await renderer.render({
+      source,
+      appName: 'app',
+      dependencyRepositories: [{ url, repository: { ...access, ...USER } }],
+    });
+    assert.deepEqual(out.objects.map((o) => o.object.metadata.name).sort(), ['ocilib-app', 'umbrella']);
+    const err = await renderer
+      .render({ source, appName: 'app', dependencyRepositories: [{ url, repository: access }] })
+      .then(
+        () => assert.fail('refused'),
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof SourceError);
+    assert.match(err.message, /not reachable: the server answered 401/);
   });
 
   it('a file:// dependency outside the repository is refused', async () => {
