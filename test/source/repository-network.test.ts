@@ -1,6 +1,6 @@
 // A repository's network settings as Argo CD honours them (issue 13): `proxy` and `noProxy` for Git
 // over HTTPS and Helm repositories, `forceHttpBasicAuth` for a Git server that never challenges, and
-// `insecure` for Git over HTTPS. Each is checked against the servers it changes: a loopback proxy
+// `insecure` for Git over HTTPS, and a client certificate for a Helm repository. Each is checked against the servers it changes: a loopback proxy
 // that writes down every tunnel asked of it, a proxy that is down (the request must fail, so the
 // setting is not ignored), and a server that answers 404 rather than 401 to a request without the
 // credential.
@@ -26,6 +26,7 @@ let repo: TestRepo;
 let git: GitHttpServer;
 let quiet: GitHttpServer;
 let helm: HelmRepoServer;
+let mtlsHelm: HelmRepoServer;
 let proxy: TestProxy;
 let downProxy: string;
 let cacheDir: string;
@@ -48,6 +49,8 @@ before(async () => {
   quiet = await startGitHttpServer('/', { tls: { cert: ca.cert, key: ca.key }, auth: GIT_USER, noChallenge: true });
   helm = await startHelmRepo({ auth: HELM_USER });
   helm.setCharts([{ name: 'guestbook', version: '0.1.0', archive: chartArchive('guestbook', '0.1.0') }]);
+  mtlsHelm = await startHelmRepo({ requireClientCert: true });
+  mtlsHelm.setCharts([{ name: 'guestbook', version: '0.1.0', archive: chartArchive('guestbook', '0.1.0') }]);
   proxy = await startProxy();
   downProxy = `http://127.0.0.1:${await closedPort()}`;
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-network-'));
@@ -55,7 +58,7 @@ before(async () => {
 });
 
 after(async () => {
-  await Promise.all([git.close(), quiet.close(), helm.close(), proxy.close()]);
+  await Promise.all([git.close(), quiet.close(), helm.close(), mtlsHelm.close(), proxy.close()]);
   await repo.remove();
   await rm(cacheDir, { recursive: true, force: true });
 });
@@ -85,7 +88,7 @@ function renderGit(repository: RepositoryAccess) {
 
 function renderChart(repository: RepositoryAccess) {
   return renderer.render({
-    source: { repoURL: helm.url, chart: 'guestbook', targetRevision: '0.1.0' },
+    source: { repoURL: repository.url, chart: 'guestbook', targetRevision: '0.1.0' },
     appName: 'networked',
     destinationNamespace: 'ns',
     repository,
@@ -155,5 +158,17 @@ describe('forceHttpBasicAuth and insecure for Git over HTTPS', () => {
     await refused(renderGit(gitAccess(git, { caCerts: undefined })));
     const out = await renderGit(gitAccess(git, { caCerts: undefined, insecure: true }));
     assert.equal(out.objects.length, 1);
+  });
+});
+
+describe('a client certificate for a Helm repository', () => {
+  it('is presented to a server that requires one; without it the server refuses', async () => {
+    const ca = testCA();
+    const access: RepositoryAccess = { url: mtlsHelm.url, type: 'helm', caCerts: ca.caCert };
+    const err = await refused(renderChart(access));
+    assert.equal(err.reason, 'RepositoryUnreachable');
+    const out = await renderChart({ ...access, tlsClientCertData: ca.clientCert, tlsClientCertKey: ca.clientKey });
+    assert.equal(out.revision, '0.1.0');
+    assert.ok(!err.message.includes('PRIVATE KEY'));
   });
 });

@@ -77,9 +77,12 @@ export interface HelmRepoServer {
   close(): Promise<void>;
 }
 
-/** A chart repository on 127.0.0.1: HTTPS with the test CA unless `plain`, basic auth when `auth`. */
+/**
+ * A chart repository on 127.0.0.1: HTTPS with the test CA unless `plain`, basic auth when `auth`,
+ * a client certificate signed by the test CA required when `requireClientCert`.
+ */
 export async function startHelmRepo(
-  opts: { auth?: { username: string; password: string }; plain?: boolean } = {},
+  opts: { auth?: { username: string; password: string }; plain?: boolean; requireClientCert?: boolean } = {},
 ): Promise<HelmRepoServer> {
   let charts: ChartSpec[] = [];
   const requests: HelmRepoServer['requests'] = [];
@@ -119,7 +122,10 @@ export async function startHelmRepo(
     res.end(chart.archive);
   };
   const ca = testCA();
-  const server = opts.plain ? http.createServer(handler) : https.createServer({ cert: ca.cert, key: ca.key }, handler);
+  const mtls = opts.requireClientCert ? { ca: ca.caCert, requestCert: true, rejectUnauthorized: true } : {};
+  const server = opts.plain
+    ? http.createServer(handler)
+    : https.createServer({ cert: ca.cert, key: ca.key, ...mtls }, handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
