@@ -3,9 +3,9 @@
 // hosts, a Helm chart repository over HTTPS with auth, the CNCF distribution registry with auth and
 // TLS, and a multi-source Application with a `$ref` value file and its rollback. Each syncs as its
 // project's ServiceAccount; a wrong password, an unknown host key, a missing CA and a project not
-// allowed the repository end in a clear condition with nothing written; a fixed Secret takes effect
-// without a restart and refreshes exactly the Application of its URL; no secret value shows in any
-// status, event, log line or metric.
+// allowed the repository end in a clear condition with nothing written; a fixed Secret, a host key
+// and a CA certificate take effect without a restart, each refreshing exactly the Application it
+// concerns; no secret value shows in any status, event, log line or metric.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -381,6 +381,38 @@ test('a fixed repository Secret takes effect without a restart, refreshing exact
     requeues.map((l) => l.count),
     [1],
   );
+});
+
+test('a host key added to argocd-ssh-known-hosts-cm and a CA to argocd-tls-certs-cm take effect without a restart, each refreshing exactly the Application it concerns', async () => {
+  const logsBefore = fx.logs.length;
+  const ca = testCA();
+  const cms = [
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'argocd-ssh-known-hosts-cm', namespace: NS },
+      data: { ssh_known_hosts: `${ssh.knownHostsLine}\n${sshUnknown.knownHostsLine}\n` },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'argocd-tls-certs-cm', namespace: NS },
+      data: { '127.0.0.1': ca.caCert, localhost: ca.caCert },
+    },
+  ];
+  for (const cm of cms) await applyRaw(cp.admin, cm as unknown as KubeObject, { force: true });
+  for (const name of ['unknown-host', 'missing-ca']) {
+    await waitForApp(cp, name, 'Synced once its host key or CA is configured', synced, 90_000);
+  }
+  const requeues = fx.logs
+    .slice(logsBefore)
+    .flatMap((chunk) => chunk.split('\n').filter((l) => l.startsWith('{')))
+    .map((l) => JSON.parse(l) as { msg?: string; why?: string; count?: number })
+    .filter((l) => l.msg === 'requeue' && /^argocd-(ssh-known-hosts|tls-certs)-cm changed$/.test(l.why ?? ''));
+  assert.deepEqual(requeues.map((l) => `${l.why}: ${l.count}`).sort(), [
+    'argocd-ssh-known-hosts-cm changed: 1',
+    'argocd-tls-certs-cm changed: 1',
+  ]);
 });
 
 test('no secret value shows in any status, event, log line or metric', async () => {
