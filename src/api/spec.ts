@@ -7,6 +7,9 @@ export const ApplicationSourceSchema = z.looseObject({
   path: z.string().optional(),
   targetRevision: z.string().optional(),
   chart: z.string().optional(),
+  /** Multi-source: the name `$ref/...` helm value files of other sources use for this source's repository. */
+  ref: z.string().optional(),
+  name: z.string().optional(),
   directory: z
     .looseObject({
       recurse: z.boolean().optional(),
@@ -79,6 +82,11 @@ export type SyncPolicy = z.infer<typeof SyncPolicySchema>;
 
 export const SyncOperationSchema = z.looseObject({
   revision: z.string().optional(),
+  /** A rollback (or a sync of other sources): render this source instead of spec.source. */
+  source: ApplicationSourceSchema.optional(),
+  /** Multi-source: one revision per source, and the sources of a rollback to a multi-source history entry. */
+  revisions: z.array(z.string()).optional(),
+  sources: z.array(ApplicationSourceSchema).optional(),
   prune: z.boolean().optional(),
   dryRun: z.boolean().optional(),
   syncOptions: z.array(z.string()).optional(),

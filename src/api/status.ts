@@ -79,6 +79,8 @@ export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
 export const SyncStatusSchema = z.looseObject({
   status: SyncStatusCodeSchema,
   revision: z.string().optional(),
+  /** Multi-source: the revision of each source, in spec.sources order (revision is then empty). */
+  revisions: z.array(z.string()).optional(),
   comparedTo: z
     .looseObject({
       source: ApplicationSourceSchema.optional(),
@@ -107,6 +109,8 @@ export type ResourceResult = z.infer<typeof ResourceResultSchema>;
 export const SyncResultSchema = z.looseObject({
   revision: z.string().optional(),
   source: ApplicationSourceSchema.optional(),
+  revisions: z.array(z.string()).optional(),
+  sources: z.array(ApplicationSourceSchema).optional(),
   resources: z.array(ResourceResultSchema).optional(),
   /** Results left out to keep the status within the API server's size limit (controller/status-size.ts). */
   resourcesOmitted: z.number().int().optional(),
@@ -135,8 +139,11 @@ export type OperationState = z.infer<typeof OperationStateSchema>;
 /** One successful sync in status.history. */
 export const HistoryEntrySchema = z.looseObject({
   id: z.number().int(),
-  revision: z.string(),
+  /** Single source: the commit (or chart version); empty for a multi-source entry, which has `revisions`. */
+  revision: z.string().optional(),
   source: ApplicationSourceSchema.optional(),
+  revisions: z.array(z.string()).optional(),
+  sources: z.array(ApplicationSourceSchema).optional(),
   deployedAt: z.string(),
   deployStartedAt: z.string().optional(),
   initiatedBy: OperationSchema.shape.initiatedBy,
@@ -149,6 +156,8 @@ export const ApplicationStatusSchema = z.looseObject({
   resources: z.array(ResourceStatusSchema).optional(),
   reconciledAt: z.string().optional(),
   sourceType: z.string().optional(),
+  /** Multi-source: each source's type ('' for a `ref` source, which is not rendered). */
+  sourceTypes: z.array(z.string()).optional(),
   conditions: z.array(ConditionSchema).optional(),
   operationState: OperationStateSchema.optional(),
   history: z.array(HistoryEntrySchema).optional(),

@@ -7,13 +7,13 @@ import { describeIdentity } from '../kube/types.ts';
 import { HealthAssessors } from '../controller/health.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
-import { renderInputFor } from '../renderer/request.ts';
+import { renderApplication } from '../controller/render.ts';
 import type { ComparisonResult } from '../sync/index.ts';
 import { compare, inventoryOf, refusedComparison, trackingTarget } from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
 import { processIO, type CommandIO } from './io.ts';
-import { loadLiveInventory } from './live.ts';
+import { loadLiveInventory, loadLiveRepositories } from './live.ts';
 import { DEFAULT_CONTROL_NAMESPACE } from './load.ts';
 
 export const DIFF_USAGE = `usage: impersync diff NAME|NAMESPACE/NAME [-n NAMESPACE] [--kubeconfig FILE] [--context NAME] [-o json|text]
@@ -161,10 +161,16 @@ async function compareLive(
       cacheDir: opts.cacheDir,
       allowLocalRepositories: opts.allowLocalRepositories,
     });
-    const input = renderInputFor(app, { sourceRepos: admission.project.spec.sourceRepos ?? [] });
-    const rendered = await renderer.render(input).finally(() => renderer.close());
+    const repositories = await loadLiveRepositories({
+      kubeconfig: opts.kubeconfig,
+      context: opts.context,
+      namespace: opts.namespace,
+    });
+    const rendered = await renderApplication(renderer, app, { project: admission.project, repositories }).finally(() =>
+      renderer.close(),
+    );
     objects = rendered.objects.map((o) => o.object);
-    revision = rendered.revision;
+    revision = rendered.revisions.join(', ');
   } catch (err) {
     return fail((err as Error).message);
   }

@@ -19,6 +19,7 @@ import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { HealthAssessors } from './health.ts';
+import { DestinationCapabilities } from './capabilities.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
@@ -128,8 +129,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     });
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
-  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors };
-  const reconciler = new Reconciler({ ...common, refreshIntervalMs });
+  const capabilities = new DestinationCapabilities();
+  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors, capabilities };
+  // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
+  const dependencies = new Map<string, readonly string[]>();
+  const reconciler = new Reconciler({ ...common, refreshIntervalMs, dependencies });
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({
     cache,
@@ -140,6 +144,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     },
     logger: log,
     metrics,
+    dependencies,
     ...(opts.statusProcessors !== undefined ? { statusProcessors: opts.statusProcessors } : {}),
     ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
   });

@@ -180,9 +180,11 @@ export function finishedStatus(
   const extra = opts.conditions ?? [];
   let history = status.history;
   if (end.phase === 'Succeeded' && opts.revision !== undefined && !state.operation.sync?.dryRun) {
+    const r = state.syncResult;
     history = appendHistory(history, {
-      revision: opts.revision,
-      source: state.syncResult?.source,
+      ...(r?.revisions
+        ? { revisions: r.revisions, sources: r.sources }
+        : { revision: opts.revision, source: r?.source }),
       deployedAt: now,
       deployStartedAt: state.startedAt,
       initiatedBy: state.operation.initiatedBy,

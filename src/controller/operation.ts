@@ -12,7 +12,8 @@ import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
-import { renderInputFor } from '../renderer/request.ts';
+import { renderApplication } from './render.ts';
+import type { DestinationCapabilities } from './capabilities.ts';
 import { SourceError } from '../source/errors.ts';
 import { inventoryOf, sync, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
@@ -40,6 +41,8 @@ export interface OperatorDeps {
   waitTimeoutMs?: number | undefined;
   /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
   health: HealthAssessors;
+  /** The destination's versions for Helm's .Capabilities, read as the Application's identity. */
+  capabilities?: DestinationCapabilities;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -180,8 +183,13 @@ export class Operator {
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
-      const sourceRepos = ctx.project.spec.sourceRepos ?? [];
-      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision, sourceRepos }));
+      // A sync resolves its revisions now (no reuse of refs listed earlier), as Argo CD's sync does.
+      rendered = await renderApplication(this.d.renderer, ctx.app, {
+        project: ctx.project,
+        repositories: this.d.cache.repositoryState(),
+        operation: op,
+        ...(await this.d.capabilities?.for(client)),
+      });
     } catch (err) {
       // Not the Application's fault (the renderer is starting, restarting, has no token yet).
       if (err instanceof SourceError && err.reason === 'RendererUnavailable')
@@ -190,6 +198,7 @@ export class Operator {
       return { kind: 'failed', phase: 'Error', message, retryable: true };
     }
     const objects = rendered.objects.map((o) => o.object);
+    const revision = rendered.multiSource ? rendered.revisions.join(', ') : (rendered.revisions[0] ?? '');
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)
       return { kind: 'failed', phase: 'Failed', message: violations.join('; '), retryable: false };
@@ -211,7 +220,7 @@ export class Operator {
     if (this.stopping) return { kind: 'abandoned' };
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
-    log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    log.info({ revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const outcome = await sync(client, objects, inventoryOf(ctx.app), {
       ...trackingTarget(ctx.app, this.d.cache.namespace),
       ...(op.revision !== undefined ? { revision: op.revision } : {}),
@@ -225,17 +234,19 @@ export class Operator {
       health: this.d.health.for(this.d.cache.settingsConfigMap()),
     });
     if (signal.aborted) return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
+    // Argo CD's shapes: revision and source for one source, revisions and sources for spec.sources.
     const syncResult = {
-      revision: rendered.revision,
-      ...(ctx.app.spec.source ? { source: ctx.app.spec.source } : {}),
+      ...(rendered.multiSource
+        ? { revisions: rendered.revisions, sources: rendered.sources }
+        : { revision, ...(rendered.sources[0] ? { source: rendered.sources[0] } : {}) }),
       resources: outcome.resources,
       identity: who,
     };
     if (outcome.phase !== 'Succeeded')
       return { kind: 'failed', phase: outcome.phase, message: outcome.message, retryable: true, syncResult };
-    log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
+    log.info({ revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
-    return { kind: 'succeeded', revision: rendered.revision, message, syncResult };
+    return { kind: 'succeeded', revision, message, syncResult };
   }
 
   /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */

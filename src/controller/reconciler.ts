@@ -11,13 +11,14 @@
 // reusing a remembered dry-run answer or the live-object watches. So a right revoked meanwhile, or
 // a change a dry-run sees but the watch does not (a CRD's new default), shows at once.
 import type { Logger } from 'pino';
-import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
+import { CONDITION, EVENT_REASON, applicationKey, readStatus } from '../api/index.ts';
+import type { DestinationCapabilities } from './capabilities.ts';
+import { renderApplication } from './render.ts';
 import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
-import { renderInputFor } from '../renderer/request.ts';
 import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/index.ts';
 import type { HealthAssessor } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
@@ -45,6 +46,10 @@ export interface ReconcilerDeps {
   refreshIntervalMs: () => number;
   /** argocd-cm's health customizations, as the assessor each comparison uses. */
   health: HealthAssessors;
+  /** The destination's versions for Helm's .Capabilities, read as the Application's identity. */
+  capabilities?: DestinationCapabilities;
+  /** Where the repositories of each Application's chart dependencies are kept (for requeueing). */
+  dependencies?: Map<string, readonly string[]>;
   now?: () => Date;
 }
 
@@ -111,14 +116,7 @@ export class Reconciler {
     let result: ReconcileResult = {};
     if (admission.admitted) {
       if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
-      ({ status: next, result } = await this.compare(
-        admission,
-        this.assessor(),
-        log,
-        prev,
-        refreshKind === 'hard',
-        now,
-      ));
+      ({ status: next, result } = await this.compare(admission, this.assessor(), log, prev, refreshKind, now));
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
@@ -169,10 +167,11 @@ export class Reconciler {
     assessor: HealthAssessor,
     log: Logger,
     prev: ApplicationStatus | undefined,
-    hard: boolean,
+    refreshKind: string | undefined,
     now: string,
   ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
     const { app } = ctx;
+    const hard = refreshKind === 'hard';
     const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => ({
       ...prev,
       reconciledAt: now,
@@ -191,8 +190,17 @@ export class Reconciler {
     const client = hard ? identityClient.uncached() : identityClient;
     let rendered;
     try {
-      const input = renderInputFor(app, { sourceRepos: ctx.project.spec.sourceRepos ?? [] });
-      rendered = await this.d.renderer.render(input, { noCache: hard });
+      const versions = await this.d.capabilities?.for(client);
+      rendered = await renderApplication(this.d.renderer, app, {
+        project: ctx.project,
+        repositories: this.d.cache.repositoryState(),
+        ...versions,
+        // A periodic refresh reuses refs and Helm indexes fetched within the interval (one ls-remote
+        // per repository, not per Application); an asked-for refresh resolves again, as in Argo CD.
+        revisionMaxAgeMs: refreshKind === undefined ? this.d.refreshIntervalMs() : 0,
+        noCache: hard,
+      });
+      this.d.dependencies?.set(applicationKey(app), rendered.dependencies);
     } catch (err) {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       log.warn(message);
@@ -203,6 +211,7 @@ export class Reconciler {
       };
     }
     const objects = rendered.objects.map((o) => o.object);
+    const revision = rendered.revisions[0] ?? '';
     const violations = await objectLimitViolations(client, ctx, objects);
     const cmp = await compare(client, objects, inventoryOf(app), {
       ...trackingTarget(app, this.d.cache.namespace),
@@ -212,10 +221,17 @@ export class Reconciler {
     const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
       {
-        sync: { status: syncStatus, revision: rendered.revision, comparedTo: comparedTo(app) },
+        sync: {
+          status: syncStatus,
+          // Argo CD's shapes: `revision` for one source, `revisions` (one per source) for spec.sources.
+          ...(rendered.multiSource ? { revisions: rendered.revisions } : { revision }),
+          comparedTo: comparedTo(app),
+        },
         resources,
         health: cmp.health,
-        sourceType: rendered.sourceType,
+        ...(rendered.multiSource
+          ? { sourceTypes: rendered.sourceTypes }
+          : { sourceType: rendered.sourceTypes[0] ?? '' }),
       },
       // A failed health check is a ComparisonError too, but leaves the sync status alone (Argo CD).
       [...violations, ...cmp.errors, ...(cmp.healthError ? [cmp.healthError] : [])],
@@ -227,7 +243,8 @@ export class Reconciler {
       app,
       {
         syncStatus,
-        revision: rendered.revision,
+        revision,
+        ...(rendered.multiSource ? { revisions: rendered.revisions } : {}),
         desiredCount: objects.length,
         outOfSync: resources
           .filter((r) => r.status === 'OutOfSync')
@@ -237,7 +254,10 @@ export class Reconciler {
       this.now().getTime(),
     );
     if (decision.sync) {
-      log.info({ revision: rendered.revision, identity: identityLabel(ctx.actsAs) }, 'starting automated sync');
+      log.info(
+        { revision: rendered.revisions.join(','), identity: identityLabel(ctx.actsAs) },
+        'starting automated sync',
+      );
       // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
       result.startOperation = decision.operation;
       result.operation = true;

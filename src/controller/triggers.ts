@@ -10,12 +10,21 @@ import type { AppIndexEntry } from './requeue.ts';
 export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
 
 /** What the requeue rules need of an Application. */
-export function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
-  const spec = (raw['spec'] ?? {}) as { project?: string; destination?: { server?: string; name?: string } };
+export function appIndexEntry(key: string, raw: WatchedObject, dependencies: readonly string[] = []): AppIndexEntry {
+  const spec = (raw['spec'] ?? {}) as {
+    project?: string;
+    destination?: { server?: string; name?: string };
+    source?: { repoURL?: unknown };
+    sources?: Array<{ repoURL?: unknown }>;
+  };
+  const urls = [spec.source, ...(Array.isArray(spec.sources) ? spec.sources : [])]
+    .map((s) => s?.repoURL)
+    .filter((u): u is string => typeof u === 'string');
   return {
     key,
     project: projectName({ spec }),
     destination: { server: spec.destination?.server, name: spec.destination?.name },
+    repoURLs: [...urls, ...dependencies],
   };
 }
 

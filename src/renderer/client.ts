@@ -5,22 +5,28 @@
 // shows as the Application's ComparisonError.
 import { Agent, request } from 'undici';
 import type { ApplicationSource } from '../api/application.ts';
-import { SourceError, formatBytes, redactURL } from '../source/errors.ts';
+import { NeedsRepositories, SourceError, formatBytes, redactURL } from '../source/errors.ts';
 import type { RenderInput, RenderResult } from '../source/index.ts';
 import {
   ErrorAnswerSchema,
   MAX_ANSWER_BYTES,
+  NeedsAnswerSchema,
   RENDER_PATH,
   RESOLVE_PATH,
   RenderAnswerSchema,
   ResolveAnswerSchema,
 } from './protocol.ts';
 
+/** What resolving a revision needs: the source, its repository's credentials, how old refs may be. */
+export type ResolveInput = Pick<RenderInput, 'source' | 'revision' | 'repository' | 'revisionMaxAgeMs'> & {
+  appName: string;
+};
+
 /** What the controller needs of a renderer: the objects of one source, and the commit a revision names. */
 export interface Renderer {
   /** `noCache`: render again even if this input at this commit was rendered before (a hard refresh). */
   render(input: RenderInput, opts?: { noCache?: boolean }): Promise<RenderResult>;
-  resolveRevision(input: Pick<RenderInput, 'source' | 'revision'> & { appName: string }): Promise<string>;
+  resolveRevision(input: ResolveInput): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -63,7 +69,7 @@ export class RendererClient implements Renderer {
     return parsed.data as RenderResult;
   }
 
-  async resolveRevision(input: Pick<RenderInput, 'source' | 'revision'> & { appName: string }): Promise<string> {
+  async resolveRevision(input: ResolveInput): Promise<string> {
     const answer = await this.#post(RESOLVE_PATH, { input: wire(input) }, input.source);
     const parsed = ResolveAnswerSchema.safeParse(answer);
     if (!parsed.success) throw this.#malformed('revision');
@@ -116,6 +122,10 @@ export class RendererClient implements Renderer {
       );
     }
     if (res.statusCode === 200) return json;
+    if (res.statusCode === 409) {
+      const needs = NeedsAnswerSchema.safeParse(json);
+      if (needs.success) throw new NeedsRepositories(needs.data.needs);
+    }
     const error = ErrorAnswerSchema.safeParse(json);
     if (!error.success) throw new SourceError('RendererUnavailable', `the renderer answered ${res.statusCode}`);
     // A source error (422) is the render's own; anything else is about the renderer, and says so.
@@ -152,5 +162,18 @@ export class RendererClient implements Renderer {
 /** Only the protocol's fields go over the wire (an AbortSignal or anything else added locally does not). */
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, destinationNamespace, revision, kubeVersion, apiVersions, sourceRepos } = input;
-  return { source, appName, destinationNamespace, revision, kubeVersion, apiVersions, sourceRepos };
+  const { repository, refSources, dependencyRepositories, revisionMaxAgeMs } = input;
+  return {
+    source,
+    appName,
+    destinationNamespace,
+    revision,
+    kubeVersion,
+    apiVersions,
+    sourceRepos,
+    repository,
+    refSources,
+    dependencyRepositories,
+    revisionMaxAgeMs,
+  };
 }

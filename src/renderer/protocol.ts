@@ -11,6 +11,7 @@
 // input (it comes over the network), and the controller a reply as the output of hostile content.
 import { z } from 'zod';
 import { ApplicationSourceSchema } from '../api/application.ts';
+import { RepositoryAccessSchema } from '../api/repository.ts';
 import type { SourceErrorReason } from '../source/errors.ts';
 
 export const RENDER_PATH = '/v1/render';
@@ -37,6 +38,28 @@ export const RenderInputSchema = z.strictObject({
   kubeVersion: z.string().max(64).optional(),
   apiVersions: z.array(z.string().max(512)).max(10_000).optional(),
   sourceRepos: z.array(z.string().max(4096)).max(10_000).optional(),
+  repository: RepositoryAccessSchema.optional(),
+  refSources: z
+    .record(
+      z.string().regex(/^\$[a-zA-Z0-9_-]+$/),
+      z.strictObject({
+        repoURL: z.string().max(4096),
+        targetRevision: z.string().max(1024).optional(),
+        repository: RepositoryAccessSchema.optional(),
+      }),
+    )
+    .optional(),
+  dependencyRepositories: z
+    .array(
+      z.strictObject({
+        url: z.string().max(4096).optional(),
+        name: z.string().max(253).optional(),
+        repository: RepositoryAccessSchema.optional(),
+      }),
+    )
+    .max(1000)
+    .optional(),
+  revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
 });
 
 export const RenderRequestSchema = z.strictObject({
@@ -79,6 +102,8 @@ const KubeObjectSchema = z.looseObject({
 export const RenderAnswerSchema = z.object({
   revision: z.string(),
   sourceType: z.enum(['Directory', 'Kustomize', 'Helm']),
+  /** The repositories a chart's dependencies were fetched from (the controller refreshes on their Secrets' changes). */
+  dependencies: z.array(z.string()).optional(),
   objects: z.array(
     z.object({
       object: KubeObjectSchema,
@@ -87,5 +112,11 @@ export const RenderAnswerSchema = z.object({
   ),
 });
 export type RenderAnswer = z.infer<typeof RenderAnswerSchema>;
+
+/** 409: the chart's dependencies are in these repositories; ask again with dependencyRepositories. */
+export const NeedsAnswerSchema = z.object({
+  needs: z.array(z.object({ url: z.string().max(4096).optional(), name: z.string().max(253).optional() })).max(1000),
+});
+export type NeedsAnswer = z.infer<typeof NeedsAnswerSchema>;
 
 export const ResolveAnswerSchema = z.object({ revision: z.string() });

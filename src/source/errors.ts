@@ -42,3 +42,25 @@ export function formatBytes(n: number): string {
   if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
   return `${n} bytes`;
 }
+
+/** A repository named by tenant content (a Chart.yaml dependency) whose credentials the controller decides. */
+export interface RepositoryNeed {
+  url?: string | undefined;
+  name?: string | undefined;
+}
+
+/**
+ * Not a failure: the chart has dependencies in repositories the request said nothing about. The
+ * renderer answers with them (409), the controller resolves their credentials against its
+ * repository Secrets and the project, and asks again with `dependencyRepositories` set.
+ */
+export class NeedsRepositories extends SourceError {
+  readonly needs: RepositoryNeed[];
+  constructor(needs: RepositoryNeed[]) {
+    super(
+      'InvalidSource',
+      `the chart's dependencies need repositories: ${needs.map((n) => n.url ?? `@${n.name}`).join(', ')}`,
+    );
+    this.needs = needs;
+  }
+}

@@ -20,6 +20,10 @@ export interface HelmTemplateInput {
   /** The physical root of the checkout (realpath). */
   repoRoot: string;
   chartDir: string;
+  /** Where relative value files are read from, when the chart runs from a copy (its dependencies fetched): the app folder. */
+  valuesDir?: string | undefined;
+  /** Multi-source: `$name` → the physical root of that ref source's checkout. */
+  refRoots?: Readonly<Record<string, string>> | undefined;
   /** The app path as written in the Application, for messages. */
   shownPath: string;
   releaseName: string;
@@ -151,13 +155,30 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
  * does not exist.
  */
 async function resolveValueFile(input: HelmTemplateInput, file: string): Promise<string | undefined> {
+  const ref = file.startsWith('$') ? file.split('/')[0] : undefined;
+  const refRoot = ref ? input.refRoots?.[ref] : undefined;
+  if (ref && refRoot) {
+    // Multi-source `$ref/path`: inside the ref source's own checkout, physically (Argo CD's getResolvedRefValueFile).
+    const rest = file.slice(ref.length + 1);
+    const abs = path.join(refRoot, rest);
+    const physical = isInside(refRoot, abs) ? await physicalRelative(refRoot, abs) : undefined;
+    if (physical === undefined) {
+      throw new SourceError(
+        'InvalidSource',
+        `helm value file '${file}' of '${input.shownPath}' is outside the repository of ${ref}`,
+      );
+    }
+    const real = path.join(refRoot, physical);
+    return existsSync(real) ? real : undefined;
+  }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
     throw new SourceError(
       'InvalidSource',
       `helm value file '${file}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`,
     );
   }
-  const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(input.chartDir, file);
+  const base = input.valuesDir ?? input.chartDir;
+  const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(base, file);
   if (!isInside(input.repoRoot, abs)) {
     throw new SourceError(
       'InvalidSource',

@@ -93,6 +93,10 @@ export interface RenderRequest {
   apiVersions?: readonly string[] | undefined;
   /** The AppProject's spec.sourceRepos: where kustomize remote bases may come from (absent: nowhere). */
   sourceRepos?: readonly string[] | undefined;
+  /** Multi-source: `$name` → the root of that ref source's checkout (for `$name/...` value files). */
+  refRoots?: Readonly<Record<string, string>> | undefined;
+  /** A copy of the chart with its dependencies fetched (helm-deps.ts), templated instead of the app folder. */
+  chartDir?: string | undefined;
 }
 
 export interface RenderedObjects {
@@ -115,6 +119,8 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   // the renderer's own folders as placeholders (scrub.ts). Tool stderr is scrubbed where it is
   // read (exec.ts); this catches messages made from Node's errors (ENOENT '/cache/...').
   const renames: PathRename[] = [
+    ...(req.chartDir ? [{ from: req.chartDir, to: req.source.path || '.' }] : []),
+    ...Object.entries(req.refRoots ?? {}).map(([ref, dir]) => ({ from: dir, to: ref })),
     { from: req.checkoutDir, to: '' },
     { from: env.workRoot, to: '<work>' },
     { from: env.helmHome, to: '<helm home>' },
@@ -204,7 +210,9 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     const out = await helmTemplate({
       ...tool,
       repoRoot: root,
-      chartDir: appDir,
+      chartDir: req.chartDir ?? appDir,
+      valuesDir: appDir,
+      refRoots: req.refRoots,
       releaseName: source.helm?.releaseName || req.appName,
       namespace: req.destinationNamespace,
       helm: source.helm,

@@ -145,7 +145,12 @@ export async function grantInstalledControllerRights(
       },
       // AppProjects are only read.
       { apiGroups: ['argoproj.io'], resources: ['appprojects'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['argocd-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm'],
+        verbs: ['get', 'list', 'watch'],
+      },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
