@@ -5,6 +5,7 @@ import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { HealthAssessors } from '../controller/health.ts';
+import { madeFor } from '../controller/admission.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import { renderInputFor } from '../renderer/request.ts';
@@ -133,8 +134,7 @@ async function compareLive(
       },
     };
   }
-  const client = factory.forIdentity(cluster, admission.actsAs);
-  const who = describeIdentity(client.identity);
+  const who = describeIdentity(admission.actsAs);
   const how =
     identity.decision === 'impersonate'
       ? 'impersonated'
@@ -168,6 +168,8 @@ async function compareLive(
   } catch (err) {
     return fail((err as Error).message);
   }
+  // As the controller compares: naming the Application and the commit in every request.
+  const client = factory.forIdentity(cluster, admission.actsAs, madeFor(admission, revision));
   const violations = await objectLimitViolations(client, admission, objects);
   // Health as the controller assesses it: argocd-cm's customizations, Lua checks in a runner of our own.
   const assessors = new HealthAssessors();

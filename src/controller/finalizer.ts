@@ -6,7 +6,7 @@ import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ControlClient } from '../kube/control.ts';
 import { deleteResources, inventoryOf, trackingTarget } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -67,8 +67,10 @@ export class Finalizer {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
+    // Named in each request: the Application and the revision it was last compared at (its resources are that revision's).
+    const revision = readStatus(raw)?.sync?.revision;
     const result = await deleteResources(
-      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
+      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, revision)),
       inventoryOf(ctx.app),
       trackingTarget(ctx.app, this.d.cache.namespace).appName,
     );

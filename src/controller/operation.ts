@@ -15,7 +15,7 @@ import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import { SourceError } from '../source/errors.ts';
 import { inventoryOf, sync, trackingTarget } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -170,7 +170,6 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationDenied, message);
       return { kind: 'failed', phase: 'Error', message, retryable: false, conditions: ctx.conditions };
     }
-    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
     if (ctx.identity.decision === 'fallback') {
       log.info(ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
@@ -189,6 +188,8 @@ export class Operator {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       return { kind: 'failed', phase: 'Error', message, retryable: true };
     }
+    // The one client of this attempt, naming the Application and the commit it syncs in every request.
+    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, rendered.revision));
     const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)

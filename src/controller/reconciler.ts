@@ -20,7 +20,7 @@ import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/index.ts';
 import type { HealthAssessor } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import type { Admission } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -187,8 +187,6 @@ export class Reconciler {
         now,
       ),
     });
-    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
-    const client = hard ? identityClient.uncached() : identityClient;
     let rendered;
     try {
       const input = renderInputFor(app, { sourceRepos: ctx.project.spec.sourceRepos ?? [] });
@@ -202,6 +200,9 @@ export class Reconciler {
         result: {},
       };
     }
+    // The one client of this refresh, naming the Application and the commit it compares in every request.
+    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, rendered.revision));
+    const client = hard ? identityClient.uncached() : identityClient;
     const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
     const cmp = await compare(client, objects, inventoryOf(app), {
