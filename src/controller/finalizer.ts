@@ -67,8 +67,11 @@ export class Finalizer {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
-    // Named in each request: the Application and the revision it was last compared at (its resources are that revision's).
-    const revision = readStatus(raw)?.sync?.revision;
+    // Named in each request: the Application and the revision its resources are known at (the last
+    // compared, else the last synced: a refused comparison records none).
+    const last = readStatus(raw);
+    const revision =
+      last?.sync?.revision ?? last?.history?.at(-1)?.revision ?? last?.operationState?.syncResult?.revision;
     const result = await deleteResources(
       this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, revision)),
       inventoryOf(ctx.app),
