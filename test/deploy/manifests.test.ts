@@ -260,6 +260,23 @@ test('kustomize components: cluster-wide impersonation adds exactly one ClusterR
   );
 });
 
+test('the example policies are not installed and read only the extras impersync names each request with', () => {
+  const examples = kustomizeBuild('deploy/admission/examples');
+  assert.deepEqual(examples.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
+    'ValidatingAdmissionPolicy/impersync-application-owns-namespace',
+    'ValidatingAdmissionPolicyBinding/impersync-application-owns-namespace',
+  ]);
+  const installed = kustomizeBuild('deploy/install').map((o) => `${o.kind}/${o.metadata.name}`);
+  for (const o of examples) assert.ok(!installed.includes(`${o.kind}/${o.metadata.name}`), 'an example, not installed');
+  const text = JSON.stringify(examples);
+  const keys = [...text.matchAll(/impersync\.io\/[a-z]+/g)].map((m) => m[0]);
+  assert.ok(keys.length > 0 && keys.every((k) => EXTRA_KEYS.includes(k)), keys.join(', '));
+  assert.deepEqual(find(examples, 'ValidatingAdmissionPolicyBinding')['spec'], {
+    policyName: 'impersync-application-owns-namespace',
+    validationActions: ['Deny'],
+  });
+});
+
 test('deploy/install.yaml is the CRDs plus the kustomize install, regenerated', async () => {
   const want = await renderFlatInstall();
   const path = join(repoRoot, 'deploy/install.yaml');
