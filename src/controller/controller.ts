@@ -25,6 +25,7 @@ import { HealthAssessors } from './health.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
+import { RightsCheck } from './rights.ts';
 
 export interface ControllerOptions {
   kc: KubeConfig;
@@ -138,7 +139,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     });
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
-  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors };
+  // Which rights an identity lacks, asked after a refusal; answers shared by refreshes and syncs.
+  const rights = new RightsCheck();
+  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors, rights };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({

@@ -27,6 +27,9 @@ import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
+import { watchRefusals } from './refusals.ts';
+import type { RightsCheck } from './rights.ts';
+import { syncNeedsAfter } from './rights-needs.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
@@ -40,6 +43,8 @@ export interface OperatorDeps {
   waitTimeoutMs?: number | undefined;
   /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
   health: HealthAssessors;
+  /** Which rights the identity lacks, asked after a refused sync. */
+  rights: RightsCheck;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -189,7 +194,9 @@ export class Operator {
       return { kind: 'failed', phase: 'Error', message, retryable: true };
     }
     // The one client of this attempt, naming the Application and the commit it syncs in every request.
-    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, rendered.revision));
+    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, rendered.revision));
+    const watched = watchRefusals(identityClient);
+    const client = watched.client;
     const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)
@@ -213,12 +220,13 @@ export class Operator {
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    const syncOptions = [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])];
     const outcome = await sync(client, objects, inventoryOf(ctx.app), {
       ...trackingTarget(ctx.app, this.d.cache.namespace),
       ...(op.revision !== undefined ? { revision: op.revision } : {}),
       prune: op.prune === true,
       dryRun: op.dryRun === true,
-      syncOptions: [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
+      syncOptions,
       ...(op.resources ? { resources: op.resources } : {}),
       ...(this.d.waitTimeoutMs !== undefined ? { waitTimeoutMs: this.d.waitTimeoutMs } : {}),
       signal,
@@ -232,8 +240,26 @@ export class Operator {
       resources: outcome.resources,
       identity: who,
     };
-    if (outcome.phase !== 'Succeeded')
-      return { kind: 'failed', phase: outcome.phase, message: outcome.message, retryable: true, syncResult };
+    if (outcome.phase !== 'Succeeded') {
+      // Refused by RBAC: every right the identity lacks, named at once rather than one per retry.
+      const destination = ctx.app.spec.destination?.namespace ?? '';
+      const missing = await this.d.rights.afterRefusals(
+        identityClient,
+        watched.refusals,
+        syncNeedsAfter(objects, outcome.comparison?.resources ?? [], {
+          destination,
+          prune: op.prune === true,
+          syncOptions,
+        }),
+        { defaultNamespace: destination, onError: (e) => log.info(e) },
+      );
+      if (missing !== undefined) {
+        log.warn(missing);
+        await this.d.events.record(involved, 'Warning', EVENT_REASON.MissingRights, missing);
+      }
+      const message = missing !== undefined ? `${missing}; ${outcome.message}` : outcome.message;
+      return { kind: 'failed', phase: outcome.phase, message, retryable: true, syncResult };
+    }
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
     return { kind: 'succeeded', revision: rendered.revision, message, syncResult };

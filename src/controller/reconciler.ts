@@ -28,6 +28,9 @@ import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
+import { watchRefusals, withoutRefusals } from './refusals.ts';
+import type { RightsCheck } from './rights.ts';
+import { comparisonNeeds, liveFrom } from './rights-needs.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { REFRESH_ANNOTATION } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
@@ -45,6 +48,8 @@ export interface ReconcilerDeps {
   refreshIntervalMs: () => number;
   /** argocd-cm's health customizations, as the assessor each comparison uses. */
   health: HealthAssessors;
+  /** Which rights the identity lacks, asked after a refused comparison. */
+  rights: RightsCheck;
   now?: () => Date;
 }
 
@@ -109,16 +114,14 @@ export class Reconciler {
     if (decided) this.d.metrics?.identityDecisions.inc({ outcome: decided.identity.decision });
     let next: ApplicationStatus;
     let result: ReconcileResult = {};
+    let missingRights: string | undefined;
     if (admission.admitted) {
       if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
-      ({ status: next, result } = await this.compare(
-        admission,
-        this.assessor(),
-        log,
-        prev,
-        refreshKind === 'hard',
-        now,
-      ));
+      ({
+        status: next,
+        result,
+        missingRights,
+      } = await this.compare(admission, this.assessor(), log, prev, refreshKind === 'hard', now));
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
@@ -136,7 +139,10 @@ export class Reconciler {
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
-        if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError))
+        if (!isNew) continue;
+        if (c.type === CONDITION.ComparisonError && c.message === missingRights)
+          await this.d.events.record(involvedApplication(raw), 'Warning', EVENT_REASON.MissingRights, c.message);
+        else if (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError)
           await this.d.events.record(involvedApplication(raw), 'Warning', c.type, c.message);
       }
     }
@@ -171,7 +177,7 @@ export class Reconciler {
     prev: ApplicationStatus | undefined,
     hard: boolean,
     now: string,
-  ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
+  ): Promise<{ status: ApplicationStatus; result: ReconcileResult; missingRights?: string | undefined }> {
     const { app } = ctx;
     const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => ({
       ...prev,
@@ -204,11 +210,21 @@ export class Reconciler {
     const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, rendered.revision));
     const client = hard ? identityClient.uncached() : identityClient;
     const objects = rendered.objects.map((o) => o.object);
-    const violations = await objectLimitViolations(client, ctx, objects);
-    const cmp = await compare(client, objects, inventoryOf(app), {
+    const watched = watchRefusals(client);
+    const violations = await objectLimitViolations(watched.client, ctx, objects);
+    const cmp = await compare(watched.client, objects, inventoryOf(app), {
       ...trackingTarget(app, this.d.cache.namespace),
       health: assessor,
     });
+    // Refused by RBAC: every right the identity lacks, in one condition, in place of the refusals.
+    const destination = app.spec.destination?.namespace ?? '';
+    const missingRights = await this.d.rights.afterRefusals(
+      client,
+      watched.refusals,
+      comparisonNeeds(objects, liveFrom(cmp.resources, destination)),
+      { defaultNamespace: destination, fresh: hard, onError: (e) => log.info(e) },
+    );
+    const errors = missingRights ? [missingRights, ...withoutRefusals(cmp.errors, watched.refusals)] : cmp.errors;
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
     const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
@@ -219,11 +235,12 @@ export class Reconciler {
         sourceType: rendered.sourceType,
       },
       // A failed health check is a ComparisonError too, but leaves the sync status alone (Argo CD).
-      [...violations, ...cmp.errors, ...(cmp.healthError ? [cmp.healthError] : [])],
+      [...violations, ...errors, ...(cmp.healthError ? [cmp.healthError] : [])],
     );
     const result: ReconcileResult = {};
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
-    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp) return { status, result };
+    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp)
+      return { status, result, missingRights };
     const decision = autoSyncDecision(
       app,
       {
@@ -246,6 +263,6 @@ export class Reconciler {
       log.debug(decision.reason);
       if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
     }
-    return { status, result };
+    return { status, result, missingRights };
   }
 }
