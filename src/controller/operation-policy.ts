@@ -132,7 +132,7 @@ function sameSource(recorded: unknown, current: unknown): boolean {
 /** Appends a successful sync to the history, keeping the last HISTORY_LIMIT entries. */
 export function appendHistory(
   history: HistoryEntry[] | undefined,
-  entry: Pick<HistoryEntry, 'revision' | 'source' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy'>,
+  entry: Pick<HistoryEntry, 'revision' | 'source' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy' | 'identity'>,
 ): HistoryEntry[] {
   const prev = history ?? [];
   const id = prev.reduce((m, h) => Math.max(m, h.id), -1) + 1;

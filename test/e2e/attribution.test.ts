@@ -84,6 +84,17 @@ test('writes, dry-runs and reads made for an Application name it, its project an
   );
   const rev1 = revisionOf(first);
   assert.equal(rev1, fx.repo.head());
+  // As whom revision rev1 was applied, from the Application alone.
+  const applied = first.status?.['operationState'] as { syncResult?: { identity?: string; revision?: string } };
+  assert.deepEqual(
+    [applied.syncResult?.revision, applied.syncResult?.identity],
+    [rev1, 'system:serviceaccount:attr-a:deployer'],
+  );
+  const history = (first.status?.['history'] ?? []) as Array<{ revision: string; identity?: string }>;
+  assert.deepEqual(
+    history.map((h) => [h.revision, h.identity]),
+    [[rev1, 'system:serviceaccount:attr-a:deployer']],
+  );
   const made = (await cp.readAudit()).filter(asDeployer('attr-a'));
   const writes = made.filter((r) => r.verb === 'patch' && !r.dryRun);
   const dryRuns = made.filter((r) => r.verb === 'patch' && r.dryRun);
