@@ -8,7 +8,7 @@ import type { KubeObject } from '../api/index.ts';
 import { madeFor } from '../controller/admission.ts';
 import { RightsCheck, missingRightsMessage } from '../controller/rights.ts';
 import type { MissingRights } from '../controller/rights.ts';
-import { syncNeeds } from '../controller/rights-needs.ts';
+import { liveFrom, syncNeeds } from '../controller/rights-needs.ts';
 import type { LiveLookup } from '../controller/rights-needs.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import type { DestinationClient } from '../kube/types.ts';
@@ -84,8 +84,11 @@ export async function checkRights(
     const client = factory.forIdentity(admission.cluster, admission.actsAs, madeFor(admission, revision));
     const destination = app.spec.destination?.namespace ?? '';
     const syncOptions = parseSyncOptions(app.spec.syncPolicy?.syncOptions);
+    const read = await liveObjects(client, objects, destination);
+    // A refused read: what the last comparison recorded, as the controller does.
+    const recorded = liveFrom([], destination, app.status?.resources);
     const needs = syncNeeds(objects, {
-      live: await liveObjects(client, objects, destination),
+      live: (ref) => read(ref) ?? recorded(ref),
       // What an automated sync with prune would delete: what the last comparison found to prune.
       prune:
         app.spec.syncPolicy?.automated?.prune === true

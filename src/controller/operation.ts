@@ -250,6 +250,7 @@ export class Operator {
           destination,
           prune: op.prune === true,
           syncOptions,
+          inventory: ctx.app.status?.resources,
         }),
         { defaultNamespace: destination, onError: (e) => log.info(e) },
       );

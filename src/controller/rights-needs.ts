@@ -10,7 +10,7 @@
 // - an object to prune (a sync with prune) is deleted;
 // - CreateNamespace=true reads and applies the destination namespace.
 // Objects with `argocd.argoproj.io/hook: Skip` are never sent.
-import type { KubeObject, ResourceRef } from '../api/index.ts';
+import type { KubeObject, ResourceRef, ResourceStatus } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { ResourceComparison } from '../sync/index.ts';
 import { isHook, isSkipped } from '../sync/annotations.ts';
@@ -33,23 +33,40 @@ export interface ObjectNeed {
 /** Whether an object exists, as the comparison saw it: true, false, or undefined (not read, or refused). */
 export type LiveLookup = (ref: ResourceRef) => boolean | undefined;
 
+type Located = { group?: string | undefined; kind: string; name: string; namespace?: string | undefined };
+
+/** The entry of `list` for `ref`; a ref without a namespace is in `defaultNamespace`, or cluster-scoped. */
+function findIn<T extends Located>(list: readonly T[], ref: ResourceRef, defaultNamespace: string): T | undefined {
+  return list.find(
+    (r) =>
+      (r.group ?? '') === (ref.group ?? '') &&
+      r.kind === ref.kind &&
+      r.name === ref.name &&
+      (ref.namespace !== undefined
+        ? (r.namespace ?? '') === ref.namespace
+        : (r.namespace ?? '') === defaultNamespace || (r.namespace ?? '') === ''),
+  );
+}
+
 /**
- * Whether each object exists, from what a comparison read as the identity. An object written
- * without a namespace was compared in `defaultNamespace` (the destination's), or at cluster scope.
+ * Whether each object exists, from what a comparison read as the identity, else from what the
+ * last comparison recorded (`inventory`, status.resources: a resource Synced, or whose health is
+ * not Missing, existed then, so a read refused now does not make it look new). An object written without a
+ * namespace was compared in `defaultNamespace` (the destination's), or at cluster scope.
  */
-export function liveFrom(resources: readonly ResourceComparison[], defaultNamespace: string): LiveLookup {
+export function liveFrom(
+  resources: readonly ResourceComparison[],
+  defaultNamespace: string,
+  inventory: readonly ResourceStatus[] = [],
+): LiveLookup {
   return (ref) => {
-    const found = resources.find(
-      (r) =>
-        r.group === (ref.group ?? '') &&
-        r.kind === ref.kind &&
-        r.name === ref.name &&
-        (ref.namespace !== undefined
-          ? r.namespace === ref.namespace
-          : r.namespace === defaultNamespace || r.namespace === ''),
-    );
-    if (!found || found.live === undefined) return undefined;
-    return found.live !== null;
+    const found = findIn(resources, ref, defaultNamespace);
+    if (found && found.live !== undefined) return found.live !== null;
+    const recorded = findIn(inventory, ref, defaultNamespace);
+    // Kinds without a health check (ConfigMaps) record none: Synced says it existed too.
+    if (recorded?.status === 'Synced') return true;
+    const health = recorded?.health?.status;
+    return health === undefined ? undefined : health !== 'Missing';
   };
 }
 
@@ -112,10 +129,15 @@ export function syncNeeds(objects: readonly KubeObject[], opts: SyncNeedOptions)
 export function syncNeedsAfter(
   objects: readonly KubeObject[],
   resources: readonly ResourceComparison[],
-  opts: { destination: string; prune: boolean; syncOptions: readonly string[] },
+  opts: {
+    destination: string;
+    prune: boolean;
+    syncOptions: readonly string[];
+    inventory?: readonly ResourceStatus[] | undefined;
+  },
 ): ObjectNeed[] {
   return syncNeeds(objects, {
-    live: liveFrom(resources, opts.destination),
+    live: liveFrom(resources, opts.destination, opts.inventory),
     prune: opts.prune
       ? resources
           .filter((r) => r.requiresPruning)

@@ -110,8 +110,23 @@ test('an object not known to exist needs create too (the apply creates it); one 
       ['Service', ['get', 'create', 'patch']],
     ],
   );
-  // A read that was refused leaves it unknown: create is asked about too.
+  // A read that was refused leaves it unknown: create is asked about too...
   assert.deepEqual(comparisonNeeds([service], () => undefined)[0]?.verbs, ['get', 'create', 'patch']);
+  // ...unless the last comparison recorded it (Synced, or a health not Missing); recorded Missing is absent.
+  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } };
+  const recorded = liveFrom([], 'guestbook-dev', [
+    { kind: 'Service', name: 'web', namespace: 'guestbook-dev', status: 'OutOfSync', health: { status: 'Healthy' } },
+    { group: 'apps', kind: 'Deployment', name: 'web', namespace: 'guestbook-dev', health: { status: 'Missing' } },
+    { kind: 'ConfigMap', name: 'c', namespace: 'guestbook-dev', status: 'Synced' },
+  ]);
+  assert.deepEqual(
+    comparisonNeeds([service, deployment, cm], recorded).map((n) => n.verbs),
+    [
+      ['get', 'patch'],
+      ['get', 'create', 'patch'],
+      ['get', 'patch'],
+    ],
+  );
 });
 
 test('nothing missing: no message; several namespaces and cluster scope each get their clause, in order', async () => {

@@ -4,11 +4,10 @@
 // first sync; the sync names them too; once granted, the Application syncs. The reviews are made
 // as the ServiceAccount, naming the Application like every other request.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { run as explainRun } from '../../src/cli/explain.ts';
-import type { CommandIO } from '../../src/cli/io.ts';
 import type { TestControlPlane } from '../support/index.ts';
+import { captureIO } from '../support/cli.ts';
 import {
   applyRaw,
   createNamespace,
@@ -40,21 +39,6 @@ const EXPECTED = `ServiceAccount ${TENANT}:deployer may not: patch configmaps in
 
 let cp: TestControlPlane;
 let fx: Fixture;
-
-function capture(): { io: CommandIO; out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    io: {
-      stdout: (t) => void (out += t),
-      stderr: (t) => void (err += t),
-      readFile: (p) => readFile(p, 'utf8'),
-      readStdin: async () => '',
-    },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 async function grantDeployer(rules: Array<{ resources: string[]; verbs: string[] }>): Promise<void> {
   await grantRole(cp.admin, {
@@ -100,7 +84,7 @@ test('three rights missing: explain --check-rights names them before the first s
   );
 
   // Before anything is synced: the same message, asked live as the ServiceAccount.
-  const c = capture();
+  const c = captureIO();
   const code = await explainRun(
     ['--kubeconfig', cp.controllerKubeconfigPath, '--app', `${NS}/rights-dev`, '--check-rights'],
     c.io,
@@ -111,7 +95,7 @@ test('three rights missing: explain --check-rights names them before the first s
     c.out(),
     new RegExp(`revision ${fx.repo.head()} needs, asked live as ServiceAccount ${TENANT}:deployer`),
   );
-  const j = capture();
+  const j = captureIO();
   assert.equal(
     await explainRun(
       ['--kubeconfig', cp.controllerKubeconfigPath, '--app', `${NS}/rights-dev`, '--check-rights', '-o', 'json'],
@@ -169,7 +153,7 @@ test('three rights missing: explain --check-rights names them before the first s
     { resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
     { resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
   ]);
-  const ok = capture();
+  const ok = captureIO();
   assert.equal(
     await explainRun(
       ['--kubeconfig', cp.controllerKubeconfigPath, '--app', `${NS}/rights-dev`, '--check-rights'],
@@ -189,7 +173,7 @@ test('three rights missing: explain --check-rights names them before the first s
 });
 
 test('explain --check-rights is live only', async () => {
-  const c = capture();
+  const c = captureIO();
   assert.equal(await explainRun(['-f', 'examples/argocd-cm.yaml', '--check-rights'], c.io), 2);
   assert.match(c.err(), /--check-rights asks a live cluster/);
 });
