@@ -37,6 +37,8 @@ export interface CheckRightsOptions {
   context?: string | undefined;
   cacheDir: string;
   allowLocalRepositories: boolean;
+  /** Told once per destination when its user may not impersonate the extras (requests go without them). */
+  onExtrasRefused?: ((server: string) => void) | undefined;
 }
 
 /** Whether each object exists, read as the identity: a refused read leaves it unknown. */
@@ -79,7 +81,11 @@ export async function checkRights(
   } finally {
     await renderer.close();
   }
-  const factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+  const onRefused = opts.onExtrasRefused;
+  const factory = await DestinationClientFactory.fromKubeConfig(
+    { kubeconfig: opts.kubeconfig, context: opts.context },
+    { onExtrasRefused: onRefused ? (server) => onRefused(server) : undefined },
+  );
   try {
     const client = factory.forIdentity(admission.cluster, admission.actsAs, madeFor(admission, revision));
     const destination = app.spec.destination?.namespace ?? '';

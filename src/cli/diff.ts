@@ -13,6 +13,7 @@ import type { ComparisonResult } from '../sync/index.ts';
 import { compare, inventoryOf, refusedComparison, trackingTarget } from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
+import { extrasRefusedWarning } from './extras.ts';
 import { processIO, type CommandIO } from './io.ts';
 import { loadLiveInventory } from './live.ts';
 import { DEFAULT_CONTROL_NAMESPACE } from './load.ts';
@@ -213,7 +214,10 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
   try {
     own = factory
       ? undefined
-      : await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+      : await DestinationClientFactory.fromKubeConfig(
+          { kubeconfig: opts.kubeconfig, context: opts.context },
+          { onExtrasRefused: (server) => io.stderr(extrasRefusedWarning(server)) },
+        );
     result = await compareLive(opts, (factory ?? own) as DestinationClientFactory);
   } catch (err) {
     result = { error: (err as Error).message };

@@ -5,6 +5,7 @@
 import { defaultSourceCacheDir } from '../renderer/child.ts';
 import { listFlag, startCommand, stringFlag } from './args.ts';
 import { checkRights, formatRights } from './check-rights.ts';
+import { extrasRefusedWarning } from './extras.ts';
 import { explain } from './explain-core.ts';
 import { formatExplanation } from './explain-format.ts';
 import { processIO, type CommandIO } from './io.ts';
@@ -87,6 +88,7 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
     cacheDir: stringFlag(flags.values, 'cache-dir', defaultSourceCacheDir()),
     allowLocalRepositories: flags.values['allow-local-repositories'] === true,
+    onExtrasRefused: (server) => io.stderr(extrasRefusedWarning(server)),
   });
   const rights = checked.ok ? checked.rights : undefined;
   if (flags.format === 'json')

@@ -68,8 +68,11 @@ export class DestinationClientFactory {
     this.#onExtrasRefused = opts.onExtrasRefused;
   }
 
-  static async fromKubeConfig(source: KubeConfigSource = {}): Promise<DestinationClientFactory> {
-    return new DestinationClientFactory(await loadControllerCredential(source));
+  static async fromKubeConfig(
+    source: KubeConfigSource = {},
+    opts: FactoryOptions = {},
+  ): Promise<DestinationClientFactory> {
+    return new DestinationClientFactory(await loadControllerCredential(source), opts);
   }
 
   #transportFor(cluster: Cluster): { transport: Transport; grant: ExtrasGrant } {

@@ -2,13 +2,17 @@
 // the impersonated user's extras, which the API server writes to the audit log
 // (docs/impersonation.md §11): writes, dry-runs and reads, from the first comparison through a new
 // commit to the deletion of its resources. Without the right to send them the controller says so
-// once and goes on without them, or, when argocd-cm requires them, refuses to send anything.
+// once and goes on without them (so do `impersync diff` and `explain --check-rights`, on stderr), or,
+// when argocd-cm requires them, refuses to send anything.
 // (The same check runs over the whole e2e suite when each control plane stops: support/attribution.ts.)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { run as diffRun } from '../../src/cli/diff.ts';
+import { run as explainRun } from '../../src/cli/explain.ts';
 import { LIVE_WATCH_USER_AGENT } from '../../src/kube/client.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { captureIO } from '../support/cli.ts';
 import {
   IN_CLUSTER,
   NS,
@@ -219,4 +223,31 @@ test('without the right to impersonate the extras: required, nothing is sent as 
   for (const r of writes) assert.deepEqual(extrasOf(r), {}, r.requestURI);
   const told = fx.logs.filter((l) => l.includes("may not impersonate impersync's user extras"));
   assert.equal(told.length, 1, told.join('\n'));
+
+  // The commands that act as the identity with the same credential go on too, and say so once.
+  const warning = `warning: the kubeconfig's user may not impersonate impersync's user extras on ${IN_CLUSTER}:`;
+  const e = captureIO();
+  const explained = await explainRun(
+    ['--kubeconfig', cp.controllerKubeconfigPath, '--app', `${NS}/attr-opt`, '--check-rights'],
+    e.io,
+  );
+  assert.equal(explained, 0, e.out() + e.err());
+  assert.equal(
+    e
+      .err()
+      .split('\n')
+      .filter((l) => l.startsWith(warning)).length,
+    1,
+    e.err(),
+  );
+  const d = captureIO();
+  assert.equal(await diffRun(['attr-opt', '--kubeconfig', cp.controllerKubeconfigPath], d.io), 0, d.out() + d.err());
+  assert.equal(
+    d
+      .err()
+      .split('\n')
+      .filter((l) => l.startsWith(warning)).length,
+    1,
+    d.err(),
+  );
 });
