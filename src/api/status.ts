@@ -147,6 +147,11 @@ export const HistoryEntrySchema = z.looseObject({
   deployedAt: z.string(),
   deployStartedAt: z.string().optional(),
   initiatedBy: OperationSchema.shape.initiatedBy,
+  /**
+   * Who applied it: the ServiceAccount user, or the controller's own credential (impersync's own
+   * field, as operationState.syncResult.identity): "as whom was revision X applied".
+   */
+  identity: z.string().optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 

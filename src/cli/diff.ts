@@ -5,6 +5,7 @@ import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { HealthAssessors } from '../controller/health.ts';
+import { madeFor } from '../controller/admission.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import { renderApplication } from '../controller/render.ts';
@@ -12,6 +13,7 @@ import type { ComparisonResult } from '../sync/index.ts';
 import { compare, inventoryOf, refusedComparison, trackingTarget } from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
+import { extrasRefusedWarning } from './extras.ts';
 import { processIO, type CommandIO } from './io.ts';
 import { loadLiveInventory, loadLiveRepositories } from './live.ts';
 import { DEFAULT_CONTROL_NAMESPACE } from './load.ts';
@@ -133,8 +135,7 @@ async function compareLive(
       },
     };
   }
-  const client = factory.forIdentity(cluster, admission.actsAs);
-  const who = describeIdentity(client.identity);
+  const who = describeIdentity(admission.actsAs);
   const how =
     identity.decision === 'impersonate'
       ? 'impersonated'
@@ -174,6 +175,8 @@ async function compareLive(
   } catch (err) {
     return fail((err as Error).message);
   }
+  // As the controller compares: naming the Application and the commit in every request.
+  const client = factory.forIdentity(cluster, admission.actsAs, madeFor(admission, revision));
   const violations = await objectLimitViolations(client, admission, objects);
   // Health as the controller assesses it: argocd-cm's customizations, Lua checks in a runner of our own.
   const assessors = new HealthAssessors();
@@ -217,7 +220,10 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
   try {
     own = factory
       ? undefined
-      : await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+      : await DestinationClientFactory.fromKubeConfig(
+          { kubeconfig: opts.kubeconfig, context: opts.context },
+          { onExtrasRefused: (server) => io.stderr(extrasRefusedWarning(server)) },
+        );
     result = await compareLive(opts, (factory ?? own) as DestinationClientFactory);
   } catch (err) {
     result = { error: (err as Error).message };

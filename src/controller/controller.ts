@@ -4,10 +4,13 @@
 // health/metrics endpoint.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { EXTRA_KEYS } from '../api/index.ts';
+import { REQUIRE_EXTRAS_KEY } from '../impersonation/index.ts';
 import { ControlClient } from '../kube/control.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig } from '../kube/credentials.ts';
 import type { ResponseHook } from '../kube/transport.ts';
+import type { KubeError } from '../kube/types.ts';
 import { WatchHttpError } from '../kube/watch.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
@@ -23,6 +26,7 @@ import { DestinationCapabilities } from './capabilities.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
+import { RightsCheck } from './rights.ts';
 
 export interface ControllerOptions {
   kc: KubeConfig;
@@ -87,12 +91,19 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
   });
   const holder: { manager?: Manager } = {};
+  // Once per destination credential (kube/attribution.ts): requests go on without the extras.
+  const onExtrasRefused = (server: string, err: KubeError) =>
+    log.warn(
+      { server, err: err.message },
+      `the controller may not impersonate impersync's user extras on ${server}: requests made as ServiceAccounts there do not name their Application, project and revision in the audit log (unless argocd-cm sets ${REQUIRE_EXTRAS_KEY}: "true", which makes them fail instead). Grant impersonate on userextras/${EXTRA_KEYS.join(', userextras/')} (docs/install.md)`,
+    );
   const factory = new DestinationClientFactory(
     credential,
     opts.liveObjects === false
-      ? { onResponse }
+      ? { onResponse, onExtrasRefused }
       : {
           onResponse,
+          onExtrasRefused,
           liveObjects: {
             onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
@@ -130,7 +141,20 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
   const capabilities = new DestinationCapabilities();
-  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors, capabilities };
+  // Which rights an identity lacks, asked after a refusal; answers shared by refreshes and syncs.
+  const rights = new RightsCheck();
+  const common = {
+    cache,
+    factory,
+    control,
+    renderer,
+    events,
+    logger: log,
+    metrics,
+    health: assessors,
+    capabilities,
+    rights,
+  };
   // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
   const dependencies = new Map<string, readonly string[]>();
   const reconciler = new Reconciler({ ...common, refreshIntervalMs, dependencies });

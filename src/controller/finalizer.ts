@@ -6,7 +6,7 @@ import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ControlClient } from '../kube/control.ts';
 import { deleteResources, inventoryOf, trackingTarget } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -67,8 +67,16 @@ export class Finalizer {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
+    // Named in each request: the Application and the revision its resources are known at (the last
+    // compared, else the last synced: a refused comparison records none).
+    const last = readStatus(raw);
+    const revision =
+      last?.sync?.revision ??
+      last?.sync?.revisions?.join(', ') ??
+      last?.history?.at(-1)?.revision ??
+      last?.operationState?.syncResult?.revision;
     const result = await deleteResources(
-      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
+      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, revision)),
       inventoryOf(ctx.app),
       trackingTarget(ctx.app, this.d.cache.namespace).appName,
     );

@@ -188,6 +188,7 @@ export function finishedStatus(
       deployedAt: now,
       deployStartedAt: state.startedAt,
       initiatedBy: state.operation.initiatedBy,
+      ...(state.syncResult?.identity !== undefined ? { identity: state.syncResult.identity } : {}),
     });
   }
   const others = (status.conditions ?? []).filter(

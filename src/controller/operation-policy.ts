@@ -136,7 +136,7 @@ export function appendHistory(
   history: HistoryEntry[] | undefined,
   entry: Pick<
     HistoryEntry,
-    'revision' | 'source' | 'revisions' | 'sources' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy'
+    'revision' | 'source' | 'revisions' | 'sources' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy' | 'identity'
   >,
 ): HistoryEntry[] {
   const prev = history ?? [];

@@ -16,7 +16,7 @@ import { renderApplication } from './render.ts';
 import type { DestinationCapabilities } from './capabilities.ts';
 import { SourceError } from '../source/errors.ts';
 import { inventoryOf, sync, trackingTarget } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -28,6 +28,9 @@ import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
+import { watchRefusals } from './refusals.ts';
+import type { RightsCheck } from './rights.ts';
+import { syncNeedsAfter } from './rights-needs.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
@@ -43,6 +46,8 @@ export interface OperatorDeps {
   health: HealthAssessors;
   /** The destination's versions for Helm's .Capabilities, read as the Application's identity. */
   capabilities?: DestinationCapabilities;
+  /** Which rights the identity lacks, asked after a refused sync. */
+  rights: RightsCheck;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -173,7 +178,6 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationDenied, message);
       return { kind: 'failed', phase: 'Error', message, retryable: false, conditions: ctx.conditions };
     }
-    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
     if (ctx.identity.decision === 'fallback') {
       log.info(ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
@@ -188,7 +192,7 @@ export class Operator {
         project: ctx.project,
         repositories: this.d.cache.repositoryState(),
         operation: op,
-        ...(await this.d.capabilities?.for(client)),
+        ...(await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx)))),
       });
     } catch (err) {
       // Not the Application's fault (the renderer is starting, restarting, has no token yet).
@@ -197,8 +201,12 @@ export class Operator {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       return { kind: 'failed', phase: 'Error', message, retryable: true };
     }
-    const objects = rendered.objects.map((o) => o.object);
     const revision = rendered.multiSource ? rendered.revisions.join(', ') : (rendered.revisions[0] ?? '');
+    // The one client of this attempt, naming the Application and the commit it syncs in every request.
+    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, revision));
+    const watched = watchRefusals(identityClient);
+    const client = watched.client;
+    const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)
       return { kind: 'failed', phase: 'Failed', message: violations.join('; '), retryable: false };
@@ -221,12 +229,13 @@ export class Operator {
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
     log.info({ revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    const syncOptions = [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])];
     const outcome = await sync(client, objects, inventoryOf(ctx.app), {
       ...trackingTarget(ctx.app, this.d.cache.namespace),
       ...(op.revision !== undefined ? { revision: op.revision } : {}),
       prune: op.prune === true,
       dryRun: op.dryRun === true,
-      syncOptions: [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
+      syncOptions,
       ...(op.resources ? { resources: op.resources } : {}),
       ...(this.d.waitTimeoutMs !== undefined ? { waitTimeoutMs: this.d.waitTimeoutMs } : {}),
       signal,
@@ -242,8 +251,27 @@ export class Operator {
       resources: outcome.resources,
       identity: who,
     };
-    if (outcome.phase !== 'Succeeded')
-      return { kind: 'failed', phase: outcome.phase, message: outcome.message, retryable: true, syncResult };
+    if (outcome.phase !== 'Succeeded') {
+      // Refused by RBAC: every right the identity lacks, named at once rather than one per retry.
+      const destination = ctx.app.spec.destination?.namespace ?? '';
+      const missing = await this.d.rights.afterRefusals(
+        identityClient,
+        watched.refusals,
+        syncNeedsAfter(objects, outcome.comparison?.resources ?? [], {
+          destination,
+          prune: op.prune === true,
+          syncOptions,
+          inventory: ctx.app.status?.resources,
+        }),
+        { defaultNamespace: destination, onError: (e) => log.info(e) },
+      );
+      if (missing !== undefined) {
+        log.warn(missing);
+        await this.d.events.record(involved, 'Warning', EVENT_REASON.MissingRights, missing);
+      }
+      const message = missing !== undefined ? `${missing}; ${outcome.message}` : outcome.message;
+      return { kind: 'failed', phase: outcome.phase, message, retryable: true, syncResult };
+    }
     log.info({ revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
     return { kind: 'succeeded', revision, message, syncResult };

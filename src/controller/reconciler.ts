@@ -21,7 +21,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/index.ts';
 import type { HealthAssessor } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import type { Admission } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -29,6 +29,9 @@ import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
+import { watchRefusals, withoutRefusals } from './refusals.ts';
+import type { RightsCheck } from './rights.ts';
+import { comparisonNeeds, liveFrom } from './rights-needs.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { REFRESH_ANNOTATION } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
@@ -50,6 +53,8 @@ export interface ReconcilerDeps {
   capabilities?: DestinationCapabilities;
   /** Where the repositories of each Application's chart dependencies are kept (for requeueing). */
   dependencies?: Map<string, readonly string[]>;
+  /** Which rights the identity lacks, asked after a refused comparison. */
+  rights: RightsCheck;
   now?: () => Date;
 }
 
@@ -114,9 +119,14 @@ export class Reconciler {
     if (decided) this.d.metrics?.identityDecisions.inc({ outcome: decided.identity.decision });
     let next: ApplicationStatus;
     let result: ReconcileResult = {};
+    let missingRights: string | undefined;
     if (admission.admitted) {
       if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
-      ({ status: next, result } = await this.compare(admission, this.assessor(), log, prev, refreshKind, now));
+      ({
+        status: next,
+        result,
+        missingRights,
+      } = await this.compare(admission, this.assessor(), log, prev, refreshKind, now));
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
@@ -134,7 +144,10 @@ export class Reconciler {
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
-        if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError))
+        if (!isNew) continue;
+        if (c.type === CONDITION.ComparisonError && c.message === missingRights)
+          await this.d.events.record(involvedApplication(raw), 'Warning', EVENT_REASON.MissingRights, c.message);
+        else if (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError)
           await this.d.events.record(involvedApplication(raw), 'Warning', c.type, c.message);
       }
     }
@@ -169,7 +182,7 @@ export class Reconciler {
     prev: ApplicationStatus | undefined,
     refreshKind: string | undefined,
     now: string,
-  ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
+  ): Promise<{ status: ApplicationStatus; result: ReconcileResult; missingRights?: string | undefined }> {
     const { app } = ctx;
     const hard = refreshKind === 'hard';
     const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => ({
@@ -186,11 +199,12 @@ export class Reconciler {
         now,
       ),
     });
-    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
-    const client = hard ? identityClient.uncached() : identityClient;
     let rendered;
     try {
-      const versions = await this.d.capabilities?.for(client);
+      // The destination's versions, read as the Application's identity (before any commit is known).
+      const versions = await this.d.capabilities?.for(
+        this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx)),
+      );
       rendered = await renderApplication(this.d.renderer, app, {
         project: ctx.project,
         repositories: this.d.cache.repositoryState(),
@@ -210,13 +224,30 @@ export class Reconciler {
         result: {},
       };
     }
+    // The one client of this refresh, naming the Application and the commit it compares in every request.
+    const identityClient = this.d.factory.forIdentity(
+      ctx.cluster,
+      ctx.actsAs,
+      madeFor(ctx, rendered.revisions.join(', ')),
+    );
+    const client = hard ? identityClient.uncached() : identityClient;
     const objects = rendered.objects.map((o) => o.object);
     const revision = rendered.revisions[0] ?? '';
-    const violations = await objectLimitViolations(client, ctx, objects);
-    const cmp = await compare(client, objects, inventoryOf(app), {
+    const watched = watchRefusals(client);
+    const violations = await objectLimitViolations(watched.client, ctx, objects);
+    const cmp = await compare(watched.client, objects, inventoryOf(app), {
       ...trackingTarget(app, this.d.cache.namespace),
       health: assessor,
     });
+    // Refused by RBAC: every right the identity lacks, in one condition, in place of the refusals.
+    const destination = app.spec.destination?.namespace ?? '';
+    const missingRights = await this.d.rights.afterRefusals(
+      client,
+      watched.refusals,
+      comparisonNeeds(objects, liveFrom(cmp.resources, destination, prev?.resources)),
+      { defaultNamespace: destination, fresh: hard, onError: (e) => log.info(e) },
+    );
+    const errors = missingRights ? [missingRights, ...withoutRefusals(cmp.errors, watched.refusals)] : cmp.errors;
     const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
     const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
@@ -234,11 +265,12 @@ export class Reconciler {
           : { sourceType: rendered.sourceTypes[0] ?? '' }),
       },
       // A failed health check is a ComparisonError too, but leaves the sync status alone (Argo CD).
-      [...violations, ...cmp.errors, ...(cmp.healthError ? [cmp.healthError] : [])],
+      [...violations, ...errors, ...(cmp.healthError ? [cmp.healthError] : [])],
     );
     const result: ReconcileResult = {};
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
-    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp) return { status, result };
+    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp)
+      return { status, result, missingRights };
     const decision = autoSyncDecision(
       app,
       {
@@ -265,6 +297,6 @@ export class Reconciler {
       log.debug(decision.reason);
       if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
     }
-    return { status, result };
+    return { status, result, missingRights };
   }
 }

@@ -204,7 +204,7 @@ test('after an attempt: an unreachable renderer keeps it Running, uncounted, say
   assert.equal(afterAttempt(state(), unreachable, nowMs).kind, 'wait');
 });
 
-test('the final status: success records history (deployStartedAt = startedAt) and drops SyncError; a dry run records none', () => {
+test('the final status: success records history (deployStartedAt = startedAt, the identity that applied it) and drops SyncError; a dry run records none', () => {
   const before = {
     conditions: [
       { type: 'SyncError', message: 'earlier', lastTransitionTime: '2026-01-01T00:00:00Z' },
@@ -213,15 +213,16 @@ test('the final status: success records history (deployStartedAt = startedAt) an
     history: [{ id: 3, revision: 'old', deployedAt: '2026-01-01T00:00:00Z' }],
   };
   const source = { repoURL: 'https://git.example/a.git', path: 'app' };
+  const identity = 'system:serviceaccount:guestbook:deployer';
   const s = finishedStatus(
     before,
-    { ...state(), syncResult: { ...syncResult, source } },
+    { ...state(), syncResult: { ...syncResult, source, identity } },
     { phase: 'Succeeded', message: 'ok' },
     { revision: 'abc123', now: NOW },
   );
   assert.deepEqual(s.operationState, {
     ...state(),
-    syncResult: { ...syncResult, source },
+    syncResult: { ...syncResult, source, identity },
     phase: 'Succeeded',
     message: 'ok',
     finishedAt: NOW,
@@ -236,6 +237,7 @@ test('the final status: success records history (deployStartedAt = startedAt) an
     deployedAt: NOW,
     deployStartedAt: state().startedAt,
     initiatedBy: { username: 'alice' },
+    identity,
   });
   const dry = state({ operation: { sync: { dryRun: true } } });
   assert.equal(
