@@ -19,6 +19,7 @@ import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { HealthAssessors } from './health.ts';
+import { Semantics } from './semantics.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
@@ -93,7 +94,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       : {
           onResponse,
           liveObjects: {
-            onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
+            onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
             // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
             idleMs: () => {
@@ -128,11 +129,14 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     });
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
-  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors };
+  // ignoreDifferences' jq expressions, run in a worker thread that stop() ends.
+  const semantics = new Semantics();
+  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors, semantics };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({
     cache,
+    semantics,
     workers: {
       refresh: (k) => reconciler.refresh(k),
       operate: (k) => operator.operate(k),
@@ -177,6 +181,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       // A child renderer this controller started ends with it.
       if (!opts.renderer) await renderer.close();
       await assessors.close();
+      await semantics.close();
       await health?.close();
     },
   };

@@ -1,6 +1,8 @@
-// The resources finalizer (`resources-finalizer.argocd.argoproj.io`): when an Application that
-// carries it is deleted, its resources are deleted first (sync/delete.ts), as its identity, and the
-// finalizer is removed only once they are gone. Runs in the operation queue.
+// The resources finalizer (`resources-finalizer.argocd.argoproj.io`, and its `/foreground` and
+// `/background` variants): when an Application that carries one is deleted, its resources are
+// deleted first (sync/delete.ts), as its identity, with foreground propagation (background for the
+// `/background` variant, as Argo CD), and the finalizer is removed only once they are gone. Runs in
+// the operation queue.
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
@@ -14,8 +16,13 @@ import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { mergeConditions } from './status.ts';
+import type { Semantics } from './semantics.ts';
+import { deletionApprovedSince } from './deletion-approval.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+export const FOREGROUND_FINALIZER = `${RESOURCES_FINALIZER}/foreground`;
+export const BACKGROUND_FINALIZER = `${RESOURCES_FINALIZER}/background`;
+const CASCADE_FINALIZERS = [RESOURCES_FINALIZER, FOREGROUND_FINALIZER, BACKGROUND_FINALIZER];
 
 export interface FinalizerDeps {
   cache: ControllerCache;
@@ -23,6 +30,7 @@ export interface FinalizerDeps {
   control: ControlClient;
   events: EventSink;
   logger: Logger;
+  semantics: Semantics;
   now?: () => Date;
 }
 
@@ -40,7 +48,8 @@ export class Finalizer {
    */
   async finalize(key: string, raw: RawApplication): Promise<ReconcileResult> {
     const finalizers = raw.metadata.finalizers ?? [];
-    if (!finalizers.includes(RESOURCES_FINALIZER)) return {};
+    const cascade = finalizers.find((f) => CASCADE_FINALIZERS.includes(f));
+    if (!cascade) return {};
     const involved = involvedApplication(raw);
     const ctx = admit(this.d.cache.controlState(), raw);
     const fail = async (message: string): Promise<ReconcileResult> => {
@@ -67,12 +76,23 @@ export class Finalizer {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
+    const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
     const result = await deleteResources(
       this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
       inventoryOf(ctx.app),
       trackingTarget(ctx.app, this.d.cache.namespace).appName,
+      {
+        tracking: semantics.tracking,
+        propagationPolicy: cascade === BACKGROUND_FINALIZER ? 'Background' : 'Foreground',
+        appSyncOptions: semantics.appSyncOptions,
+        approved: deletionApprovedSince(ctx.app, ctx.app.metadata.deletionTimestamp),
+      },
     );
     if (!result.ok) return fail(result.message);
+    if (result.waiting) {
+      this.d.logger.info({ application: key }, result.waiting);
+      return { requeueAfterMs: 5_000 };
+    }
     if (result.remaining > 0) return { requeueAfterMs: 2_000 };
     await this.d.events.record(
       involved,
@@ -80,7 +100,7 @@ export class Finalizer {
       EVENT_REASON.ResourcesDeleted,
       `Deleted the Application's resources as ${identityLabel(ctx.actsAs)}`,
     );
-    const rest = finalizers.filter((f) => f !== RESOURCES_FINALIZER);
+    const rest = finalizers.filter((f) => f !== cascade);
     // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
     await patchApplication(this.d.control, raw, {
       metadata: { finalizers: rest, resourceVersion: raw.metadata.resourceVersion },

@@ -49,6 +49,8 @@ export const TERMINATED: End = { phase: 'Failed', message: 'Operation terminated
 
 /** How soon an attempt that could not reach the renderer is made again. */
 export const RENDERER_RETRY_MS = 5000;
+/** How soon a held operation (sync window, pruning confirmation) is tried again. */
+export const HELD_RETRY_MS = 5000;
 
 export type Step =
   /** No operation and nothing left Running. */
@@ -106,6 +108,11 @@ export type Attempt =
     }
   /** The renderer could not be reached (SourceError RendererUnavailable): try again shortly. */
   | { kind: 'renderer-unavailable'; message: string }
+  /**
+   * The operation is held, still Running with this message, and is tried again shortly: by a sync
+   * window ("Sync operation blocked by sync window") or a prune awaiting confirmation.
+   */
+  | { kind: 'held'; message: string; syncResult?: SyncResult }
   /** Aborted by a Terminating write: finish from the Application as it is now. */
   | { kind: 'terminated' }
   /** The controller is stopping: leave it Running for the next one. */
@@ -141,6 +148,14 @@ export function afterAttempt(state: OperationState, attempt: Attempt, nowMs: num
         write: state.message !== message,
         delayMs: RENDERER_RETRY_MS,
       };
+    }
+    case 'held': {
+      const next = {
+        ...state,
+        message: attempt.message,
+        ...(attempt.syncResult ? { syncResult: attempt.syncResult } : {}),
+      };
+      return { kind: 'wait', state: next, write: !isDeepStrictEqual(next, state), delayMs: HELD_RETRY_MS };
     }
     case 'succeeded':
       return {

@@ -28,6 +28,10 @@ import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
+import { skipsReconcile } from './triggers.ts';
+import type { Semantics } from './semantics.ts';
+import { deletionApprovedSince } from './deletion-approval.ts';
+import { windowVerdict } from './sync-windows.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
 
@@ -40,6 +44,8 @@ export interface OperatorDeps {
   waitTimeoutMs?: number | undefined;
   /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
   health: HealthAssessors;
+  /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
+  semantics: Semantics;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -83,7 +89,7 @@ export class Operator {
   async operate(key: string): Promise<ReconcileResult> {
     // Read from the API server, never the cache: an operation is not started from a stale object.
     let raw = await readApplication(this.d.control, key);
-    if (!raw) return {};
+    if (!raw || skipsReconcile(raw)) return {};
     if (raw.metadata.deletionTimestamp) return this.finalizer.finalize(key, raw);
     const status = readStatus(raw) ?? {};
     const step = nextStep(
@@ -163,6 +169,9 @@ export class Operator {
     });
     const involved = involvedApplication(ctx.app);
     this.d.metrics?.identityDecisions.inc({ outcome: ctx.identity.decision });
+    // Sync windows hold the operation, still Running, before anything else (controller/sync.go SyncAppState).
+    const window = windowVerdict(ctx.project, ctx.app, state, this.now());
+    if (!window.canSync) return { kind: 'held', message: window.message };
     if (!ctx.admitted) {
       // spec §5: deny and error end the operation in Error, nothing written to the destination.
       const message = ctx.condition.message;
@@ -181,7 +190,10 @@ export class Operator {
     let rendered;
     try {
       const sourceRepos = ctx.project.spec.sourceRepos ?? [];
-      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision, sourceRepos }));
+      // A rollback (operation.sync.source) renders the source it names, not today's spec.source.
+      rendered = await this.d.renderer.render(
+        renderInputFor(ctx.app, { revision: op.revision, sourceRepos, ...(op.source ? { source: op.source } : {}) }),
+      );
     } catch (err) {
       // Not the Application's fault (the renderer is starting, restarting, has no token yet).
       if (err instanceof SourceError && err.reason === 'RendererUnavailable')
@@ -212,8 +224,14 @@ export class Operator {
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
     log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
+    const managedNamespaceMetadata = ctx.app.spec.syncPolicy?.managedNamespaceMetadata;
     const outcome = await sync(client, objects, inventoryOf(ctx.app), {
       ...trackingTarget(ctx.app, this.d.cache.namespace),
+      ...semantics,
+      pruneConfirmed: deletionApprovedSince(ctx.app, state.startedAt),
+      ...(op.syncStrategy ? { syncStrategy: op.syncStrategy } : {}),
+      ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
       ...(op.revision !== undefined ? { revision: op.revision } : {}),
       prune: op.prune === true,
       dryRun: op.dryRun === true,
@@ -225,12 +243,16 @@ export class Operator {
       health: this.d.health.for(this.d.cache.settingsConfigMap()),
     });
     if (signal.aborted) return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
+    const source = op.source ?? ctx.app.spec.source;
     const syncResult = {
       revision: rendered.revision,
-      ...(ctx.app.spec.source ? { source: ctx.app.spec.source } : {}),
+      ...(source ? { source } : {}),
       resources: outcome.resources,
       identity: who,
+      // What the namespace was given, so a later change of it shows as OutOfSync (Argo CD).
+      ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
     };
+    if (outcome.phase === 'Running') return { kind: 'held', message: outcome.message, syncResult };
     if (outcome.phase !== 'Succeeded')
       return { kind: 'failed', phase: outcome.phase, message: outcome.message, retryable: true, syncResult };
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');

@@ -10,9 +10,10 @@
 // every dry-run and reads every live object from the API server as the identity, rather than
 // reusing a remembered dry-run answer or the live-object watches. So a right revoked meanwhile, or
 // a change a dry-run sees but the watch does not (a CRD's new default), shows at once.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
-import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
+import type { AppCondition, Application, ApplicationStatus, EventReason, SyncStatus } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -29,7 +30,9 @@ import { involvedApplication } from './events.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
-import { REFRESH_ANNOTATION } from './triggers.ts';
+import type { Semantics } from './semantics.ts';
+import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
+import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 
@@ -45,6 +48,8 @@ export interface ReconcilerDeps {
   refreshIntervalMs: () => number;
   /** argocd-cm's health customizations, as the assessor each comparison uses. */
   health: HealthAssessors;
+  /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
+  semantics: Semantics;
   now?: () => Date;
 }
 
@@ -57,6 +62,19 @@ const REFRESH_CONDITIONS = new Set<string>([
   CONDITION.ImpersonationInfo,
   CONDITION.ImpersonationWarning,
   CONDITION.UnknownError,
+  CONDITION.SharedResourceWarning,
+  CONDITION.RepeatedResourceWarning,
+  CONDITION.ExcludedResourceWarning,
+  CONDITION.OrphanedResourceWarning,
+  CONDITION.UnsupportedFieldWarning,
+]);
+
+/** Warning conditions worth an event when they appear (as the errors are). */
+const EVENTFUL = new Set<string>([
+  CONDITION.ComparisonError,
+  CONDITION.InvalidSpecError,
+  CONDITION.SharedResourceWarning,
+  CONDITION.UnsupportedFieldWarning,
 ]);
 
 function carriedConditions(prev: ApplicationStatus | undefined): AppCondition[] {
@@ -69,6 +87,13 @@ function comparedTo(app: Application): NonNullable<SyncStatus['comparedTo']> {
     ...(app.spec.sources ? { sources: app.spec.sources } : {}),
     destination: app.spec.destination ?? {},
   };
+}
+
+/** syncPolicy.managedNamespaceMetadata differs from what the last sync applied. */
+function namespaceMetadataChanged(app: Application, prev: ApplicationStatus | undefined): boolean {
+  const want = app.spec.syncPolicy?.managedNamespaceMetadata;
+  const result = prev?.operationState?.syncResult;
+  return want !== undefined && result !== undefined && !isDeepStrictEqual(want, result.managedNamespaceMetadata);
 }
 
 export class Reconciler {
@@ -90,6 +115,13 @@ export class Reconciler {
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
     if (!raw) return {};
+    if (skipsReconcile(raw)) {
+      this.d.logger.debug(
+        { application: key },
+        'Skipping Application reconcile based on annotation argocd.argoproj.io/skip-reconcile',
+      );
+      return {};
+    }
     const prev = readStatus(raw);
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
@@ -136,8 +168,8 @@ export class Reconciler {
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
-        if (isNew && (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError))
-          await this.d.events.record(involvedApplication(raw), 'Warning', c.type, c.message);
+        if (isNew && EVENTFUL.has(c.type))
+          await this.d.events.record(involvedApplication(raw), 'Warning', c.type as EventReason, c.message);
       }
     }
     if (result.startOperation) {
@@ -173,20 +205,26 @@ export class Reconciler {
     now: string,
   ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
     const { app } = ctx;
-    const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => ({
-      ...prev,
-      reconciledAt: now,
-      ...status,
-      conditions: mergeConditions(
-        prev?.conditions,
-        [
-          ...errors.map((message) => ({ type: CONDITION.ComparisonError, message })),
-          ...ctx.conditions,
-          ...carriedConditions(prev),
-        ],
-        now,
-      ),
-    });
+    const clock = this.now();
+    const windows = syncWindowsStatus(ctx.project, app, clock);
+    const warnings: AppCondition[] = [];
+    const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => {
+      const { syncWindows: _old, ...rest } = { ...prev, reconciledAt: now, ...status };
+      return {
+        ...rest,
+        ...(windows.status ? { syncWindows: windows.status } : {}),
+        conditions: mergeConditions(
+          prev?.conditions,
+          [
+            ...errors.map((message) => ({ type: CONDITION.ComparisonError, message })),
+            ...warnings,
+            ...ctx.conditions,
+            ...carriedConditions(prev),
+          ],
+          now,
+        ),
+      };
+    };
     const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
     const client = hard ? identityClient.uncached() : identityClient;
     let rendered;
@@ -204,11 +242,21 @@ export class Reconciler {
     }
     const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
+    const semantics = this.d.semantics.for(app, this.d.cache.settingsConfigMap(), ctx.cluster);
     const cmp = await compare(client, objects, inventoryOf(app), {
       ...trackingTarget(app, this.d.cache.namespace),
+      ...semantics,
       health: assessor,
     });
-    const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
+    for (const [type, messages] of [
+      [CONDITION.SharedResourceWarning, cmp.shared],
+      [CONDITION.RepeatedResourceWarning, cmp.warnings],
+      [CONDITION.ExcludedResourceWarning, cmp.excluded],
+    ] as const)
+      for (const message of messages) warnings.push({ type, message });
+    // A changed managedNamespaceMetadata is OutOfSync until synced (Argo CD's HasChangedManagedNamespaceMetadata).
+    const nsChanged = namespaceMetadataChanged(app, prev);
+    const syncStatus = cmp.errors.length > 0 ? 'Unknown' : nsChanged ? 'OutOfSync' : cmp.syncStatus;
     const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
       {
@@ -221,8 +269,15 @@ export class Reconciler {
       [...violations, ...cmp.errors, ...(cmp.healthError ? [cmp.healthError] : [])],
     );
     const result: ReconcileResult = {};
+    // The next refresh comes when a sync window opens or closes, if that is sooner than the periodic one.
+    if (windows.nextChange)
+      result.requeueAfterMs = Math.max(1000, windows.nextChange.getTime() - clock.getTime() + 1000);
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
     if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp) return { status, result };
+    if (!automatedSyncAllowed(ctx.project, app, clock)) {
+      if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) log.info('Sync prevented by sync window');
+      return { status, result };
+    }
     const decision = autoSyncDecision(
       app,
       {
@@ -243,7 +298,8 @@ export class Reconciler {
       result.operation = true;
     } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
       log.debug(decision.reason);
-      if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
+      if (decision.retryAfterMs !== undefined)
+        result.requeueAfterMs = Math.min(decision.retryAfterMs, result.requeueAfterMs ?? Infinity);
     }
     return { status, result };
   }

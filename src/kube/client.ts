@@ -10,6 +10,7 @@ import { LiveObjectCache } from './live-cache.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
 import { sendJson, watchTransportOver } from './request.ts';
 import type { Transport } from './transport.ts';
+import { DEFAULT_FIELD_MANAGER } from './types.ts';
 import type {
   ApplyOptions,
   DeleteOptions,
@@ -22,7 +23,7 @@ import type {
   ResourceInfo,
 } from './types.ts';
 
-export const DEFAULT_FIELD_MANAGER = 'impersync';
+export { DEFAULT_FIELD_MANAGER } from './types.ts';
 
 function collectionPath(info: ResourceInfo, namespace: string | undefined): string {
   const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;

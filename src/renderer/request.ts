@@ -2,7 +2,7 @@
 // Application a render needs (name, destination namespace, revision) and its project's sourceRepos,
 // never the Application itself.
 // Runs on the controller's side: the refusals here need no Git and no tool.
-import type { Application } from '../api/application.ts';
+import type { Application, ApplicationSource } from '../api/application.ts';
 import { SourceError } from '../source/errors.ts';
 import type { RenderInput } from '../source/index.ts';
 
@@ -14,11 +14,16 @@ export interface RenderInputOptions {
   apiVersions?: readonly string[] | undefined;
   /** The AppProject's spec.sourceRepos: where kustomize remote bases may come from (none without it). */
   sourceRepos?: readonly string[] | undefined;
+  /**
+   * Render this source instead of spec.source: a rollback's `operation.sync.source` (the source a
+   * history entry recorded). Multi-source rollbacks would pass `sources` beside it.
+   */
+  source?: ApplicationSource | undefined;
 }
 
 /** The render request for `app`; a SourceError (InvalidSource) when it has nothing renderable. */
 export function renderInputFor(app: Application, opts: RenderInputOptions = {}): RenderInput {
-  const source = app.spec.source;
+  const source = opts.source ?? app.spec.source;
   if (!source) {
     if (app.spec.sources && app.spec.sources.length > 0) {
       throw new SourceError('InvalidSource', 'spec.sources (multiple sources) is not supported; use spec.source');

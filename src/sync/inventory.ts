@@ -36,6 +36,7 @@ export function resourceStatusOf(r: ResourceComparison): ResourceStatus {
     status: r.status,
     ...(health ? { health } : {}),
     ...(r.requiresPruning ? { requiresPruning: true } : {}),
+    ...(r.requiresDeletionConfirmation ? { requiresDeletionConfirmation: true } : {}),
   };
 }
 

@@ -8,7 +8,8 @@ import type { HealthAssessor } from './health/index.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
 import type { PropagationPolicy } from './options.ts';
-import { pruneDisabled, validationDisabled } from './options.ts';
+import { forceOn, pruneDisabled, replaceOn, validationDisabled } from './options.ts';
+import { takeoverPatch } from './takeover.ts';
 import type { Orderable } from './order.ts';
 import { taskObject } from './order.ts';
 import { refOf, sleep } from './util.ts';
@@ -35,6 +36,13 @@ export interface TaskContext {
   fieldManager: string;
   fieldValidation: FieldValidation | undefined;
   prunePropagationPolicy: PropagationPolicy;
+  /** The Application's Prune= default (false, confirm) for objects without their own. */
+  pruneDefault?: string | undefined;
+  /** Replace=true / Force=true for every object (sync options, or the operation's syncStrategy force). */
+  replace?: boolean;
+  force?: boolean;
+  /** Managers whose fields each apply takes over first (takeover.ts); none: no takeover. */
+  takeover?: readonly string[] | undefined;
   pollMs: number;
   /** How a running task's live object is judged. */
   health: HealthAssessor;
@@ -68,7 +76,7 @@ function kubectlName(o: KubeObject): string {
 export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
   if (!ctx.prune) {
     setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (requires pruning)');
-  } else if (pruneDisabled(t.live)) {
+  } else if (pruneDisabled(t.live, ctx.pruneDefault)) {
     setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (no prune)');
   } else if (ctx.dryRun) {
     setResult(ctx, t, 'Pruned', 'Succeeded', 'pruned (dry run)');
@@ -83,15 +91,130 @@ export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   return true;
 }
 
+/** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
+async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
+  if (!live || ctx.dryRun || !ctx.takeover?.length) return null;
+  const patch = takeoverPatch(live, ctx.fieldManager, ctx.takeover, new Date());
+  if (!patch) return null;
+  const ref = refOf(live);
+  const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
+  if (!info.ok) return info.error.message;
+  const res = await ctx.client.request({
+    method: 'PATCH',
+    path: objectPath(info.value, ref),
+    body: patch,
+    contentType: 'application/json-patch+json',
+  });
+  return res.ok ? null : res.error.message;
+}
+
+function objectPath(
+  info: { group: string; version: string; resource: string; namespaced: boolean },
+  ref: { name: string; namespace?: string },
+): string {
+  const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
+  const ns = info.namespaced && ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
+  return `${base}${ns}/${info.resource}/${encodeURIComponent(ref.name)}`;
+}
+
+/**
+ * Replace=true (gitops-engine applyObject): a missing object is created; a CRD or Namespace is
+ * updated in place (replacing one would delete what it holds); anything else is replaced, or with
+ * Force=true deleted and created again.
+ */
+async function replaceTask(
+  ctx: TaskContext,
+  t: SyncTask,
+  target: KubeObject,
+  force: boolean,
+): Promise<{ ok: boolean; message: string; live?: KubeObject }> {
+  const dry = ctx.dryRun ? ' (server dry run)' : '';
+  const live = t.live;
+  if (!live) {
+    const res = await ctx.client.create(target, { dryRun: ctx.dryRun });
+    return res.ok
+      ? { ok: true, message: `${kubectlName(target)} created${dry}`, live: res.value }
+      : { ok: false, message: res.error.message };
+  }
+  const ref = refOf(target);
+  const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
+  if (!info.ok) return { ok: false, message: info.error.message };
+  const inPlace =
+    (target.kind === 'CustomResourceDefinition' && groupOf(target.apiVersion) === 'apiextensions.k8s.io') ||
+    (target.kind === 'Namespace' && groupOf(target.apiVersion) === '');
+  if (force && !inPlace) {
+    if (!ctx.dryRun) {
+      const err = await deleteAndWait(ctx, live, Date.now() + 60_000);
+      if (err) return { ok: false, message: err };
+    }
+    const res = await ctx.client.create(target, { dryRun: ctx.dryRun });
+    return res.ok
+      ? { ok: true, message: `${kubectlName(target)} replaced${dry}`, live: res.value }
+      : { ok: false, message: res.error.message };
+  }
+  const body = structuredClone(target);
+  body.metadata.resourceVersion = live.metadata.resourceVersion;
+  const res = await ctx.client.request<KubeObject>({
+    method: 'PUT',
+    path: objectPath(info.value, ref),
+    query: { dryRun: ctx.dryRun ? 'All' : undefined },
+    body,
+  });
+  if (!res.ok) return { ok: false, message: inPlace ? `error when updating: ${res.error.message}` : res.error.message };
+  return {
+    ok: true,
+    message: inPlace ? `${target.kind}/${target.metadata.name} updated${dry}` : `${kubectlName(target)} replaced${dry}`,
+    live: res.value,
+  };
+}
+
+/** Why the server refused to change an object in place, so that Force=true deletes and re-creates it. */
+function refusedInPlace(code: number): boolean {
+  return code === 422 || code === 409;
+}
+
 export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
   const target = t.target as KubeObject;
   const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
-  const res = await ctx.client.apply(target, {
-    dryRun: ctx.dryRun,
-    fieldManager: ctx.fieldManager,
-    force: true,
-    ...(fieldValidation ? { fieldValidation } : {}),
-  });
+  const force = forceOn(ctx.force ?? false, target, t.live);
+  const taken = await takeOver(ctx, t.live);
+  if (taken !== null) {
+    setResult(
+      ctx,
+      t,
+      'SyncFailed',
+      'Failed',
+      `Failed to perform client-side apply migration for ${kubectlName(target)}: ${taken}`,
+    );
+    return false;
+  }
+  if (replaceOn(ctx.replace ?? false, target, t.live)) {
+    const r = await replaceTask(ctx, t, target, force);
+    if (!r.ok) {
+      setResult(ctx, t, 'SyncFailed', 'Failed', r.message);
+      return false;
+    }
+    if (r.live) t.live = r.live;
+    setResult(ctx, t, 'Synced', ctx.dryRun ? 'Succeeded' : 'Running', r.message);
+    return true;
+  }
+  const send = () =>
+    ctx.client.apply(target, {
+      dryRun: ctx.dryRun,
+      fieldManager: ctx.fieldManager,
+      force: true,
+      ...(fieldValidation ? { fieldValidation } : {}),
+    });
+  let res = await send();
+  // Force=true: what cannot be changed in place (an immutable field) is deleted and applied again.
+  if (!res.ok && force && t.live && !ctx.dryRun && refusedInPlace(res.error.code)) {
+    const err = await deleteAndWait(ctx, t.live, Date.now() + 60_000);
+    if (err) {
+      setResult(ctx, t, 'SyncFailed', 'Failed', err);
+      return false;
+    }
+    res = await send();
+  }
   if (!res.ok) {
     setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
     return false;
@@ -218,11 +341,12 @@ export async function waitForCrd(ctx: TaskContext, crd: KubeObject, deadline: nu
 }
 
 /** Argo CD's words for what a sync is waiting on: `waiting for healthy state of apps/Deployment/web and 2 more resources`. */
-export function waitingMessage(tasks: readonly SyncTask[]): string {
+export function waitingMessage(tasks: readonly SyncTask[], why?: string): string {
   if (tasks.length === 0) return '';
   const hooks = tasks.filter((t) => t.hook);
   const first = taskObject(hooks[0] ?? (tasks[0] as SyncTask));
-  const reason = tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of';
+  const reason =
+    why ?? (tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of');
   const type = tasks.length === hooks.length ? 'hooks' : 'resources';
   const more = tasks.length > 1 ? ` and ${tasks.length - 1} more ${type}` : '';
   return `waiting for ${reason} ${groupOf(first.apiVersion)}/${first.kind}/${first.metadata.name}${more}`;
