@@ -189,19 +189,23 @@ export function finishedStatus(
   status: ApplicationStatus,
   state: OperationState,
   end: End,
-  opts: { conditions?: AppCondition[]; revision?: string | undefined; now: string },
+  opts: { conditions?: AppCondition[]; revision?: string | undefined; now: string; historyLimit?: number | undefined },
 ): ApplicationStatus {
   const { now } = opts;
   const extra = opts.conditions ?? [];
   let history = status.history;
   if (end.phase === 'Succeeded' && opts.revision !== undefined && !state.operation.sync?.dryRun) {
-    history = appendHistory(history, {
-      revision: opts.revision,
-      source: state.syncResult?.source,
-      deployedAt: now,
-      deployStartedAt: state.startedAt,
-      initiatedBy: state.operation.initiatedBy,
-    });
+    history = appendHistory(
+      history,
+      {
+        revision: opts.revision,
+        source: state.syncResult?.source,
+        deployedAt: now,
+        deployStartedAt: state.startedAt,
+        initiatedBy: state.operation.initiatedBy,
+      },
+      opts.historyLimit,
+    );
   }
   const others = (status.conditions ?? []).filter(
     (c) => c.type !== CONDITION.SyncError && !extra.some((e) => e.type === c.type),

@@ -133,8 +133,11 @@ function sameSource(recorded: unknown, current: unknown): boolean {
 export function appendHistory(
   history: HistoryEntry[] | undefined,
   entry: Pick<HistoryEntry, 'revision' | 'source' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy'>,
+  limit: number = HISTORY_LIMIT,
 ): HistoryEntry[] {
   const prev = history ?? [];
   const id = prev.reduce((m, h) => Math.max(m, h.id), -1) + 1;
-  return [...prev, { id, ...entry }].slice(-HISTORY_LIMIT);
+  // spec.revisionHistoryLimit (Argo CD's GetRevisionHistoryLimit, default 10); 0 keeps none.
+  const kept = Math.max(0, Math.floor(limit));
+  return kept === 0 ? [] : [...prev, { id, ...entry }].slice(-kept);
 }

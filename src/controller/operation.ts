@@ -280,7 +280,14 @@ export class Operator {
     let current = raw;
     for (let attempt = 0; ; attempt++) {
       try {
-        const status = finishedStatus(readStatus(current) ?? {}, state, end, { conditions, revision, now });
+        const limit = (current['spec'] as { revisionHistoryLimit?: unknown } | undefined)?.revisionHistoryLimit;
+        const historyLimit = typeof limit === 'number' ? limit : undefined;
+        const status = finishedStatus(readStatus(current) ?? {}, state, end, {
+          conditions,
+          revision,
+          now,
+          historyLimit,
+        });
         await writeStatus(this.d.control, current, status);
         break;
       } catch (err) {

@@ -13,7 +13,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
-import type { AppCondition, Application, ApplicationStatus, EventReason, SyncStatus } from '../api/index.ts';
+import type { AppCondition, Application, ApplicationStatus, ConfigMap, EventReason, SyncStatus } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -31,6 +31,7 @@ import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
+import { unhonouredCondition } from './unhonoured.ts';
 import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
 import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
@@ -87,6 +88,10 @@ function comparedTo(app: Application): NonNullable<SyncStatus['comparedTo']> {
     ...(app.spec.sources ? { sources: app.spec.sources } : {}),
     destination: app.spec.destination ?? {},
   };
+}
+
+function settingsData(cm: ConfigMap | undefined | Error): Record<string, string> {
+  return cm instanceof Error || !cm ? {} : (cm.data ?? {});
 }
 
 /** syncPolicy.managedNamespaceMetadata differs from what the last sync applied. */
@@ -248,6 +253,17 @@ export class Reconciler {
       ...semantics,
       health: assessor,
     });
+    const unhonoured = unhonouredCondition({
+      app,
+      project: ctx.project,
+      settings: settingsData(this.d.cache.settingsConfigMap()),
+      clusterSecret: {
+        data: Object.fromEntries((ctx.cluster.keys ?? []).map((k) => [k, ''])),
+        config: ctx.cluster.config,
+      },
+      objects,
+    });
+    if (unhonoured) warnings.push(unhonoured);
     for (const [type, messages] of [
       [CONDITION.SharedResourceWarning, cmp.shared],
       [CONDITION.RepeatedResourceWarning, cmp.warnings],
