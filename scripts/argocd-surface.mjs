@@ -56,7 +56,13 @@ function cmKeys() {
     keys.add(key);
   }
   // Documented in the text around the example (argocd-cm.yaml comments, reconcile.md).
-  for (const k of ['resource.customizations', 'resource.customizations.useOpenLibs.<group_kind>', 'resource.customizations.knownTypeFields.<group_kind>', 'timeout.hard.reconciliation', 'globalProjects'])
+  for (const k of [
+    'resource.customizations',
+    'resource.customizations.useOpenLibs.<group_kind>',
+    'resource.customizations.knownTypeFields.<group_kind>',
+    'timeout.hard.reconciliation',
+    'globalProjects',
+  ])
     keys.add(k);
   return [...keys].sort();
 }
@@ -94,15 +100,29 @@ const surface = {
   syncOptions: matches(
     ['docs/user-guide/sync-options.md', 'gitops-engine/pkg/sync/common/types.go', 'controller/sync.go'],
     /\b((?:[A-Z][a-z]+)+=(?:true|false|confirm|foreground|background|orphan))\b/g,
-  ).filter((o) => !o.startsWith('ServerSideDiff') && !o.startsWith('IncludeMutationWebhook') && o !== 'DisableClientSideApplyMigration=true'),
+  ).filter(
+    (o) =>
+      !o.startsWith('ServerSideDiff') &&
+      !o.startsWith('IncludeMutationWebhook') &&
+      o !== 'DisableClientSideApplyMigration=true',
+  ),
   compareOptions: ['IgnoreExtraneous', 'ServerSideDiff=true', 'ServerSideDiff=false', 'IncludeMutationWebhook=true'],
   annotations: matches(
-    ['common/common.go', 'gitops-engine/pkg/sync/common/types.go', 'pkg/apis/application/v1alpha1/application_annotations.go', 'gitops-engine/pkg/health/health.go', 'gitops-engine/pkg/sync/hook/hook.go'],
+    [
+      'common/common.go',
+      'gitops-engine/pkg/sync/common/types.go',
+      'pkg/apis/application/v1alpha1/application_annotations.go',
+      'gitops-engine/pkg/health/health.go',
+      'gitops-engine/pkg/sync/hook/hook.go',
+    ],
     /"(argocd\.argoproj\.io\/[a-z-]+)"/g,
   ),
   hookTypes: ['PreSync', 'Sync', 'PostSync', 'SyncFail', 'Skip', 'PreDelete', 'PostDelete'],
   hookDeletePolicies: ['HookSucceeded', 'HookFailed', 'BeforeHookCreation'],
-  finalizers: matches(['pkg/apis/application/v1alpha1/application_defaults.go'], /"([a-z-]+-finalizer\.argocd\.argoproj\.io(?:\/[a-z]+)?)"/g),
+  finalizers: matches(
+    ['pkg/apis/application/v1alpha1/application_defaults.go'],
+    /"([a-z-]+-finalizer\.argocd\.argoproj\.io(?:\/[a-z]+)?)"/g,
+  ),
   clusterSecret: [
     'data.name',
     'data.server',
@@ -110,10 +130,15 @@ const surface = {
     'data.clusterResources',
     'data.project',
     'data.shard',
-    ...matches(['pkg/apis/application/v1alpha1/types.go'], /json:"((?:bearerToken|username|password|tlsClientConfig|awsAuthConfig|execProviderConfig|proxyUrl|disableCompression))[,"]/g).map((k) => `data.config.${k}`),
+    ...matches(
+      ['pkg/apis/application/v1alpha1/types.go'],
+      /json:"((?:bearerToken|username|password|tlsClientConfig|awsAuthConfig|execProviderConfig|proxyUrl|disableCompression))[,"]/g,
+    ).map((k) => `data.config.${k}`),
   ],
   repositorySecret: parse(read('docs/operator-manual/argocd-repositories.yaml').split('\n---\n')[0] ?? '')?.stringData
-    ? matches(['pkg/apis/application/v1alpha1/repository_types.go'], /json:"([a-zA-Z]+),omitempty" protobuf/g).map((k) => `data.${k}`)
+    ? matches(['pkg/apis/application/v1alpha1/repository_types.go'], /json:"([a-zA-Z]+),omitempty" protobuf/g).map(
+        (k) => `data.${k}`,
+      )
     : [],
 };
 process.stdout.write(`${JSON.stringify(surface, null, 2)}\n`);
