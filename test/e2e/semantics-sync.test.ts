@@ -119,15 +119,15 @@ test('Delete=false: the resource survives deleting its Application; no delete is
 test("Prune=false as the Application's sync option: the extra object is PruneSkipped, never deleted", async () => {
   const manifest = app('noprune', 'noprune', 'noprune', { spec: { syncPolicy: { syncOptions: ['Prune=false'] } } });
   await sync(manifest);
-  await waitForApp(cp, 'noprune', 'synced', (a) => operationPhase(a) === 'Succeeded');
-  await fx.repo.commit({ 'noprune/stays.yaml': null });
+  // The inventory (status.resources) holds both before one goes from Git.
   await waitForApp(
     cp,
     'noprune',
-    'OutOfSync',
-    (a) => (a.status?.['sync'] as { status?: string })?.status === 'OutOfSync',
-    60_000,
+    'synced, both in the inventory',
+    (a) => operationPhase(a) === 'Succeeded' && ((a.status?.['resources'] ?? []) as unknown[]).length === 2,
   );
+  // The next sync renders the new commit (HEAD) whatever the last refresh saw.
+  await fx.repo.commit({ 'noprune/stays.yaml': null });
   await sync(manifest, { syncOptions: ['Prune=false'] });
   const done = await waitForApp(
     cp,
@@ -135,6 +135,7 @@ test("Prune=false as the Application's sync option: the extra object is PruneSki
     'second sync',
     (a) =>
       operationPhase(a) === 'Succeeded' &&
+      ((a.status?.['history'] ?? []) as unknown[]).length === 2 &&
       ((state(a) as { syncResult?: { resources?: unknown[] } }).syncResult?.resources ?? []).some(
         (r) => (r as { name: string }).name === 'stays',
       ),
@@ -155,15 +156,14 @@ test("Prune=false as the Application's sync option: the extra object is PruneSki
 test('Prune=confirm: the sync waits, Running, until argocd.argoproj.io/deletion-approved; only then is it deleted', async () => {
   const manifest = app('confirm', 'confirm', 'confirm');
   await sync(manifest);
-  await waitForApp(cp, 'confirm', 'synced', (a) => operationPhase(a) === 'Succeeded');
-  await fx.repo.commit({ 'confirm/careful.yaml': null });
+  // The inventory (status.resources) holds both before one goes from Git.
   await waitForApp(
     cp,
     'confirm',
-    'OutOfSync',
-    (a) => (a.status?.['sync'] as { status?: string })?.status === 'OutOfSync',
-    60_000,
+    'synced, both in the inventory',
+    (a) => operationPhase(a) === 'Succeeded' && ((a.status?.['resources'] ?? []) as unknown[]).length === 2,
   );
+  await fx.repo.commit({ 'confirm/careful.yaml': null });
   await sync(manifest);
   const waiting = await waitForApp(
     cp,
@@ -233,7 +233,9 @@ test("a deny sync window holds a manual sync, Running with Argo CD's message, an
   assert.equal(state(held)?.phase, 'Running');
   assert.equal(await get('window', 'w'), undefined);
   assert.deepEqual(
-    (await cp.readAudit()).filter((r) => r.namespace === 'window' && r.verb === 'patch' && !r.dryRun),
+    (await cp.readAudit()).filter(
+      (r) => r.namespace === 'window' && r.verb === 'patch' && !r.dryRun && r.user === cp.controllerUserName,
+    ),
     [],
   );
   // The window lifted, the held operation runs.
