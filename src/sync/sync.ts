@@ -17,8 +17,8 @@ import { parseSyncOptions, pruneLastOn, pruneNeedsConfirmation } from './options
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
+import { applyTask } from './apply.ts';
 import {
-  applyTask,
   deleteAndWait,
   deleteHooks,
   hookTypeOf,
