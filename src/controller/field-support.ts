@@ -114,7 +114,7 @@ export const APPPROJECT_RULES: readonly FieldRule[] = [
   h('spec.namespaceResourceWhitelist[].**', 'project/resources.ts'),
   h('spec.namespaceResourceBlacklist[].**', 'project/resources.ts'),
   h('spec.syncWindows[].**', 'project/windows.ts, controller/sync-windows.ts'),
-  w('spec.orphanedResources.**', 'orphaned resources are not looked for (no OrphanedResourceWarning)'),
+  h('spec.orphanedResources.**', 'OrphanedResourceWarning (sync/orphans.ts, controller/orphans.ts)'),
   w('spec.permitOnlyProjectScopedClusters', 'project-scoped clusters are not read'),
   w('spec.signatureKeys[].**', 'commit signatures are not verified'),
   w('spec.sourceIntegrity.**', 'commit signatures are not verified'),

@@ -35,6 +35,7 @@ import { unhonouredCondition } from './unhonoured.ts';
 import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
 import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
+import { orphanedCondition } from './orphans.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 
 export interface ReconcilerDeps {
@@ -264,6 +265,15 @@ export class Reconciler {
       objects,
     });
     if (unhonoured) warnings.push(unhonoured);
+    const orphaned = await orphanedCondition(client, {
+      app,
+      project: ctx.project,
+      resources: cmp.resources,
+      semantics,
+      applications: this.d.cache.apps.list(),
+      controllerNamespace: this.d.cache.namespace,
+    });
+    if (orphaned) warnings.push(orphaned);
     for (const [type, messages] of [
       [CONDITION.SharedResourceWarning, cmp.shared],
       [CONDITION.RepeatedResourceWarning, cmp.warnings],

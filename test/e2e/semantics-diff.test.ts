@@ -1,12 +1,14 @@
 // Argo CD's diff semantics end to end, through the controller and Argo CD's own YAML:
 // ignoreDifferences (the Application's jqPathExpressions, argocd-cm's jsonPointers) with self-heal
 // and RespectIgnoreDifferences, resource.exclusions, SharedResourceWarning and
-// FailOnSharedResource, skip-reconcile, and the UnsupportedFieldWarning of issue 14's rule.
-// Messages are Argo CD's (controller/state.go, controller/sync.go).
+// FailOnSharedResource, skip-reconcile, orphanedResources, and the UnsupportedFieldWarning of issue
+// 14's rule. Messages are Argo CD's (controller/state.go, controller/sync.go,
+// controller/appcontroller.go).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
 import {
   application,
   condition,
@@ -66,7 +68,7 @@ before(async () => {
       destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
     }),
   );
-  for (const ns of ['ignore', 'excl', 'shared', 'skip', 'said']) await deployer(cp, ns, 'deployer');
+  for (const ns of ['ignore', 'excl', 'shared', 'skip', 'said', 'orph']) await deployer(cp, ns, 'deployer');
   fx = await startFixture(cp, {
     'ignore/cm.yaml': cm('settings', { byJq: 'git', byCm: 'git', kept: 'git' }),
     'excl/cm.yaml': cm('plain', { a: '1' }),
@@ -74,6 +76,7 @@ before(async () => {
     'shared/cm.yaml': cm('shared', { a: '1' }),
     'skip/cm.yaml': cm('skipped', { a: '1' }),
     'said/cm.yaml': cm('said', { a: '1' }),
+    'orph/cm.yaml': cm('mine', { a: '1' }),
   });
 });
 
@@ -162,7 +165,9 @@ test("SharedResourceWarning, and FailOnSharedResource=true fails the sync with A
     condition(warned, 'SharedResourceWarning'),
     'ConfigMap/shared is part of applications argocd/shared and other',
   );
-  assert.ok(fx.events.events.some((e) => e.reason === 'SharedResourceWarning' && e.object.name === 'shared'));
+  await until('the SharedResourceWarning event', () =>
+    fx.events.events.some((e) => e.reason === 'SharedResourceWarning' && e.object.name === 'shared'),
+  );
   await applyRaw(cp.admin, {
     ...manifest,
     operation: {
@@ -223,5 +228,77 @@ test('what Argo CD defines and impersync does not act on is named in Unsupported
     condition(a, 'UnsupportedFieldWarning'),
     'impersync does not act on: sync option ServerSideApply=false (impersync always applies server-side)',
   );
-  assert.ok(fx.events.events.some((e) => e.reason === 'UnsupportedFieldWarning' && e.object.name === 'said'));
+  // The event is recorded just after the status is written: wait for it rather than race it.
+  await until('the UnsupportedFieldWarning event', () =>
+    fx.events.events.some((e) => e.reason === 'UnsupportedFieldWarning' && e.object.name === 'said'),
+  );
+});
+
+test("orphanedResources: the namespace's objects no existing Application tracks, with their children, in Argo CD's words", async () => {
+  await applyRaw(
+    cp.admin,
+    project('orph', {
+      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
+      // The deployer's own ServiceAccount, Role and RoleBinding are orphans too; the ignore list says not these.
+      orphanedResources: { warn: true, ignore: [{ kind: 'ServiceAccount' }, { group: 'rbac.authorization.k8s.io' }] },
+    }),
+  );
+  const stray = (await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'stray', namespace: 'orph' },
+  })) as unknown as { metadata: { uid: string } };
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: 'stray-child',
+      namespace: 'orph',
+      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'stray', uid: stray.metadata.uid }],
+    },
+  });
+  const tracked = (name: string, by: string) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name,
+      namespace: 'orph',
+      annotations: { 'argocd.argoproj.io/tracking-id': `${by}:/ConfigMap:orph/${name}` },
+    },
+  });
+  // Tracked by an Application that does not exist: an orphan. Tracked by one that does: not.
+  await applyRaw(cp.admin, tracked('ghosted', 'ghost'));
+  await applyRaw(cp.admin, tracked('claimed', 'orph'));
+  await applyRaw(cp.admin, app('orph', 'orph', 'orph', { project: 'orph' }));
+  const a = await waitForApp(
+    cp,
+    'orph',
+    'OrphanedResourceWarning',
+    (x) => condition(x, 'OrphanedResourceWarning') !== undefined && synced(x) === 'Synced',
+  );
+  // stray, stray-child, ghosted; not mine (the Application's), claimed, kube-root-ca.crt, default.
+  assert.equal(condition(a, 'OrphanedResourceWarning'), 'Application has 3 orphaned resources');
+  const lists = (await cp.readAudit()).filter(
+    (r) => r.namespace === 'orph' && r.verb === 'list' && r.user === cp.controllerUserName,
+  );
+  assert.ok(lists.length > 0);
+  assert.deepEqual(
+    lists.filter((r) => r.impersonatedUser !== 'system:serviceaccount:orph:deployer').map((r) => r.requestURI),
+    [],
+    "looked for as the Application's ServiceAccount",
+  );
+  // warn: false: looked for, not warned about (Argo CD's IsWarn).
+  await applyRaw(
+    cp.admin,
+    project('orph', {
+      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
+      orphanedResources: { warn: false },
+    }),
+  );
+  await waitForApp(
+    cp,
+    'orph',
+    'no OrphanedResourceWarning',
+    (x) => condition(x, 'OrphanedResourceWarning') === undefined,
+  );
 });
