@@ -271,14 +271,15 @@ export const HOOK_RULES: readonly FieldRule[] = [
     h(t, 'sync/hooks.ts'),
   ),
   w('PreDelete', 'PreDelete hooks are not run when the Application is deleted'),
-  w('PostDelete', 'PostDelete hooks are not run when the Application is deleted'),
+  h('PostDelete', 'controller/post-delete.ts, run after the resources are deleted'),
 ];
 
 export const FINALIZER_RULES: readonly FieldRule[] = [
   h('resources-finalizer.argocd.argoproj.io', 'controller/finalizer.ts, foreground'),
   h('resources-finalizer.argocd.argoproj.io/foreground', 'controller/finalizer.ts'),
   h('resources-finalizer.argocd.argoproj.io/background', 'controller/finalizer.ts'),
-  w('post-delete-finalizer.argocd.argoproj.io', 'PostDelete hooks are not run'),
+  h('post-delete-finalizer.argocd.argoproj.io', 'controller/post-delete.ts'),
+  h('post-delete-finalizer.argocd.argoproj.io/cleanup', 'controller/post-delete.ts'),
   w('pre-delete-finalizer.argocd.argoproj.io', 'PreDelete hooks are not run'),
 ];
 

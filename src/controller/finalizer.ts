@@ -1,8 +1,9 @@
 // The resources finalizer (`resources-finalizer.argocd.argoproj.io`, and its `/foreground` and
 // `/background` variants): when an Application that carries one is deleted, its resources are
 // deleted first (sync/delete.ts), as its identity, with foreground propagation (background for the
-// `/background` variant, as Argo CD), and the finalizer is removed only once they are gone. Runs in
-// the operation queue.
+// `/background` variant, as Argo CD), and the finalizer is removed only once they are gone; then the
+// PostDelete hooks run and are cleaned up, each step with its own finalizer (post-delete.ts), in
+// Argo CD's order (finalizeApplicationDeletion). One finalizer per call. Runs in the operation queue.
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
@@ -18,6 +19,16 @@ import type { ReconcileResult } from './reconcile.ts';
 import { mergeConditions } from './status.ts';
 import type { Semantics } from './semantics.ts';
 import { deletionApprovedSince } from './deletion-approval.ts';
+import type { HealthAssessors } from './health.ts';
+import type { Renderer } from '../renderer/client.ts';
+import { renderInputFor } from '../renderer/request.ts';
+import type { HookStep } from './post-delete.ts';
+import {
+  cleanupPostDeleteHooks,
+  POST_DELETE_CLEANUP_FINALIZER,
+  POST_DELETE_FINALIZER,
+  runPostDeleteHooks,
+} from './post-delete.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 export const FOREGROUND_FINALIZER = `${RESOURCES_FINALIZER}/foreground`;
@@ -31,6 +42,9 @@ export interface FinalizerDeps {
   events: EventSink;
   logger: Logger;
   semantics: Semantics;
+  /** For the PostDelete hooks, rendered from the Application's source when it is deleted. */
+  renderer: Renderer;
+  health: HealthAssessors;
   now?: () => Date;
 }
 
@@ -49,7 +63,8 @@ export class Finalizer {
   async finalize(key: string, raw: RawApplication): Promise<ReconcileResult> {
     const finalizers = raw.metadata.finalizers ?? [];
     const cascade = finalizers.find((f) => CASCADE_FINALIZERS.includes(f));
-    if (!cascade) return {};
+    const hooks = [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER].find((f) => finalizers.includes(f));
+    if (!cascade && !hooks) return {};
     const involved = involvedApplication(raw);
     const ctx = admit(this.d.cache.controlState(), raw);
     const fail = async (message: string): Promise<ReconcileResult> => {
@@ -77,8 +92,44 @@ export class Finalizer {
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
     const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
+    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
+    const remove = async (finalizer: string): Promise<ReconcileResult> => {
+      // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
+      await patchApplication(this.d.control, raw, {
+        metadata: {
+          finalizers: finalizers.filter((f) => f !== finalizer),
+          resourceVersion: raw.metadata.resourceVersion,
+        },
+      });
+      return finalizers.length > 1 ? { requeueAfterMs: 1_000 } : {};
+    };
+    if (!cascade && hooks) {
+      let objects;
+      try {
+        const input = renderInputFor(ctx.app, { sourceRepos: ctx.project.spec.sourceRepos ?? [] });
+        objects = (await this.d.renderer.render(input)).objects.map((o) => o.object);
+      } catch (err) {
+        return fail(`failed to render desired manifests: ${(err as Error).message}`);
+      }
+      const hookCtx = {
+        client,
+        objects,
+        appName: trackingTarget(ctx.app, this.d.cache.namespace).appName,
+        destinationNamespace: ctx.app.spec.destination?.namespace ?? '',
+        tracking: semantics.tracking,
+        health: this.d.health.for(this.d.cache.settingsConfigMap()),
+      };
+      const step: HookStep =
+        hooks === POST_DELETE_FINALIZER ? await runPostDeleteHooks(hookCtx) : await cleanupPostDeleteHooks(hookCtx);
+      if ('error' in step) return fail(step.error);
+      if ('waiting' in step) {
+        this.d.logger.info({ application: key }, step.waiting);
+        return { requeueAfterMs: 2_000 };
+      }
+      return remove(hooks);
+    }
     const result = await deleteResources(
-      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
+      client,
       inventoryOf(ctx.app),
       trackingTarget(ctx.app, this.d.cache.namespace).appName,
       {
@@ -100,11 +151,6 @@ export class Finalizer {
       EVENT_REASON.ResourcesDeleted,
       `Deleted the Application's resources as ${identityLabel(ctx.actsAs)}`,
     );
-    const rest = finalizers.filter((f) => f !== cascade);
-    // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
-    await patchApplication(this.d.control, raw, {
-      metadata: { finalizers: rest, resourceVersion: raw.metadata.resourceVersion },
-    });
-    return {};
+    return remove(cascade as string);
   }
 }

@@ -36,6 +36,7 @@ import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
 import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import { orphanedCondition } from './orphans.ts';
+import { postDeleteFinalizers } from './post-delete.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 
 export interface ReconcilerDeps {
@@ -147,16 +148,14 @@ export class Reconciler {
     if (decided) this.d.metrics?.identityDecisions.inc({ outcome: decided.identity.decision });
     let next: ApplicationStatus;
     let result: ReconcileResult = {};
+    let finalizers: string[] | undefined;
     if (admission.admitted) {
       if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
-      ({ status: next, result } = await this.compare(
-        admission,
-        this.assessor(),
-        log,
-        prev,
-        refreshKind === 'hard',
-        now,
-      ));
+      ({
+        status: next,
+        result,
+        finalizers,
+      } = await this.compare(admission, this.assessor(), log, prev, refreshKind === 'hard', now));
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
@@ -178,6 +177,7 @@ export class Reconciler {
           await this.d.events.record(involvedApplication(raw), 'Warning', c.type as EventReason, c.message);
       }
     }
+    if (finalizers) await patchApplication(this.d.control, raw, { metadata: { finalizers } });
     if (result.startOperation) {
       await patchApplication(this.d.control, raw, { operation: result.startOperation });
       await this.d.events.record(
@@ -209,7 +209,7 @@ export class Reconciler {
     prev: ApplicationStatus | undefined,
     hard: boolean,
     now: string,
-  ): Promise<{ status: ApplicationStatus; result: ReconcileResult }> {
+  ): Promise<{ status: ApplicationStatus; result: ReconcileResult; finalizers?: string[] | undefined }> {
     const { app } = ctx;
     const clock = this.now();
     const windows = syncWindowsStatus(ctx.project, app, clock);
@@ -247,6 +247,10 @@ export class Reconciler {
       };
     }
     const objects = rendered.objects.map((o) => o.object);
+    // Argo CD's post-delete finalizers follow the manifests, while the Application is not being deleted.
+    const finalizers = app.metadata.deletionTimestamp
+      ? undefined
+      : postDeleteFinalizers(app.metadata.finalizers ?? [], objects);
     const violations = await objectLimitViolations(client, ctx, objects);
     const semantics = this.d.semantics.for(app, this.d.cache.settingsConfigMap(), ctx.cluster);
     const cmp = await compare(client, objects, inventoryOf(app), {
@@ -299,10 +303,11 @@ export class Reconciler {
     if (windows.nextChange)
       result.requeueAfterMs = Math.max(1000, windows.nextChange.getTime() - clock.getTime() + 1000);
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
-    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp) return { status, result };
+    if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp)
+      return { status, result, finalizers };
     if (!automatedSyncAllowed(ctx.project, app, clock)) {
       if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) log.info('Sync prevented by sync window');
-      return { status, result };
+      return { status, result, finalizers };
     }
     const decision = autoSyncDecision(
       app,
@@ -327,6 +332,6 @@ export class Reconciler {
       if (decision.retryAfterMs !== undefined)
         result.requeueAfterMs = Math.min(decision.retryAfterMs, result.requeueAfterMs ?? Infinity);
     }
-    return { status, result };
+    return { status, result, finalizers };
   }
 }

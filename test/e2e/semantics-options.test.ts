@@ -1,8 +1,8 @@
 // Argo CD's sync options and compare options end to end, with Argo CD's YAML and messages
 // (gitops-engine pkg/sync/sync_context.go, controller/appcontroller.go, controller/state.go):
 // Replace=true, Delete=confirm with deletion-approved (the audit log shows no delete before it),
-// PrunePropagationPolicy=orphan, syncStrategy apply and hook, revisionHistoryLimit, and the
-// IgnoreExtraneous compare option.
+// PrunePropagationPolicy=orphan, syncStrategy apply and hook, revisionHistoryLimit, the
+// IgnoreExtraneous compare option, and PostDelete hooks (controller/hook.go).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
@@ -79,7 +79,7 @@ before(async () => {
       destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
     }),
   );
-  for (const ns of ['replace', 'dconfirm', 'orphan', 'strategy', 'history', 'extraneous'])
+  for (const ns of ['replace', 'dconfirm', 'orphan', 'strategy', 'history', 'extraneous', 'postdel'])
     await deployer(cp, ns, 'deployer');
   fx = await startFixture(cp, {
     'replace/r.yaml': cm('r', { 'argocd.argoproj.io/sync-options': 'Replace=true' }),
@@ -91,6 +91,12 @@ before(async () => {
     'history/h.yaml': cm('h'),
     'extraneous/a.yaml': cm('a'),
     'extraneous/b.yaml': cm('b', { 'argocd.argoproj.io/compare-options': 'IgnoreExtraneous' }),
+    'postdel/app.yaml': cm('app-cm'),
+    'postdel/done.yaml': cm('done-hook', {
+      'argocd.argoproj.io/hook': 'PostDelete',
+      'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded',
+    }),
+    'postdel/kept.yaml': cm('kept-hook', { 'argocd.argoproj.io/hook': 'PostDelete' }),
   });
 });
 
@@ -216,4 +222,54 @@ test('IgnoreExtraneous: an object to prune is OutOfSync and the Application stay
   );
   assert.equal((a.status?.['sync'] as { status: string }).status, 'Synced');
   assert.equal(resources(a).find((r) => r.name === 'b')?.status, 'OutOfSync');
+});
+
+test('PostDelete hooks: their finalizers follow Git; run once the resources are gone, then cleaned up by policy', async () => {
+  await sync(app('postdel', 'postdel', { finalizers: ['resources-finalizer.argocd.argoproj.io'] }));
+  const a = await waitForApp(
+    cp,
+    'postdel',
+    'synced, post-delete finalizers set',
+    (x) =>
+      operationPhase(x) === 'Succeeded' &&
+      ((x['metadata'] as { finalizers?: string[] }).finalizers ?? []).includes(
+        'post-delete-finalizer.argocd.argoproj.io/cleanup',
+      ),
+  );
+  assert.deepEqual((a['metadata'] as { finalizers: string[] }).finalizers, [
+    'resources-finalizer.argocd.argoproj.io',
+    'post-delete-finalizer.argocd.argoproj.io',
+    'post-delete-finalizer.argocd.argoproj.io/cleanup',
+  ]);
+  assert.equal(await get('postdel', 'done-hook'), undefined, 'a PostDelete hook is not applied by a sync');
+  assert.equal(await get('postdel', 'kept-hook'), undefined);
+  await deleteApp(cp, 'postdel');
+  await until(
+    'the Application gone',
+    async () =>
+      (await getRaw(cp.admin, {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        name: 'postdel',
+        namespace: NS,
+      })) === undefined,
+    60_000,
+  );
+  assert.equal(await get('postdel', 'app-cm'), undefined);
+  assert.equal(await get('postdel', 'done-hook'), undefined, 'HookSucceeded: deleted once healthy');
+  const kept = (await get('postdel', 'kept-hook')) as
+    { metadata: { annotations?: Record<string, string> } } | undefined;
+  assert.equal(kept?.metadata.annotations?.['argocd.argoproj.io/tracking-id'], 'postdel:/ConfigMap:postdel/kept-hook');
+  const writes = (await cp.readAudit())
+    .filter((r) => r.namespace === 'postdel' && !r.dryRun && ['create', 'delete'].includes(r.verb) && r.code !== 404)
+    .filter((r) => r.user === cp.controllerUserName)
+    .map((r) => `${r.verb} ${r.name ?? ''} ${r.impersonatedUser ?? ''}`);
+  const sa = 'system:serviceaccount:postdel:deployer';
+  // The resources first; then the hooks created; then the one whose policy says so deleted.
+  const at = (w: string) => writes.indexOf(w);
+  assert.ok(at(`delete app-cm ${sa}`) >= 0, writes.join('\n'));
+  assert.ok(at(`create done-hook ${sa}`) > at(`delete app-cm ${sa}`), writes.join('\n'));
+  assert.ok(at(`create kept-hook ${sa}`) > at(`delete app-cm ${sa}`), writes.join('\n'));
+  assert.ok(at(`delete done-hook ${sa}`) > at(`create done-hook ${sa}`), writes.join('\n'));
+  assert.equal(at(`delete kept-hook ${sa}`), -1);
 });
