@@ -3,7 +3,8 @@
 // controller/sync_namespace.go, controller/appcontroller.go): objects applied with kubectl's
 // client-side apply or by Argo CD's own field manager lose the fields Git no longer has; Force=true
 // deletes and re-creates what cannot change in place; managedNamespaceMetadata with
-// CreateNamespace=true; an automated sync held by a deny window.
+// CreateNamespace=true; an automated sync held by a deny window; syncStrategy's force; the
+// /foreground finalizer.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
@@ -13,6 +14,7 @@ import {
   application,
   deployer,
   grantControllerRights,
+  NS,
   operationPhase,
   project,
   setSettings,
@@ -39,10 +41,10 @@ function app(name: string, ns: string, spec: Record<string, unknown> = {}, autom
   return { ...base, spec: { ...(base['spec'] as Record<string, unknown>), ...spec } };
 }
 
-async function sync(manifest: ReturnType<typeof app>) {
+async function sync(manifest: ReturnType<typeof app>, op: Record<string, unknown> = {}) {
   await applyRaw(cp.admin, {
     ...manifest,
-    operation: { sync: { revision: 'HEAD', prune: true }, initiatedBy: { username: 'alice' } },
+    operation: { sync: { revision: 'HEAD', prune: true, ...op }, initiatedBy: { username: 'alice' } },
   });
 }
 
@@ -65,7 +67,7 @@ before(async () => {
       syncWindows: [{ kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['frozen'] }],
     }),
   );
-  for (const ns of ['takeover', 'force', 'mnm', 'frozen']) await deployer(cp, ns, 'deployer');
+  for (const ns of ['takeover', 'force', 'strategy', 'fg', 'mnm', 'frozen']) await deployer(cp, ns, 'deployer');
   // The namespace CreateNamespace=true makes is created and labelled as the ServiceAccount too.
   await grantRole(cp.admin, {
     name: 'mnm-namespaces',
@@ -80,6 +82,8 @@ before(async () => {
     'takeover/argo.yaml': cm('argo', { a: '1' }),
     'force/imm.yaml':
       cm('imm', { a: '1' }, '  annotations:\n    argocd.argoproj.io/sync-options: Force=true\n') + 'immutable: true\n',
+    'strategy/imm.yaml': cm('imm', { a: '1' }, '') + 'immutable: true\n',
+    'fg/one.yaml': cm('one', { a: '1' }),
     'mnm/cm.yaml': cm('in-new', { a: '1' }),
     'frozen/cm.yaml': cm('held', { a: '1' }),
   });
@@ -171,4 +175,44 @@ test('a deny window holds an automated sync: not started, "Sync prevented by syn
   const a = await waitForApp(cp, 'frozen', 'no operation', (x) => x['operation'] === undefined);
   assert.equal(a.status?.['operationState'], undefined);
   assert.equal(await get('frozen', 'held'), undefined);
+});
+
+test('operation.sync.syncStrategy.apply.force: every object forced, as Force=true would', async () => {
+  const manifest = app('strategy', 'strategy');
+  await sync(manifest);
+  await waitForApp(cp, 'strategy', 'created', (x) => operationPhase(x) === 'Succeeded');
+  await fx.repo.commit({ 'strategy/imm.yaml': cm('imm', { a: '2' }, '') + 'immutable: true\n' });
+  await sync(manifest, { syncStrategy: { apply: { force: true } } });
+  await until('the new data live', async () => (await get('strategy', 'imm'))?.data?.['a'] === '2', 60_000);
+});
+
+test('resources-finalizer.argocd.argoproj.io/foreground: the resources go, then the Application', async () => {
+  const manifest = app('fg', 'fg');
+  (manifest.metadata as { finalizers?: string[] }).finalizers = ['resources-finalizer.argocd.argoproj.io/foreground'];
+  await sync(manifest);
+  // The inventory (status.resources) is what the finalizer deletes: wait until the refresh has written it.
+  await waitForApp(
+    cp,
+    'fg',
+    'synced, in the inventory',
+    (x) => operationPhase(x) === 'Succeeded' && ((x.status?.['resources'] ?? []) as unknown[]).length === 1,
+  );
+  await requestOk(cp.admin, { method: 'DELETE', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/fg` });
+  await until(
+    'the Application gone',
+    async () =>
+      (await getRaw(cp.admin, {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        name: 'fg',
+        namespace: NS,
+      })) === undefined,
+    60_000,
+  );
+  assert.equal(await get('fg', 'one'), undefined);
+  const deletes = (await cp.readAudit()).filter((r) => r.verb === 'delete' && r.namespace === 'fg' && !r.dryRun);
+  assert.deepEqual(
+    deletes.map((r) => `${r.name} ${r.impersonatedUser}`),
+    ['one system:serviceaccount:fg:deployer'],
+  );
 });
