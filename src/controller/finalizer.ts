@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ControlClient } from '../kube/control.ts';
-import { deleteResources, inventoryOf, trackingTarget } from '../sync/index.ts';
+import { deleteResources, deletionInventoryOf, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
@@ -130,7 +130,7 @@ export class Finalizer {
     }
     const result = await deleteResources(
       client,
-      inventoryOf(ctx.app),
+      deletionInventoryOf(ctx.app),
       trackingTarget(ctx.app, this.d.cache.namespace).appName,
       {
         tracking: semantics.tracking,

@@ -46,7 +46,7 @@ export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparis
 export { sync } from './sync.ts';
 export { deleteResources } from './delete.ts';
 export type { DeletionResult } from './delete.ts';
-export { inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
+export { deletionInventoryOf, inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
 export { resourceScopes } from './scopes.ts';
 export type { ResourceScopes } from './scopes.ts';
 export type { SyncOptions, SyncResult } from './sync.ts';
