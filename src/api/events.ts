@@ -19,5 +19,7 @@ export const EVENT_REASON = {
   ResourcesDeleted: 'ResourcesDeleted',
   ComparisonError: CONDITION.ComparisonError,
   InvalidSpecError: CONDITION.InvalidSpecError,
+  SharedResourceWarning: CONDITION.SharedResourceWarning,
+  UnsupportedFieldWarning: CONDITION.UnsupportedFieldWarning,
 } as const;
 export type EventReason = (typeof EVENT_REASON)[keyof typeof EVENT_REASON];

@@ -54,6 +54,16 @@ export const CONDITION = {
   ImpersonationInfo: 'ImpersonationInfo',
   /** spec §10: destinationServiceAccounts set while the feature is off, and fallback. */
   ImpersonationWarning: 'ImpersonationWarning',
+  /** A live object another Application's tracking claims (controller/state.go). */
+  SharedResourceWarning: 'SharedResourceWarning',
+  /** An object listed more than once among the rendered ones. */
+  RepeatedResourceWarning: 'RepeatedResourceWarning',
+  /** A rendered object of a kind argocd-cm's resource.exclusions / inclusions leave out. */
+  ExcludedResourceWarning: 'ExcludedResourceWarning',
+  /** Objects in the destination namespace no Application tracks (AppProject orphanedResources.warn). */
+  OrphanedResourceWarning: 'OrphanedResourceWarning',
+  /** impersync's own: fields, options and annotations Argo CD defines that impersync does not act on. */
+  UnsupportedFieldWarning: 'UnsupportedFieldWarning',
 } as const;
 
 export const ConditionSchema = z.looseObject({
@@ -73,6 +83,7 @@ export const ResourceStatusSchema = z.looseObject({
   status: SyncStatusCodeSchema.optional(),
   health: HealthStatusSchema.optional(),
   requiresPruning: z.boolean().optional(),
+  requiresDeletionConfirmation: z.boolean().optional(),
 });
 export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
 
@@ -116,6 +127,8 @@ export const SyncResultSchema = z.looseObject({
   resourcesOmitted: z.number().int().optional(),
   /** Who synced: the ServiceAccount user, or the controller's own credential (impersync's own field). */
   identity: z.string().optional(),
+  /** syncPolicy.managedNamespaceMetadata as this sync applied it. */
+  managedNamespaceMetadata: z.looseObject({}).optional(),
 });
 export type SyncResult = z.infer<typeof SyncResultSchema>;
 
@@ -166,7 +179,20 @@ export const ApplicationStatusSchema = z.looseObject({
   conditions: z.array(ConditionSchema).optional(),
   operationState: OperationStateSchema.optional(),
   history: z.array(HistoryEntrySchema).optional(),
+  /**
+   * impersync's own: the AppProject's sync windows that apply to this Application, those active
+   * now, and whether a manual sync may run (Argo CD's API shows the same as ApplicationSyncWindowState).
+   */
+  syncWindows: z
+    .looseObject({
+      assignedWindows: z.array(z.looseObject({})),
+      activeWindows: z.array(z.looseObject({})),
+      canSync: z.boolean(),
+      error: z.string().optional(),
+    })
+    .optional(),
 });
+export type SyncWindowsStatus = NonNullable<z.infer<typeof ApplicationStatusSchema>['syncWindows']>;
 export type ApplicationStatus = z.infer<typeof ApplicationStatusSchema>;
 
 /**

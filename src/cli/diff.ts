@@ -6,6 +6,7 @@ import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { HealthAssessors } from '../controller/health.ts';
 import { madeFor } from '../controller/admission.ts';
+import { Semantics } from '../controller/semantics.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import { renderApplication } from '../controller/render.ts';
@@ -180,10 +181,13 @@ async function compareLive(
   const violations = await objectLimitViolations(client, admission, objects);
   // Health as the controller assesses it: argocd-cm's customizations, Lua checks in a runner of our own.
   const assessors = new HealthAssessors();
+  // ignoreDifferences, tracking and the resource filter as the controller applies them.
+  const semantics = new Semantics();
   const comparison = await compare(client, objects, inventoryOf(app), {
     ...trackingTarget(app, opts.namespace),
+    ...semantics.for(app, inventory.configMap?.value, admission.cluster),
     health: assessors.for(inventory.configMap?.value),
-  }).finally(() => assessors.close());
+  }).finally(() => Promise.all([assessors.close(), semantics.close()]));
   return {
     identityLine,
     report: {
@@ -194,7 +198,7 @@ async function compareLive(
       health: comparison.health,
       resources: comparison.resources.map(({ target: _t, live: _l, ...rest }) => rest),
       errors: [...violations, ...comparison.errors, ...(comparison.healthError ? [comparison.healthError] : [])],
-      warnings: [...warnings, ...comparison.warnings],
+      warnings: [...warnings, ...comparison.warnings, ...comparison.excluded, ...comparison.shared],
     },
   };
 }

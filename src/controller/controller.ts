@@ -23,6 +23,7 @@ import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { HealthAssessors } from './health.ts';
 import { DestinationCapabilities } from './capabilities.ts';
+import { Semantics } from './semantics.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
@@ -105,7 +106,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
           onResponse,
           onExtrasRefused,
           liveObjects: {
-            onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
+            onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
             // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
             idleMs: () => {
@@ -143,6 +144,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const capabilities = new DestinationCapabilities();
   // Which rights an identity lacks, asked after a refusal; answers shared by refreshes and syncs.
   const rights = new RightsCheck();
+  // ignoreDifferences' jq expressions, run in a worker thread that stop() ends.
+  const semantics = new Semantics();
   const common = {
     cache,
     factory,
@@ -154,6 +157,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     health: assessors,
     capabilities,
     rights,
+    semantics,
   };
   // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
   const dependencies = new Map<string, readonly string[]>();
@@ -161,6 +165,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({
     cache,
+    semantics,
     workers: {
       refresh: (k) => reconciler.refresh(k),
       operate: (k) => operator.operate(k),
@@ -206,6 +211,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       // A child renderer this controller started ends with it.
       if (!opts.renderer) await renderer.close();
       await assessors.close();
+      await semantics.close();
       await health?.close();
     },
   };

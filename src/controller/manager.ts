@@ -9,7 +9,10 @@ import type { AppProject, Cluster } from '../api/index.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { KubeObject } from '../api/index.ts';
 import { trackedApp } from '../sync/tracking.ts';
+import type { Semantics } from './semantics.ts';
+import { worthRefresh } from './update-filter.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
 import { ConflictError } from './applications.ts';
@@ -25,12 +28,14 @@ import { SSH_KNOWN_HOSTS_CM, SSH_KNOWN_HOSTS_KEY, TLS_CERTS_CM, parseRepositoryS
 import type { RepositoryConfig } from '../api/repository.ts';
 import type { AppIndexEntry } from './requeue.ts';
 import type { ReconcileResult, Workers } from './reconcile.ts';
-import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork } from './triggers.ts';
+import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork, skipsReconcile } from './triggers.ts';
 import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
 import { objectStoreKey } from '../kube/watch.ts';
 
 export interface ManagerOptions {
   cache: ControllerCache;
+  /** argocd-cm's tracking and ignored updates, for live-object changes (default: annotation tracking). */
+  semantics?: Semantics;
   workers: Workers;
   logger: Logger;
   metrics?: Metrics;
@@ -88,6 +93,8 @@ export class Manager {
     const key = objectStoreKey(e.object);
     const ns = e.object.metadata.namespace ?? '';
     if (!this.opts.cache.watchesNamespace(ns)) return;
+    // argocd.argoproj.io/skip-reconcile: out of the controller's hands (Argo CD's canProcessApp).
+    if (e.type !== 'DELETED' && skipsReconcile(e.object)) return;
     if (e.type === 'DELETED') {
       this.refreshQueue.forget(key);
       this.operationQueue.forget(key);
@@ -195,9 +202,21 @@ export class Manager {
    * Application now rather than at the next periodic refresh, as Argo CD does. Its tracking id
    * names it: `<name>` in the control namespace, `<namespace>_<name>` elsewhere.
    */
-  managedObjectChanged(object: { metadata: { annotations?: Record<string, string> | undefined } }): void {
-    const app = trackedApp(object as Parameters<typeof trackedApp>[0]);
+  managedObjectChanged(object: KubeObject, old?: KubeObject): void {
+    const settings = this.opts.semantics?.settings(this.opts.cache.settingsConfigMap());
+    const app = trackedApp(object, settings?.tracking);
     if (!app) return;
+    if (settings && old) {
+      // argocd-cm's ignored updates (and, by default, ignored differences): a change only there is no refresh.
+      void worthRefresh(settings, old, object, this.opts.semantics?.jq).then((worth) => {
+        if (worth) this.changed(app);
+      });
+      return;
+    }
+    this.changed(app);
+  }
+
+  private changed(app: string): void {
     const sep = app.indexOf('_');
     const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
     const raw = this.opts.cache.app(key);

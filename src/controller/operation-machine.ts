@@ -49,6 +49,8 @@ export const TERMINATED: End = { phase: 'Failed', message: 'Operation terminated
 
 /** How soon an attempt that could not reach the renderer is made again. */
 export const RENDERER_RETRY_MS = 5000;
+/** How soon a held operation (sync window, pruning confirmation) is tried again. */
+export const HELD_RETRY_MS = 5000;
 
 export type Step =
   /** No operation and nothing left Running. */
@@ -106,6 +108,11 @@ export type Attempt =
     }
   /** The renderer could not be reached (SourceError RendererUnavailable): try again shortly. */
   | { kind: 'renderer-unavailable'; message: string }
+  /**
+   * The operation is held, still Running with this message, and is tried again shortly: by a sync
+   * window ("Sync operation blocked by sync window") or a prune awaiting confirmation.
+   */
+  | { kind: 'held'; message: string; syncResult?: SyncResult }
   /** Aborted by a Terminating write: finish from the Application as it is now. */
   | { kind: 'terminated' }
   /** The controller is stopping: leave it Running for the next one. */
@@ -142,6 +149,14 @@ export function afterAttempt(state: OperationState, attempt: Attempt, nowMs: num
         delayMs: RENDERER_RETRY_MS,
       };
     }
+    case 'held': {
+      const next = {
+        ...state,
+        message: attempt.message,
+        ...(attempt.syncResult ? { syncResult: attempt.syncResult } : {}),
+      };
+      return { kind: 'wait', state: next, write: !isDeepStrictEqual(next, state), delayMs: HELD_RETRY_MS };
+    }
     case 'succeeded':
       return {
         kind: 'finish',
@@ -174,22 +189,26 @@ export function finishedStatus(
   status: ApplicationStatus,
   state: OperationState,
   end: End,
-  opts: { conditions?: AppCondition[]; revision?: string | undefined; now: string },
+  opts: { conditions?: AppCondition[]; revision?: string | undefined; now: string; historyLimit?: number | undefined },
 ): ApplicationStatus {
   const { now } = opts;
   const extra = opts.conditions ?? [];
   let history = status.history;
   if (end.phase === 'Succeeded' && opts.revision !== undefined && !state.operation.sync?.dryRun) {
     const r = state.syncResult;
-    history = appendHistory(history, {
-      ...(r?.revisions
-        ? { revisions: r.revisions, sources: r.sources }
-        : { revision: opts.revision, source: r?.source }),
-      deployedAt: now,
-      deployStartedAt: state.startedAt,
-      initiatedBy: state.operation.initiatedBy,
-      ...(state.syncResult?.identity !== undefined ? { identity: state.syncResult.identity } : {}),
-    });
+    history = appendHistory(
+      history,
+      {
+        ...(r?.revisions
+          ? { revisions: r.revisions, sources: r.sources }
+          : { revision: opts.revision, source: r?.source }),
+        deployedAt: now,
+        deployStartedAt: state.startedAt,
+        initiatedBy: state.operation.initiatedBy,
+        ...(r?.identity !== undefined ? { identity: r.identity } : {}),
+      },
+      opts.historyLimit,
+    );
   }
   const others = (status.conditions ?? []).filter(
     (c) => c.type !== CONDITION.SyncError && !extra.some((e) => e.type === c.type),

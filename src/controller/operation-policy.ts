@@ -138,8 +138,11 @@ export function appendHistory(
     HistoryEntry,
     'revision' | 'source' | 'revisions' | 'sources' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy' | 'identity'
   >,
+  limit: number = HISTORY_LIMIT,
 ): HistoryEntry[] {
   const prev = history ?? [];
   const id = prev.reduce((m, h) => Math.max(m, h.id), -1) + 1;
-  return [...prev, { id, ...entry }].slice(-HISTORY_LIMIT);
+  // spec.revisionHistoryLimit (Argo CD's GetRevisionHistoryLimit, default 10); 0 keeps none.
+  const kept = Math.max(0, Math.floor(limit));
+  return kept === 0 ? [] : [...prev, { id, ...entry }].slice(-kept);
 }

@@ -32,6 +32,10 @@ import { watchRefusals } from './refusals.ts';
 import type { RightsCheck } from './rights.ts';
 import { syncNeedsAfter } from './rights-needs.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
+import { skipsReconcile } from './triggers.ts';
+import type { Semantics } from './semantics.ts';
+import { deletionApprovedSince } from './deletion-approval.ts';
+import { windowVerdict } from './sync-windows.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
 
@@ -48,6 +52,8 @@ export interface OperatorDeps {
   capabilities?: DestinationCapabilities;
   /** Which rights the identity lacks, asked after a refused sync. */
   rights: RightsCheck;
+  /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
+  semantics: Semantics;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -91,7 +97,7 @@ export class Operator {
   async operate(key: string): Promise<ReconcileResult> {
     // Read from the API server, never the cache: an operation is not started from a stale object.
     let raw = await readApplication(this.d.control, key);
-    if (!raw) return {};
+    if (!raw || skipsReconcile(raw)) return {};
     if (raw.metadata.deletionTimestamp) return this.finalizer.finalize(key, raw);
     const status = readStatus(raw) ?? {};
     const step = nextStep(
@@ -171,6 +177,9 @@ export class Operator {
     });
     const involved = involvedApplication(ctx.app);
     this.d.metrics?.identityDecisions.inc({ outcome: ctx.identity.decision });
+    // Sync windows hold the operation, still Running, before anything else (controller/sync.go SyncAppState).
+    const window = windowVerdict(ctx.project, ctx.app, state, this.now());
+    if (!window.canSync) return { kind: 'held', message: window.message };
     if (!ctx.admitted) {
       // spec §5: deny and error end the operation in Error, nothing written to the destination.
       const message = ctx.condition.message;
@@ -230,8 +239,14 @@ export class Operator {
     if (signal.aborted) return { kind: 'terminated' };
     log.info({ revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const syncOptions = [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])];
+    const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
+    const managedNamespaceMetadata = ctx.app.spec.syncPolicy?.managedNamespaceMetadata;
     const outcome = await sync(client, objects, inventoryOf(ctx.app), {
       ...trackingTarget(ctx.app, this.d.cache.namespace),
+      ...semantics,
+      pruneConfirmed: deletionApprovedSince(ctx.app, state.startedAt),
+      ...(op.syncStrategy ? { syncStrategy: op.syncStrategy } : {}),
+      ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
       ...(op.revision !== undefined ? { revision: op.revision } : {}),
       prune: op.prune === true,
       dryRun: op.dryRun === true,
@@ -250,7 +265,10 @@ export class Operator {
         : { revision, ...(rendered.sources[0] ? { source: rendered.sources[0] } : {}) }),
       resources: outcome.resources,
       identity: who,
+      // What the namespace was given, so a later change of it shows as OutOfSync (Argo CD).
+      ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
     };
+    if (outcome.phase === 'Running') return { kind: 'held', message: outcome.message, syncResult };
     if (outcome.phase !== 'Succeeded') {
       // Refused by RBAC: every right the identity lacks, named at once rather than one per retry.
       const destination = ctx.app.spec.destination?.namespace ?? '';
@@ -297,7 +315,14 @@ export class Operator {
     let current = raw;
     for (let attempt = 0; ; attempt++) {
       try {
-        const status = finishedStatus(readStatus(current) ?? {}, state, end, { conditions, revision, now });
+        const limit = (current['spec'] as { revisionHistoryLimit?: unknown } | undefined)?.revisionHistoryLimit;
+        const historyLimit = typeof limit === 'number' ? limit : undefined;
+        const status = finishedStatus(readStatus(current) ?? {}, state, end, {
+          conditions,
+          revision,
+          now,
+          historyLimit,
+        });
         await writeStatus(this.d.control, current, status);
         break;
       } catch (err) {

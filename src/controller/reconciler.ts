@@ -10,11 +10,12 @@
 // every dry-run and reads every live object from the API server as the identity, rather than
 // reusing a remembered dry-run answer or the live-object watches. So a right revoked meanwhile, or
 // a change a dry-run sees but the watch does not (a CRD's new default), shows at once.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, applicationKey, readStatus } from '../api/index.ts';
 import type { DestinationCapabilities } from './capabilities.ts';
 import { renderApplication } from './render.ts';
-import type { AppCondition, Application, ApplicationStatus, SyncStatus } from '../api/index.ts';
+import type { AppCondition, Application, ApplicationStatus, ConfigMap, EventReason, SyncStatus } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -33,8 +34,13 @@ import { watchRefusals, withoutRefusals } from './refusals.ts';
 import type { RightsCheck } from './rights.ts';
 import { comparisonNeeds, liveFrom } from './rights-needs.ts';
 import type { ReconcileResult } from './reconcile.ts';
-import { REFRESH_ANNOTATION } from './triggers.ts';
+import type { Semantics } from './semantics.ts';
+import { unhonouredCondition } from './unhonoured.ts';
+import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
+import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
+import { orphanedCondition } from './orphans.ts';
+import { postDeleteFinalizers } from './post-delete.ts';
 import { mergeConditions, shouldWriteStatus } from './status.ts';
 
 export interface ReconcilerDeps {
@@ -55,6 +61,8 @@ export interface ReconcilerDeps {
   dependencies?: Map<string, readonly string[]>;
   /** Which rights the identity lacks, asked after a refused comparison. */
   rights: RightsCheck;
+  /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
+  semantics: Semantics;
   now?: () => Date;
 }
 
@@ -67,6 +75,19 @@ const REFRESH_CONDITIONS = new Set<string>([
   CONDITION.ImpersonationInfo,
   CONDITION.ImpersonationWarning,
   CONDITION.UnknownError,
+  CONDITION.SharedResourceWarning,
+  CONDITION.RepeatedResourceWarning,
+  CONDITION.ExcludedResourceWarning,
+  CONDITION.OrphanedResourceWarning,
+  CONDITION.UnsupportedFieldWarning,
+]);
+
+/** Warning conditions worth an event when they appear (as the errors are). */
+const EVENTFUL = new Set<string>([
+  CONDITION.ComparisonError,
+  CONDITION.InvalidSpecError,
+  CONDITION.SharedResourceWarning,
+  CONDITION.UnsupportedFieldWarning,
 ]);
 
 function carriedConditions(prev: ApplicationStatus | undefined): AppCondition[] {
@@ -79,6 +100,17 @@ function comparedTo(app: Application): NonNullable<SyncStatus['comparedTo']> {
     ...(app.spec.sources ? { sources: app.spec.sources } : {}),
     destination: app.spec.destination ?? {},
   };
+}
+
+function settingsData(cm: ConfigMap | undefined | Error): Record<string, string> {
+  return cm instanceof Error || !cm ? {} : (cm.data ?? {});
+}
+
+/** syncPolicy.managedNamespaceMetadata differs from what the last sync applied. */
+function namespaceMetadataChanged(app: Application, prev: ApplicationStatus | undefined): boolean {
+  const want = app.spec.syncPolicy?.managedNamespaceMetadata;
+  const result = prev?.operationState?.syncResult;
+  return want !== undefined && result !== undefined && !isDeepStrictEqual(want, result.managedNamespaceMetadata);
 }
 
 export class Reconciler {
@@ -100,6 +132,13 @@ export class Reconciler {
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
     if (!raw) return {};
+    if (skipsReconcile(raw)) {
+      this.d.logger.debug(
+        { application: key },
+        'Skipping Application reconcile based on annotation argocd.argoproj.io/skip-reconcile',
+      );
+      return {};
+    }
     const prev = readStatus(raw);
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
@@ -120,12 +159,14 @@ export class Reconciler {
     let next: ApplicationStatus;
     let result: ReconcileResult = {};
     let missingRights: string | undefined;
+    let finalizers: string[] | undefined;
     if (admission.admitted) {
       if (admission.identity.decision === 'fallback') log.info(admission.identity.message);
       ({
         status: next,
         result,
         missingRights,
+        finalizers,
       } = await this.compare(admission, this.assessor(), log, prev, refreshKind, now));
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
@@ -147,10 +188,11 @@ export class Reconciler {
         if (!isNew) continue;
         if (c.type === CONDITION.ComparisonError && c.message === missingRights)
           await this.d.events.record(involvedApplication(raw), 'Warning', EVENT_REASON.MissingRights, c.message);
-        else if (c.type === CONDITION.ComparisonError || c.type === CONDITION.InvalidSpecError)
-          await this.d.events.record(involvedApplication(raw), 'Warning', c.type, c.message);
+        else if (EVENTFUL.has(c.type))
+          await this.d.events.record(involvedApplication(raw), 'Warning', c.type as EventReason, c.message);
       }
     }
+    if (finalizers) await patchApplication(this.d.control, raw, { metadata: { finalizers } });
     if (result.startOperation) {
       await patchApplication(this.d.control, raw, { operation: result.startOperation });
       await this.d.events.record(
@@ -182,23 +224,34 @@ export class Reconciler {
     prev: ApplicationStatus | undefined,
     refreshKind: string | undefined,
     now: string,
-  ): Promise<{ status: ApplicationStatus; result: ReconcileResult; missingRights?: string | undefined }> {
+  ): Promise<{
+    status: ApplicationStatus;
+    result: ReconcileResult;
+    missingRights?: string | undefined;
+    finalizers?: string[] | undefined;
+  }> {
     const { app } = ctx;
     const hard = refreshKind === 'hard';
-    const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => ({
-      ...prev,
-      reconciledAt: now,
-      ...status,
-      conditions: mergeConditions(
-        prev?.conditions,
-        [
-          ...errors.map((message) => ({ type: CONDITION.ComparisonError, message })),
-          ...ctx.conditions,
-          ...carriedConditions(prev),
-        ],
-        now,
-      ),
-    });
+    const clock = this.now();
+    const windows = syncWindowsStatus(ctx.project, app, clock);
+    const warnings: AppCondition[] = [];
+    const finish = (status: Partial<ApplicationStatus>, errors: string[] = []): ApplicationStatus => {
+      const { syncWindows: _old, ...rest } = { ...prev, reconciledAt: now, ...status };
+      return {
+        ...rest,
+        ...(windows.status ? { syncWindows: windows.status } : {}),
+        conditions: mergeConditions(
+          prev?.conditions,
+          [
+            ...errors.map((message) => ({ type: CONDITION.ComparisonError, message })),
+            ...warnings,
+            ...ctx.conditions,
+            ...carriedConditions(prev),
+          ],
+          now,
+        ),
+      };
+    };
     let rendered;
     try {
       // The destination's versions, read as the Application's identity (before any commit is known).
@@ -233,10 +286,16 @@ export class Reconciler {
     const client = hard ? identityClient.uncached() : identityClient;
     const objects = rendered.objects.map((o) => o.object);
     const revision = rendered.revisions[0] ?? '';
+    // Argo CD's post-delete finalizers follow the manifests, while the Application is not being deleted.
+    const finalizers = app.metadata.deletionTimestamp
+      ? undefined
+      : postDeleteFinalizers(app.metadata.finalizers ?? [], objects);
     const watched = watchRefusals(client);
     const violations = await objectLimitViolations(watched.client, ctx, objects);
+    const semantics = this.d.semantics.for(app, this.d.cache.settingsConfigMap(), ctx.cluster);
     const cmp = await compare(watched.client, objects, inventoryOf(app), {
       ...trackingTarget(app, this.d.cache.namespace),
+      ...semantics,
       health: assessor,
     });
     // Refused by RBAC: every right the identity lacks, in one condition, in place of the refusals.
@@ -248,7 +307,35 @@ export class Reconciler {
       { defaultNamespace: destination, fresh: hard, onError: (e) => log.info(e) },
     );
     const errors = missingRights ? [missingRights, ...withoutRefusals(cmp.errors, watched.refusals)] : cmp.errors;
-    const syncStatus = cmp.errors.length > 0 ? 'Unknown' : cmp.syncStatus;
+    const unhonoured = unhonouredCondition({
+      app,
+      project: ctx.project,
+      settings: settingsData(this.d.cache.settingsConfigMap()),
+      clusterSecret: {
+        data: Object.fromEntries((ctx.cluster.keys ?? []).map((k) => [k, ''])),
+        config: ctx.cluster.config,
+      },
+      objects,
+    });
+    if (unhonoured) warnings.push(unhonoured);
+    const orphaned = await orphanedCondition(client, {
+      app,
+      project: ctx.project,
+      resources: cmp.resources,
+      semantics,
+      applications: this.d.cache.apps.list(),
+      controllerNamespace: this.d.cache.namespace,
+    });
+    if (orphaned) warnings.push(orphaned);
+    for (const [type, messages] of [
+      [CONDITION.SharedResourceWarning, cmp.shared],
+      [CONDITION.RepeatedResourceWarning, cmp.warnings],
+      [CONDITION.ExcludedResourceWarning, cmp.excluded],
+    ] as const)
+      for (const message of messages) warnings.push({ type, message });
+    // A changed managedNamespaceMetadata is OutOfSync until synced (Argo CD's HasChangedManagedNamespaceMetadata).
+    const nsChanged = namespaceMetadataChanged(app, prev);
+    const syncStatus = cmp.errors.length > 0 ? 'Unknown' : nsChanged ? 'OutOfSync' : cmp.syncStatus;
     const resources = cmp.resources.map(resourceStatusOf);
     const status = finish(
       {
@@ -268,9 +355,16 @@ export class Reconciler {
       [...violations, ...errors, ...(cmp.healthError ? [cmp.healthError] : [])],
     );
     const result: ReconcileResult = {};
+    // The next refresh comes when a sync window opens or closes, if that is sooner than the periodic one.
+    if (windows.nextChange)
+      result.requeueAfterMs = Math.max(1000, windows.nextChange.getTime() - clock.getTime() + 1000);
     // No automated sync of an Application being deleted: its finalizer is removing the resources.
     if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp)
-      return { status, result, missingRights };
+      return { status, result, missingRights, finalizers };
+    if (!automatedSyncAllowed(ctx.project, app, clock)) {
+      if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) log.info('Sync prevented by sync window');
+      return { status, result, missingRights, finalizers };
+    }
     const decision = autoSyncDecision(
       app,
       {
@@ -295,8 +389,9 @@ export class Reconciler {
       result.operation = true;
     } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
       log.debug(decision.reason);
-      if (decision.retryAfterMs !== undefined) result.requeueAfterMs = decision.retryAfterMs;
+      if (decision.retryAfterMs !== undefined)
+        result.requeueAfterMs = Math.min(decision.retryAfterMs, result.requeueAfterMs ?? Infinity);
     }
-    return { status, result, missingRights };
+    return { status, result, missingRights, finalizers };
   }
 }

@@ -19,6 +19,7 @@ import { collectionPath, locate, refOf } from './locate.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
 import { sendJson, watchTransportOver } from './request.ts';
 import type { Transport } from './transport.ts';
+import { DEFAULT_FIELD_MANAGER } from './types.ts';
 import type {
   ApplyOptions,
   DeleteOptions,
@@ -31,7 +32,7 @@ import type {
   ResourceInfo,
 } from './types.ts';
 
-export const DEFAULT_FIELD_MANAGER = 'impersync';
+export { DEFAULT_FIELD_MANAGER } from './types.ts';
 
 /** The user agent of the live-object watches: shared by the Applications of one identity, they name none. */
 export const LIVE_WATCH_USER_AGENT = 'impersync (live-object watch)';

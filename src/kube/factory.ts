@@ -37,7 +37,7 @@ function fingerprint(cred: Credential, cluster: Cluster): string {
 /** Live-object caches for the clients this factory builds (the controller turns them on; the CLI does not). */
 export interface LiveObjectsOptions extends Omit<LiveCacheOptions, 'onChange'> {
   /** Someone else changed an object a client's cache holds: `server` is the destination. */
-  onChange?: (server: string, object: KubeObject) => void;
+  onChange?: (server: string, object: KubeObject, old: KubeObject | undefined) => void;
 }
 
 export interface FactoryOptions {
@@ -120,7 +120,7 @@ export class DestinationClientFactory {
         identity,
         transport,
         discovery,
-        live ? { ...live, onChange: onChange ? (o) => onChange(cluster.server, o) : undefined } : undefined,
+        live ? { ...live, onChange: onChange ? (o, old) => onChange(cluster.server, o, old) : undefined } : undefined,
         grant,
       );
       this.#clients.set(key, client);

@@ -64,6 +64,9 @@ export interface ResourceInfo {
   verbs: readonly string[];
 }
 
+/** The field manager of every apply (kube/client.ts's default, and the one takeovers hand fields to). */
+export const DEFAULT_FIELD_MANAGER = 'impersync';
+
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
 export interface ApplyOptions {

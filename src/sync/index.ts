@@ -46,7 +46,7 @@ export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparis
 export { sync } from './sync.ts';
 export { deleteResources } from './delete.ts';
 export type { DeletionResult } from './delete.ts';
-export { inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
+export { deletionInventoryOf, inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
 export { resourceScopes } from './scopes.ts';
 export type { ResourceScopes } from './scopes.ts';
 export type { SyncOptions, SyncResult } from './sync.ts';
@@ -60,7 +60,18 @@ export {
   trackingIdFor,
   withTrackingId,
 } from './tracking.ts';
-export { parseSyncOptions } from './options.ts';
+export { parseSyncOptions, requiresDeletionConfirmation, deletedWithApplication } from './options.ts';
+export { readSyncSettings } from './settings.ts';
+export type { SyncSettings, StatusRule } from './settings.ts';
+export type { ComparisonRules } from './compare.ts';
+export type { IgnoreRule, DiffRules } from './ignore.ts';
+export { normalizeIgnored, respectIgnored, rulesFor } from './ignore.ts';
+export type { ResourceFilter } from './filter.ts';
+export { isExcludedResource } from './filter.ts';
+export { JqRunner } from './jq/runner.ts';
+export { takeoverManagers } from './takeover.ts';
+export type { TrackingConfig, TrackingMethod } from './tracking.ts';
+export { DEFAULT_TRACKING } from './tracking.ts';
 export type { AppSyncOptions } from './options.ts';
 export { KIND_ORDER, kindRank, sortTasks } from './order.ts';
 export { unifiedDiff, toYaml } from './differ.ts';

@@ -7,16 +7,18 @@ import { groupOf } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { hookDeletePolicies } from './annotations.ts';
+import { respectIgnored } from './ignore.ts';
+import { managedNamespace } from './namespace.ts';
 import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare.ts';
 import { compareResources } from './compare.ts';
 import { builtinAssessor } from './health/index.ts';
 import { expandPhases } from './hooks.ts';
-import { parseSyncOptions, pruneLastOn } from './options.ts';
+import { parseSyncOptions, pruneLastOn, pruneNeedsConfirmation } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
+import { applyTask } from './apply.ts';
 import {
-  applyTask,
   deleteAndWait,
   deleteHooks,
   hookTypeOf,
@@ -54,10 +56,20 @@ export interface SyncOptions extends CompareOptions {
    */
   beforeWave?: () => Promise<string | null>;
   startedAt?: Date;
+  /** The Application's deletion-approved annotation is at or after this operation's start. */
+  pruneConfirmed?: boolean;
+  /** operation.sync.syncStrategy: `apply` runs no hooks; `force` forces every object. */
+  syncStrategy?:
+    | { apply?: { force?: boolean | undefined } | undefined; hook?: { force?: boolean | undefined } | undefined }
+    | undefined;
+  /** syncPolicy.managedNamespaceMetadata, applied to the namespace CreateNamespace=true manages. */
+  managedNamespaceMetadata?:
+    { labels?: Record<string, string> | undefined; annotations?: Record<string, string> | undefined } | undefined;
 }
 
 export interface SyncResult {
-  phase: CompletedPhase;
+  /** Running: the sync waits for something outside it (pruning confirmation); run it again later. */
+  phase: CompletedPhase | 'Running';
   message: string;
   identity: string;
   resources: ResourceResult[];
@@ -120,6 +132,9 @@ export async function sync(
   const startedAt = options.startedAt ?? new Date();
   const waitMs = options.waitTimeoutMs ?? DEFAULT_WAIT_MS;
   const selection = options.resources && options.resources.length ? options.resources : undefined;
+  const strategy = options.syncStrategy;
+  // The apply strategy, like a selective sync, runs no hooks (gitops-engine skipHooks).
+  const skipHooks = selection !== undefined || strategy?.apply !== undefined;
   let order = 0;
   const ctx: TaskContext = {
     client,
@@ -128,6 +143,10 @@ export async function sync(
     fieldManager: options.fieldManager ?? 'impersync',
     fieldValidation: app.validate ? options.fieldValidation : 'Ignore',
     prunePropagationPolicy: app.prunePropagationPolicy,
+    pruneDefault: app.prune,
+    replace: app.replace,
+    force: app.force || strategy?.apply?.force === true || strategy?.hook?.force === true,
+    takeover: app.clientSideApplyMigration ? options.takeover : undefined,
     pollMs: options.pollIntervalMs ?? 1000,
     health: options.health ?? builtinAssessor,
     signal: options.signal,
@@ -135,7 +154,7 @@ export async function sync(
   };
   const identity = describeIdentity(client.identity);
   const all: SyncTask[] = [];
-  const finish = (phase: CompletedPhase, message: string, comparison?: ComparisonResult): SyncResult => ({
+  const finish = (phase: SyncResult['phase'], message: string, comparison?: ComparisonResult): SyncResult => ({
     phase,
     message,
     identity,
@@ -166,7 +185,8 @@ export async function sync(
     return finish('Failed', `one or more synchronization tasks are not valid: ${reasons.join('; ')}`);
   }
 
-  // CreateNamespace=true: the destination namespace first, as the identity (spec §5).
+  // CreateNamespace=true: the destination namespace first, as the identity (spec §5); with
+  // managedNamespaceMetadata its labels and annotations are applied to it even when it exists.
   if (
     app.createNamespace &&
     options.namespace &&
@@ -177,9 +197,9 @@ export async function sync(
         p.target.metadata.name === options.namespace,
     )
   ) {
-    const ns: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: options.namespace } };
+    const ns = managedNamespace(options.namespace, options.managedNamespaceMetadata);
     const live = await client.get(refOf(ns));
-    if (!live.ok || live.value === null) {
+    if (!live.ok || live.value === null || options.managedNamespaceMetadata) {
       const t: SyncTask = { phase: 'PreSync', target: ns, live: null, hook: false, message: '' };
       all.push(t);
       if (!live.ok) setResult(ctx, t, 'SyncFailed', 'Failed', `namespace auto creation failed: ${live.error.message}`);
@@ -193,13 +213,21 @@ export async function sync(
     ...options,
     fieldValidation: ctx.fieldValidation,
   });
+  // FailOnSharedResource=true (controller/sync.go): another Application's object stops the sync.
+  if (app.failOnSharedResource && comparison.shared.length > 0)
+    return finish('Failed', `Shared resource found: ${comparison.shared[0]}`, comparison);
   for (const r of comparison.resources) {
     if (r.requiresPruning) {
       if (r.live) all.push({ phase: 'Sync', target: null, live: r.live, hook: false, message: '' });
     } else if (r.target) {
+      // RespectIgnoreDifferences=true: ignored fields are applied with their live values.
+      const target =
+        app.respectIgnoreDifferences && options.diff
+          ? await respectIgnored(options.diff, r.target, r.live ?? null)
+          : r.target;
       all.push({
         phase: 'Sync',
-        target: r.target,
+        target,
         live: r.live ?? null,
         hook: false,
         comparison: r.status,
@@ -207,8 +235,8 @@ export async function sync(
       });
     }
   }
-  // Selective syncs run no hooks (as Argo CD).
-  if (!selection) {
+  // Selective syncs and the apply strategy run no hooks (as Argo CD).
+  if (!skipHooks) {
     for (const p of prepared.objects.filter((x) => x.hook)) {
       const got = await client.get(refOf(p.target));
       for (const phase of phasesOf.get(p.source) ?? [])
@@ -257,6 +285,13 @@ export async function sync(
     if (options.signal?.aborted) return finish('Failed', 'Operation terminated', comparison);
     const stop = i > 0 && options.beforeWave ? await options.beforeWave() : null;
     if (stop !== null) return finish('Failed', stop, comparison);
+    // Prune=confirm: the wave waits, nothing of it done, until the Application is approved (gitops-engine).
+    const unconfirmed =
+      ctx.prune && !options.pruneConfirmed
+        ? group.filter((t) => isPrune(t) && pruneNeedsConfirmation(t.live, ctx.pruneDefault))
+        : [];
+    if (unconfirmed.length)
+      return finish('Running', waitingMessage(unconfirmed, 'pruning confirmation of'), comparison);
     options.onProgress?.('one or more tasks are running');
     const waitForIt = !ctx.dryRun && (i < groups.length - 1 || group.some((t) => t.hook));
     const applied = await runGroup(ctx, group, Date.now() + waitMs, waitForIt, options.onProgress);

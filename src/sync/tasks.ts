@@ -1,5 +1,5 @@
-// The steps of a sync, one task at a time, all through the one DestinationClient: apply, prune,
-// delete a hook, wait for health or for a CRD to be served. Each step records its outcome on the
+// The steps of a sync, one task at a time, all through the one DestinationClient: prune, delete a
+// hook, wait for health or for a CRD to be served (the apply itself: apply.ts). Each step records its outcome on the
 // task; none throws for an API error.
 import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
@@ -8,7 +8,7 @@ import type { HealthAssessor } from './health/index.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
 import type { PropagationPolicy } from './options.ts';
-import { pruneDisabled, validationDisabled } from './options.ts';
+import { pruneDisabled } from './options.ts';
 import type { Orderable } from './order.ts';
 import { taskObject } from './order.ts';
 import { refOf, sleep } from './util.ts';
@@ -35,6 +35,13 @@ export interface TaskContext {
   fieldManager: string;
   fieldValidation: FieldValidation | undefined;
   prunePropagationPolicy: PropagationPolicy;
+  /** The Application's Prune= default (false, confirm) for objects without their own. */
+  pruneDefault?: string | undefined;
+  /** Replace=true / Force=true for every object (sync options, or the operation's syncStrategy force). */
+  replace?: boolean;
+  force?: boolean;
+  /** Managers whose fields each apply takes over first (takeover.ts); none: no takeover. */
+  takeover?: readonly string[] | undefined;
   pollMs: number;
   /** How a running task's live object is judged. */
   health: HealthAssessor;
@@ -60,7 +67,7 @@ export function setResult(
 }
 
 /** kubectl's way of naming what it applied: `deployment.apps/web`. */
-function kubectlName(o: KubeObject): string {
+export function kubectlName(o: KubeObject): string {
   const g = groupOf(o.apiVersion);
   return `${o.kind.toLowerCase()}${g ? `.${g}` : ''}/${o.metadata.name}`;
 }
@@ -68,7 +75,7 @@ function kubectlName(o: KubeObject): string {
 export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
   if (!ctx.prune) {
     setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (requires pruning)');
-  } else if (pruneDisabled(t.live)) {
+  } else if (pruneDisabled(t.live, ctx.pruneDefault)) {
     setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (no prune)');
   } else if (ctx.dryRun) {
     setResult(ctx, t, 'Pruned', 'Succeeded', 'pruned (dry run)');
@@ -80,32 +87,6 @@ export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
     }
     setResult(ctx, t, 'Pruned', 'Succeeded', 'pruned');
   }
-  return true;
-}
-
-export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
-  const target = t.target as KubeObject;
-  const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
-  const res = await ctx.client.apply(target, {
-    dryRun: ctx.dryRun,
-    fieldManager: ctx.fieldManager,
-    force: true,
-    ...(fieldValidation ? { fieldValidation } : {}),
-  });
-  if (!res.ok) {
-    setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
-    return false;
-  }
-  t.live = res.value;
-  const warnings = res.warnings.length ? ` (warnings: ${res.warnings.join('; ')})` : '';
-  // A dry run creates nothing, so there is nothing to wait for.
-  setResult(
-    ctx,
-    t,
-    'Synced',
-    ctx.dryRun ? 'Succeeded' : 'Running',
-    `${kubectlName(target)} serverside-applied${ctx.dryRun ? ' (server dry run)' : ''}${warnings}`,
-  );
   return true;
 }
 
@@ -218,11 +199,12 @@ export async function waitForCrd(ctx: TaskContext, crd: KubeObject, deadline: nu
 }
 
 /** Argo CD's words for what a sync is waiting on: `waiting for healthy state of apps/Deployment/web and 2 more resources`. */
-export function waitingMessage(tasks: readonly SyncTask[]): string {
+export function waitingMessage(tasks: readonly SyncTask[], why?: string): string {
   if (tasks.length === 0) return '';
   const hooks = tasks.filter((t) => t.hook);
   const first = taskObject(hooks[0] ?? (tasks[0] as SyncTask));
-  const reason = tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of';
+  const reason =
+    why ?? (tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of');
   const type = tasks.length === hooks.length ? 'hooks' : 'resources';
   const more = tasks.length > 1 ? ` and ${tasks.length - 1} more ${type}` : '';
   return `waiting for ${reason} ${groupOf(first.apiVersion)}/${first.kind}/${first.metadata.name}${more}`;
