@@ -1,9 +1,16 @@
 // What Helm's .Capabilities say about the destination, as Argo CD passes them to the repo-server:
 // the server's version ("v" + the generic version of /version's gitVersion, gitops-engine's
 // GetServerVersion) and every group/version and group/version/Kind it serves (APIResourcesToStrings
-// with kinds, sorted). Read through the Application's own client, so as its identity (discovery is
-// open to every authenticated user), and kept per cluster for ten minutes.
-import type { DestinationClient } from '../kube/types.ts';
+// with kinds, sorted). Read as the Application's identity (discovery is open to every
+// authenticated user) and kept per cluster for ten minutes, so the answer serves every Application
+// of that destination: like the live-object watches, the read is made for none of them and names
+// none (docs/impersonation.md §11), under a user agent of its own.
+import type { DestinationClient, RawRequest } from '../kube/types.ts';
+
+/** The user agent of the shared read of a destination's versions. */
+export const DESTINATION_VERSIONS_USER_AGENT = 'impersync (destination versions)';
+
+const get = (path: string): RawRequest => ({ method: 'GET', path, userAgent: DESTINATION_VERSIONS_USER_AGENT });
 
 export interface DestinationVersions {
   kubeVersion?: string | undefined;
@@ -37,15 +44,15 @@ export class DestinationCapabilities {
 }
 
 async function discover(client: DestinationClient): Promise<DestinationVersions> {
-  const version = await client.request<{ gitVersion?: string }>({ method: 'GET', path: '/version' });
+  const version = await client.request<{ gitVersion?: string }>(get('/version'));
   const kubeVersion = version.ok ? genericVersion(version.value.gitVersion ?? '') : undefined;
   const groupVersions = ['v1'];
-  const groups = await client.request<GroupList>({ method: 'GET', path: '/apis' });
+  const groups = await client.request<GroupList>(get('/apis'));
   if (groups.ok)
     for (const g of groups.value.groups ?? []) for (const v of g.versions ?? []) groupVersions.push(v.groupVersion);
   const lists = await Promise.all(
     groupVersions.map(async (gv) => {
-      const r = await client.request<ResourceList>({ method: 'GET', path: gv === 'v1' ? '/api/v1' : `/apis/${gv}` });
+      const r = await client.request<ResourceList>(get(gv === 'v1' ? '/api/v1' : `/apis/${gv}`));
       return { gv, resources: r.ok ? (r.value.resources ?? []) : [] };
     }),
   );

@@ -201,7 +201,7 @@ export class Operator {
         project: ctx.project,
         repositories: this.d.cache.repositoryState(),
         operation: op,
-        ...(await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx)))),
+        ...(await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
       });
     } catch (err) {
       // Not the Application's fault (the renderer is starting, restarting, has no token yet).

@@ -254,10 +254,8 @@ export class Reconciler {
     };
     let rendered;
     try {
-      // The destination's versions, read as the Application's identity (before any commit is known).
-      const versions = await this.d.capabilities?.for(
-        this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx)),
-      );
+      // The destination's versions, shared by its Applications (capabilities.ts): read naming none.
+      const versions = await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs));
       rendered = await renderApplication(this.d.renderer, app, {
         project: ctx.project,
         repositories: this.d.cache.repositoryState(),

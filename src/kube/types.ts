@@ -99,6 +99,11 @@ export interface RawRequest {
   signal?: AbortSignal | undefined;
   /** No answer within this long is a ConnectionError (default: the transport's 60 s for headers). */
   timeoutMs?: number | undefined;
+  /**
+   * Another user agent than `impersync`, for a request made for no one Application (the shared
+   * reads of docs/impersonation.md §11), so that an audit pipeline can tell it apart.
+   */
+  userAgent?: string | undefined;
 }
 
 /**

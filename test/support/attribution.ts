@@ -6,7 +6,8 @@
 //
 // impersync's requests are told apart by their user agent (kube/transport.ts sends `impersync`).
 // Its live-object watches send another (kube/client.ts LIVE_WATCH_USER_AGENT): one watch serves
-// every Application acting as that ServiceAccount, so it names none, and is left out here.
+// every Application acting as that ServiceAccount, so it names none, and is left out here; so is the
+// shared read of a destination's versions (controller/capabilities.ts), under its own user agent.
 import type { AuditRecord } from '../../src/controlplane/audit.ts';
 import { EXTRA_KEYS } from '../../src/api/index.ts';
 
