@@ -38,6 +38,8 @@ export interface RepositoryConfig {
   forceHttpBasicAuth: boolean;
   proxy: string;
   noProxy: string;
+  /** The keys the Secret sets to something (for UnsupportedFieldWarning); a `depth` of 0, a full clone, is not. */
+  keys: string[];
   /** Fields set that impersync cannot honour, each with what it is (refused when the repository is used). */
   unsupported: Array<{ field: string; what: string }>;
 }
@@ -114,6 +116,7 @@ export function parseRepositorySecret(raw: unknown): RepositoryConfig {
     forceHttpBasicAuth: b('forceHttpBasicAuth'),
     proxy: s('proxy'),
     noProxy: s('noProxy'),
+    keys: Object.keys(f).filter((k) => f[k] !== '' && !(k === 'depth' && f[k] === '0')),
     unsupported,
   };
 }

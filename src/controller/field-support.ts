@@ -23,23 +23,27 @@ const r = (pattern: string, note: string): FieldRule => ({ pattern, support: 're
 const w = (pattern: string, note: string): FieldRule => ({ pattern, support: 'warned', note });
 const e = (pattern: string, note: string): FieldRule => ({ pattern, support: 'elsewhere', note });
 
-const HELM_HONOURED = [
-  'releaseName',
-  'valueFiles[]',
-  'values',
-  'valuesObject',
-  'parameters[].name',
-  'parameters[].value',
-  'parameters[].forceString',
-  'ignoreMissingValueFiles',
-  'skipCrds',
-  'skipTests',
-  'skipSchemaValidation',
-  'namespace',
-  'kubeVersion',
-  'apiVersions[]',
-  'passCredentials',
-  'version',
+/** spec.source.helm fields honoured (source/helm.ts SUPPORTED), each with where. */
+const HELM_HONOURED: ReadonlyArray<[string, string]> = [
+  ['releaseName', 'helm template flags (source/helm.ts)'],
+  ['valueFiles[]', 'helm template --values (source/helm.ts); `$ref/...` from a ref source (controller/render.ts)'],
+  ['values', 'helm template flags (source/helm.ts)'],
+  ['valuesObject', 'helm template flags (source/helm.ts)'],
+  ['parameters[].name', 'helm template flags (source/helm.ts)'],
+  ['parameters[].value', 'helm template flags (source/helm.ts)'],
+  ['parameters[].forceString', 'helm template flags (source/helm.ts)'],
+  ['ignoreMissingValueFiles', 'helm template flags (source/helm.ts)'],
+  ['skipCrds', 'helm template flags (source/helm.ts)'],
+  ['skipTests', 'helm template flags (source/helm.ts)'],
+  ['skipSchemaValidation', 'helm template flags (source/helm.ts)'],
+  ['namespace', 'helm template flags (source/helm.ts)'],
+  ['kubeVersion', 'helm template flags (source/helm.ts)'],
+  ['apiVersions[]', 'helm template flags (source/helm.ts)'],
+  [
+    'passCredentials',
+    "a chart's credentials sent to its download URL on another host (source/charts.ts, helm-repo.ts)",
+  ],
+  ['version', 'Helm 3, the only Helm Argo CD 3 runs'],
 ];
 const KUSTOMIZE_HONOURED = [
   'namePrefix',
@@ -51,21 +55,26 @@ const KUSTOMIZE_HONOURED = [
   'version',
 ];
 
-/** The rules of one ApplicationSource at `prefix` (spec.source, operation.sync.source, ...). */
-function sourceRules(prefix: string): FieldRule[] {
+/**
+ * The rules of one ApplicationSource at `prefix` (spec.source, spec.sources[], operation.sync.source,
+ * operation.sync.sources[]). `multi`: one of several sources, where `ref` names it for `$ref/...`.
+ */
+function sourceRules(prefix: string, multi: boolean): FieldRule[] {
   return [
-    h(`${prefix}.repoURL`, 'renderer (source/)'),
+    h(`${prefix}.repoURL`, 'renderer (source/), with its repository Secret (repository/access.ts)'),
     h(`${prefix}.path`, 'renderer (source/)'),
-    h(`${prefix}.targetRevision`, 'renderer (source/)'),
-    r(`${prefix}.chart`, 'charts from Helm repositories are refused by the renderer (source/index.ts)'),
+    h(`${prefix}.targetRevision`, 'renderer (source/): a Git ref, or a chart version or semver constraint'),
+    h(`${prefix}.chart`, 'charts from Helm repositories and OCI registries (source/charts.ts)'),
     ...['recurse', 'include', 'exclude'].map((f) => h(`${prefix}.directory.${f}`, 'renderer (source/render.ts)')),
-    r(`${prefix}.directory.**`, 'other directory fields (jsonnet) are refused by the renderer (source/spec.ts)'),
-    ...HELM_HONOURED.map((f) => h(`${prefix}.helm.${f}`, 'helm template flags (source/helm.ts)')),
-    r(`${prefix}.helm.**`, 'other helm fields are refused by the renderer (source/spec.ts)'),
+    r(`${prefix}.directory.**`, 'other directory fields (jsonnet) are refused by the renderer (source/render.ts)'),
+    ...HELM_HONOURED.map(([f, note]) => h(`${prefix}.helm.${f}`, note)),
+    r(`${prefix}.helm.**`, 'other helm fields are refused by the renderer (source/helm.ts)'),
     ...KUSTOMIZE_HONOURED.map((f) => h(`${prefix}.kustomize.${f}`, 'kustomize edits (source/kustomize.ts)')),
-    r(`${prefix}.kustomize.**`, 'other kustomize fields are refused by the renderer (source/spec.ts)'),
+    r(`${prefix}.kustomize.**`, 'other kustomize fields are refused by the renderer (source/kustomize.ts)'),
     w(`${prefix}.plugin.**`, 'config management plugins are not run'),
-    w(`${prefix}.ref`, 'a multi-source ref has no meaning with one source'),
+    multi
+      ? h(`${prefix}.ref`, 'a ref source for `$ref/...` value files, its revision resolved (controller/render.ts)')
+      : w(`${prefix}.ref`, 'a ref has meaning only among spec.sources'),
     w(`${prefix}.tagPrefix`, 'tag prefixes are not read'),
     e(`${prefix}.name`, 'a display name for the UI'),
   ];
@@ -74,8 +83,9 @@ function sourceRules(prefix: string): FieldRule[] {
 export const APPLICATION_RULES: readonly FieldRule[] = [
   h('spec.project', 'admission (controller/admission.ts)'),
   h('spec.destination.**', 'admission, the destination cluster and namespace'),
-  ...sourceRules('spec.source'),
-  r('spec.sources[].**', 'multiple sources are refused (renderer/request.ts)'),
+  ...sourceRules('spec.source', false),
+  // Multi-source Applications: each source rendered in its own request (controller/render.ts).
+  ...sourceRules('spec.sources[]', true),
   w('spec.sourceHydrator.**', 'the source hydrator is not run'),
   h('spec.syncPolicy.automated.**', 'automated sync (controller/operation-policy.ts)'),
   h('spec.syncPolicy.syncOptions[]', 'each option: sync/options.ts (those it does not act on are warned by name)'),
@@ -92,9 +102,9 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   h('operation.sync.syncOptions[]', 'as spec.syncPolicy.syncOptions'),
   h('operation.sync.resources[].**', 'selective sync'),
   h('operation.sync.syncStrategy.**', 'apply (no hooks) or hook, and force (sync/sync.ts)'),
-  ...sourceRules('operation.sync.source'),
-  w('operation.sync.sources[].**', 'multi-source rollback is not supported'),
-  w('operation.sync.revisions[]', 'multi-source revisions are not supported'),
+  ...sourceRules('operation.sync.source', false),
+  ...sourceRules('operation.sync.sources[]', true),
+  h('operation.sync.revisions[]', "each source's revision (controller/render.ts)"),
   w('operation.sync.manifests[]', 'local manifests (argocd app sync --local) are not applied'),
   w('operation.sync.autoHealAttemptsCount', 'self-heal attempts are not counted'),
   h('operation.initiatedBy.**', 'manual or automated (sync windows, history)'),
@@ -127,7 +137,10 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   h('application.sync.impersonation.enabled', 'impersonation/settings.ts'),
   h('application.sync.impersonation.enforced', 'impersonation/settings.ts'),
   h('globalProjects', 'impersonation/global-projects.ts'),
-  h('timeout.reconciliation', 'the periodic refresh'),
+  h(
+    'timeout.reconciliation',
+    'the periodic refresh (impersonation/settings.ts), and how long it reuses resolved refs and Helm indexes (controller/reconciler.ts)',
+  ),
   h('application.resourceTrackingMethod', 'sync/tracking.ts'),
   h('application.instanceLabelKey', 'sync/tracking.ts'),
   h('installationID', 'sync/tracking.ts'),
@@ -151,7 +164,7 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   w('kustomize.enable', 'source types cannot be turned off'),
   w('helm.enable', 'source types cannot be turned off'),
   w('jsonnet.enable', 'jsonnet is not rendered'),
-  w('helm.valuesFileSchemes', 'value files are read from the repository only'),
+  w('helm.valuesFileSchemes', 'value files are read from the repository or a ref source only; a URL is refused'),
   w('application.allowedNodeLabels', 'node labels are not read'),
   w('cluster.inClusterEnabled', 'the in-cluster destination cannot be turned off'),
   w('resource.respectRBAC', 'the identity\u2019s own RBAC decides what it may read'),
@@ -300,9 +313,55 @@ export const CLUSTER_SECRET_RULES: readonly FieldRule[] = [
   w('data.config.disableCompression', 'compression is the transport default'),
 ];
 
-/** Repository Secrets are not read yet (issue 13): every field is named in the documentation. */
+/**
+ * Keys of repository Secrets and credential templates (api/repository.ts parseRepositorySecret),
+ * as a repository the Application uses sets them. The fixture lists the JSON names of Argo CD's
+ * repository types (repository_types.go), some of which are not Secret keys at all.
+ */
 export const REPOSITORY_SECRET_RULES: readonly FieldRule[] = [
-  e('data.**', 'repository Secrets are read by the repositories work (issue 13); until then public repositories only'),
+  ...['url', 'project'].map((k) => h(`data.${k}`, 'which Secret a repoURL gets (repository/access.ts)')),
+  h('data.type', 'git, helm or oci (repository/access.ts, source/charts.ts)'),
+  h('data.name', "what a chart dependency's `@name` refers to (repository/access.ts)"),
+  ...['username', 'password', 'bearerToken', 'sshPrivateKey', 'tlsClientCertData', 'tlsClientCertKey'].map((k) =>
+    h(`data.${k}`, 'credentials of the render request (repository/access.ts, source/credentials.ts)'),
+  ),
+  ...['insecure', 'insecureIgnoreHostKey', 'forceHttpBasicAuth', 'proxy', 'noProxy'].map((k) =>
+    h(
+      `data.${k}`,
+      'how the renderer reaches the repository (repository/access.ts, source/credentials.ts, source/http.ts)',
+    ),
+  ),
+  ...['enableOCI', 'insecureOCIForceHttp'].map((k) =>
+    h(`data.${k}`, 'OCI registries (source/charts.ts, source/oci.ts)'),
+  ),
+  ...[
+    'githubAppPrivateKey',
+    'githubAppID',
+    'githubAppInstallationID',
+    'githubAppEnterpriseBaseUrl',
+    'gcpServiceAccountKey',
+    'useAzureWorkloadIdentity',
+    'azureServicePrincipalClientId',
+    'azureServicePrincipalClientID',
+    'azureServicePrincipalClientSecret',
+    'azureServicePrincipalTenantId',
+    'azureServicePrincipalTenantID',
+    'azureActiveDirectoryEndpoint',
+    'enableLfs',
+  ].map((k) =>
+    r(
+      `data.${k}`,
+      'a render using the repository fails with a ComparisonError naming the Secret and field (api/repository.ts)',
+    ),
+  ),
+  w('data.depth', 'clones are not shallow; the commit rendered is the same'),
+  e('data.webhookManifestCacheWarmDisabled', "the manifest cache warming of Argo CD's Git webhook"),
+  ...['connectionState', 'inheritedCreds'].map((k) =>
+    e(`data.${k}`, "not a Secret key: the repository's state as Argo CD's API server shows it"),
+  ),
+  ...['keyData', 'fingerprint', 'owner', 'trust', 'subType', 'metadata'].map((k) =>
+    e(`data.${k}`, "not a Secret key: GnuPG keys and certificates of Argo CD's API server"),
+  ),
 ];
 
 /** The first rule matching `path` (angle-bracket placeholders match any text; `.**` any depth). */

@@ -35,7 +35,7 @@ import type { RightsCheck } from './rights.ts';
 import { comparisonNeeds, liveFrom } from './rights-needs.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
-import { unhonouredCondition } from './unhonoured.ts';
+import { repositorySecretsOf, unhonouredCondition } from './unhonoured.ts';
 import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
 import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { autoSyncDecision } from './operation-policy.ts';
@@ -313,6 +313,7 @@ export class Reconciler {
         data: Object.fromEntries((ctx.cluster.keys ?? []).map((k) => [k, ''])),
         config: ctx.cluster.config,
       },
+      repositorySecrets: repositorySecretsOf(this.d.cache.repositoryState(), rendered.sources, ctx.project),
       objects,
     });
     if (unhonoured) warnings.push(unhonoured);

@@ -1,10 +1,12 @@
 // The UnsupportedFieldWarning of one Application (issue 14's rule: honoured, or said): everything
-// it, its AppProject, argocd-cm and its cluster Secret set that Argo CD defines and impersync does
-// not act on, each named with why (field-support.ts). Pure.
-import type { AppCondition, AppProject, Application } from '../api/index.ts';
+// it, its AppProject, argocd-cm, its cluster Secret and the repository Secrets its sources read set
+// that Argo CD defines and impersync does not act on, each named with why (field-support.ts). Pure.
+import type { AppCondition, AppProject, Application, ApplicationSource } from '../api/index.ts';
 import { CONDITION } from '../api/index.ts';
 import { ANNOTATION_COMPARE_OPTIONS, ANNOTATION_HOOK, annotationCSV } from '../sync/annotations.ts';
 import { parseSyncOptions } from '../sync/options.ts';
+import { repositorySecretsFor } from '../repository/access.ts';
+import type { RepositoryState } from '../repository/access.ts';
 import type { FieldRule } from './field-support.ts';
 import {
   ANNOTATION_RULES,
@@ -15,6 +17,7 @@ import {
   COMPARE_OPTION_RULES,
   FINALIZER_RULES,
   HOOK_RULES,
+  REPOSITORY_SECRET_RULES,
   SYNC_OPTION_RULES,
   ruleFor,
 } from './field-support.ts';
@@ -26,6 +29,8 @@ export interface UnhonouredInput {
   settings?: Record<string, string> | undefined;
   /** The destination's cluster Secret, decoded: its data keys and its config's keys. */
   clusterSecret?: { data: Record<string, string>; config: Record<string, unknown> } | undefined;
+  /** The repository Secrets and credential templates its sources read ("namespace/name"), with the keys each sets. */
+  repositorySecrets?: ReadonlyArray<{ secret: string; keys: readonly string[] }> | undefined;
   /** The rendered objects, for the hook types their annotations name. */
   objects?: ReadonlyArray<{ metadata?: { annotations?: Record<string, string> | undefined } }> | undefined;
 }
@@ -108,7 +113,30 @@ export function unhonouredFields(input: UnhonouredInput): string[] {
     ];
     out.push(...warned(CLUSTER_SECRET_RULES, keys, (p) => `cluster Secret ${p}`));
   }
+  for (const { secret, keys } of input.repositorySecrets ?? []) {
+    out.push(
+      ...warned(
+        REPOSITORY_SECRET_RULES,
+        keys.map((k) => `data.${k}`),
+        (p) => `repository Secret ${secret} ${p}`,
+      ),
+    );
+  }
   return out;
+}
+
+/** The repository Secrets and templates the sources read, each once, for UnhonouredInput.repositorySecrets. */
+export function repositorySecretsOf(
+  state: RepositoryState,
+  sources: readonly ApplicationSource[],
+  project: AppProject,
+): Array<{ secret: string; keys: readonly string[] }> {
+  const out = new Map<string, readonly string[]>();
+  for (const source of sources) {
+    const { secret, template } = repositorySecretsFor(state.configs, source.repoURL, project.metadata.name);
+    for (const c of [secret, template]) if (c) out.set(c.secret, c.keys);
+  }
+  return [...out].map(([secret, keys]) => ({ secret, keys }));
 }
 
 /** The condition, or none when everything set is acted on. */

@@ -110,17 +110,26 @@ export function credentialTemplateFor(configs: readonly RepositoryConfig[], url:
   return best;
 }
 
+/** The repository Secret and the credential template (when the Secret has no credentials) that `url` reads. */
+export function repositorySecretsFor(
+  configs: readonly RepositoryConfig[],
+  url: string,
+  project: string,
+): { secret?: RepositoryConfig | undefined; template?: RepositoryConfig | undefined } {
+  const secret = repositorySecretFor(configs, url, project);
+  if (secret && hasCredentials(secret)) return { secret };
+  return { secret, template: credentialTemplateFor(configs, url) };
+}
+
 /** The repository as Argo CD's db.GetRepository builds it: the Secret's fields, credentials from a template if it has none. */
 export function effectiveRepository(
   configs: readonly RepositoryConfig[],
   url: string,
   project: string,
 ): { repo: Partial<RepositoryConfig>; from: string[] } {
-  const secret = repositorySecretFor(configs, url, project);
+  const { secret, template: creds } = repositorySecretsFor(configs, url, project);
   const repo: Partial<RepositoryConfig> = secret ? { ...secret } : { url, unsupported: [] };
   const from = secret ? [secret.secret] : [];
-  if (secret && hasCredentials(secret)) return { repo, from };
-  const creds = credentialTemplateFor(configs, url);
   if (!creds) return { repo, from };
   from.push(creds.secret);
   for (const k of [...CREDENTIAL_FIELDS, 'type'] as const) {

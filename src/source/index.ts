@@ -18,7 +18,8 @@
 // - Every failure rejects with a SourceError whose message is fit for a ComparisonError condition
 //   as is (it names the repository, revision, file and line, or the missing tool and how to get it)
 //   and whose `reason` tells what kind of failure it was. Nothing is ever partially rendered.
-// - Helm repository charts (source.chart) are refused with a clear error. This module never talks
+// - Charts from Helm repositories and OCI registries (source.chart) and oci:// sources are
+//   downloaded and unpacked by charts.ts, then rendered like a checkout. This module never talks
 //   to a Kubernetes cluster, and runs only in the renderer process (ARCHITECTURE.md, the credential rule).
 // - Everything in the input and the repository is treated as hostile (issue 11, section 2): only
 //   network repoURLs unless opts.allowLocalRepositories; symlinks resolved physically and kept
@@ -177,7 +178,7 @@ export class SourceRenderer {
     if (sourceKind(input.source, input.repository) !== 'git') {
       return this.#charts.resolve(input.source, input.revision, input.repository, input.revisionMaxAgeMs ?? 0);
     }
-    const source = gitSource(input.source);
+    const source = input.source;
     return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision, repoOptions(input));
   }
 
@@ -213,7 +214,7 @@ export class SourceRenderer {
 
   async #render(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
     if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, deadline);
-    const source = gitSource(input.source);
+    const source = input.source;
     const revision = await this.#git.resolveRevision(
       source.repoURL,
       input.revision ?? source.targetRevision,
@@ -312,11 +313,6 @@ export class SourceRenderer {
 
 function repoOptions(input: Pick<RenderInput, 'repository' | 'revisionMaxAgeMs'>) {
   return { access: input.repository, maxAgeMs: input.revisionMaxAgeMs };
-}
-
-/** A source this renderer can render: from Git (Helm repository charts are not supported yet). */
-function gitSource(source: ApplicationSource): ApplicationSource {
-  return source;
 }
 
 /** The default CheckoutRunner: in the calling thread, its tools stopped when the time is up. */

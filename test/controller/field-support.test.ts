@@ -22,7 +22,9 @@ import {
   ruleFor,
 } from '../../src/controller/field-support.ts';
 import type { UnhonouredInput } from '../../src/controller/unhonoured.ts';
-import { unhonouredCondition, unhonouredFields } from '../../src/controller/unhonoured.ts';
+import { repositorySecretsOf, unhonouredCondition, unhonouredFields } from '../../src/controller/unhonoured.ts';
+import { parseRepositorySecret } from '../../src/api/repository.ts';
+import { accessFor, EMPTY_REPOSITORY_STATE, RepositoryRefused } from '../../src/repository/access.ts';
 
 const surface = JSON.parse(readFileSync(new URL('./fixtures/argocd-surface.json', import.meta.url), 'utf8')) as Record<
   string,
@@ -118,6 +120,9 @@ function inputFor(key: string, name: string): UnhonouredInput {
     case 'finalizers':
       app.metadata.finalizers = [name];
       break;
+    case 'repositorySecret':
+      input.repositorySecrets = [{ secret: 'argocd/repo', keys: [name.slice('data.'.length)] }];
+      break;
     case 'clusterSecret':
       input.clusterSecret = name.startsWith('data.config.')
         ? { data: {}, config: { [name.slice('data.config.'.length)]: 'x' } }
@@ -130,7 +135,6 @@ function inputFor(key: string, name: string): UnhonouredInput {
 test('each warned name, set alone, is named in the condition; each honoured one is not', () => {
   const wrong: string[] = [];
   for (const [key, rules] of TABLES) {
-    if (key === 'repositorySecret') continue; // read elsewhere, see field-support.ts
     for (const name of surface[key] ?? []) {
       const rule = ruleFor(rules, name);
       if (!rule) continue;
@@ -159,4 +163,51 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
     'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option ServerSideApply=false (impersync always applies server-side); sync option Nonsense=true (not an option Argo CD defines); argocd-cm jsonnet.enable (jsonnet is not rendered)',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
+});
+
+const repositorySecret = (name: string, data: Record<string, string>) =>
+  parseRepositorySecret({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: 'argocd', labels: { 'argocd.argoproj.io/secret-type': 'repository' } },
+    stringData: { url: 'https://git.example.com/org/app', ...data },
+  });
+
+test('each refused repository Secret field, set alone, refuses the repository naming the field', () => {
+  const wrong: string[] = [];
+  for (const name of surface['repositorySecret'] ?? []) {
+    if (ruleFor(REPOSITORY_SECRET_RULES, name)?.support !== 'refused') continue;
+    const field = name.slice('data.'.length);
+    const state = { ...EMPTY_REPOSITORY_STATE, configs: [repositorySecret('repo', { [field]: 'x' })] };
+    try {
+      accessFor(state, 'https://git.example.com/org/app', 'default');
+      wrong.push(`${field}: not refused`);
+    } catch (err) {
+      if (!(err instanceof RepositoryRefused) || !err.message.includes(`'${field}'`))
+        wrong.push(`${field}: ${(err as Error).message}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test("the repository Secrets an Application's sources read are named in the condition by what they set", () => {
+  const state = {
+    ...EMPTY_REPOSITORY_STATE,
+    configs: [
+      repositorySecret('shallow', { depth: '1', password: 'p' }),
+      repositorySecret('full', { url: 'https://git.example.com/org/other', depth: '0', password: 'p' }),
+    ],
+  };
+  const sources = [
+    { repoURL: 'https://git.example.com/org/app.git', path: '.' },
+    { repoURL: 'https://git.example.com/org/other', path: '.' },
+  ];
+  const repositorySecrets = repositorySecretsOf(state, sources, baseProject());
+  assert.deepEqual(
+    repositorySecrets.map((r) => r.secret),
+    ['argocd/shallow', 'argocd/full'],
+  );
+  assert.deepEqual(unhonouredFields({ app: baseApp(), project: baseProject(), repositorySecrets }), [
+    'repository Secret argocd/shallow data.depth (clones are not shallow; the commit rendered is the same)',
+  ]);
 });
