@@ -99,8 +99,15 @@ const KubeObjectSchema = z.looseObject({
   metadata: z.looseObject({ name: z.string(), namespace: z.string().optional() }),
 });
 
+/**
+ * The revision an answer names: a commit, a chart version or an OCI digest, so short. Bounded
+ * because it goes on into every request's Impersonate-Extra header (docs/impersonation.md §11): a
+ * renderer taken over cannot make an Application's requests fail by their size.
+ */
+const AnsweredRevision = z.string().max(1024);
+
 export const RenderAnswerSchema = z.object({
-  revision: z.string(),
+  revision: AnsweredRevision,
   sourceType: z.enum(['Directory', 'Kustomize', 'Helm']),
   /** The repositories a chart's dependencies were fetched from (the controller refreshes on their Secrets' changes). */
   dependencies: z.array(z.string()).optional(),
@@ -119,4 +126,4 @@ export const NeedsAnswerSchema = z.object({
 });
 export type NeedsAnswer = z.infer<typeof NeedsAnswerSchema>;
 
-export const ResolveAnswerSchema = z.object({ revision: z.string() });
+export const ResolveAnswerSchema = z.object({ revision: AnsweredRevision });
