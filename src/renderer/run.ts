@@ -28,7 +28,17 @@ export interface RendererProcessOptions {
   /** Bytes of answers cached for unchanged inputs. Default 256 MiB. */
   cacheBytes?: number;
   /** Limits of the tools and checkouts (source/render.ts has each default). */
-  limits?: Partial<Pick<RenderLimits, 'toolMemoryBytes' | 'writeMaxBytes' | 'checkoutMaxBytes' | 'checkoutMaxFiles'>>;
+  limits?: Partial<
+    Pick<
+      RenderLimits,
+      | 'toolMemoryBytes'
+      | 'writeMaxBytes'
+      | 'checkoutMaxBytes'
+      | 'checkoutMaxFiles'
+      | 'maxDocumentBytes'
+      | 'maxDocumentNodes'
+    >
+  >;
   /** Environment of git, helm and kustomize. Default: this process's. */
   env?: NodeJS.ProcessEnv;
   logger: Logger;

@@ -16,6 +16,7 @@ import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
+import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -42,6 +43,10 @@ export interface RenderLimits {
   toolMemoryBytes: number;
   /** Largest single file a git, helm or kustomize process may write (RLIMIT_FSIZE). Default 256 MiB. */
   writeMaxBytes: number;
+  /** Largest YAML or JSON document, aliases counted at every use (expand.ts). Default 16 MiB. */
+  maxDocumentBytes: number;
+  /** Most nodes one document may expand to, aliases counted at every use. Default 1,000,000. */
+  maxDocumentNodes: number;
 }
 
 export const DEFAULT_LIMITS: RenderLimits = {
@@ -54,6 +59,7 @@ export const DEFAULT_LIMITS: RenderLimits = {
   checkoutMaxFiles: DEFAULT_CHECKOUT_LIMITS.checkoutMaxFiles,
   toolMemoryBytes: DEFAULT_TOOL_LIMITS.memoryBytes,
   writeMaxBytes: DEFAULT_TOOL_LIMITS.writeBytes,
+  ...DEFAULT_DOCUMENT_LIMITS,
 };
 
 /** The operating system's limits on each tool process, from the render limits. */
@@ -154,6 +160,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       exclude: source.directory?.exclude,
       maxFileBytes: env.limits.maxFileBytes,
       maxTotalBytes: env.limits.maxTotalBytes,
+      documents: documentLimits(env.limits),
     });
     return { sourceType, objects };
   }
@@ -189,7 +196,10 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         gitBinary: env.tools.paths?.git ?? 'git',
         checkoutLimits: env.limits,
       });
-      return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
+      return {
+        sourceType,
+        objects: parseManifests(out, `${shownPath} (kustomize build output)`, { limits: documentLimits(env.limits) }),
+      };
     }
     const out = await helmTemplate({
       ...tool,
@@ -204,11 +214,18 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     });
     return {
       sourceType,
-      objects: parseManifests(out, `${shownPath} (helm template output)`, { sourceComments: true }),
+      objects: parseManifests(out, `${shownPath} (helm template output)`, {
+        sourceComments: true,
+        limits: documentLimits(env.limits),
+      }),
     };
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
+}
+
+function documentLimits(limits: RenderLimits): DocumentLimits {
+  return { maxDocumentBytes: limits.maxDocumentBytes, maxDocumentNodes: limits.maxDocumentNodes };
 }
 
 function discoverType(appDir: string): SourceType {
