@@ -174,6 +174,7 @@ async function compareLive(
   const comparison = await compare(client, objects, inventoryOf(app), {
     ...trackingTarget(app, opts.namespace),
     health: assessors.for(inventory.configMap?.value),
+    diffs: true,
   }).finally(() => assessors.close());
   return {
     identityLine,

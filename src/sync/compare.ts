@@ -26,7 +26,7 @@ export interface ResourceComparison {
   name: string;
   status: SyncStatusCode;
   health: HealthStatus | null;
-  /** Unified diff, live → what applying would leave; '' when Synced. Secret values masked. */
+  /** Unified diff, live → what applying would leave, when asked for (`diffs`); '' when Synced. Secret values masked. */
   diff: string;
   requiresPruning: boolean;
   /** Why the status is Unknown, or a note on an OutOfSync object (the dry-run's refusal). */
@@ -59,6 +59,11 @@ export interface CompareOptions extends PrepareOptions {
   fieldValidation?: FieldValidation | undefined;
   /** How live objects' health is assessed (argocd-cm customizations); default: the built-in checks. */
   health?: HealthAssessor | undefined;
+  /**
+   * Make each OutOfSync object's text diff (`impersync diff` shows them). Off by default: nothing
+   * on the controller's path reads them, and a diff costs time in proportion to the object's size.
+   */
+  diffs?: boolean | undefined;
 }
 
 const COMPARE_CONCURRENCY = 8;
@@ -74,7 +79,12 @@ function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version
   };
 }
 
-function renderDiff(live: KubeObject | null, predicted: KubeObject | null): string {
+function renderDiff(
+  live: KubeObject | null,
+  predicted: KubeObject | null,
+  opts: { diffs?: boolean | undefined },
+): string {
+  if (!opts.diffs) return '';
   const masked = maskSecrets(live && normalizeForCompare(live), predicted && normalizeForCompare(predicted));
   return unifiedDiff(toYaml(masked.live), toYaml(masked.predicted));
 }
@@ -121,7 +131,7 @@ async function compareOne(
     live,
     status: synced ? 'Synced' : 'OutOfSync',
     health: live ? await (opts.health ?? builtinAssessor)(live) : { status: 'Missing' },
-    diff: synced ? '' : renderDiff(live, predicted),
+    diff: synced ? '' : renderDiff(live, predicted, opts),
     ...(note ? { message: note.message } : {}),
   };
 }
@@ -131,6 +141,7 @@ async function compareExtra(
   entry: InventoryEntry,
   appName: string,
   health: HealthAssessor,
+  opts: { diffs?: boolean | undefined },
 ): Promise<ResourceComparison | null> {
   const coords = {
     group: entry.group ?? '',
@@ -170,7 +181,7 @@ async function compareExtra(
     live,
     status: 'OutOfSync',
     health: await health(live),
-    diff: renderDiff(live, null),
+    diff: renderDiff(live, null, opts),
     requiresPruning: true,
   };
 }
@@ -193,7 +204,7 @@ export async function compareResources(
     ...(await mapLimit(managed, COMPARE_CONCURRENCY, (p) => compareOne(client, p, opts))),
     ...(
       await mapLimit(extras, COMPARE_CONCURRENCY, (e) =>
-        compareExtra(client, e, opts.appName, opts.health ?? builtinAssessor),
+        compareExtra(client, e, opts.appName, opts.health ?? builtinAssessor, opts),
       )
     ).filter((r): r is ResourceComparison => r !== null),
   ];
