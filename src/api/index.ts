@@ -9,3 +9,4 @@ export * from './configmap.ts';
 export * from './cluster.ts';
 export * from './manifest.ts';
 export * from './serviceaccount.ts';
+export * from './limits.ts';

@@ -4,6 +4,7 @@
 import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
+import { readApplicationLimits } from '../controller/app-limits.ts';
 import { HealthAssessors } from '../controller/health.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
@@ -162,7 +163,9 @@ async function compareLive(
       allowLocalRepositories: opts.allowLocalRepositories,
     });
     const input = renderInputFor(app, { sourceRepos: admission.project.spec.sourceRepos ?? [] });
-    const rendered = await renderer.render(input).finally(() => renderer.close());
+    // Held to the limits the controller holds this Application's renders to (argocd-cm).
+    const limits = readApplicationLimits(inventory.configMap?.value).limits;
+    const rendered = await renderer.render(input, { limits }).finally(() => renderer.close());
     objects = rendered.objects.map((o) => o.object);
     revision = rendered.revision;
   } catch (err) {

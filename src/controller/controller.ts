@@ -18,6 +18,7 @@ import type { Renderer } from '../renderer/client.ts';
 import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
+import { ApplicationLimitsReader } from './app-limits.ts';
 import { HealthAssessors } from './health.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
@@ -128,7 +129,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     });
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
-  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors };
+  const limits = new ApplicationLimitsReader((message) => log.warn(message));
+  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors, limits };
   const reconciler = new Reconciler({ ...common, refreshIntervalMs });
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({

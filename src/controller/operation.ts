@@ -22,6 +22,7 @@ import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import { Finalizer } from './finalizer.ts';
+import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
@@ -40,6 +41,8 @@ export interface OperatorDeps {
   waitTimeoutMs?: number | undefined;
   /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
   health: HealthAssessors;
+  /** argocd-cm's limits on each Application's render. */
+  limits: ApplicationLimitsReader;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -181,7 +184,10 @@ export class Operator {
     let rendered;
     try {
       const sourceRepos = ctx.project.spec.sourceRepos ?? [];
-      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision, sourceRepos }));
+      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision, sourceRepos }), {
+        limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
+        tenant: ctx.project.metadata.name,
+      });
     } catch (err) {
       // Not the Application's fault (the renderer is starting, restarting, has no token yet).
       if (err instanceof SourceError && err.reason === 'RendererUnavailable')

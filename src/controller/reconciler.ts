@@ -26,6 +26,7 @@ import { patchApplication, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
+import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
@@ -45,6 +46,8 @@ export interface ReconcilerDeps {
   refreshIntervalMs: () => number;
   /** argocd-cm's health customizations, as the assessor each comparison uses. */
   health: HealthAssessors;
+  /** argocd-cm's limits on each Application's render. */
+  limits: ApplicationLimitsReader;
   now?: () => Date;
 }
 
@@ -192,7 +195,11 @@ export class Reconciler {
     let rendered;
     try {
       const input = renderInputFor(app, { sourceRepos: ctx.project.spec.sourceRepos ?? [] });
-      rendered = await this.d.renderer.render(input, { noCache: hard });
+      rendered = await this.d.renderer.render(input, {
+        noCache: hard,
+        limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
+        tenant: ctx.project.metadata.name,
+      });
     } catch (err) {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       log.warn(message);

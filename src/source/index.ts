@@ -98,6 +98,12 @@ export interface RenderInput {
   sourceRepos?: readonly string[] | undefined;
 }
 
+/** How long a render may take: until `deadline` (epoch ms), the limit being `timeLimit` (for its message). */
+export interface RenderTimeOptions {
+  deadline?: number | undefined;
+  timeLimit?: { ms: number; setBy?: string | undefined } | undefined;
+}
+
 export interface RenderResult {
   /** Commit SHA rendered. */
   revision: string;
@@ -138,9 +144,9 @@ export class SourceRenderer {
    * Renders the source at its revision. `deadline` (epoch ms) bounds the whole render; what is left
    * of it once the commit is checked out is the time the tools and the parsing get.
    */
-  async render(input: RenderInput, opts: { deadline?: number } = {}): Promise<RenderResult> {
+  async render(input: RenderInput, opts: RenderTimeOptions = {}): Promise<RenderResult> {
     try {
-      return await this.#render(input, opts.deadline);
+      return await this.#render(input, opts);
     } catch (err) {
       // The last line of scrub.ts: whatever leaves here names no folder of the renderer's cache.
       const scrub = scrubber([{ from: path.resolve(this.#opts.cacheDir), to: '<cache>' }]);
@@ -153,13 +159,15 @@ export class SourceRenderer {
     }
   }
 
-  async #render(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
+  async #render(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
+    const { deadline, timeLimit } = time;
+    const limitMs = timeLimit?.ms ?? this.#limits.renderTimeoutMs;
     const source = gitSource(input.source);
     const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
     const checkout = await this.#git.checkout(source.repoURL, revision);
     try {
-      const remainingMs = deadline === undefined ? this.#limits.renderTimeoutMs : deadline - Date.now();
-      if (remainingMs <= 0) throw overTimeLimit(source, this.#limits.renderTimeoutMs);
+      const remainingMs = deadline === undefined ? limitMs : deadline - Date.now();
+      if (remainingMs <= 0) throw overTimeLimit(source, limitMs, timeLimit?.setBy);
       const { sourceType, objects } = await this.#runCheckout(
         {
           checkoutDir: checkout.dir,
@@ -182,7 +190,8 @@ export class SourceRenderer {
             // Resolved here: a worker thread has no environment of its own.
             searchPath: this.#opts.searchPath ?? process.env.PATH,
           },
-          limits: this.#limits,
+          limits: { ...this.#limits, renderTimeoutMs: limitMs },
+          ...(timeLimit?.setBy ? { timeLimitSetBy: timeLimit.setBy } : {}),
           // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
           workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
@@ -218,7 +227,7 @@ function inThisThread(
 ): Promise<RenderedObjects> {
   const stop = new AbortController();
   const timer = setTimeout(
-    () => stop.abort(overTimeLimit(request.source, environment.limits.renderTimeoutMs)),
+    () => stop.abort(overTimeLimit(request.source, environment.limits.renderTimeoutMs, environment.timeLimitSetBy)),
     timeoutMs,
   );
   return renderCheckout(request, { ...environment, signal: stop.signal }).finally(() => clearTimeout(timer));

@@ -78,6 +78,8 @@ export interface RenderEnvironment {
   env: NodeJS.ProcessEnv;
   /** Stops the tools of this render (its time limit ran out). */
   signal?: AbortSignal | undefined;
+  /** Where a time limit lower than the renderer's is set (limits.renderTimeoutMs is then that one). */
+  timeLimitSetBy?: string | undefined;
 }
 
 export interface RenderRequest {
@@ -102,10 +104,15 @@ export interface RenderedObjects {
 const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
 
 /** The error of a render that ran past its time limit (`limitMs`). */
-export function overTimeLimit(source: Pick<ApplicationSource, 'path'>, limitMs: number): SourceError {
+/**
+ * The Timeout error of a render: past the renderer's time limit, or past its Application's when
+ * `setBy` names where that lower one is set (an argocd-cm key).
+ */
+export function overTimeLimit(source: Pick<ApplicationSource, 'path'>, limitMs: number, setBy?: string): SourceError {
+  const whose = setBy ? "this Application's time limit" : "the renderer's time limit";
   return new SourceError(
     'Timeout',
-    `the render of '${source.path || '.'}' took longer than the renderer's time limit of ${limitMs / 1000}s`,
+    `the render of '${source.path || '.'}' took longer than ${whose} of ${limitMs / 1000}s${setBy ? ` (${setBy})` : ''}`,
   );
 }
 

@@ -233,7 +233,10 @@ describe('parseManifests', () => {
     );
     // Duplicate keys in flow maps, merge keys that repeat, and keys equal only after resolution.
     assert.throws(() => parseManifests(`${cm('f')}x: {a: 1, a: 2}\n`, 'f.yaml'), invalid(/^f\.yaml:5: Map keys/));
-    assert.throws(() => parseManifests(`${cm('num')}x: {1: a, 0x1: b}\n`, 'n.yaml'), invalid(/Map keys must be unique/));
+    assert.throws(
+      () => parseManifests(`${cm('num')}x: {1: a, 0x1: b}\n`, 'n.yaml'),
+      invalid(/Map keys must be unique/),
+    );
     const [m] = parseManifests(`${cm('m')}b: &b {p: 1}\nc: &c {q: 2}\nx:\n  <<: *b\n  <<: *c\n`, 'm.yaml');
     assert.deepEqual((m?.object as unknown as { x: unknown }).x, { p: 1, q: 2 });
   });

@@ -98,7 +98,10 @@ test('a ConfigMap of 12,000 keys whose values all change: the diff says how many
     '# diff not shown: 12000 lines removed and 12000 added, more than the 2000 changed lines a diff shows\n',
   );
   // Within the limit it is the diff.
-  assert.match(unifiedDiff(cm('old'), cm('old').replace('key-7: old-7\n', 'key-7: new-7\n'), { maxChanges: 2 }), /^-.*old-7$/m);
+  assert.match(
+    unifiedDiff(cm('old'), cm('old').replace('key-7: old-7\n', 'key-7: new-7\n'), { maxChanges: 2 }),
+    /^-.*old-7$/m,
+  );
 });
 
 test('YAML output does not fold long lines', () => {
