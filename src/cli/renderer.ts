@@ -14,6 +14,7 @@ export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-
                          [--render-memory SIZE] [--answer-cache SIZE] [--tool-memory SIZE]
                          [--tool-write-max SIZE] [--checkout-max-size SIZE] [--checkout-max-files N]
                          [--document-max-size SIZE] [--document-max-nodes N]
+                         [--checkout-cache-max-size SIZE] [--clone-cache-max-size SIZE]
                          [--allow-local-repositories] [--log-level LEVEL]
 
 Renders Applications' sources (git, kustomize build, helm template) for the controller, one request
@@ -36,6 +37,10 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --tool-write-max SIZE       largest file one of them may write, a fetched pack included (default 256Mi)
   --checkout-max-size SIZE    a commit whose files add up to more is refused before it is written (default 1Gi)
   --checkout-max-files N      a commit with more files is refused likewise (default 100000)
+  --checkout-cache-max-size SIZE
+                              checked-out commits kept on disk, in use or not (default 2Gi)
+  --clone-cache-max-size SIZE Git clones kept on disk (default 2Gi); the two caches together must fit
+                              in the cache folder's volume, with room for the renders' own files
   --document-max-size SIZE    largest YAML or JSON document, its aliases counted at every use (default 16Mi)
   --document-max-nodes N      most nodes one document may expand to, likewise (default 1000000)
   --allow-local-repositories  accept file:// and local paths as repoURL (local demos and tests only)
@@ -58,6 +63,8 @@ export async function main(argv: string[]): Promise<number> {
     'checkout-max-size': { type: 'string' },
     'checkout-max-files': { type: 'string' },
     'document-max-size': { type: 'string' },
+    'checkout-cache-max-size': { type: 'string' },
+    'clone-cache-max-size': { type: 'string' },
     'document-max-nodes': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
     'log-level': { type: 'string' },
@@ -98,6 +105,8 @@ export async function main(argv: string[]): Promise<number> {
   for (const [flag, key] of [
     ['render-memory', 'renderMemoryBytes'],
     ['answer-cache', 'cacheBytes'],
+    ['checkout-cache-max-size', 'checkoutCacheBytes'],
+    ['clone-cache-max-size', 'cloneCacheBytes'],
   ] as const) {
     const raw = stringFlag(v, flag, '');
     if (raw === '') continue;

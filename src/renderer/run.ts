@@ -27,6 +27,10 @@ export interface RendererProcessOptions {
   renderMemoryBytes?: number;
   /** Bytes of answers cached for unchanged inputs. Default 256 MiB. */
   cacheBytes?: number;
+  /** Bytes of checked-out commits on disk. Default 2 GiB (source/git.ts). */
+  checkoutCacheBytes?: number;
+  /** Bytes of Git clones on disk. Default 2 GiB (source/git.ts). */
+  cloneCacheBytes?: number;
   /** Limits of the tools and checkouts (source/render.ts has each default). */
   limits?: Partial<
     Pick<
@@ -71,6 +75,10 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     limits: { renderTimeoutMs, ...opts.limits },
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
+    git: {
+      ...(opts.checkoutCacheBytes !== undefined ? { treeCacheMaxBytes: opts.checkoutCacheBytes } : {}),
+      ...(opts.cloneCacheBytes !== undefined ? { cloneCacheMaxBytes: opts.cloneCacheBytes } : {}),
+    },
   });
   const handler = rendererHandler({
     renderer,

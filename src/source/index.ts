@@ -54,7 +54,15 @@ export interface SourceRendererOptions {
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
   searchPath?: string;
   limits?: Partial<RenderLimits>;
-  git?: { networkTimeoutMs?: number; localTimeoutMs?: number; maxTrees?: number };
+  git?: {
+    networkTimeoutMs?: number;
+    localTimeoutMs?: number;
+    maxTrees?: number;
+    /** Bytes of checked-out commits kept on disk (git.ts). */
+    treeCacheMaxBytes?: number;
+    /** Bytes of clones kept on disk (git.ts). */
+    cloneCacheMaxBytes?: number;
+  };
   /** Extra `kustomize build` flags, like argocd-cm's kustomize.buildOptions. */
   kustomizeBuildOptions?: string[];
   /** Environment for git, helm and kustomize (default: this process's). */
@@ -127,6 +135,8 @@ export class SourceRenderer {
       networkTimeoutMs: opts.git?.networkTimeoutMs,
       localTimeoutMs: opts.git?.localTimeoutMs,
       maxTrees: opts.git?.maxTrees,
+      treeCacheMaxBytes: opts.git?.treeCacheMaxBytes,
+      cloneCacheMaxBytes: opts.git?.cloneCacheMaxBytes,
       env: opts.env,
       allowLocalRepositories: opts.allowLocalRepositories,
       toolLimits: toolLimits(this.#limits, opts.toolPaths?.prlimit),
