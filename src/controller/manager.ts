@@ -184,9 +184,12 @@ export class Manager {
     const sep = app.indexOf('_');
     const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
     const raw = this.opts.cache.app(key);
-    // While an operation runs, its own writes and what they set off (a Deployment's status) would
-    // each cost a refresh and a conflicting status write; the refresh after the operation sees all.
-    if (raw && !hasOperationWork(raw)) this.refreshQueue.add(key);
+    if (!raw) return;
+    // While an operation runs, what it applied changing (a Deployment's rollout, a hook Job ending)
+    // is what its next step waits for; a refresh would only cost a conflicting status write, and
+    // the refresh after the operation sees all.
+    if (hasOperationWork(raw)) this.operationQueue.add(key);
+    else this.refreshQueue.add(key);
   }
 
   private requeue(keys: string[], why: string): void {
@@ -215,7 +218,7 @@ export class Manager {
     }
     if (!this.opts.cache.app(key)) return;
     if (result.operation) this.operationQueue.add(key);
-    if (kind === 'operation' && !result.operationCleared) this.refreshQueue.add(key);
+    if (kind === 'operation' && !result.operationCleared && !result.operationRunning) this.refreshQueue.add(key);
     if (result.requeueAfterMs !== undefined)
       (kind === 'refresh' ? this.refreshQueue : this.operationQueue).addAfter(key, result.requeueAfterMs);
     if (kind === 'refresh') this.scheduleRefresh(key);

@@ -1,12 +1,13 @@
 // Runs an Application's operation (`operation.sync`, manual or automated) as its identity: the
 // reads and writes around the decisions of operation-machine.ts, whose header lists the
-// crash-safety rules. One attempt, top to bottom: admission → the identity's client → render →
-// project limits → the ServiceAccount still exists (sa-check.ts) → sync (sync/sync.ts), its waves'
-// health judged with argocd-cm's customizations (health.ts). A deleted Application's resources
-// finalizer is finalizer.ts's.
+// crash-safety rules. One step per call, top to bottom: admission → the identity's client → render
+// (at the revision the operation's first step resolved) → project limits → the ServiceAccount
+// still exists (sa-check.ts) → the sync's next step (sync-step.ts), its waves' health judged with
+// argocd-cm's customizations (health.ts); where it stands is written and the worker is free until
+// the next step. A deleted Application's resources finalizer is finalizer.ts's.
 import type { Logger } from 'pino';
 import { EVENT_REASON, readStatus } from '../api/index.ts';
-import type { AppCondition, Cluster, Operation, OperationState } from '../api/index.ts';
+import type { AppCondition, Cluster, Operation, OperationState, ResourceResult, SyncResult } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { DestinationClient } from '../kube/types.ts';
@@ -14,7 +15,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { renderInputFor } from '../renderer/request.ts';
 import { SourceError } from '../source/errors.ts';
-import { inventoryOf, sync, trackingTarget } from '../sync/index.ts';
+import { inventoryOf, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel } from './admission.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
@@ -29,6 +30,7 @@ import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
+import { syncStep } from './sync-step.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
 
@@ -110,10 +112,12 @@ export class Operator {
         return this.run(key, raw, step.state);
       case 'resume':
         return this.run(key, raw, step.state);
+      case 'wait':
+        return { requeueAfterMs: step.delayMs, operationRunning: true };
     }
   }
 
-  /** One attempt, with an abort terminate() can pull from its first step (the render) on; then what it leads to. */
+  /** One step, with an abort terminate() can pull from its start (the render) on; then what it leads to. */
   private async run(key: string, raw: RawApplication, state: OperationState): Promise<ReconcileResult> {
     const abort = new AbortController();
     this.running.set(key, abort);
@@ -133,12 +137,16 @@ export class Operator {
         return {};
       case 'retry':
         await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
-        return { requeueAfterMs: next.delayMs };
+        return { requeueAfterMs: next.delayMs, operationRunning: true };
+      case 'continue':
+        if (next.write)
+          await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
+        return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'wait':
         this.d.logger.info({ application: key }, next.state.message);
         if (next.write)
           await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
-        return { requeueAfterMs: next.delayMs };
+        return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'finish': {
         // A Terminating write changed the Application: finish from what the API server has now.
         const target = next.reread ? await readApplication(this.d.control, key) : raw;
@@ -147,7 +155,7 @@ export class Operator {
     }
   }
 
-  /** The reads and the sync of one attempt, as the admitted identity; how it ended. */
+  /** The reads and the sync step of one call, as the admitted identity; how it ended. */
   private async attempt(
     key: string,
     raw: RawApplication,
@@ -179,12 +187,16 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
     const who = identityLabel(ctx.actsAs);
-    if ((state.retryCount ?? 0) === 0)
+    // The first step of an attempt has no results yet; later steps continue it.
+    const firstStep = state.syncResult === undefined;
+    if ((state.retryCount ?? 0) === 0 && firstStep)
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
       const sourceRepos = ctx.project.spec.sourceRepos ?? [];
-      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision: op.revision, sourceRepos }), {
+      // Every step renders the commit the first one resolved: a push meanwhile does not change the sync.
+      const revision = state.syncResult?.revision ?? op.revision;
+      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision, sourceRepos }), {
         limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
         tenant: ctx.project.metadata.name,
       });
@@ -199,7 +211,7 @@ export class Operator {
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)
       return { kind: 'failed', phase: 'Failed', message: violations.join('; '), retryable: false };
-    // The impersonated ServiceAccount must still exist: now, and again before each later wave.
+    // The impersonated ServiceAccount must still exist: at each step, and before each later wave.
     const check = this.saCheck.guard(client, () => this.ownClient(ctx.cluster));
     const checkServiceAccount =
       check &&
@@ -217,31 +229,57 @@ export class Operator {
     if (this.stopping) return { kind: 'abandoned' };
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
-    log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
-    const outcome = await sync(client, objects, inventoryOf(ctx.app), {
-      ...trackingTarget(ctx.app, this.d.cache.namespace),
-      ...(op.revision !== undefined ? { revision: op.revision } : {}),
-      prune: op.prune === true,
-      dryRun: op.dryRun === true,
-      syncOptions: [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
-      ...(op.resources ? { resources: op.resources } : {}),
-      ...(this.d.waitTimeoutMs !== undefined ? { waitTimeoutMs: this.d.waitTimeoutMs } : {}),
-      signal,
+    if (firstStep) log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    const outcome = await syncStep({
+      client,
+      desired: objects,
+      inventory: inventoryOf(ctx.app),
+      options: {
+        ...trackingTarget(ctx.app, this.d.cache.namespace),
+        revision: rendered.revision,
+        prune: op.prune === true,
+        dryRun: op.dryRun === true,
+        syncOptions: [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
+        ...(op.resources ? { resources: op.resources } : {}),
+        signal,
+        health: this.d.health.for(this.d.cache.settingsConfigMap()),
+        startedAt: new Date(state.startedAt),
+        prior: state.syncResult?.resources,
+        pruneWaves: state.progress?.pruneWaves,
+      },
+      progress: state.progress ?? {},
+      waitTimeoutMs: this.d.waitTimeoutMs,
       ...(checkServiceAccount ? { beforeWave: checkServiceAccount } : {}),
-      health: this.d.health.for(this.d.cache.settingsConfigMap()),
+      now: () => this.now().getTime(),
     });
-    if (signal.aborted) return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
-    const syncResult = {
+    if (outcome.kind === 'aborted' || signal.aborted)
+      return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
+    const syncResult = (resources: ResourceResult[]): SyncResult => ({
       revision: rendered.revision,
       ...(ctx.app.spec.source ? { source: ctx.app.spec.source } : {}),
-      resources: outcome.resources,
+      resources,
       identity: who,
-    };
-    if (outcome.phase !== 'Succeeded')
-      return { kind: 'failed', phase: outcome.phase, message: outcome.message, retryable: true, syncResult };
+    });
+    if (outcome.kind === 'running')
+      return {
+        kind: 'running',
+        message: outcome.message,
+        syncResult: syncResult(outcome.resources),
+        progress: outcome.progress,
+        delayMs: outcome.delayMs,
+      };
+    const result = outcome.result;
+    if (result.phase !== 'Succeeded')
+      return {
+        kind: 'failed',
+        phase: result.phase,
+        message: result.message,
+        retryable: true,
+        syncResult: syncResult(result.resources),
+      };
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
-    return { kind: 'succeeded', revision: rendered.revision, message, syncResult };
+    return { kind: 'succeeded', revision: rendered.revision, message, syncResult: syncResult(result.resources) };
   }
 
   /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */

@@ -10,8 +10,9 @@ import type { KubeObject } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
 import type { DestinationClient } from '../../src/kube/types.ts';
-import type { ComparisonResult, InventoryEntry, SyncOptions } from '../../src/sync/index.ts';
-import { compare, sync } from '../../src/sync/index.ts';
+import type { ComparisonResult, InventoryEntry } from '../../src/sync/index.ts';
+import { compare } from '../../src/sync/index.ts';
+import { sync, type SyncOptions } from './sync-driver.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
   applyRaw,
