@@ -136,7 +136,7 @@ export interface Fixture {
 export async function startFixture(
   cp: TestControlPlane,
   files: Record<string, string>,
-  opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number } = {},
+  opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number; operationProcessors?: number } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
   await repo.commit(files, 'guestbook');
@@ -159,6 +159,7 @@ export async function startFixture(
       events: [events],
       healthPort: 0,
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
+      ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
     });
   const fx: Fixture = {
     repo,
