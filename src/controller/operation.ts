@@ -136,16 +136,14 @@ export class Operator {
         );
         return {};
       case 'retry':
-        await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
+        await this.writeStepState(key, raw, state, next.state);
         return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'continue':
-        if (next.write)
-          await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
+        if (next.write) await this.writeStepState(key, raw, state, next.state);
         return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'wait':
         this.d.logger.info({ application: key }, next.state.message);
-        if (next.write)
-          await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
+        if (next.write) await this.writeStepState(key, raw, state, next.state);
         return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'finish': {
         // A Terminating write changed the Application: finish from what the API server has now.
@@ -280,6 +278,35 @@ export class Operator {
     log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
     return { kind: 'succeeded', revision: rendered.revision, message, syncResult: syncResult(result.resources) };
+  }
+
+  /**
+   * Writes where the operation stands after a step. What the step applied is done: a conflicting
+   * write (a refresh that was under way when the operation began wrote status meanwhile) must not
+   * lose its results, so re-read and write them onto the newer object while it still is this
+   * operation (as finish() does); the next step then starts from them.
+   */
+  private async writeStepState(
+    key: string,
+    raw: RawApplication,
+    before: OperationState,
+    state: OperationState,
+  ): Promise<void> {
+    let current = raw;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writeStatus(this.d.control, current, { ...(readStatus(current) ?? {}), operationState: state });
+        return;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= 5) throw err;
+        const fresh = await readApplication(this.d.control, key);
+        if (!fresh) return;
+        const now = readStatus(fresh)?.operationState;
+        // Terminating meanwhile: left as it is, for the next step to finish.
+        if (!stillThisOperation(now, before) || now?.phase !== 'Running') return;
+        current = fresh;
+      }
+    }
   }
 
   /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */
