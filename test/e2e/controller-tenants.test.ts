@@ -265,6 +265,21 @@ test(
     const reconciled = (await waitForApp(cp, 'many-keys', 'read', () => true)).status?.['reconciledAt'];
     await waitForApp(cp, 'many-keys', 'refreshed again', (a) => a.status?.['reconciledAt'] !== reconciled, 60_000);
 
+    // Each tenant's wait in each queue is a metric of its own (the AppProject is the tenant).
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    for (const [queue, tenant] of [
+      ['refresh', 'noisy'],
+      ['refresh', 'quiet'],
+      ['operation', 'quiet'],
+    ]) {
+      const m = new RegExp(
+        `^impersync_tenant_queue_wait_seconds_count\\{queue="${queue}",tenant="${tenant}"\\} (\\d+)$`,
+        'm',
+      ).exec(metrics);
+      assert.ok(m && Number(m[1]) > 0, `no ${queue} wait counted for tenant ${tenant}`);
+    }
+    assert.match(metrics, /^# TYPE impersync_tenant_queue_depth gauge$/m);
+
     probing = false;
     await prober;
     assert.equal(proc.child.exitCode, null, `the controller exited:\n${detail()}`);
