@@ -3,7 +3,7 @@
 // Test files are TypeScript, run directly by Node 24's type stripping.
 //
 // The binaries the tests need (control plane; helm and kustomize for rendering; kwok and
-// kube-scheduler for simulated nodes) are obtained first,
+// kube-scheduler for simulated nodes; the distribution registry for the OCI tests) are obtained first,
 // one build at a time, so that a fresh machine builds them once with its progress visible instead of
 // inside a test. A failure here does not stop the run: the tests that need a binary then fail with a
 // message saying how to get it.
@@ -14,9 +14,17 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 // The tools' folder is handed to the tests, so that an `impersync run` a test starts finds helm and
 // kustomize as the test itself does.
-const exported = { 'scripts/tool-binaries': 'IMPERSYNC_TOOLS_DIR' };
+const exported = {
+  'scripts/tool-binaries': 'IMPERSYNC_TOOLS_DIR',
+  'scripts/registry-binary': 'IMPERSYNC_REGISTRY_DIR',
+};
 const env = { ...process.env };
-for (const script of ['scripts/control-plane-binaries', 'scripts/tool-binaries', 'scripts/kwok-binary']) {
+for (const script of [
+  'scripts/control-plane-binaries',
+  'scripts/tool-binaries',
+  'scripts/kwok-binary',
+  'scripts/registry-binary',
+]) {
   const started = Date.now();
   const built = spawnSync('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
   const seconds = ((Date.now() - started) / 1000).toFixed(1);

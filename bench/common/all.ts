@@ -23,6 +23,7 @@ const runs: Array<[string, string[]]> = [
   ['steady', ['--apps', String(flags.apps), '--seconds', String(flags['steady-seconds'])]],
   ['react', ['--trials', String(flags.trials)]],
   ['tenants', []],
+  ['rights', []],
   ...(flags.objects > 1 ? [['large-repo', ['--objects', String(flags.objects)]] as [string, string[]]] : []),
 ];
 console.log(

@@ -2,6 +2,8 @@
 // by what they were (verb, resource, dry-run, as itself or impersonating), to say where time goes.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { EXTRA_KEYS } from '../../src/api/index.ts';
+import { LIVE_WATCH_USER_AGENT } from '../../src/kube/client.ts';
 import { readAudit, type AuditRecord, type TestControlPlane } from '../../test/support/index.ts';
 import { sleep } from './report.ts';
 
@@ -39,6 +41,31 @@ export function breakdown(records: AuditRecord[]): Array<[string, number]> {
 export function failures(records: AuditRecord[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of records) if ((r.code ?? 0) >= 400) out[String(r.code)] = (out[String(r.code)] ?? 0) + 1;
+  return out;
+}
+
+/**
+ * How many of the records were made as a ServiceAccount, and of those how many name their
+ * Application, project and revision in impersonatedUser.extra, how many are the shared live-object
+ * watches (which name none by design), how many name none otherwise; and the rights reviews asked
+ * (SelfSubjectAccessReviews, made only after a refusal).
+ */
+export function attribution(records: AuditRecord[]): {
+  asServiceAccount: number;
+  named: number;
+  sharedWatches: number;
+  unnamed: number;
+  reviews: number;
+} {
+  const out = { asServiceAccount: 0, named: 0, sharedWatches: 0, unnamed: 0, reviews: 0 };
+  for (const r of records) {
+    if (r.resource === 'selfsubjectaccessreviews') out.reviews++;
+    if (r.impersonatedUser === undefined) continue;
+    out.asServiceAccount++;
+    if (EXTRA_KEYS.every((k) => (r.impersonatedExtra[k] ?? []).length === 1)) out.named++;
+    else if (r.userAgent === LIVE_WATCH_USER_AGENT) out.sharedWatches++;
+    else out.unnamed++;
+  }
   return out;
 }
 

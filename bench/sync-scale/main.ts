@@ -3,7 +3,7 @@
 // control plane (each reference on its own fresh namespaces). Not a test: it asserts nothing.
 //   node bench/sync-scale/main.ts [--apps 100] [--timeout 1800]
 import { startControlPlane } from '../../test/support/index.ts';
-import { breakdown, failures, requestsBy } from '../common/audit.ts';
+import { attribution, breakdown, failures, requestsBy } from '../common/audit.ts';
 import {
   createApplications,
   createRepo,
@@ -132,6 +132,18 @@ try {
     breakdown(impRequests)
       .slice(0, 20)
       .map(([what, n]) => [what, fixed(n / N, 2), String(n)]),
+  );
+  const named = attribution(impRequests);
+  table(
+    "impersync's requests as a ServiceAccount: naming their Application (docs/impersonation.md §11), rights asked (§12)",
+    ['', 'per app', 'total'],
+    [
+      ['as a ServiceAccount', fixed(named.asServiceAccount / N, 2), String(named.asServiceAccount)],
+      ['  naming Application, project and revision', fixed(named.named / N, 2), String(named.named)],
+      ['  shared live-object watches (name none)', fixed(named.sharedWatches / N, 2), String(named.sharedWatches)],
+      ['  naming none otherwise', fixed(named.unnamed / N, 2), String(named.unnamed)],
+      ['SelfSubjectAccessReviews (only after a refusal)', fixed(named.reviews / N, 2), String(named.reviews)],
+    ],
   );
   table(
     'kubectl requests per Application',

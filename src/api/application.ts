@@ -2,7 +2,13 @@
 // meanings: its spec (spec.ts), its operation and its status (status.ts). Unknown fields are kept.
 import { z } from 'zod';
 import { ObjectMetaSchema, parseObject } from './meta.ts';
-import { ApplicationDestinationSchema, ApplicationSourceSchema, OperationSchema, SyncPolicySchema } from './spec.ts';
+import {
+  ApplicationDestinationSchema,
+  ApplicationSourceSchema,
+  OperationSchema,
+  ResourceIgnoreDifferencesSchema,
+  SyncPolicySchema,
+} from './spec.ts';
 import { ApplicationStatusSchema } from './status.ts';
 
 // source/ and renderer/ name the source type from here.
@@ -18,6 +24,7 @@ export const ApplicationSchema = z.looseObject({
     sources: z.array(ApplicationSourceSchema).optional(),
     destination: ApplicationDestinationSchema.optional(),
     syncPolicy: SyncPolicySchema.optional(),
+    ignoreDifferences: z.array(ResourceIgnoreDifferencesSchema).optional(),
   }),
   operation: OperationSchema.optional(),
   // Written by the controller; one it cannot read is refused like a bad spec, naming the field.

@@ -22,6 +22,31 @@ export const GroupKindSchema = z.looseObject({
 });
 export type GroupKind = z.infer<typeof GroupKindSchema>;
 
+/** One entry of spec.syncWindows (Argo CD's SyncWindow). */
+export const SyncWindowSchema = z.looseObject({
+  kind: z.string().optional(),
+  schedule: z.string().optional(),
+  duration: z.string().optional(),
+  applications: z.array(z.string()).optional(),
+  namespaces: z.array(z.string()).optional(),
+  clusters: z.array(z.string()).optional(),
+  manualSync: z.boolean().optional(),
+  timeZone: z.string().optional(),
+  andOperator: z.boolean().optional(),
+  description: z.string().optional(),
+  syncOverrun: z.boolean().optional(),
+});
+export type SyncWindow = z.infer<typeof SyncWindowSchema>;
+
+/** spec.orphanedResources: warn about objects in the destination namespaces no Application tracks. */
+export const OrphanedResourcesSchema = z.looseObject({
+  warn: z.boolean().optional(),
+  ignore: z
+    .array(z.looseObject({ group: z.string().optional(), kind: z.string().optional(), name: z.string().optional() }))
+    .optional(),
+});
+export type OrphanedResources = z.infer<typeof OrphanedResourcesSchema>;
+
 export const AppProjectSchema = z.looseObject({
   apiVersion: z.string().optional(),
   kind: z.literal('AppProject').optional(),
@@ -37,6 +62,8 @@ export const AppProjectSchema = z.looseObject({
       clusterResourceBlacklist: z.array(GroupKindSchema).optional(),
       namespaceResourceWhitelist: z.array(GroupKindSchema).optional(),
       namespaceResourceBlacklist: z.array(GroupKindSchema).optional(),
+      syncWindows: z.array(SyncWindowSchema).optional(),
+      orphanedResources: OrphanedResourcesSchema.optional(),
     })
     .default({}),
   status: z.record(z.string(), z.unknown()).optional(),

@@ -39,6 +39,8 @@ export interface Cluster {
   config: ClusterConfig;
   /** The Secret it came from ("ns/name"); empty for the built-in in-cluster destination. */
   secret: string;
+  /** The keys its Secret sets (data and stringData), for what impersync does not act on. */
+  keys?: string[];
 }
 
 /** The destination the controller runs in: it needs no Secret (spec §6). */
@@ -79,5 +81,5 @@ export function parseClusterSecret(raw: unknown): Cluster {
     }
     config = parsed.data;
   }
-  return { name: fields['name'] ?? server, server, config, secret: ref };
+  return { name: fields['name'] ?? server, server, config, secret: ref, keys: Object.keys(fields) };
 }

@@ -13,9 +13,13 @@ export const EVENT_REASON = {
   ImpersonationFallback: 'ImpersonationFallback',
   /** The impersonated ServiceAccount does not exist: the sync stops (controller/sa-check.ts). */
   ServiceAccountNotFound: 'ServiceAccountNotFound',
+  /** A comparison or sync was refused by RBAC: every right its identity lacks, in one message (controller/rights.ts). */
+  MissingRights: 'MissingRights',
   DeletionFailed: 'DeletionFailed',
   ResourcesDeleted: 'ResourcesDeleted',
   ComparisonError: CONDITION.ComparisonError,
   InvalidSpecError: CONDITION.InvalidSpecError,
+  SharedResourceWarning: CONDITION.SharedResourceWarning,
+  UnsupportedFieldWarning: CONDITION.UnsupportedFieldWarning,
 } as const;
 export type EventReason = (typeof EVENT_REASON)[keyof typeof EVENT_REASON];

@@ -10,3 +10,5 @@ export * from './cluster.ts';
 export * from './manifest.ts';
 export * from './serviceaccount.ts';
 export * from './limits.ts';
+export * from './repository.ts';
+export * from './attribution.ts';

@@ -7,6 +7,9 @@ export const ApplicationSourceSchema = z.looseObject({
   path: z.string().optional(),
   targetRevision: z.string().optional(),
   chart: z.string().optional(),
+  /** Multi-source: the name `$ref/...` helm value files of other sources use for this source's repository. */
+  ref: z.string().optional(),
+  name: z.string().optional(),
   directory: z
     .looseObject({
       recurse: z.boolean().optional(),
@@ -63,6 +66,25 @@ export const RetryStrategySchema = z.looseObject({
 });
 export type RetryStrategy = z.infer<typeof RetryStrategySchema>;
 
+/** One entry of spec.ignoreDifferences (Argo CD's ResourceIgnoreDifferences). */
+export const ResourceIgnoreDifferencesSchema = z.looseObject({
+  group: z.string().optional(),
+  kind: z.string(),
+  name: z.string().optional(),
+  namespace: z.string().optional(),
+  jsonPointers: z.array(z.string()).optional(),
+  jqPathExpressions: z.array(z.string()).optional(),
+  managedFieldsManagers: z.array(z.string()).optional(),
+});
+export type ResourceIgnoreDifferences = z.infer<typeof ResourceIgnoreDifferencesSchema>;
+
+/** syncPolicy.managedNamespaceMetadata: labels and annotations of a namespace CreateNamespace=true makes. */
+export const ManagedNamespaceMetadataSchema = z.looseObject({
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
+export type ManagedNamespaceMetadata = z.infer<typeof ManagedNamespaceMetadataSchema>;
+
 export const SyncPolicySchema = z.looseObject({
   automated: z
     .looseObject({
@@ -74,11 +96,25 @@ export const SyncPolicySchema = z.looseObject({
     .optional(),
   syncOptions: z.array(z.string()).optional(),
   retry: RetryStrategySchema.optional(),
+  managedNamespaceMetadata: ManagedNamespaceMetadataSchema.optional(),
 });
 export type SyncPolicy = z.infer<typeof SyncPolicySchema>;
 
+/** operation.sync.syncStrategy: `apply` (no hooks) or `hook` (the default), each with `force`. */
+export const SyncStrategySchema = z.looseObject({
+  apply: z.looseObject({ force: z.boolean().optional() }).optional(),
+  hook: z.looseObject({ force: z.boolean().optional() }).optional(),
+});
+export type SyncStrategy = z.infer<typeof SyncStrategySchema>;
+
 export const SyncOperationSchema = z.looseObject({
   revision: z.string().optional(),
+  /** A rollback (or a sync of other sources): render this source instead of spec.source. */
+  source: ApplicationSourceSchema.optional(),
+  /** Multi-source: one revision per source, and the sources of a rollback to a multi-source history entry. */
+  revisions: z.array(z.string()).optional(),
+  sources: z.array(ApplicationSourceSchema).optional(),
+  syncStrategy: SyncStrategySchema.optional(),
   prune: z.boolean().optional(),
   dryRun: z.boolean().optional(),
   syncOptions: z.array(z.string()).optional(),

@@ -54,6 +54,16 @@ export const CONDITION = {
   ImpersonationInfo: 'ImpersonationInfo',
   /** spec §10: destinationServiceAccounts set while the feature is off, and fallback. */
   ImpersonationWarning: 'ImpersonationWarning',
+  /** A live object another Application's tracking claims (controller/state.go). */
+  SharedResourceWarning: 'SharedResourceWarning',
+  /** An object listed more than once among the rendered ones. */
+  RepeatedResourceWarning: 'RepeatedResourceWarning',
+  /** A rendered object of a kind argocd-cm's resource.exclusions / inclusions leave out. */
+  ExcludedResourceWarning: 'ExcludedResourceWarning',
+  /** Objects in the destination namespace no Application tracks (AppProject orphanedResources.warn). */
+  OrphanedResourceWarning: 'OrphanedResourceWarning',
+  /** impersync's own: fields, options and annotations Argo CD defines that impersync does not act on. */
+  UnsupportedFieldWarning: 'UnsupportedFieldWarning',
 } as const;
 
 export const ConditionSchema = z.looseObject({
@@ -73,12 +83,15 @@ export const ResourceStatusSchema = z.looseObject({
   status: SyncStatusCodeSchema.optional(),
   health: HealthStatusSchema.optional(),
   requiresPruning: z.boolean().optional(),
+  requiresDeletionConfirmation: z.boolean().optional(),
 });
 export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
 
 export const SyncStatusSchema = z.looseObject({
   status: SyncStatusCodeSchema,
   revision: z.string().optional(),
+  /** Multi-source: the revision of each source, in spec.sources order (revision is then empty). */
+  revisions: z.array(z.string()).optional(),
   comparedTo: z
     .looseObject({
       source: ApplicationSourceSchema.optional(),
@@ -107,11 +120,15 @@ export type ResourceResult = z.infer<typeof ResourceResultSchema>;
 export const SyncResultSchema = z.looseObject({
   revision: z.string().optional(),
   source: ApplicationSourceSchema.optional(),
+  revisions: z.array(z.string()).optional(),
+  sources: z.array(ApplicationSourceSchema).optional(),
   resources: z.array(ResourceResultSchema).optional(),
   /** Results left out to keep the status within the API server's size limit (controller/status-size.ts). */
   resourcesOmitted: z.number().int().optional(),
   /** Who synced: the ServiceAccount user, or the controller's own credential (impersync's own field). */
   identity: z.string().optional(),
+  /** syncPolicy.managedNamespaceMetadata as this sync applied it. */
+  managedNamespaceMetadata: z.looseObject({}).optional(),
 });
 export type SyncResult = z.infer<typeof SyncResultSchema>;
 
@@ -127,6 +144,8 @@ export const SyncProgressSchema = z.looseObject({
   failure: z.string().optional(),
   /** The distinct sync waves of the prunes when the operation began (prunes run in reverse). */
   pruneWaves: z.array(z.number().int()).optional(),
+  /** The API server's 403 messages of the steps so far: a failed step then names every missing right. */
+  refusals: z.array(z.string()).optional(),
 });
 export type SyncProgress = z.infer<typeof SyncProgressSchema>;
 
@@ -151,11 +170,19 @@ export type OperationState = z.infer<typeof OperationStateSchema>;
 /** One successful sync in status.history. */
 export const HistoryEntrySchema = z.looseObject({
   id: z.number().int(),
-  revision: z.string(),
+  /** Single source: the commit (or chart version); empty for a multi-source entry, which has `revisions`. */
+  revision: z.string().optional(),
   source: ApplicationSourceSchema.optional(),
+  revisions: z.array(z.string()).optional(),
+  sources: z.array(ApplicationSourceSchema).optional(),
   deployedAt: z.string(),
   deployStartedAt: z.string().optional(),
   initiatedBy: OperationSchema.shape.initiatedBy,
+  /**
+   * Who applied it: the ServiceAccount user, or the controller's own credential (impersync's own
+   * field, as operationState.syncResult.identity): "as whom was revision X applied".
+   */
+  identity: z.string().optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
@@ -165,10 +192,25 @@ export const ApplicationStatusSchema = z.looseObject({
   resources: z.array(ResourceStatusSchema).optional(),
   reconciledAt: z.string().optional(),
   sourceType: z.string().optional(),
+  /** Multi-source: each source's type ('' for a `ref` source, which is not rendered). */
+  sourceTypes: z.array(z.string()).optional(),
   conditions: z.array(ConditionSchema).optional(),
   operationState: OperationStateSchema.optional(),
   history: z.array(HistoryEntrySchema).optional(),
+  /**
+   * impersync's own: the AppProject's sync windows that apply to this Application, those active
+   * now, and whether a manual sync may run (Argo CD's API shows the same as ApplicationSyncWindowState).
+   */
+  syncWindows: z
+    .looseObject({
+      assignedWindows: z.array(z.looseObject({})),
+      activeWindows: z.array(z.looseObject({})),
+      canSync: z.boolean(),
+      error: z.string().optional(),
+    })
+    .optional(),
 });
+export type SyncWindowsStatus = NonNullable<z.infer<typeof ApplicationStatusSchema>['syncWindows']>;
 export type ApplicationStatus = z.infer<typeof ApplicationStatusSchema>;
 
 /**

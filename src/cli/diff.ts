@@ -6,15 +6,18 @@ import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
 import { readApplicationLimits } from '../controller/app-limits.ts';
 import { HealthAssessors } from '../controller/health.ts';
+import { madeFor } from '../controller/admission.ts';
+import { Semantics } from '../controller/semantics.ts';
 import { objectLimitViolations } from '../controller/limits.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
-import { renderInputFor } from '../renderer/request.ts';
+import { renderApplication } from '../controller/render.ts';
 import type { ComparisonResult } from '../sync/index.ts';
 import { compare, inventoryOf, refusedComparison, trackingTarget } from '../sync/index.ts';
 import { startCommand, stringFlag } from './args.ts';
 import { explain } from './explain-core.ts';
+import { extrasRefusedWarning } from './extras.ts';
 import { processIO, type CommandIO } from './io.ts';
-import { loadLiveInventory } from './live.ts';
+import { loadLiveInventory, loadLiveRepositories } from './live.ts';
 import { DEFAULT_CONTROL_NAMESPACE } from './load.ts';
 
 export const DIFF_USAGE = `usage: impersync diff NAME|NAMESPACE/NAME [-n NAMESPACE] [--kubeconfig FILE] [--context NAME] [-o json|text]
@@ -134,8 +137,7 @@ async function compareLive(
       },
     };
   }
-  const client = factory.forIdentity(cluster, admission.actsAs);
-  const who = describeIdentity(client.identity);
+  const who = describeIdentity(admission.actsAs);
   const how =
     identity.decision === 'impersonate'
       ? 'impersonated'
@@ -162,23 +164,36 @@ async function compareLive(
       cacheDir: opts.cacheDir,
       allowLocalRepositories: opts.allowLocalRepositories,
     });
-    const input = renderInputFor(app, { sourceRepos: admission.project.spec.sourceRepos ?? [] });
+    const repositories = await loadLiveRepositories({
+      kubeconfig: opts.kubeconfig,
+      context: opts.context,
+      namespace: opts.namespace,
+    });
     // Held to the limits the controller holds this Application's renders to (argocd-cm).
     const limits = readApplicationLimits(inventory.configMap?.value).limits;
-    const rendered = await renderer.render(input, { limits }).finally(() => renderer.close());
+    const rendered = await renderApplication(renderer, app, {
+      project: admission.project,
+      repositories,
+      limits,
+    }).finally(() => renderer.close());
     objects = rendered.objects.map((o) => o.object);
-    revision = rendered.revision;
+    revision = rendered.revisions.join(', ');
   } catch (err) {
     return fail((err as Error).message);
   }
+  // As the controller compares: naming the Application and the commit in every request.
+  const client = factory.forIdentity(cluster, admission.actsAs, madeFor(admission, revision));
   const violations = await objectLimitViolations(client, admission, objects);
   // Health as the controller assesses it: argocd-cm's customizations, Lua checks in a runner of our own.
   const assessors = new HealthAssessors();
+  // ignoreDifferences, tracking and the resource filter as the controller applies them.
+  const semantics = new Semantics();
   const comparison = await compare(client, objects, inventoryOf(app), {
     ...trackingTarget(app, opts.namespace),
+    ...semantics.for(app, inventory.configMap?.value, admission.cluster),
     health: assessors.for(inventory.configMap?.value),
     diffs: true,
-  }).finally(() => assessors.close());
+  }).finally(() => Promise.all([assessors.close(), semantics.close()]));
   return {
     identityLine,
     report: {
@@ -189,7 +204,7 @@ async function compareLive(
       health: comparison.health,
       resources: comparison.resources.map(({ target: _t, live: _l, ...rest }) => rest),
       errors: [...violations, ...comparison.errors, ...(comparison.healthError ? [comparison.healthError] : [])],
-      warnings: [...warnings, ...comparison.warnings],
+      warnings: [...warnings, ...comparison.warnings, ...comparison.excluded, ...comparison.shared],
     },
   };
 }
@@ -215,7 +230,10 @@ export async function run(argv: string[], io: CommandIO, factory?: DestinationCl
   try {
     own = factory
       ? undefined
-      : await DestinationClientFactory.fromKubeConfig({ kubeconfig: opts.kubeconfig, context: opts.context });
+      : await DestinationClientFactory.fromKubeConfig(
+          { kubeconfig: opts.kubeconfig, context: opts.context },
+          { onExtrasRefused: (server) => io.stderr(extrasRefusedWarning(server)) },
+        );
     result = await compareLive(opts, (factory ?? own) as DestinationClientFactory);
   } catch (err) {
     result = { error: (err as Error).message };

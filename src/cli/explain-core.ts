@@ -3,7 +3,9 @@
 // The Application goes through the controller's admission gate (controller/admission.ts), so what
 // the controller refuses is refused here too, with its message.
 import { applicationKey, type AppProject, type Application } from '../api/index.ts';
+import type { SyncWindowsStatus } from '../api/index.ts';
 import { admit, type Admission, type ControlState, type IdentityDecision } from '../controller/admission.ts';
+import { syncWindowsStatus } from '../controller/sync-windows.ts';
 import {
   readImpersonationSettings,
   type DecisionKind,
@@ -20,6 +22,8 @@ export interface ExplainOptions {
   namespace: string;
   /** Where the objects came from, for messages (`the input files a.yaml, b.yaml`, `namespace argocd`). */
   source: string;
+  /** The time sync windows are judged at (default now). */
+  now?: Date | undefined;
 }
 
 /** The JSON document of `explain -o json`: exactly these fields. */
@@ -34,6 +38,8 @@ export interface ExplainReport {
   matched: MatchedEntry | null;
   message: string;
   warnings: string[];
+  /** The AppProject's sync windows for this Application now (only when some apply): controller/sync-windows.ts. */
+  syncWindows?: SyncWindowsStatus;
 }
 
 export interface Explanation {
@@ -135,5 +141,7 @@ export function explain(inventory: Inventory, options: ExplainOptions): Loaded<E
     message: identity.message,
     warnings: [...warnings, ...identity.warnings],
   };
+  const windows = syncWindowsStatus(project, app, options.now ?? new Date()).status;
+  if (windows) report.syncWindows = windows;
   return { ok: true, value: { report, admission, identity, settings, clusterName: cluster.name } };
 }

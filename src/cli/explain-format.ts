@@ -50,6 +50,7 @@ export function formatExplanation(x: Explanation): string {
   );
   lines.push(`Cluster:       ${x.clusterName} -> ${r.resolvedServer}`);
   lines.push(`Impersonation: ${settingsLine(x)}`);
+  if (r.syncWindows) lines.push(`Sync windows:  ${windowsLine(r.syncWindows)}`);
   lines.push('');
   if (r.decision === 'disabled') {
     lines.push(
@@ -90,4 +91,13 @@ export function formatExplanation(x: Explanation): string {
   lines.push(...outcomeLines(x));
   for (const w of r.warnings) lines.push(`warning: ${w}`);
   return lines.join('\n') + '\n';
+}
+
+/** `1 assigned, active now: deny '* * * * *' for 1h; a manual sync may not run now`. */
+function windowsLine(w: NonNullable<Explanation['report']['syncWindows']>): string {
+  const describe = (x: Record<string, unknown>) =>
+    `${String(x['kind'])} '${String(x['schedule'])}' for ${String(x['duration'])}`;
+  const active = w.activeWindows.length > 0 ? w.activeWindows.map(describe).join(', ') : 'none';
+  const verdict = w.error ? w.error : `a manual sync ${w.canSync ? 'may' : 'may not'} run now`;
+  return `${w.assignedWindows.length} assigned, active now: ${active}; ${verdict}`;
 }

@@ -1,14 +1,18 @@
 // `impersync explain`: which ServiceAccount an Application syncs as, and why (spec §3–§7, §10).
 // Exit 0 whenever an explanation was produced, whatever the decision; 2 when the input is unusable
-// or the controller's admission gate refuses the Application before its identity is decided.
+// or the controller's admission gate refuses the Application before its identity is decided. With
+// --check-rights (check-rights.ts), 1 when the identity lacks a right a sync needs.
+import { defaultSourceCacheDir } from '../renderer/child.ts';
 import { listFlag, startCommand, stringFlag } from './args.ts';
+import { checkRights, formatRights } from './check-rights.ts';
+import { extrasRefusedWarning } from './extras.ts';
 import { explain } from './explain-core.ts';
 import { formatExplanation } from './explain-format.ts';
 import { processIO, type CommandIO } from './io.ts';
 import { DEFAULT_CONTROL_NAMESPACE, INPUT_FLAGS, loadInput } from './load.ts';
 
 export const EXPLAIN_USAGE = `usage: impersync explain -f FILE [-f FILE ...] [--app NAMESPACE/NAME] [-o json|text]
-       impersync explain [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [--app NAMESPACE/NAME] [-o json|text]
+       impersync explain [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [--app NAMESPACE/NAME] [--check-rights] [-o json|text]
 
 Shows which ServiceAccount an Application syncs as, and why: each destinationServiceAccounts entry
 tried in order, the one that decided, and the outcome (disabled, impersonate, fallback, deny, error).
@@ -20,17 +24,37 @@ tried in order, the one that decided, and the outcome (disabled, impersonate, fa
   -o, --output FORMAT   text (default) or json
   -n, --namespace NS    the control namespace (argocd-cm, AppProjects, cluster Secrets; default argocd)
       --kubeconfig FILE, --context NAME   the cluster to read in live mode
+      --check-rights    live mode only: render the Application's source and ask the API server,
+                        as the identity it syncs as (SelfSubjectAccessReviews), about every verb
+                        and resource a sync of it needs in each namespace; names every one refused
+                        in the words of the controller's condition
+      --cache-dir DIR   with --check-rights: where Git clones are kept (default ~/.cache/impersync/source)
+      --allow-local-repositories   with --check-rights: render file:// and local repoURLs too
 
 The Application is admitted as the controller admits it: one the controller refuses before deciding
 its identity (its project missing or invalid under spec §8, a source or destination the project does
 not permit, a namespace its sourceNamespaces do not list) is refused here with the controller's message.
 
-Exit status: 0 when an explanation was produced, 2 when the input is unusable or the Application refused.
+Exit status: 0 when an explanation was produced, 2 when the input is unusable or the Application refused;
+with --check-rights, 1 when a right is missing and 2 when the rights could not be checked.
 `;
 
+const FLAGS = {
+  ...INPUT_FLAGS,
+  app: { type: 'string' },
+  'check-rights': { type: 'boolean' },
+  'cache-dir': { type: 'string' },
+  'allow-local-repositories': { type: 'boolean' },
+} as const;
+
 export async function run(argv: string[], io: CommandIO): Promise<number> {
-  const flags = startCommand('explain', argv, { ...INPUT_FLAGS, app: { type: 'string' } }, EXPLAIN_USAGE, io);
+  const flags = startCommand('explain', argv, FLAGS, EXPLAIN_USAGE, io);
   if (flags.done) return flags.code;
+  const checking = flags.values['check-rights'] === true;
+  if (checking && listFlag(flags.values, 'filename').length > 0) {
+    io.stderr('impersync explain: --check-rights asks a live cluster: give no -f\n');
+    return 2;
+  }
   const namespace = stringFlag(flags.values, 'namespace', DEFAULT_CONTROL_NAMESPACE);
   const app = typeof flags.values.app === 'string' ? flags.values.app : undefined;
   const appNamespace = app?.includes('/') ? app.slice(0, app.indexOf('/')) : undefined;
@@ -53,10 +77,29 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     io.stderr(`impersync explain: ${oneLine(result.error)}\n`);
     return 2;
   }
-  io.stdout(
-    flags.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value),
-  );
-  return 0;
+  if (!checking) {
+    io.stdout(
+      flags.format === 'json' ? JSON.stringify(result.value.report, null, 2) + '\n' : formatExplanation(result.value),
+    );
+    return 0;
+  }
+  const checked = await checkRights(result.value, {
+    kubeconfig: typeof flags.values.kubeconfig === 'string' ? flags.values.kubeconfig : undefined,
+    context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
+    namespace,
+    cacheDir: stringFlag(flags.values, 'cache-dir', defaultSourceCacheDir()),
+    allowLocalRepositories: flags.values['allow-local-repositories'] === true,
+    onExtrasRefused: (server) => io.stderr(extrasRefusedWarning(server)),
+  });
+  const rights = checked.ok ? checked.rights : undefined;
+  if (flags.format === 'json')
+    io.stdout(JSON.stringify({ ...result.value.report, rights: rights ?? null }, null, 2) + '\n');
+  else io.stdout(formatExplanation(result.value) + (rights ? formatRights(rights).join('\n') + '\n' : ''));
+  if (!checked.ok) {
+    io.stderr(`impersync explain: rights: ${oneLine(checked.error)}\n`);
+    return 2;
+  }
+  return checked.rights.message === null ? 0 : 1;
 }
 
 /** Errors are promised as one stderr line. */

@@ -3,6 +3,15 @@
 // through the controller's own connection (kube/control.ts; client-node's typed models would drop
 // unknown fields).
 import { ARGOCD_CM, SECRET_TYPE_LABEL } from '../api/index.ts';
+import {
+  REPOSITORY_SECRET_TYPES,
+  SSH_KNOWN_HOSTS_CM,
+  SSH_KNOWN_HOSTS_KEY,
+  TLS_CERTS_CM,
+  parseRepositorySecret,
+  type RepositoryConfig,
+} from '../api/repository.ts';
+import { EMPTY_REPOSITORY_STATE, type RepositoryState } from '../repository/access.ts';
 import { ControlClient } from '../kube/control.ts';
 import { loadControllerCredential } from '../kube/credentials.ts';
 import type { Loaded, RawDocument } from './documents.ts';
@@ -105,4 +114,48 @@ async function readInventory(control: ControlClient, source: LiveSource): Promis
   const inventory = buildInventory(docs);
   if (inventory.ok) inventory.value.configMapError = configMapError;
   return inventory;
+}
+
+/**
+ * The repository Secrets, credential templates and the two repository ConfigMaps of the control
+ * namespace, as the controller's cache reads them (`impersync diff` renders private repositories
+ * with them). Unreadable ones are left out: the render then says what it could not reach.
+ */
+export async function loadLiveRepositories(source: LiveSource): Promise<RepositoryState> {
+  let control: ControlClient;
+  try {
+    control = new ControlClient(
+      await loadControllerCredential({ kubeconfig: source.kubeconfig, context: source.context }),
+    );
+  } catch {
+    return EMPTY_REPOSITORY_STATE;
+  }
+  try {
+    const ns = encodeURIComponent(source.namespace);
+    const selector = encodeURIComponent(`${SECRET_TYPE_LABEL} in (${REPOSITORY_SECRET_TYPES.join(',')})`);
+    const secrets = await control.request<{ items?: unknown[] } | null>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${ns}/secrets?labelSelector=${selector}`,
+    });
+    const configs: RepositoryConfig[] = [];
+    const errors: string[] = [];
+    for (const item of secrets.ok ? (secrets.value?.items ?? []) : []) {
+      try {
+        configs.push(parseRepositorySecret({ ...(item as object), apiVersion: 'v1', kind: 'Secret' }));
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    const data = async (name: string): Promise<Record<string, string>> => {
+      const cm = await control.request<{ data?: Record<string, string> } | null>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${ns}/configmaps/${name}`,
+      });
+      return cm.ok ? (cm.value?.data ?? {}) : {};
+    };
+    const knownHosts = (await data(SSH_KNOWN_HOSTS_CM))[SSH_KNOWN_HOSTS_KEY] ?? '';
+    return { configs, errors, knownHosts, tlsCerts: await data(TLS_CERTS_CM) };
+  } finally {
+    await control.close();
+  }
 }

@@ -14,7 +14,7 @@ import { CONDITION, parseApplication, projectName } from '../api/index.ts';
 import type { AppCondition, AppProject, Application, Cluster } from '../api/index.ts';
 import { decideIdentity, globMatch, resolveDestination, validateProject } from '../impersonation/index.ts';
 import type { Identity as ImpersonationIdentity, ImpersonationSettings } from '../impersonation/index.ts';
-import type { Identity } from '../kube/types.ts';
+import type { Identity, MadeFor } from '../kube/types.ts';
 import { checkApplicationLimits, describeViolation } from '../project/index.ts';
 
 /** The identity decision of spec §5 for one Application, with its trace, entries and warnings. */
@@ -60,6 +60,20 @@ export type Admission =
       settings: ImpersonationSettings;
       condition: AppCondition;
     };
+
+/**
+ * What the destination client's requests are made for (docs/impersonation.md §11): the
+ * Application, its project and `revision` (the one compared or synced; absent when none is known),
+ * and whether argocd-cm requires the API server to accept them.
+ */
+export function madeFor(decided: Pick<Decided, 'app' | 'project' | 'settings'>, revision?: string): MadeFor {
+  return {
+    application: `${decided.app.metadata.namespace ?? ''}/${decided.app.metadata.name}`,
+    project: decided.project.metadata.name,
+    ...(revision !== undefined && revision !== '' ? { revision } : {}),
+    requireExtras: decided.settings.requireExtras,
+  };
+}
 
 /** "system:serviceaccount:ns:sa" or "the controller's own credential", for messages. */
 export function identityLabel(actsAs: Identity): string {

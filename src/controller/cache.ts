@@ -9,6 +9,15 @@ import type { WatchTransport } from '../kube/watch.ts';
 import { Watch } from '../kube/watch.ts';
 import type { WatchedObject } from '../kube/watch.ts';
 import type { ControlState } from './admission.ts';
+import {
+  REPOSITORY_SECRET_TYPES,
+  SSH_KNOWN_HOSTS_CM,
+  SSH_KNOWN_HOSTS_KEY,
+  TLS_CERTS_CM,
+  parseRepositorySecret,
+} from '../api/repository.ts';
+import type { RepositoryConfig } from '../api/repository.ts';
+import type { RepositoryState } from '../repository/access.ts';
 
 export interface CacheOptions {
   /** The control namespace (argocd): projects, argocd-cm, cluster Secrets, and Applications. */
@@ -25,7 +34,12 @@ export class ControllerCache {
   readonly projects: Watch;
   readonly configMaps: Watch;
   readonly secrets: Watch;
+  /** Repository Secrets and credential templates (issue 13), and the two ConfigMaps of known hosts and CAs. */
+  readonly repoSecrets: Watch;
+  readonly knownHostsCM: Watch;
+  readonly tlsCertsCM: Watch;
   readonly namespace: string;
+  private readonly parsedRepos = new WeakMap<WatchedObject, RepositoryConfig | Error>();
   private readonly appNamespaces: string[];
   private readonly parsedProjects = new WeakMap<WatchedObject, AppProject | Error>();
 
@@ -73,6 +87,26 @@ export class ControllerCache {
       ...common,
       onError: err('cluster secrets'),
     });
+    this.repoSecrets = new Watch(transport, {
+      path: `/api/v1/namespaces/${ns}/secrets`,
+      kind: 'Secret',
+      apiVersion: 'v1',
+      labelSelector: `${SECRET_TYPE_LABEL} in (${REPOSITORY_SECRET_TYPES.join(',')})`,
+      ...common,
+      onError: err('repository secrets'),
+    });
+    // Each ConfigMap by name (a label selector cannot pick them: users' copies may not be labelled).
+    const byName = (name: string) =>
+      new Watch(transport, {
+        path: `/api/v1/namespaces/${ns}/configmaps`,
+        kind: 'ConfigMap',
+        apiVersion: 'v1',
+        fieldSelector: `metadata.name=${name}`,
+        ...common,
+        onError: err(name),
+      });
+    this.knownHostsCM = byName(SSH_KNOWN_HOSTS_CM);
+    this.tlsCertsCM = byName(TLS_CERTS_CM);
   }
 
   watches(): Array<[string, Watch]> {
@@ -81,7 +115,44 @@ export class ControllerCache {
       ['appprojects', this.projects],
       ['argocd-cm', this.configMaps],
       ['cluster-secrets', this.secrets],
+      ['repository-secrets', this.repoSecrets],
+      [SSH_KNOWN_HOSTS_CM, this.knownHostsCM],
+      [TLS_CERTS_CM, this.tlsCertsCM],
     ];
+  }
+
+  /**
+   * Repository Secrets, credential templates, known hosts and CA certificates as the caches hold
+   * them now: a change takes effect at the next render, no restart.
+   */
+  repositoryState(): RepositoryState {
+    const configs: RepositoryConfig[] = [];
+    const errors: string[] = [];
+    for (const raw of this.repoSecrets.list()) {
+      let parsed = this.parsedRepos.get(raw);
+      if (parsed === undefined) {
+        try {
+          parsed = parseRepositorySecret(raw);
+        } catch (err) {
+          parsed = err as Error;
+        }
+        this.parsedRepos.set(raw, parsed);
+      }
+      if (parsed instanceof Error) errors.push(parsed.message);
+      else configs.push(parsed);
+    }
+    const data = (watch: Watch, name: string): Record<string, string> => {
+      const raw = watch.get(`${this.namespace}/${name}`);
+      const d = (raw as { data?: unknown } | undefined)?.data;
+      if (!d || typeof d !== 'object') return {};
+      return Object.fromEntries(Object.entries(d).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    };
+    return {
+      configs,
+      errors,
+      knownHosts: data(this.knownHostsCM, SSH_KNOWN_HOSTS_CM)[SSH_KNOWN_HOSTS_KEY] ?? '',
+      tlsCerts: data(this.tlsCertsCM, TLS_CERTS_CM),
+    };
   }
 
   start(): void {

@@ -4,10 +4,13 @@
 // health/metrics endpoint.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { EXTRA_KEYS } from '../api/index.ts';
+import { REQUIRE_EXTRAS_KEY } from '../impersonation/index.ts';
 import { ControlClient } from '../kube/control.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig } from '../kube/credentials.ts';
 import type { ResponseHook } from '../kube/transport.ts';
+import type { KubeError } from '../kube/types.ts';
 import { WatchHttpError } from '../kube/watch.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
@@ -20,9 +23,12 @@ import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { ApplicationLimitsReader } from './app-limits.ts';
 import { HealthAssessors } from './health.ts';
+import { DestinationCapabilities } from './capabilities.ts';
+import { Semantics } from './semantics.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
+import { RightsCheck } from './rights.ts';
 
 export interface ControllerOptions {
   kc: KubeConfig;
@@ -87,14 +93,21 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
   });
   const holder: { manager?: Manager } = {};
+  // Once per destination credential (kube/attribution.ts): requests go on without the extras.
+  const onExtrasRefused = (server: string, err: KubeError) =>
+    log.warn(
+      { server, err: err.message },
+      `the controller may not impersonate impersync's user extras on ${server}: requests made as ServiceAccounts there do not name their Application, project and revision in the audit log (unless argocd-cm sets ${REQUIRE_EXTRAS_KEY}: "true", which makes them fail instead). Grant impersonate on userextras/${EXTRA_KEYS.join(', userextras/')} (docs/install.md)`,
+    );
   const factory = new DestinationClientFactory(
     credential,
     opts.liveObjects === false
-      ? { onResponse }
+      ? { onResponse, onExtrasRefused }
       : {
           onResponse,
+          onExtrasRefused,
           liveObjects: {
-            onChange: (_server, object) => holder.manager?.managedObjectChanged(object),
+            onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
             // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
             idleMs: () => {
@@ -130,11 +143,32 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
   const limits = new ApplicationLimitsReader((message) => log.warn(message));
-  const common = { cache, factory, control, renderer, events, logger: log, metrics, health: assessors, limits };
-  const reconciler = new Reconciler({ ...common, refreshIntervalMs });
+  const capabilities = new DestinationCapabilities();
+  // Which rights an identity lacks, asked after a refusal; answers shared by refreshes and syncs.
+  const rights = new RightsCheck();
+  // ignoreDifferences' jq expressions, run in a worker thread that stop() ends.
+  const semantics = new Semantics();
+  const common = {
+    cache,
+    factory,
+    control,
+    renderer,
+    events,
+    logger: log,
+    metrics,
+    health: assessors,
+    capabilities,
+    rights,
+    semantics,
+    limits,
+  };
+  // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
+  const dependencies = new Map<string, readonly string[]>();
+  const reconciler = new Reconciler({ ...common, refreshIntervalMs, dependencies });
   const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
   const manager = new Manager({
     cache,
+    semantics,
     workers: {
       refresh: (k) => reconciler.refresh(k),
       operate: (k) => operator.operate(k),
@@ -142,6 +176,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     },
     logger: log,
     metrics,
+    dependencies,
     ...(opts.statusProcessors !== undefined ? { statusProcessors: opts.statusProcessors } : {}),
     ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
   });
@@ -179,6 +214,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       // A child renderer this controller started ends with it.
       if (!opts.renderer) await renderer.close();
       await assessors.close();
+      await semantics.close();
       await health?.close();
     },
   };

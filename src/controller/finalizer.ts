@@ -1,12 +1,15 @@
-// The resources finalizer (`resources-finalizer.argocd.argoproj.io`): when an Application that
-// carries it is deleted, its resources are deleted first (sync/delete.ts), as its identity, and the
-// finalizer is removed only once they are gone. Runs in the operation queue.
+// The resources finalizer (`resources-finalizer.argocd.argoproj.io`, and its `/foreground` and
+// `/background` variants): when an Application that carries one is deleted, its resources are
+// deleted first (sync/delete.ts), as its identity, with foreground propagation (background for the
+// `/background` variant, as Argo CD), and the finalizer is removed only once they are gone; then the
+// PostDelete hooks run and are cleaned up, each step with its own finalizer (post-delete.ts), in
+// Argo CD's order (finalizeApplicationDeletion). One finalizer per call. Runs in the operation queue.
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { ControlClient } from '../kube/control.ts';
-import { deleteResources, inventoryOf, trackingTarget } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { deleteResources, deletionInventoryOf, trackingTarget } from '../sync/index.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import { patchApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -14,8 +17,23 @@ import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { mergeConditions } from './status.ts';
+import type { Semantics } from './semantics.ts';
+import { deletionApprovedSince } from './deletion-approval.ts';
+import type { HealthAssessors } from './health.ts';
+import type { Renderer } from '../renderer/client.ts';
+import { renderApplication } from './render.ts';
+import type { HookStep } from './post-delete.ts';
+import {
+  cleanupPostDeleteHooks,
+  POST_DELETE_CLEANUP_FINALIZER,
+  POST_DELETE_FINALIZER,
+  runPostDeleteHooks,
+} from './post-delete.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+export const FOREGROUND_FINALIZER = `${RESOURCES_FINALIZER}/foreground`;
+export const BACKGROUND_FINALIZER = `${RESOURCES_FINALIZER}/background`;
+const CASCADE_FINALIZERS = [RESOURCES_FINALIZER, FOREGROUND_FINALIZER, BACKGROUND_FINALIZER];
 
 export interface FinalizerDeps {
   cache: ControllerCache;
@@ -23,6 +41,10 @@ export interface FinalizerDeps {
   control: ControlClient;
   events: EventSink;
   logger: Logger;
+  semantics: Semantics;
+  /** For the PostDelete hooks, rendered from the Application's source when it is deleted. */
+  renderer: Renderer;
+  health: HealthAssessors;
   now?: () => Date;
 }
 
@@ -40,7 +62,9 @@ export class Finalizer {
    */
   async finalize(key: string, raw: RawApplication): Promise<ReconcileResult> {
     const finalizers = raw.metadata.finalizers ?? [];
-    if (!finalizers.includes(RESOURCES_FINALIZER)) return {};
+    const cascade = finalizers.find((f) => CASCADE_FINALIZERS.includes(f));
+    const hooks = [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER].find((f) => finalizers.includes(f));
+    if (!cascade && !hooks) return {};
     const involved = involvedApplication(raw);
     const ctx = admit(this.d.cache.controlState(), raw);
     const fail = async (message: string): Promise<ReconcileResult> => {
@@ -67,12 +91,70 @@ export class Finalizer {
       this.d.logger.info({ application: key }, ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
+    // Named in each request: the Application and the revision its resources are known at (the last
+    // compared, else the last synced: a refused comparison records none).
+    const last = readStatus(raw);
+    const revision =
+      last?.sync?.revision ??
+      last?.sync?.revisions?.join(', ') ??
+      last?.history?.at(-1)?.revision ??
+      last?.operationState?.syncResult?.revision;
+    const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
+    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, revision));
+    const remove = async (finalizer: string): Promise<ReconcileResult> => {
+      // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
+      await patchApplication(this.d.control, raw, {
+        metadata: {
+          finalizers: finalizers.filter((f) => f !== finalizer),
+          resourceVersion: raw.metadata.resourceVersion,
+        },
+      });
+      return finalizers.length > 1 ? { requeueAfterMs: 1_000 } : {};
+    };
+    if (!cascade && hooks) {
+      let objects;
+      try {
+        const rendered = await renderApplication(this.d.renderer, ctx.app, {
+          project: ctx.project,
+          repositories: this.d.cache.repositoryState(),
+        });
+        objects = rendered.objects.map((o) => o.object);
+      } catch (err) {
+        return fail(`failed to render desired manifests: ${(err as Error).message}`);
+      }
+      const hookCtx = {
+        client,
+        objects,
+        appName: trackingTarget(ctx.app, this.d.cache.namespace).appName,
+        destinationNamespace: ctx.app.spec.destination?.namespace ?? '',
+        tracking: semantics.tracking,
+        health: this.d.health.for(this.d.cache.settingsConfigMap()),
+      };
+      const step: HookStep =
+        hooks === POST_DELETE_FINALIZER ? await runPostDeleteHooks(hookCtx) : await cleanupPostDeleteHooks(hookCtx);
+      if ('error' in step) return fail(step.error);
+      if ('waiting' in step) {
+        this.d.logger.info({ application: key }, step.waiting);
+        return { requeueAfterMs: 2_000 };
+      }
+      return remove(hooks);
+    }
     const result = await deleteResources(
-      this.d.factory.forIdentity(ctx.cluster, ctx.actsAs),
-      inventoryOf(ctx.app),
+      client,
+      deletionInventoryOf(ctx.app),
       trackingTarget(ctx.app, this.d.cache.namespace).appName,
+      {
+        tracking: semantics.tracking,
+        propagationPolicy: cascade === BACKGROUND_FINALIZER ? 'Background' : 'Foreground',
+        appSyncOptions: semantics.appSyncOptions,
+        approved: deletionApprovedSince(ctx.app, ctx.app.metadata.deletionTimestamp),
+      },
     );
     if (!result.ok) return fail(result.message);
+    if (result.waiting) {
+      this.d.logger.info({ application: key }, result.waiting);
+      return { requeueAfterMs: 5_000 };
+    }
     if (result.remaining > 0) return { requeueAfterMs: 2_000 };
     await this.d.events.record(
       involved,
@@ -80,11 +162,6 @@ export class Finalizer {
       EVENT_REASON.ResourcesDeleted,
       `Deleted the Application's resources as ${identityLabel(ctx.actsAs)}`,
     );
-    const rest = finalizers.filter((f) => f !== RESOURCES_FINALIZER);
-    // JSON merge patch replaces the list; the resourceVersion makes it fail rather than drop a finalizer added meanwhile.
-    await patchApplication(this.d.control, raw, {
-      metadata: { finalizers: rest, resourceVersion: raw.metadata.resourceVersion },
-    });
-    return {};
+    return remove(cascade as string);
   }
 }

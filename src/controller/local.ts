@@ -184,7 +184,11 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
       if (reason === EVENT_REASON.OperationCompleted) say(`✔ ${app} synced: ${message}`);
       else if (reason === EVENT_REASON.OperationFailed) say(`✖ ${app} refused: ${message}`);
       else if (reason === EVENT_REASON.ImpersonationFallback) say(`! ${app}: ${message}`);
-      else if (reason === EVENT_REASON.ComparisonError || reason === EVENT_REASON.InvalidSpecError)
+      else if (
+        reason === EVENT_REASON.ComparisonError ||
+        reason === EVENT_REASON.InvalidSpecError ||
+        reason === EVENT_REASON.MissingRights
+      )
         say(`✖ ${app} refused: ${message}`);
     },
   };

@@ -10,20 +10,34 @@ import type { AppProject, Cluster } from '../api/index.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { KubeObject } from '../api/index.ts';
 import { trackedApp } from '../sync/tracking.ts';
+import type { Semantics } from './semantics.ts';
+import { worthRefresh } from './update-filter.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
 import { ConflictError } from './applications.ts';
-import { appsAffectedByCluster, appsAffectedByProject, appsAffectedBySettings } from './requeue.ts';
+import {
+  appsAffectedByCluster,
+  appsAffectedByKnownHosts,
+  appsAffectedByProject,
+  appsAffectedByRepository,
+  appsAffectedBySettings,
+  appsAffectedByTLSCerts,
+} from './requeue.ts';
+import { SSH_KNOWN_HOSTS_CM, SSH_KNOWN_HOSTS_KEY, TLS_CERTS_CM, parseRepositorySecret } from '../api/repository.ts';
+import type { RepositoryConfig } from '../api/repository.ts';
 import type { AppIndexEntry } from './requeue.ts';
 import type { ReconcileResult, Workers } from './reconcile.ts';
-import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork } from './triggers.ts';
+import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork, skipsReconcile } from './triggers.ts';
 import { tenantOf } from './tenants.ts';
 import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
 import { objectStoreKey } from '../kube/watch.ts';
 
 export interface ManagerOptions {
   cache: ControllerCache;
+  /** argocd-cm's tracking and ignored updates, for live-object changes (default: annotation tracking). */
+  semantics?: Semantics;
   workers: Workers;
   logger: Logger;
   metrics?: Metrics;
@@ -31,6 +45,8 @@ export interface ManagerOptions {
   operationProcessors?: number;
   /** Jitter added to the periodic refresh, as a fraction of the interval (Argo CD: up to 1 min). */
   refreshJitter?: number;
+  /** Application key → the repositories its charts' dependencies came from (the last render's). */
+  dependencies?: ReadonlyMap<string, readonly string[]>;
 }
 
 export class Manager {
@@ -86,7 +102,7 @@ export class Manager {
     const out: AppIndexEntry[] = [];
     for (const key of this.opts.cache.appKeys()) {
       const raw = this.opts.cache.app(key);
-      if (raw) out.push(appIndexEntry(key, raw));
+      if (raw) out.push(appIndexEntry(key, raw, this.opts.dependencies?.get(key)));
     }
     return out;
   }
@@ -109,6 +125,8 @@ export class Manager {
     const key = objectStoreKey(e.object);
     const ns = e.object.metadata.namespace ?? '';
     if (!this.opts.cache.watchesNamespace(ns)) return;
+    // argocd.argoproj.io/skip-reconcile: out of the controller's hands (Argo CD's canProcessApp).
+    if (e.type !== 'DELETED' && skipsReconcile(e.object)) return;
     if (e.type === 'DELETED') {
       this.refreshQueue.forget(key);
       this.operationQueue.forget(key);
@@ -173,14 +191,64 @@ export class Manager {
     );
   }
 
+  /** A repository Secret or credential template changed: exactly the Applications reading a repository it matches. */
+  private onRepositorySecret(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const parse = (o: WatchedObject | undefined): RepositoryConfig | undefined => {
+      if (!o) return undefined;
+      try {
+        return parseRepositorySecret(o);
+      } catch (err) {
+        this.log.warn({ secret: objectStoreKey(o), err: (err as Error).message }, 'repository Secret cannot be read');
+        return undefined;
+      }
+    };
+    const before = e.type === 'ADDED' ? undefined : parse(e.old);
+    const after = e.type === 'DELETED' ? undefined : parse(e.object);
+    this.requeue(
+      appsAffectedByRepository(this.appIndex(), before, after),
+      `repository Secret ${e.object.metadata.name} changed`,
+    );
+  }
+
+  private onKnownHosts(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const hosts = (o: WatchedObject | undefined): string =>
+      ((o?.['data'] as Record<string, string> | undefined)?.[SSH_KNOWN_HOSTS_KEY] as string | undefined) ?? '';
+    const before = e.type === 'ADDED' ? '' : hosts(e.old);
+    const after = e.type === 'DELETED' ? '' : hosts(e.object);
+    this.requeue(appsAffectedByKnownHosts(this.appIndex(), before, after), `${SSH_KNOWN_HOSTS_CM} changed`);
+  }
+
+  private onTLSCerts(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const certs = (o: WatchedObject | undefined): Record<string, string> =>
+      (o?.['data'] as Record<string, string> | undefined) ?? {};
+    const before = e.type === 'ADDED' ? {} : certs(e.old);
+    const after = e.type === 'DELETED' ? {} : certs(e.object);
+    this.requeue(appsAffectedByTLSCerts(this.appIndex(), before, after), `${TLS_CERTS_CM} changed`);
+  }
+
   /**
    * Someone changed an object an Application manages (a live-object watch saw it): refresh that
    * Application now rather than at the next periodic refresh, as Argo CD does. Its tracking id
    * names it: `<name>` in the control namespace, `<namespace>_<name>` elsewhere.
    */
-  managedObjectChanged(object: { metadata: { annotations?: Record<string, string> | undefined } }): void {
-    const app = trackedApp(object as Parameters<typeof trackedApp>[0]);
+  managedObjectChanged(object: KubeObject, old?: KubeObject): void {
+    const settings = this.opts.semantics?.settings(this.opts.cache.settingsConfigMap());
+    const app = trackedApp(object, settings?.tracking);
     if (!app) return;
+    if (settings && old) {
+      // argocd-cm's ignored updates (and, by default, ignored differences): a change only there is no refresh.
+      void worthRefresh(settings, old, object, this.opts.semantics?.jq).then((worth) => {
+        if (worth) this.changed(app);
+      });
+      return;
+    }
+    this.changed(app);
+  }
+
+  private changed(app: string): void {
     const sep = app.indexOf('_');
     const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
     const raw = this.opts.cache.app(key);
@@ -230,6 +298,9 @@ export class Manager {
     cache.projects.on((e) => this.onProject(e));
     cache.configMaps.on((e) => this.onSettings(e));
     cache.secrets.on((e) => this.onSecret(e));
+    cache.repoSecrets.on((e) => this.onRepositorySecret(e));
+    cache.knownHostsCM.on((e) => this.onKnownHosts(e));
+    cache.tlsCertsCM.on((e) => this.onTLSCerts(e));
     cache.start();
     await cache.synced();
     const onError = (kind: string) => (key: string, err: unknown) => {

@@ -61,6 +61,8 @@ export const TERMINATED: End = { phase: 'Failed', message: 'Operation terminated
 
 /** How soon an attempt that could not reach the renderer is made again. */
 export const RENDERER_RETRY_MS = 5000;
+/** How soon a held operation (sync window, pruning confirmation) is tried again. */
+export const HELD_RETRY_MS = 5000;
 
 export type Step =
   /** No operation and nothing left Running. */
@@ -130,6 +132,11 @@ export type Attempt =
     }
   /** The renderer could not be reached (SourceError RendererUnavailable): try again shortly. */
   | { kind: 'renderer-unavailable'; message: string }
+  /**
+   * The operation is held, still Running with this message, and is tried again shortly: by a sync
+   * window ("Sync operation blocked by sync window") or a prune awaiting confirmation.
+   */
+  | { kind: 'held'; message: string; syncResult?: SyncResult }
   /** Aborted by a Terminating write: finish from the Application as it is now. */
   | { kind: 'terminated' }
   /** The controller is stopping: leave it Running for the next one. */
@@ -177,6 +184,14 @@ export function afterAttempt(state: OperationState, attempt: Attempt, nowMs: num
         delayMs: RENDERER_RETRY_MS,
       };
     }
+    case 'held': {
+      const next = {
+        ...state,
+        message: attempt.message,
+        ...(attempt.syncResult ? { syncResult: attempt.syncResult } : {}),
+      };
+      return { kind: 'wait', state: next, write: !isDeepStrictEqual(next, state), delayMs: HELD_RETRY_MS };
+    }
     case 'succeeded':
       return {
         kind: 'finish',
@@ -212,19 +227,26 @@ export function finishedStatus(
   status: ApplicationStatus,
   state: OperationState,
   end: End,
-  opts: { conditions?: AppCondition[]; revision?: string | undefined; now: string },
+  opts: { conditions?: AppCondition[]; revision?: string | undefined; now: string; historyLimit?: number | undefined },
 ): ApplicationStatus {
   const { now } = opts;
   const extra = opts.conditions ?? [];
   let history = status.history;
   if (end.phase === 'Succeeded' && opts.revision !== undefined && !state.operation.sync?.dryRun) {
-    history = appendHistory(history, {
-      revision: opts.revision,
-      source: state.syncResult?.source,
-      deployedAt: now,
-      deployStartedAt: state.startedAt,
-      initiatedBy: state.operation.initiatedBy,
-    });
+    const r = state.syncResult;
+    history = appendHistory(
+      history,
+      {
+        ...(r?.revisions
+          ? { revisions: r.revisions, sources: r.sources }
+          : { revision: opts.revision, source: r?.source }),
+        deployedAt: now,
+        deployStartedAt: state.startedAt,
+        initiatedBy: state.operation.initiatedBy,
+        ...(r?.identity !== undefined ? { identity: r.identity } : {}),
+      },
+      opts.historyLimit,
+    );
   }
   const others = (status.conditions ?? []).filter(
     (c) => c.type !== CONDITION.SyncError && !extra.some((e) => e.type === c.type),
@@ -252,6 +274,8 @@ export interface SyncTaskView {
   hook: boolean;
   /** pending: not started in this attempt; running: applied, not yet healthy (or pruned, not yet gone). */
   state: 'pending' | 'running' | 'succeeded' | 'failed';
+  /** A pending prune that waits for the Application's deletion-approved annotation (Prune=confirm). */
+  unconfirmed?: boolean;
 }
 
 /** Where a sync stands at a step: its tasks and SyncFail hooks, and what the last steps recorded. */
@@ -270,6 +294,11 @@ export interface SyncView {
 export type SyncStep =
   /** Apply the pending tasks of this group (the ServiceAccount checked first when a group came before). */
   | { kind: 'apply'; group: number }
+  /**
+   * The next group holds a prune awaiting confirmation (Prune=confirm): nothing of it is done, the
+   * operation stays Running until the Application is approved (these indices into `tasks`).
+   */
+  | { kind: 'hold'; unconfirmed: number[] }
   /** Wait for these tasks (indices into `tasks`, or into `syncFail` once failing). */
   | { kind: 'wait'; running: number[]; of: 'tasks' | 'syncFail' }
   /** Failing: apply the SyncFail hooks not yet started. */
@@ -317,6 +346,10 @@ export function nextSyncStep(view: SyncView, nowMs: number, waitTimeoutMs: numbe
   if (view.tasks.some((t) => t.state === 'failed' && waited(t)))
     return { kind: 'fail', what: 'one or more synchronization tasks completed unsuccessfully' };
   const next = view.tasks.find((t) => t.state === 'pending');
-  if (next) return { kind: 'apply', group: next.group };
+  if (next) {
+    const unconfirmed = indices(view.tasks, (t) => t.group === next.group && t.unconfirmed === true);
+    if (unconfirmed.length > 0) return { kind: 'hold', unconfirmed };
+    return { kind: 'apply', group: next.group };
+  }
   return { kind: 'succeed' };
 }

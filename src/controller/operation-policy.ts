@@ -38,6 +38,8 @@ export function mayRetry(strategy: RetryStrategy | undefined, retryCount: number
 export interface Comparison {
   syncStatus: SyncStatusCode;
   revision: string;
+  /** Multi-source: each source's revision (the operation then names `revisions`). */
+  revisions?: string[] | undefined;
   /** Number of desired objects after rendering. */
   desiredCount: number;
   /** Out-of-sync resources, each marked when its only change is that it must be pruned. */
@@ -81,17 +83,17 @@ export function autoSyncDecision(
   const last = lastState;
   // Argo CD compares the source too (targetRevision aside): a new path or parameters on the same
   // commit is a new desired state and is synced again.
-  if (
-    last &&
-    last.operation.initiatedBy?.automated &&
-    last.syncResult?.revision === comparison.revision &&
-    sameSource(last.syncResult.source, app.spec.source)
-  ) {
+  const multi = comparison.revisions !== undefined;
+  const sameRevision = multi
+    ? canonical(last?.syncResult?.revisions ?? null) === canonical(comparison.revisions) &&
+      sameSource(last?.syncResult?.sources, app.spec.sources)
+    : last?.syncResult?.revision === comparison.revision && sameSource(last?.syncResult?.source, app.spec.source);
+  const shown = multi ? (comparison.revisions ?? []).join(', ') : comparison.revision;
+  if (last && last.operation.initiatedBy?.automated && sameRevision) {
     if (last.phase !== 'Succeeded') {
-      return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${comparison.revision}` };
+      return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${shown}` };
     }
-    if (!auto.selfHeal)
-      return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${comparison.revision}` };
+    if (!auto.selfHeal) return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${shown}` };
     // Self-heal waits a while after the last sync, so a resource that never converges does not loop.
     const since = last.finishedAt ? nowMs - Date.parse(last.finishedAt) : Infinity;
     if (since < SELF_HEAL_MS)
@@ -103,7 +105,7 @@ export function autoSyncDecision(
   }
   const operation: Operation = {
     sync: {
-      revision: comparison.revision,
+      ...(multi ? { revisions: comparison.revisions } : { revision: comparison.revision }),
       prune: auto.prune ?? false,
       ...(policy?.syncOptions ? { syncOptions: policy.syncOptions } : {}),
     },
@@ -132,9 +134,15 @@ function sameSource(recorded: unknown, current: unknown): boolean {
 /** Appends a successful sync to the history, keeping the last HISTORY_LIMIT entries. */
 export function appendHistory(
   history: HistoryEntry[] | undefined,
-  entry: Pick<HistoryEntry, 'revision' | 'source' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy'>,
+  entry: Pick<
+    HistoryEntry,
+    'revision' | 'source' | 'revisions' | 'sources' | 'deployedAt' | 'deployStartedAt' | 'initiatedBy' | 'identity'
+  >,
+  limit: number = HISTORY_LIMIT,
 ): HistoryEntry[] {
   const prev = history ?? [];
   const id = prev.reduce((m, h) => Math.max(m, h.id), -1) + 1;
-  return [...prev, { id, ...entry }].slice(-HISTORY_LIMIT);
+  // spec.revisionHistoryLimit (Argo CD's GetRevisionHistoryLimit, default 10); 0 keeps none.
+  const kept = Math.max(0, Math.floor(limit));
+  return kept === 0 ? [] : [...prev, { id, ...entry }].slice(-kept);
 }

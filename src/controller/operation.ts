@@ -7,16 +7,25 @@
 // the next step. A deleted Application's resources finalizer is finalizer.ts's.
 import type { Logger } from 'pino';
 import { EVENT_REASON, readStatus } from '../api/index.ts';
-import type { AppCondition, Cluster, Operation, OperationState, ResourceResult, SyncResult } from '../api/index.ts';
+import type {
+  AppCondition,
+  Cluster,
+  Operation,
+  OperationState,
+  ResourceResult,
+  SyncOperation,
+  SyncResult,
+} from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
-import { renderInputFor } from '../renderer/request.ts';
+import { renderApplication } from './render.ts';
+import type { DestinationCapabilities } from './capabilities.ts';
 import { SourceError } from '../source/errors.ts';
 import { inventoryOf, trackingTarget } from '../sync/index.ts';
-import { admit, identityLabel } from './admission.ts';
+import { admit, identityLabel, madeFor } from './admission.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
@@ -29,10 +38,30 @@ import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
+import { watchRefusals } from './refusals.ts';
+import type { RightsCheck } from './rights.ts';
+import { syncNeedsAfter } from './rights-needs.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
 import { syncStep } from './sync-step.ts';
+import { skipsReconcile } from './triggers.ts';
+import type { Semantics } from './semantics.ts';
+import { deletionApprovedSince } from './deletion-approval.ts';
+import { windowVerdict } from './sync-windows.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
+
+/** The refusals a running sync keeps between its steps (only whether there were any matters much). */
+const MAX_KEPT_REFUSALS = 20;
+
+/**
+ * The operation as a later step renders it: at the revisions its first step resolved (recorded in
+ * syncResult), so a push meanwhile does not change a sync under way. The first step: as asked.
+ */
+function resolvedOperation(op: SyncOperation, done: SyncResult | undefined): SyncOperation {
+  if (done?.revisions && done.revisions.length > 0) return { ...op, revisions: done.revisions };
+  if (done?.revision) return { ...op, revision: done.revision };
+  return op;
+}
 
 export interface OperatorDeps {
   cache: ControllerCache;
@@ -45,6 +74,12 @@ export interface OperatorDeps {
   health: HealthAssessors;
   /** argocd-cm's limits on each Application's render. */
   limits: ApplicationLimitsReader;
+  /** The destination's versions for Helm's .Capabilities, read as the Application's identity. */
+  capabilities?: DestinationCapabilities;
+  /** Which rights the identity lacks, asked after a refused sync. */
+  rights: RightsCheck;
+  /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
+  semantics: Semantics;
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
@@ -88,7 +123,7 @@ export class Operator {
   async operate(key: string): Promise<ReconcileResult> {
     // Read from the API server, never the cache: an operation is not started from a stale object.
     let raw = await readApplication(this.d.control, key);
-    if (!raw) return {};
+    if (!raw || skipsReconcile(raw)) return {};
     if (raw.metadata.deletionTimestamp) return this.finalizer.finalize(key, raw);
     const status = readStatus(raw) ?? {};
     const step = nextStep(
@@ -172,6 +207,9 @@ export class Operator {
     });
     const involved = involvedApplication(ctx.app);
     this.d.metrics?.identityDecisions.inc({ outcome: ctx.identity.decision });
+    // Sync windows hold the operation, still Running, before anything else (controller/sync.go SyncAppState).
+    const window = windowVerdict(ctx.project, ctx.app, state, this.now());
+    if (!window.canSync) return { kind: 'held', message: window.message };
     if (!ctx.admitted) {
       // spec §5: deny and error end the operation in Error, nothing written to the destination.
       const message = ctx.condition.message;
@@ -179,7 +217,6 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationDenied, message);
       return { kind: 'failed', phase: 'Error', message, retryable: false, conditions: ctx.conditions };
     }
-    const client = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs);
     if (ctx.identity.decision === 'fallback') {
       log.info(ctx.identity.message);
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
@@ -191,12 +228,14 @@ export class Operator {
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
-      const sourceRepos = ctx.project.spec.sourceRepos ?? [];
-      // Every step renders the commit the first one resolved: a push meanwhile does not change the sync.
-      const revision = state.syncResult?.revision ?? op.revision;
-      rendered = await this.d.renderer.render(renderInputFor(ctx.app, { revision, sourceRepos }), {
+      // The first step resolves the revisions (no reuse of refs listed earlier), as Argo CD's sync
+      // does; every later step renders the commits it resolved: a push meanwhile does not change the sync.
+      rendered = await renderApplication(this.d.renderer, ctx.app, {
+        project: ctx.project,
+        repositories: this.d.cache.repositoryState(),
+        operation: resolvedOperation(op, state.syncResult),
         limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
-        tenant: ctx.project.metadata.name,
+        ...(await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
       });
     } catch (err) {
       // Not the Application's fault (the renderer is starting, restarting, has no token yet).
@@ -205,6 +244,11 @@ export class Operator {
       const message = `failed to render desired manifests: ${(err as Error).message}`;
       return { kind: 'failed', phase: 'Error', message, retryable: true };
     }
+    const revision = rendered.multiSource ? rendered.revisions.join(', ') : (rendered.revisions[0] ?? '');
+    // The one client of this attempt, naming the Application and the commit it syncs in every request.
+    const identityClient = this.d.factory.forIdentity(ctx.cluster, ctx.actsAs, madeFor(ctx, revision));
+    const watched = watchRefusals(identityClient);
+    const client = watched.client;
     const objects = rendered.objects.map((o) => o.object);
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)
@@ -227,17 +271,26 @@ export class Operator {
     if (this.stopping) return { kind: 'abandoned' };
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
-    if (firstStep) log.info({ revision: rendered.revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    if (firstStep) log.info({ revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    const syncOptions = [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])];
+    const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
+    const managedNamespaceMetadata = ctx.app.spec.syncPolicy?.managedNamespaceMetadata;
     const outcome = await syncStep({
       client,
       desired: objects,
       inventory: inventoryOf(ctx.app),
       options: {
         ...trackingTarget(ctx.app, this.d.cache.namespace),
-        revision: rendered.revision,
+        ...semantics,
+        // Read again at every step: an approval given while the sync holds lets it go on.
+        pruneConfirmed: deletionApprovedSince(ctx.app, state.startedAt),
+        ...(op.syncStrategy ? { syncStrategy: op.syncStrategy } : {}),
+        ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
+        // Names generateName hooks: the commit the first step resolved, the same at every step.
+        revision: rendered.revisions[0] ?? '',
         prune: op.prune === true,
         dryRun: op.dryRun === true,
-        syncOptions: [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])],
+        syncOptions,
         ...(op.resources ? { resources: op.resources } : {}),
         signal,
         health: this.d.health.for(this.d.cache.settingsConfigMap()),
@@ -252,32 +305,61 @@ export class Operator {
     });
     if (outcome.kind === 'aborted' || signal.aborted)
       return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
+    // Argo CD's shapes: revision and source for one source, revisions and sources for spec.sources.
     const syncResult = (resources: ResourceResult[]): SyncResult => ({
-      revision: rendered.revision,
-      ...(ctx.app.spec.source ? { source: ctx.app.spec.source } : {}),
+      ...(rendered.multiSource
+        ? { revisions: rendered.revisions, sources: rendered.sources }
+        : { revision, ...(rendered.sources[0] ? { source: rendered.sources[0] } : {}) }),
       resources,
       identity: who,
+      // What the namespace was given, so a later change of it shows as OutOfSync (Argo CD).
+      ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
     });
+    // The refusals of earlier steps count too: a failure is often reported a step after its 403
+    // (a SyncFail hook ran in between).
+    const refusals = [...(state.progress?.refusals ?? []), ...watched.refusals];
     if (outcome.kind === 'running')
       return {
         kind: 'running',
         message: outcome.message,
         syncResult: syncResult(outcome.resources),
-        progress: outcome.progress,
+        progress: {
+          ...outcome.progress,
+          ...(refusals.length > 0 ? { refusals: [...new Set(refusals)].slice(0, MAX_KEPT_REFUSALS) } : {}),
+        },
         delayMs: outcome.delayMs,
       };
     const result = outcome.result;
-    if (result.phase !== 'Succeeded')
+    if (result.phase !== 'Succeeded') {
+      // Refused by RBAC: every right the identity lacks, named at once rather than one per retry.
+      const destination = ctx.app.spec.destination?.namespace ?? '';
+      const missing = await this.d.rights.afterRefusals(
+        identityClient,
+        refusals,
+        syncNeedsAfter(objects, result.comparison?.resources ?? [], {
+          destination,
+          prune: op.prune === true,
+          syncOptions,
+          inventory: ctx.app.status?.resources,
+        }),
+        { defaultNamespace: destination, onError: (e) => log.info(e) },
+      );
+      if (missing !== undefined) {
+        log.warn(missing);
+        await this.d.events.record(involved, 'Warning', EVENT_REASON.MissingRights, missing);
+      }
+      const message = missing !== undefined ? `${missing}; ${result.message}` : result.message;
       return {
         kind: 'failed',
         phase: result.phase,
-        message: result.message,
+        message,
         retryable: true,
         syncResult: syncResult(result.resources),
       };
-    log.info({ revision: rendered.revision, identity: who }, 'sync succeeded');
+    }
+    log.info({ revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
-    return { kind: 'succeeded', revision: rendered.revision, message, syncResult: syncResult(result.resources) };
+    return { kind: 'succeeded', revision, message, syncResult: syncResult(result.resources) };
   }
 
   /**
@@ -329,7 +411,14 @@ export class Operator {
     let current = raw;
     for (let attempt = 0; ; attempt++) {
       try {
-        const status = finishedStatus(readStatus(current) ?? {}, state, end, { conditions, revision, now });
+        const limit = (current['spec'] as { revisionHistoryLimit?: unknown } | undefined)?.revisionHistoryLimit;
+        const historyLimit = typeof limit === 'number' ? limit : undefined;
+        const status = finishedStatus(readStatus(current) ?? {}, state, end, {
+          conditions,
+          revision,
+          now,
+          historyLimit,
+        });
         await writeStatus(this.d.control, current, status);
         break;
       } catch (err) {

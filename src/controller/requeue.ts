@@ -1,12 +1,17 @@
 // Which Applications a change of another object affects, so that exactly those are requeued
 // (level-based: the reconciler re-reads everything; this only picks the keys).
 import type { Cluster } from '../api/index.ts';
+import type { RepositoryConfig } from '../api/repository.ts';
+import { configAffects, hostOf, isSSHURL } from '../repository/access.ts';
+import { knownHostsFor } from '../repository/known-hosts.ts';
 
 export interface AppIndexEntry {
   /** "namespace/name" */
   key: string;
   project: string;
   destination: { server?: string | undefined; name?: string | undefined };
+  /** Every repository the Application reads: its sources' repoURLs and its charts' dependency repositories. */
+  repoURLs?: readonly string[] | undefined;
 }
 
 /**
@@ -59,4 +64,41 @@ export function appsAffectedByCluster(
 /** argocd-cm changed: settings (impersonation switch, global projects, timeouts) touch every Application. */
 export function appsAffectedBySettings(apps: Iterable<AppIndexEntry>): string[] {
   return [...apps].map((a) => a.key);
+}
+
+/** A repository Secret or credential template changed: the Applications reading a repository it matched before or after. */
+export function appsAffectedByRepository(
+  apps: Iterable<AppIndexEntry>,
+  before: RepositoryConfig | undefined,
+  after: RepositoryConfig | undefined,
+): string[] {
+  const configs = [before, after].filter((c): c is RepositoryConfig => c !== undefined);
+  return [...apps]
+    .filter((a) => (a.repoURLs ?? []).some((u) => configs.some((c) => configAffects(c, u))))
+    .map((a) => a.key);
+}
+
+/** argocd-ssh-known-hosts-cm changed: the Applications reading an SSH repository whose host's lines changed. */
+export function appsAffectedByKnownHosts(apps: Iterable<AppIndexEntry>, before: string, after: string): string[] {
+  return [...apps]
+    .filter((a) =>
+      (a.repoURLs ?? []).some((u) => {
+        if (!isSSHURL(u) && !/^ssh:\/\//i.test(u)) return false;
+        const h = hostOf(u);
+        return h !== undefined && knownHostsFor(before, h.host, h.port) !== knownHostsFor(after, h.host, h.port);
+      }),
+    )
+    .map((a) => a.key);
+}
+
+/** argocd-tls-certs-cm changed: the Applications reading a repository on a server name whose certificates changed. */
+export function appsAffectedByTLSCerts(
+  apps: Iterable<AppIndexEntry>,
+  before: Readonly<Record<string, string>>,
+  after: Readonly<Record<string, string>>,
+): string[] {
+  const changed = new Set([...Object.keys(before), ...Object.keys(after)].filter((h) => before[h] !== after[h]));
+  return [...apps]
+    .filter((a) => (a.repoURLs ?? []).some((u) => !isSSHURL(u) && changed.has(hostOf(u)?.host ?? '')))
+    .map((a) => a.key);
 }

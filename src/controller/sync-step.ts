@@ -8,6 +8,7 @@ import type { DestinationClient } from '../kube/types.ts';
 import type { InventoryEntry, SyncOptions, SyncPlan, SyncResult, SyncTask } from '../sync/index.ts';
 import {
   applyGroup,
+  awaitsConfirmation,
   deleteHooks,
   failureMessage,
   isPending,
@@ -54,7 +55,7 @@ function stateOf(plan: SyncPlan, t: SyncTask): SyncTaskView['state'] {
 function viewOf(plan: SyncPlan, applyFailed: boolean, progress: SyncProgress, dryRun: boolean): SyncView {
   const view = (t: SyncTask): SyncTaskView => ({ group: t.group ?? 0, hook: t.hook, state: stateOf(plan, t) });
   return {
-    tasks: plan.tasks.map(view),
+    tasks: plan.tasks.map((t) => ({ ...view(t), ...(awaitsConfirmation(plan, t) ? { unconfirmed: true } : {}) })),
     syncFail: plan.syncFail.map(view),
     groups: plan.groups,
     applyFailed,
@@ -125,6 +126,14 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
         if (waitedGroup(step.group)) await observe(ctx, group);
         continue;
       }
+      case 'hold':
+        // Nothing of the group is done until the Application is approved; no wait timeout runs.
+        return running(
+          waitingMessage(
+            step.unconfirmed.map((i) => plan.tasks[i] as SyncTask),
+            'pruning confirmation of',
+          ),
+        );
       case 'wait': {
         const tasks = step.of === 'tasks' ? plan.tasks : plan.syncFail;
         return running(waitingMessage(step.running.map((i) => tasks[i] as SyncTask)));

@@ -9,13 +9,34 @@ import type { AppIndexEntry } from './requeue.ts';
 /** Argo CD's refresh request: `normal` or `hard` (a hard refresh asks everything again, reconciler.ts). */
 export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
 
+/** Argo CD's annotation that takes an Application out of the controller's hands entirely. */
+export const SKIP_RECONCILE_ANNOTATION = 'argocd.argoproj.io/skip-reconcile';
+
+/**
+ * `argocd.argoproj.io/skip-reconcile` read with Go's strconv.ParseBool, as Argo CD's canProcessApp:
+ * such an Application is neither refreshed nor operated on, nor finalized; its status stays as it is.
+ */
+export function skipsReconcile(raw: { metadata: object }): boolean {
+  const v = (raw.metadata as { annotations?: Record<string, string> }).annotations?.[SKIP_RECONCILE_ANNOTATION];
+  return v !== undefined && ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v);
+}
+
 /** What the requeue rules need of an Application. */
-export function appIndexEntry(key: string, raw: WatchedObject): AppIndexEntry {
-  const spec = (raw['spec'] ?? {}) as { project?: string; destination?: { server?: string; name?: string } };
+export function appIndexEntry(key: string, raw: WatchedObject, dependencies: readonly string[] = []): AppIndexEntry {
+  const spec = (raw['spec'] ?? {}) as {
+    project?: string;
+    destination?: { server?: string; name?: string };
+    source?: { repoURL?: unknown };
+    sources?: Array<{ repoURL?: unknown }>;
+  };
+  const urls = [spec.source, ...(Array.isArray(spec.sources) ? spec.sources : [])]
+    .map((s) => s?.repoURL)
+    .filter((u): u is string => typeof u === 'string');
   return {
     key,
     project: projectName({ spec }),
     destination: { server: spec.destination?.server, name: spec.destination?.name },
+    repoURLs: [...urls, ...dependencies],
   };
 }
 

@@ -10,6 +10,8 @@ export type AuditRecord = {
   groups: string[];
   /** The user the request was made as, when it carried Impersonate-User and it was allowed. */
   impersonatedUser: string | undefined;
+  /** The impersonated user's extras (Impersonate-Extra-*), key → values; {} when none. */
+  impersonatedExtra: Record<string, string[]>;
   verb: string;
   apiGroup: string | undefined;
   resource: string | undefined;
@@ -52,12 +54,17 @@ export function toAuditRecord(event: unknown): AuditRecord | undefined {
   const requestURI = str(e['requestURI']) ?? '';
   const query = new URL(requestURI, 'https://audit.invalid').searchParams;
   const groups = Array.isArray(user['groups']) ? user['groups'].filter((g): g is string => typeof g === 'string') : [];
+  const impersonated = obj(e['impersonatedUser']);
+  const impersonatedExtra: Record<string, string[]> = {};
+  for (const [key, values] of Object.entries(obj(impersonated['extra'])))
+    if (Array.isArray(values)) impersonatedExtra[key] = values.filter((v): v is string => typeof v === 'string');
   return {
     auditID: str(e['auditID']) ?? '',
     stage: str(e['stage']) ?? '',
     user: str(user['username']) ?? '',
     groups,
-    impersonatedUser: str(obj(e['impersonatedUser'])['username']),
+    impersonatedUser: str(impersonated['username']),
+    impersonatedExtra,
     verb: str(e['verb']) ?? '',
     apiGroup: str(ref['apiGroup']),
     resource: str(ref['resource']),

@@ -1,6 +1,6 @@
 // Resolving the ServiceAccount an Application syncs as (spec §3): the first destinationServiceAccounts
 // entry whose server and namespace globs both match decides, in list order, with no ranking.
-import { SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
+import { serviceAccountToUser } from '../api/index.ts';
 import { testGlob } from './glob.ts';
 
 /** One destinationServiceAccounts entry, with the AppProject it came from (its own or a global one, §7). */
@@ -63,9 +63,15 @@ export function serviceAccountUser(
   defaultServiceAccount: string,
   target: Pick<ResolveTarget, 'destinationNamespace' | 'applicationNamespace'>,
 ): string {
-  if (defaultServiceAccount.includes(':')) return SERVICE_ACCOUNT_USER_PREFIX + defaultServiceAccount;
+  const colon = defaultServiceAccount.indexOf(':');
+  if (colon >= 0) {
+    return serviceAccountToUser({
+      namespace: defaultServiceAccount.slice(0, colon),
+      name: defaultServiceAccount.slice(colon + 1),
+    });
+  }
   const namespace = target.destinationNamespace !== '' ? target.destinationNamespace : target.applicationNamespace;
-  return `${SERVICE_ACCOUNT_USER_PREFIX}${namespace}:${defaultServiceAccount}`;
+  return serviceAccountToUser({ namespace, name: defaultServiceAccount });
 }
 
 /** Walks `entries` in order (spec §3.1–§3.5). A pattern error before the first match is an error. */

@@ -1,6 +1,7 @@
 // Reading impersync's settings from the `argocd-cm` ConfigMap: the two impersonation switches
 // (spec §4), `globalProjects` (§7), `timeout.reconciliation`, and impersync's own
-// `impersync.impersonation.allowSystemNamespaces` (docs/impersonation.md §10). Reading never fails: every problem
+// `impersync.impersonation.allowSystemNamespaces` (docs/impersonation.md §10) and
+// `impersync.impersonation.requireExtras` (§11). Reading never fails: every problem
 // becomes a message in `errors` and the affected setting keeps its default.
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -14,6 +15,8 @@ export const IMPERSONATION_ENABLED_KEY = 'application.sync.impersonation.enabled
 export const IMPERSONATION_ENFORCED_KEY = 'application.sync.impersonation.enforced';
 export const GLOBAL_PROJECTS_KEY = 'globalProjects';
 export const RECONCILIATION_TIMEOUT_KEY = 'timeout.reconciliation';
+/** impersync's own: the Impersonate-Extra attribution is required, not dropped when refused (docs/impersonation.md §11). */
+export const REQUIRE_EXTRAS_KEY = 'impersync.impersonation.requireExtras';
 
 export const DEFAULT_IMPERSONATION_ENABLED = false;
 export const DEFAULT_IMPERSONATION_ENFORCED = true;
@@ -34,6 +37,12 @@ export interface ImpersonationSettings {
    * impersonated only when `impersync.impersonation.allowSystemNamespaces` is exactly "true".
    */
   allowSystemNamespaces: boolean;
+  /**
+   * Beyond Argo CD: when the controller may not impersonate impersync's user extras (the
+   * Application, project and revision every request names), requests fail rather than go on
+   * without them. On only when `impersync.impersonation.requireExtras` is exactly "true".
+   */
+  requireExtras: boolean;
   /** spec §7, in argocd-cm order. Entries with an invalid selector are kept (global-projects.ts stops at them). */
   globalProjects: GlobalProjectSetting[];
   reconciliationTimeoutSeconds: number;
@@ -53,6 +62,7 @@ function defaults(source: ImpersonationSettings['source'], errors: string[] = []
     enabled: DEFAULT_IMPERSONATION_ENABLED,
     enforced: DEFAULT_IMPERSONATION_ENFORCED,
     allowSystemNamespaces: false,
+    requireExtras: false,
     globalProjects: [],
     reconciliationTimeoutSeconds: DEFAULT_RECONCILIATION_TIMEOUT_SECONDS,
     source,
@@ -80,6 +90,7 @@ export function readImpersonationSettings(configMap: ConfigMap | undefined | Err
   settings.enforced = enforced === undefined ? DEFAULT_IMPERSONATION_ENFORCED : enforced !== 'false';
   // Exactly "true", like enabled: a typo keeps the safe side.
   settings.allowSystemNamespaces = data[ALLOW_SYSTEM_NAMESPACES_KEY] === 'true';
+  settings.requireExtras = data[REQUIRE_EXTRAS_KEY] === 'true';
 
   const globals = data[GLOBAL_PROJECTS_KEY];
   if (globals !== undefined) {

@@ -4,7 +4,8 @@
 // kube-system's controller names (generic-garbage-collector, clusterrole-aggregation-controller, ...)
 // hold cluster-wide rights: one mistaken project entry, or a controller token that may impersonate
 // too widely, would otherwise sync as the cluster's own control plane.
-import { SERVICE_ACCOUNT_USER_PREFIX } from '../api/index.ts';
+import { serviceAccountFromUser } from '../api/index.ts';
+import { serviceAccountUser } from './resolver.ts';
 import type { DestinationServiceAccount } from '../api/index.ts';
 
 export const ALLOW_SYSTEM_NAMESPACES_KEY = 'impersync.impersonation.allowSystemNamespaces';
@@ -18,11 +19,8 @@ export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public
  * §3.4) names another namespace for the API server too.
  */
 export function systemNamespaceOf(user: string): string | undefined {
-  if (!user.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) return undefined;
-  const rest = user.slice(SERVICE_ACCOUNT_USER_PREFIX.length);
-  const colon = rest.indexOf(':');
-  const namespace = colon < 0 ? rest : rest.slice(0, colon);
-  return SYSTEM_NAMESPACES.includes(namespace) ? namespace : undefined;
+  const namespace = serviceAccountFromUser(user)?.namespace;
+  return namespace !== undefined && SYSTEM_NAMESPACES.includes(namespace) ? namespace : undefined;
 }
 
 /** The refusal for `user`, which the identity decision reports as its message. */
@@ -53,10 +51,10 @@ export function systemNamespaceEntries(entries: readonly DestinationServiceAccou
   entries.forEach((entry, index) => {
     const sa = entry.defaultServiceAccount;
     const namespace = entry.namespace ?? '';
-    let user: string | undefined;
-    if (sa.includes(':')) user = SERVICE_ACCOUNT_USER_PREFIX + sa;
-    else if (namespace !== '' && !GLOB_SPECIAL.test(namespace))
-      user = `${SERVICE_ACCOUNT_USER_PREFIX}${namespace}:${sa}`;
+    const fixed = sa.includes(':') || (namespace !== '' && !GLOB_SPECIAL.test(namespace));
+    const user = fixed
+      ? serviceAccountUser(sa, { destinationNamespace: namespace, applicationNamespace: '' })
+      : undefined;
     if (user !== undefined && systemNamespaceOf(user) !== undefined)
       out.push({ index, serviceAccount: user, message: systemNamespaceRefusal(user) });
   });

@@ -1,15 +1,25 @@
 // DestinationClient for one (cluster, identity) pair. When the identity is a ServiceAccount, every
-// request carries `Impersonate-User` and nothing else of the impersonation family: no groups, no
+// request carries `Impersonate-User` and nothing else that changes who it acts as: no groups, no
 // uid (spec §5); the API server adds the ServiceAccount's groups itself. Callers cannot add
 // headers, so they cannot change who the client acts as.
-import { createHash } from 'node:crypto';
-import type { KubeObject } from '../api/index.ts';
+//
+// A view made for an Application (`attributed()`) adds the Impersonate-Extra headers naming it
+// (kube/attribution.ts) to every request it sends itself: discovery, reads that miss the cache,
+// dry-runs, applies, deletes. The views of one identity share this client's discovery, live-object
+// watches and remembered dry-runs, so an Application costs no request more than before; the
+// watches serve every Application of the identity and carry no Application's extras.
+import type { Attribution, KubeObject } from '../api/index.ts';
+import { extraHeaders, isExtrasRefusal, requiredExtrasMessage } from './attribution.ts';
+import type { ExtrasGrant } from './attribution.ts';
 import type { DiscoveryCache } from './discovery.ts';
+import { DryRunMemo } from './dry-run-memo.ts';
 import { fail, localError, ok } from './errors.ts';
 import { LiveObjectCache } from './live-cache.ts';
+import { collectionPath, locate, refOf } from './locate.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
 import { sendJson, watchTransportOver } from './request.ts';
 import type { Transport } from './transport.ts';
+import { DEFAULT_FIELD_MANAGER } from './types.ts';
 import type {
   ApplyOptions,
   DeleteOptions,
@@ -22,37 +32,21 @@ import type {
   ResourceInfo,
 } from './types.ts';
 
-export const DEFAULT_FIELD_MANAGER = 'impersync';
+export { DEFAULT_FIELD_MANAGER } from './types.ts';
 
-function collectionPath(info: ResourceInfo, namespace: string | undefined): string {
-  const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
-  const ns = info.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  return `${base}${ns}/${info.resource}`;
+/** The user agent of the live-object watches: shared by the Applications of one identity, they name none. */
+export const LIVE_WATCH_USER_AGENT = 'impersync (live-object watch)';
+
+/** How one view sends: the extras it adds (and whether they may be dropped), and whether reads use the cache. */
+interface Caller {
+  extras: Record<string, string> | undefined;
+  required: boolean;
+  cached: boolean;
+  /** The Application, for remembered dry-runs (dry-run-memo.ts); '' without one. */
+  scope: string;
 }
 
-// Manifests come from users: nothing about their shape is trusted until checked.
-function refOf(obj: KubeObject): { apiVersion: unknown; kind: unknown; name: unknown; namespace: unknown } {
-  const meta = (obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
-  return { apiVersion: obj.apiVersion, kind: obj.kind, name: meta?.name, namespace: meta?.namespace };
-}
-
-function describe(ref: { kind: string; name?: string | undefined; namespace?: string | undefined }): string {
-  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name ?? '<unnamed>'}`;
-}
-
-// A dry-run apply's answer depends on the object sent and the live object it lands on; while both
-// are unchanged it is reused rather than asked again. The hour bounds what it cannot see (a CRD's
-// new defaults, a webhook's new mutation).
-const DRY_RUN_MEMO_MS = 3_600_000;
-const DRY_RUN_MEMO_MAX = 10_000;
-
-interface DryRunMemo {
-  liveRv: string;
-  request: string;
-  at: number;
-  value: KubeObject;
-  warnings: readonly string[];
-}
+const PLAIN: Caller = { extras: undefined, required: false, cached: true, scope: '' };
 
 export class KubeDestinationClient implements DestinationClient {
   /** The destination as the Application names it (`https://kubernetes.default.svc` included). */
@@ -60,9 +54,10 @@ export class KubeDestinationClient implements DestinationClient {
   readonly identity: Identity;
   readonly #transport: Transport;
   readonly #discovery: DiscoveryCache;
+  readonly #grant: ExtrasGrant | undefined;
   /** Live objects from watches made as this identity; absent when the caller wants plain reads. */
   readonly #live: LiveObjectCache | undefined;
-  readonly #dryRuns = new Map<string, DryRunMemo>();
+  readonly #dryRuns = new DryRunMemo();
 
   constructor(
     server: string,
@@ -70,13 +65,16 @@ export class KubeDestinationClient implements DestinationClient {
     transport: Transport,
     discovery: DiscoveryCache,
     live?: LiveCacheOptions,
+    grant?: ExtrasGrant,
   ) {
     this.server = server;
     this.identity = Object.freeze({ ...identity });
     this.#transport = transport;
     this.#discovery = discovery;
+    this.#grant = grant;
     // The cache's lists and watches go out as this client's identity, like every other read.
-    this.#live = live ? new LiveObjectCache(watchTransportOver(transport, this.#identityHeaders()), live) : undefined;
+    const watchHeaders = { ...this.#identityHeaders(), 'user-agent': LIVE_WATCH_USER_AGENT };
+    this.#live = live ? new LiveObjectCache(watchTransportOver(transport, watchHeaders), live) : undefined;
   }
 
   /** Watches running for the live-object cache (0 without one). */
@@ -94,64 +92,62 @@ export class KubeDestinationClient implements DestinationClient {
     return 'impersonate' in this.identity ? { 'impersonate-user': this.identity.impersonate } : {};
   }
 
-  request<T = unknown>(req: RawRequest): Promise<KubeResult<T>> {
-    return sendJson<T>(this.#transport, this.#identityHeaders(), req);
+  /**
+   * This identity, making every request for the Application `attribution` names. `required`
+   * (argocd-cm requireExtras): a refusal of the extras fails the request instead of dropping them.
+   * The controller's own credential impersonates no one and so carries no extras.
+   */
+  attributed(attribution: Attribution, required = false): DestinationClient {
+    if (!('impersonate' in this.identity)) return this;
+    return this.#view({ extras: extraHeaders(attribution), required, cached: true, scope: attribution.application });
   }
 
-  #fetch = (path: string) => this.request({ method: 'GET', path });
+  async #send<T>(req: RawRequest, caller: Caller): Promise<KubeResult<T>> {
+    const identity = this.#identityHeaders();
+    if (!caller.extras || !(caller.required || (this.#grant?.offer() ?? true)))
+      return sendJson<T>(this.#transport, identity, req);
+    const res = await sendJson<T>(this.#transport, { ...identity, ...caller.extras }, req);
+    if (res.ok || !isExtrasRefusal(res.error)) return res;
+    // Refused before anything was done (the impersonation filter runs first): safe to send again.
+    this.#grant?.refused(res.error);
+    if (caller.required) return fail({ ...res.error, message: requiredExtrasMessage(res.error) });
+    return sendJson<T>(this.#transport, identity, req);
+  }
+
+  request<T = unknown>(req: RawRequest): Promise<KubeResult<T>> {
+    return this.#send<T>(req, PLAIN);
+  }
 
   resolve(apiVersion: string, kind: string): Promise<KubeResult<ResourceInfo>> {
-    return this.#discovery.resolve(this.#fetch, apiVersion, kind);
+    return this.#resolve(apiVersion, kind, PLAIN);
   }
 
   resolveGroupKind(group: string, kind: string): Promise<KubeResult<ResourceInfo>> {
-    return this.#discovery.resolveGroupKind(this.#fetch, group, kind);
+    return this.#discovery.resolveGroupKind((path) => this.#send({ method: 'GET', path }, PLAIN), group, kind);
   }
 
-  /** The resource and URL of one object, checking what the server needs to address it. */
-  async #locate(o: {
-    apiVersion: unknown;
-    kind: unknown;
-    name: unknown;
-    namespace?: unknown;
-  }): Promise<
-    KubeResult<{ info: ResourceInfo; path: string; collection: string; name: string; namespace: string | undefined }>
-  > {
-    if (typeof o.apiVersion !== 'string' || o.apiVersion === '')
-      return fail(
-        localError('BadRequest', `${String(o.kind ?? 'object')} ${String(o.name ?? '')}: apiVersion is required`),
-      );
-    if (typeof o.kind !== 'string' || o.kind === '')
-      return fail(localError('BadRequest', `object ${String(o.name ?? '')}: kind is required`));
-    const name = typeof o.name === 'string' ? o.name : '';
-    const namespace = typeof o.namespace === 'string' && o.namespace !== '' ? o.namespace : undefined;
-    const found = await this.resolve(o.apiVersion, o.kind);
-    if (!found.ok) return found;
-    const info = found.value;
-    if (info.namespaced && !namespace) {
-      return fail(
-        localError(
-          'BadRequest',
-          `${describe({ kind: o.kind, name })}: metadata.namespace is required (${o.kind} is namespaced)`,
-        ),
-      );
-    }
-    const collection = collectionPath(info, namespace);
-    return ok({
-      info,
-      collection,
-      path: name ? `${collection}/${encodeURIComponent(name)}` : collection,
-      name,
-      namespace: info.namespaced ? namespace : undefined,
-    });
+  #resolve(apiVersion: string, kind: string, caller: Caller): Promise<KubeResult<ResourceInfo>> {
+    return this.#discovery.resolve((path) => this.#send({ method: 'GET', path }, caller), apiVersion, kind);
   }
 
   apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeResult<KubeObject>> {
-    return this.#apply(obj, opts, true);
+    return this.#apply(obj, opts, PLAIN);
+  }
+
+  create(obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<KubeResult<KubeObject>> {
+    return this.#create(obj, opts, PLAIN);
   }
 
   get(ref: ObjectRef): Promise<KubeResult<KubeObject | null>> {
-    return this.#get(ref, true);
+    return this.#get(ref, PLAIN);
+  }
+
+  list(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<KubeResult<KubeObject[]>> {
+    return this.#list(apiVersion, kind, opts, PLAIN);
+  }
+
+  delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<KubeResult<'deleted' | 'absent'>> {
+    return this.#delete(ref, opts, PLAIN);
   }
 
   /**
@@ -159,24 +155,33 @@ export class KubeDestinationClient implements DestinationClient {
    * cache and dry-runs are sent again; what they answer is remembered as usual.
    */
   uncached(): DestinationClient {
+    return this.#view({ ...PLAIN, cached: false });
+  }
+
+  #view(caller: Caller): DestinationClient {
     const view: DestinationClient = {
       server: this.server,
       identity: this.identity,
-      request: (req) => this.request(req),
-      resolve: (apiVersion, kind) => this.resolve(apiVersion, kind),
-      resolveGroupKind: (group, kind) => this.resolveGroupKind(group, kind),
-      apply: (obj, opts = {}) => this.#apply(obj, opts, false),
-      create: (obj, opts) => this.create(obj, opts),
-      get: (ref) => this.#get(ref, false),
-      list: (apiVersion, kind, opts) => this.list(apiVersion, kind, opts),
-      delete: (ref, opts) => this.delete(ref, opts),
-      uncached: () => view,
+      request: (req) => this.#send(req, caller),
+      resolve: (apiVersion, kind) => this.#resolve(apiVersion, kind, caller),
+      resolveGroupKind: (group, kind) =>
+        this.#discovery.resolveGroupKind((path) => this.#send({ method: 'GET', path }, caller), group, kind),
+      apply: (obj, opts = {}) => this.#apply(obj, opts, caller),
+      create: (obj, opts = {}) => this.#create(obj, opts, caller),
+      get: (ref) => this.#get(ref, caller),
+      list: (apiVersion, kind, opts = {}) => this.#list(apiVersion, kind, opts, caller),
+      delete: (ref, opts = {}) => this.#delete(ref, opts, caller),
+      uncached: () => (caller.cached ? this.#view({ ...caller, cached: false }) : view),
     };
     return view;
   }
 
-  async #apply(obj: KubeObject, opts: ApplyOptions, reuse: boolean): Promise<KubeResult<KubeObject>> {
-    const where = await this.#locate(refOf(obj));
+  #locate(o: Parameters<typeof locate>[0], caller: Caller): ReturnType<typeof locate> {
+    return locate(o, (apiVersion, kind) => this.#resolve(apiVersion, kind, caller));
+  }
+
+  async #apply(obj: KubeObject, opts: ApplyOptions, caller: Caller): Promise<KubeResult<KubeObject>> {
+    const where = await this.#locate(refOf(obj), caller);
     if (!where.ok) return where;
     if (!where.value.name)
       return fail(localError('BadRequest', `${obj.kind}: metadata.name is required for server-side apply`));
@@ -192,44 +197,27 @@ export class KubeDestinationClient implements DestinationClient {
     const text = JSON.stringify(body);
     const { info, collection, path, name } = where.value;
     // What a dry-run of this body would send: the memo's key, whichever way its answer was learnt.
-    const request = this.#live
-      ? createHash('sha256')
-          .update(JSON.stringify({ ...query, dryRun: 'All' }))
-          .update(text)
-          .digest('base64')
-      : undefined;
-    if (reuse && opts.dryRun && request !== undefined) {
+    const request = this.#live ? DryRunMemo.requestKey(query, text, caller.scope) : undefined;
+    if (caller.cached && opts.dryRun && request !== undefined) {
       const liveRv = this.#live?.resourceVersion(info, collection, name);
-      const hit = this.#dryRuns.get(path);
-      if (
-        liveRv !== undefined &&
-        hit &&
-        hit.liveRv === liveRv &&
-        hit.request === request &&
-        Date.now() - hit.at < DRY_RUN_MEMO_MS
-      ) {
-        return ok(structuredClone(hit.value), hit.warnings);
-      }
+      const hit = liveRv !== undefined ? this.#dryRuns.lookup(path, request, liveRv) : undefined;
+      if (hit) return ok(hit.value, hit.warnings);
     }
     // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
-    const res = await this.request<KubeObject>({
-      method: 'PATCH',
-      path,
-      query,
-      contentType: 'application/apply-patch+yaml',
-      body: text,
-    });
+    const res = await this.#send<KubeObject>(
+      { method: 'PATCH', path, query, contentType: 'application/apply-patch+yaml', body: text },
+      caller,
+    );
     if (res.ok && request !== undefined) {
       // The answer says which live object it holds for: a dry-run leaves the live object's
       // resourceVersion as it was (none when it would create it), and an apply's answer is the new
       // live object, on which the same dry-run would change nothing. Either is reused while the
       // live object keeps that version.
       const rv = res.value.metadata.resourceVersion;
-      this.#remember(path, {
+      this.#dryRuns.remember(path, {
         liveRv: typeof rv === 'string' ? rv : '',
         request,
-        at: Date.now(),
-        value: structuredClone(res.value),
+        value: res.value,
         warnings: opts.dryRun ? res.warnings : [],
       });
     }
@@ -237,61 +225,54 @@ export class KubeDestinationClient implements DestinationClient {
     return res;
   }
 
-  #remember(key: string, memo: DryRunMemo): void {
-    this.#dryRuns.delete(key);
-    this.#dryRuns.set(key, memo);
-    if (this.#dryRuns.size > DRY_RUN_MEMO_MAX) {
-      const oldest = this.#dryRuns.keys().next();
-      if (!oldest.done) this.#dryRuns.delete(oldest.value);
-    }
-  }
-
-  async create(obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<KubeResult<KubeObject>> {
-    const where = await this.#locate(refOf(obj));
+  async #create(obj: KubeObject, opts: { dryRun?: boolean }, caller: Caller): Promise<KubeResult<KubeObject>> {
+    const where = await this.#locate(refOf(obj), caller);
     if (!where.ok) return where;
     const body = structuredClone(obj);
     if (!where.value.info.namespaced) delete body.metadata.namespace;
-    const res = await this.request<KubeObject>({
-      method: 'POST',
-      path: where.value.collection,
-      query: { dryRun: opts.dryRun ? 'All' : undefined },
-      body,
-    });
+    const res = await this.#send<KubeObject>(
+      { method: 'POST', path: where.value.collection, query: { dryRun: opts.dryRun ? 'All' : undefined }, body },
+      caller,
+    );
     if (res.ok && !opts.dryRun) this.#live?.noteWrite(where.value.collection, res.value.metadata.name, res.value);
     return res;
   }
 
-  async #get(ref: ObjectRef, cached: boolean): Promise<KubeResult<KubeObject | null>> {
-    const where = await this.#locate(ref);
+  async #get(ref: ObjectRef, caller: Caller): Promise<KubeResult<KubeObject | null>> {
+    const where = await this.#locate(ref, caller);
     if (!where.ok) return where;
-    const live = cached ? this.#live?.lookup(where.value.info, where.value.collection, where.value.name) : undefined;
+    const { info, collection, name, path } = where.value;
+    const live = caller.cached ? this.#live?.lookup(info, collection, name) : undefined;
     if (live?.hit) return ok(live.object);
-    const res = await this.request<KubeObject>({ method: 'GET', path: where.value.path });
+    const res = await this.#send<KubeObject>({ method: 'GET', path }, caller);
     if (!res.ok && res.error.code === 404) return ok(null);
     return res;
   }
 
-  async list(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<KubeResult<KubeObject[]>> {
-    const found = await this.resolve(apiVersion, kind);
+  async #list(apiVersion: string, kind: string, opts: ListOptions, caller: Caller): Promise<KubeResult<KubeObject[]>> {
+    const found = await this.#resolve(apiVersion, kind, caller);
     if (!found.ok) return found;
-    const res = await this.request<{ items?: KubeObject[] }>({
-      method: 'GET',
-      path: collectionPath(found.value, opts.namespace),
-      query: { labelSelector: opts.labelSelector },
-    });
+    const res = await this.#send<{ items?: KubeObject[] }>(
+      {
+        method: 'GET',
+        path: collectionPath(found.value, opts.namespace),
+        query: { labelSelector: opts.labelSelector },
+      },
+      caller,
+    );
     if (!res.ok) return res;
     // List items come without apiVersion and kind; put them back so each item stands alone.
     const items = (res.value.items ?? []).map((i) => ({ ...i, apiVersion, kind }));
     return ok(items, res.warnings);
   }
 
-  async delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<KubeResult<'deleted' | 'absent'>> {
-    const where = await this.#locate(ref);
+  async #delete(ref: ObjectRef, opts: DeleteOptions, caller: Caller): Promise<KubeResult<'deleted' | 'absent'>> {
+    const where = await this.#locate(ref, caller);
     if (!where.ok) return where;
     const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
     if (opts.propagationPolicy) body['propagationPolicy'] = opts.propagationPolicy;
     if (opts.dryRun) body['dryRun'] = ['All'];
-    const res = await this.request({ method: 'DELETE', path: where.value.path, body });
+    const res = await this.#send({ method: 'DELETE', path: where.value.path, body }, caller);
     if (!res.ok) return res.error.code === 404 ? ok('absent') : res;
     if (!opts.dryRun) this.#live?.noteWrite(where.value.collection, where.value.name, null);
     return ok('deleted', res.warnings);

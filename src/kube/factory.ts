@@ -1,9 +1,12 @@
 // The one place that holds the controller's credential for destinations and turns the identity an
 // admitted Application acts as (controller/admission.ts, spec §5) into a DestinationClient
 // (ARCHITECTURE.md, the identity rule). Clients are cached per (cluster, identity); connection
-// pools per cluster credential; discovery per cluster.
+// pools per cluster credential; discovery per cluster. A client made for an Application is a view
+// of its identity's client that names the Application in every request (kube/attribution.ts): it
+// shares that client's watches, discovery and remembered dry-runs, so it costs no request more.
 import { createHash } from 'node:crypto';
 import type { Cluster, KubeObject } from '../api/index.ts';
+import { ExtrasGrant } from './attribution.ts';
 import { KubeDestinationClient } from './client.ts';
 import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
@@ -11,7 +14,7 @@ import { DiscoveryCache } from './discovery.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
 import { Transport } from './transport.ts';
 import type { ResponseHook } from './transport.ts';
-import type { DestinationClient, Identity } from './types.ts';
+import type { DestinationClient, Identity, KubeError, MadeFor } from './types.ts';
 
 function fingerprint(cred: Credential, cluster: Cluster): string {
   const h = createHash('sha256');
@@ -34,36 +37,49 @@ function fingerprint(cred: Credential, cluster: Cluster): string {
 /** Live-object caches for the clients this factory builds (the controller turns them on; the CLI does not). */
 export interface LiveObjectsOptions extends Omit<LiveCacheOptions, 'onChange'> {
   /** Someone else changed an object a client's cache holds: `server` is the destination. */
-  onChange?: (server: string, object: KubeObject) => void;
+  onChange?: (server: string, object: KubeObject, old: KubeObject | undefined) => void;
+}
+
+export interface FactoryOptions {
+  liveObjects?: LiveObjectsOptions;
+  onResponse?: ResponseHook | undefined;
+  /**
+   * The credential for `server` may not impersonate impersync's user extras: told once per
+   * credential, at the first refusal. Requests go on without them (unless they are required).
+   */
+  onExtrasRefused?: ((server: string, error: KubeError) => void) | undefined;
 }
 
 export class DestinationClientFactory {
   readonly #controller: Credential;
   readonly #live: LiveObjectsOptions | undefined;
   readonly #onResponse: ResponseHook | undefined;
-  // destination server -> its pool; replaced (and the old one closed) when the credential changes.
-  readonly #transports = new Map<string, { fp: string; transport: Transport }>();
+  readonly #onExtrasRefused: FactoryOptions['onExtrasRefused'];
+  // destination server -> its pool and what the API server said of its extras; replaced (and the
+  // old pool closed) when the credential changes.
+  readonly #transports = new Map<string, { fp: string; transport: Transport; grant: ExtrasGrant }>();
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
 
-  constructor(
-    controller: Credential,
-    opts: { liveObjects?: LiveObjectsOptions; onResponse?: ResponseHook | undefined } = {},
-  ) {
+  constructor(controller: Credential, opts: FactoryOptions = {}) {
     this.#controller = controller;
     this.#live = opts.liveObjects;
     this.#onResponse = opts.onResponse;
+    this.#onExtrasRefused = opts.onExtrasRefused;
   }
 
-  static async fromKubeConfig(source: KubeConfigSource = {}): Promise<DestinationClientFactory> {
-    return new DestinationClientFactory(await loadControllerCredential(source));
+  static async fromKubeConfig(
+    source: KubeConfigSource = {},
+    opts: FactoryOptions = {},
+  ): Promise<DestinationClientFactory> {
+    return new DestinationClientFactory(await loadControllerCredential(source), opts);
   }
 
-  #transportFor(cluster: Cluster): Transport {
+  #transportFor(cluster: Cluster): { transport: Transport; grant: ExtrasGrant } {
     const cred = credentialForCluster(cluster, this.#controller);
     const fp = fingerprint(cred, cluster);
     const existing = this.#transports.get(cluster.server);
-    if (existing && existing.fp === fp) return existing.transport;
+    if (existing && existing.fp === fp) return existing;
     if (existing) {
       // The Secret changed (rotated token, new CA): clients built on the old pool go with it.
       void existing.transport.close();
@@ -74,13 +90,20 @@ export class DestinationClientFactory {
       }
     }
     const transport = new Transport(cred, { onResponse: this.#onResponse });
-    this.#transports.set(cluster.server, { fp, transport });
-    return transport;
+    const onRefused = this.#onExtrasRefused;
+    const grant = new ExtrasGrant({ onRefused: onRefused ? (err) => onRefused(cluster.server, err) : undefined });
+    const entry = { fp, transport, grant };
+    this.#transports.set(cluster.server, entry);
+    return entry;
   }
 
-  /** A client for `cluster` acting as `identity`, built once and reused. */
-  forIdentity(cluster: Cluster, identity: Identity): DestinationClient {
-    const transport = this.#transportFor(cluster);
+  /**
+   * A client for `cluster` acting as `identity`, built once and reused; with `madeFor`, the view of
+   * it that names that Application, project and revision in every request (a ServiceAccount's
+   * requests only: the controller's own credential impersonates no one and carries no extras).
+   */
+  forIdentity(cluster: Cluster, identity: Identity, madeFor?: MadeFor): DestinationClient {
+    const { transport, grant } = this.#transportFor(cluster);
     const who = 'impersonate' in identity ? `as:${identity.impersonate}` : 'controller';
     const key = `${cluster.server}\n${who}`;
     let client = this.#clients.get(key);
@@ -97,11 +120,12 @@ export class DestinationClientFactory {
         identity,
         transport,
         discovery,
-        live ? { ...live, onChange: onChange ? (o) => onChange(cluster.server, o) : undefined } : undefined,
+        live ? { ...live, onChange: onChange ? (o, old) => onChange(cluster.server, o, old) : undefined } : undefined,
+        grant,
       );
       this.#clients.set(key, client);
     }
-    return client;
+    return madeFor ? client.attributed(madeFor, madeFor.requireExtras === true) : client;
   }
 
   /** Watches the clients' live-object caches hold open. */

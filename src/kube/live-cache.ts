@@ -17,7 +17,8 @@ import type { WatchEvent, WatchHttpError, WatchTransport } from './watch.ts';
 
 export interface LiveCacheOptions {
   /** A change made by someone else to a cached object (not reported for the initial list). */
-  onChange?: ((object: KubeObject) => void) | undefined;
+  /** A change someone else made: the object now, and as it was when it was modified (absent when new or deleted). */
+  onChange?: ((object: KubeObject, old: KubeObject | undefined) => void) | undefined;
   /** A watch not read for this long is stopped (default 30 min); longer than a refresh interval. */
   idleMs?: (() => number) | undefined;
   /** After a 403 or 404 on list/watch, reads of that collection go to the server for this long (default 10 min). */
@@ -179,7 +180,10 @@ export class LiveObjectCache {
         return;
       }
     }
-    this.#opts.onChange?.(e.object as KubeObject);
+    this.#opts.onChange?.(
+      e.object as KubeObject,
+      e.type === 'MODIFIED' ? (e.old as KubeObject | undefined) : undefined,
+    );
   }
 
   #sweep(): void {

@@ -21,7 +21,8 @@ export async function sendJson<T>(
   identity: Record<string, string>,
   req: RawRequest,
 ): Promise<KubeResult<T>> {
-  const headers = { ...identity };
+  const headers: Record<string, string> = { ...identity };
+  if (req.userAgent !== undefined) headers['user-agent'] = req.userAgent;
   let body: string | undefined;
   if (req.body !== undefined) {
     body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);

@@ -1,6 +1,6 @@
 // The vocabulary of talking to a destination cluster, as types only: sync/ and controller/ import
 // these (`import type`) and never the code that holds a credential (ARCHITECTURE.md, the identity rule).
-import type { KubeObject } from '../api/index.ts';
+import type { Attribution, KubeObject } from '../api/index.ts';
 
 /**
  * Who a DestinationClient acts as. `impersonate` is a full user name
@@ -8,6 +8,18 @@ import type { KubeObject } from '../api/index.ts';
  * used only when impersonation is disabled or falls back (spec §5's table).
  */
 export type Identity = { readonly impersonate: string } | { readonly controller: true };
+
+/**
+ * What a client's requests are made for, named in their Impersonate-Extra headers
+ * (api/attribution.ts, kube/attribution.ts).
+ */
+export interface MadeFor extends Attribution {
+  /**
+   * argocd-cm `impersync.impersonation.requireExtras`: when the API server refuses the extras, the
+   * request fails instead of being sent again without them.
+   */
+  requireExtras?: boolean | undefined;
+}
 
 /** The identity as a person reads it: the ServiceAccount user, or the controller's own credential. */
 export function describeIdentity(identity: Identity): string {
@@ -52,6 +64,9 @@ export interface ResourceInfo {
   verbs: readonly string[];
 }
 
+/** The field manager of every apply (kube/client.ts's default, and the one takeovers hand fields to). */
+export const DEFAULT_FIELD_MANAGER = 'impersync';
+
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
 export interface ApplyOptions {
@@ -84,6 +99,11 @@ export interface RawRequest {
   signal?: AbortSignal | undefined;
   /** No answer within this long is a ConnectionError (default: the transport's 60 s for headers). */
   timeoutMs?: number | undefined;
+  /**
+   * Another user agent than `impersync`, for a request made for no one Application (the shared
+   * reads of docs/impersonation.md §11), so that an audit pipeline can tell it apart.
+   */
+  userAgent?: string | undefined;
 }
 
 /**

@@ -16,6 +16,7 @@ export function encodeAnswer(result: RenderResult): EncodedAnswer {
   const header: RenderAnswerHeader = {
     revision: result.revision,
     sourceType: result.sourceType,
+    ...(result.dependencies ? { dependencies: result.dependencies } : {}),
     objects: result.objects.length,
   };
   const lines = [JSON.stringify(header)];

@@ -10,11 +10,13 @@ import { Agent, request } from 'undici';
 import type { ApplicationSource } from '../api/application.ts';
 import type { ApplicationLimits } from '../api/limits.ts';
 import { APPLICATION_LIMIT_KEYS } from '../api/limits.ts';
-import { SourceError, formatBytes, redactURL } from '../source/errors.ts';
+import { NeedsRepositories, SourceError, formatBytes, redactURL } from '../source/errors.ts';
 import type { RenderedObject, RenderInput, RenderResult } from '../source/index.ts';
 import {
   ANSWER_CONTENT_TYPE,
   ErrorAnswerSchema,
+  MAX_ANSWER_BYTES,
+  NeedsAnswerSchema,
   RENDER_PATH,
   RESOLVE_PATH,
   RenderAnswerHeaderSchema,
@@ -31,13 +33,15 @@ export interface RenderOptions {
   tenant?: string | undefined;
 }
 
+/** What resolving a revision needs: the source, its repository's credentials, how old refs may be. */
+export type ResolveInput = Pick<RenderInput, 'source' | 'revision' | 'repository' | 'revisionMaxAgeMs'> & {
+  appName: string;
+};
+
 /** What the controller needs of a renderer: the objects of one source, and the commit a revision names. */
 export interface Renderer {
   render(input: RenderInput, opts?: RenderOptions): Promise<RenderResult>;
-  resolveRevision(
-    input: Pick<RenderInput, 'source' | 'revision'> & { appName: string },
-    opts?: Pick<RenderOptions, 'tenant'>,
-  ): Promise<string>;
+  resolveRevision(input: ResolveInput, opts?: Pick<RenderOptions, 'tenant'>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -53,7 +57,7 @@ export interface RendererClientOptions {
   onUnauthorized?: () => Promise<void>;
   /** How long an answer may take, queueing at a busy renderer included. Default 15 min. */
   timeoutMs?: number;
-  /** Largest answer read. Default 512 MiB. */
+  /** Largest answer read. Default MAX_ANSWER_BYTES (65 MiB). */
   maxAnswerBytes?: number;
 }
 
@@ -94,10 +98,7 @@ export class RendererClient implements Renderer {
     return (await this.#post(RENDER_PATH, body, input.source, limits)) as RenderResult;
   }
 
-  async resolveRevision(
-    input: Pick<RenderInput, 'source' | 'revision'> & { appName: string },
-    opts: Pick<RenderOptions, 'tenant'> = {},
-  ): Promise<string> {
+  async resolveRevision(input: ResolveInput, opts: Pick<RenderOptions, 'tenant'> = {}): Promise<string> {
     const body = { input: wire(input), ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}) };
     const answer = await this.#post(RESOLVE_PATH, body, input.source);
     const parsed = ResolveAnswerSchema.safeParse(answer);
@@ -159,6 +160,10 @@ export class RendererClient implements Renderer {
       );
     }
     if (res.statusCode === 200) return json;
+    if (res.statusCode === 409) {
+      const needs = NeedsAnswerSchema.safeParse(json);
+      if (needs.success) throw new NeedsRepositories(needs.data.needs);
+    }
     const error = ErrorAnswerSchema.safeParse(json);
     if (!error.success) throw new SourceError('RendererUnavailable', `the renderer answered ${res.statusCode}`);
     // A source error (422) is the render's own; anything else is about the renderer, and says so.
@@ -170,7 +175,7 @@ export class RendererClient implements Renderer {
   }
 
   async #read(body: AsyncIterable<Buffer> & { destroy(): void }, source: ApplicationSource): Promise<string> {
-    const max = this.#opts.maxAnswerBytes ?? 512 * 1024 * 1024;
+    const max = this.#opts.maxAnswerBytes ?? MAX_ANSWER_BYTES;
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of body) {
@@ -193,9 +198,16 @@ export class RendererClient implements Renderer {
     source: ApplicationSource,
     limits: ApplicationLimits | undefined,
   ): Promise<RenderResult> {
-    const max = this.#opts.maxAnswerBytes ?? limits?.maxRenderedBytes ?? 512 * 1024 * 1024;
+    const max = this.#opts.maxAnswerBytes ?? Math.min(limits?.maxRenderedBytes ?? MAX_ANSWER_BYTES, MAX_ANSWER_BYTES);
     const objects: RenderedObject[] = [];
-    let header: { revision: string; sourceType: RenderResult['sourceType']; objects: number } | undefined;
+    let header:
+      | {
+          revision: string;
+          sourceType: RenderResult['sourceType'];
+          objects: number;
+          dependencies?: string[] | undefined;
+        }
+      | undefined;
     let pending: Buffer[] = [];
     let size = 0;
     let sliceStart = performance.now();
@@ -239,7 +251,12 @@ export class RendererClient implements Renderer {
     }
     if (pending.length > 0 && Buffer.concat(pending).length > 0) throw this.#malformed('its last line');
     if (!header || header.objects !== objects.length) throw this.#malformed('its object count');
-    return { revision: header.revision, sourceType: header.sourceType, objects };
+    return {
+      revision: header.revision,
+      sourceType: header.sourceType,
+      objects,
+      ...(header.dependencies ? { dependencies: header.dependencies } : {}),
+    };
   }
 
   #tooLarge(source: ApplicationSource, max: number, limits: ApplicationLimits | undefined): SourceError {
@@ -259,5 +276,18 @@ export class RendererClient implements Renderer {
 /** Only the protocol's fields go over the wire (an AbortSignal or anything else added locally does not). */
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, destinationNamespace, revision, kubeVersion, apiVersions, sourceRepos } = input;
-  return { source, appName, destinationNamespace, revision, kubeVersion, apiVersions, sourceRepos };
+  const { repository, refSources, dependencyRepositories, revisionMaxAgeMs } = input;
+  return {
+    source,
+    appName,
+    destinationNamespace,
+    revision,
+    kubeVersion,
+    apiVersions,
+    sourceRepos,
+    repository,
+    refSources,
+    dependencyRepositories,
+    revisionMaxAgeMs,
+  };
 }

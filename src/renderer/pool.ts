@@ -116,6 +116,7 @@ export class RenderPool {
       worker.off('message', onMessage);
       worker.off('error', onError);
       worker.off('exit', onExit);
+      worker.off('messageerror', onMessageError);
       this.#busy--;
       if (keep && !this.#closed) this.#idle.push(worker);
       else void worker.terminate();
@@ -146,6 +147,12 @@ export class RenderPool {
         job.reject(new SourceError(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'TooLarge' : 'Unexpected', message)),
       );
     };
+    // What the thread sent could not be read here (a reply that cannot be cloned): without this,
+    // the render would hold its slot until its time limit.
+    const onMessageError = (err: Error): void =>
+      finish(false, () =>
+        job.reject(new SourceError('Unexpected', `${label} failed: its answer could not be read (${err.message})`)),
+      );
     const onExit = (code: number): void =>
       finish(false, () =>
         job.reject(new SourceError('Unexpected', `${label} failed: its worker exited with code ${code}`)),
@@ -153,6 +160,7 @@ export class RenderPool {
     worker.on('message', onMessage);
     worker.on('error', onError);
     worker.on('exit', onExit);
+    worker.on('messageerror', onMessageError);
     worker.postMessage({
       type: 'render',
       id,

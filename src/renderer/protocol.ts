@@ -2,7 +2,7 @@
 // credential rule): a source, the revision, the facts of its Application a render needs, and the
 // answer, the rendered objects or a source error. JSON over HTTP, with a bearer token:
 //
-//   POST /v1/render   {input, noCache?, limits?, tenant?}   200 RenderAnswer (NDJSON) | 422 {error} | 400 | 401 | 413 | 503
+//   POST /v1/render   {input, noCache?, limits?, tenant?}   200 RenderAnswer (NDJSON) | 409 {needs} | 422 {error} | 400 | 401 | 413 | 503
 //   POST /v1/resolve  {input, tenant?}                       200 {revision}            | 422 {error} | ...
 //   GET  /healthz                          200 (no token): the process answers
 //   GET  /readyz                           200 once it has its token, else 503
@@ -11,6 +11,7 @@
 // input (it comes over the network), and the controller a reply as the output of hostile content.
 import { z } from 'zod';
 import { ApplicationSourceSchema } from '../api/application.ts';
+import { RepositoryAccessSchema } from '../api/repository.ts';
 import type { SourceErrorReason } from '../source/errors.ts';
 
 export const RENDER_PATH = '/v1/render';
@@ -18,6 +19,16 @@ export const RESOLVE_PATH = '/v1/resolve';
 
 /** Largest request body the renderer reads (an Application's source with inline values fits in etcd's 1.5 MiB). */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Largest rendered objects the renderer answers with (as JSON, measured in the render's thread):
+ * the controller parses an answer in its own memory, about three times its size, so this bounds
+ * what one render of hostile content costs the controller.
+ */
+export const MAX_RENDERED_BYTES = 64 * 1024 * 1024;
+
+/** Largest answer the controller reads: the rendered objects and the answer's few other fields. */
+export const MAX_ANSWER_BYTES = MAX_RENDERED_BYTES + 1024 * 1024;
 
 export const RenderInputSchema = z.strictObject({
   source: ApplicationSourceSchema,
@@ -27,6 +38,28 @@ export const RenderInputSchema = z.strictObject({
   kubeVersion: z.string().max(64).optional(),
   apiVersions: z.array(z.string().max(512)).max(10_000).optional(),
   sourceRepos: z.array(z.string().max(4096)).max(10_000).optional(),
+  repository: RepositoryAccessSchema.optional(),
+  refSources: z
+    .record(
+      z.string().regex(/^\$[a-zA-Z0-9_-]+$/),
+      z.strictObject({
+        repoURL: z.string().max(4096),
+        targetRevision: z.string().max(1024).optional(),
+        repository: RepositoryAccessSchema.optional(),
+      }),
+    )
+    .optional(),
+  dependencyRepositories: z
+    .array(
+      z.strictObject({
+        url: z.string().max(4096).optional(),
+        name: z.string().max(253).optional(),
+        repository: RepositoryAccessSchema.optional(),
+      }),
+    )
+    .max(1000)
+    .optional(),
+  revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
 });
 
 /** Whose request this is, for a fair share of render slots between tenants (the AppProject's name). */
@@ -92,6 +125,8 @@ export const ANSWER_CONTENT_TYPE = 'application/x-ndjson';
 export const RenderAnswerHeaderSchema = z.object({
   revision: z.string(),
   sourceType: z.enum(['Directory', 'Kustomize', 'Helm']),
+  /** The repositories a chart's dependencies were fetched from (the controller refreshes on their Secrets' changes). */
+  dependencies: z.array(z.string()).optional(),
   objects: z.number().int().nonnegative(),
 });
 export type RenderAnswerHeader = z.infer<typeof RenderAnswerHeaderSchema>;
@@ -100,5 +135,11 @@ export const RenderedObjectSchema = z.object({
   object: KubeObjectSchema,
   location: z.object({ file: z.string(), document: z.number() }),
 });
+
+/** 409: the chart's dependencies are in these repositories; ask again with dependencyRepositories. */
+export const NeedsAnswerSchema = z.object({
+  needs: z.array(z.object({ url: z.string().max(4096).optional(), name: z.string().max(253).optional() })).max(1000),
+});
+export type NeedsAnswer = z.infer<typeof NeedsAnswerSchema>;
 
 export const ResolveAnswerSchema = z.object({ revision: z.string() });

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { SourceRenderer } from '../source/index.ts';
 import { DEFAULT_LIMITS, type RenderLimits } from '../source/render.ts';
 import { RenderPool } from './pool.ts';
+import { MAX_RENDERED_BYTES } from './protocol.ts';
 import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
 
 export interface RendererProcessOptions {
@@ -72,7 +73,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     cacheDir: opts.cacheDir,
     ...(opts.toolsDir !== undefined ? { toolsDir: opts.toolsDir } : {}),
     ...(opts.env !== undefined ? { env: opts.env } : {}),
-    limits: { renderTimeoutMs, ...opts.limits },
+    limits: { renderTimeoutMs, maxRenderedBytes: MAX_RENDERED_BYTES, ...opts.limits },
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
     git: {

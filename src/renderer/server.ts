@@ -17,7 +17,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { SourceError } from '../source/errors.ts';
+import { NeedsRepositories, SourceError } from '../source/errors.ts';
 import type { RenderInput, SourceRenderer } from '../source/index.ts';
 import { overTimeLimit } from '../source/render.ts';
 import {
@@ -27,6 +27,7 @@ import {
   RenderRequestSchema,
   ResolveRequestSchema,
   type ErrorAnswer,
+  type NeedsAnswer,
 } from './protocol.ts';
 import { AnswerCache } from './answer-cache.ts';
 import { encodeAnswer, overApplicationLimits } from './answer.ts';
@@ -168,12 +169,15 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     const started = performance.now();
     handle(req)
       .catch((err: unknown): Answer => {
+        if (err instanceof NeedsRepositories) {
+          return { status: 409, body: JSON.stringify({ needs: err.needs } satisfies NeedsAnswer) };
+        }
         const e =
           err instanceof SourceError ? err : new SourceError('Unexpected', (err as Error)?.message ?? String(err));
         return refusal(422, e.reason, e.message);
       })
       .then((answer) => {
-        if (answer.status !== 200 && answer.type !== 'text') {
+        if (answer.status !== 200 && answer.status !== 409 && answer.type !== 'text') {
           opts.logger.info(
             { path: req.url, status: answer.status, ms: Math.round(performance.now() - started) },
             errorText(answer),
@@ -267,7 +271,11 @@ function readBody(req: http.IncomingMessage): Promise<string | undefined> {
 
 /** The same input at the same commit renders the same objects. */
 function cacheKey(input: RenderInput, revision: string): string {
+  // The input holds the credentials: an answer rendered with one is never served to a request
+  // with another. Only the digest is kept. How old refs may be does not change the objects.
+  const { revisionMaxAgeMs: _age, ...rest } = input;
+  void _age;
   return createHash('sha256')
-    .update(JSON.stringify({ ...input, revision }))
+    .update(JSON.stringify({ ...rest, revision }))
     .digest('hex');
 }

@@ -27,12 +27,15 @@ export class SourceError extends Error {
 /**
  * Removes a password or token from a URL before it is shown (`https://user:***@host/repo`). The
  * user information runs to the last `@` before the path, as URL parsers read it, so a password
- * holding an `@` is hidden whole.
+ * holding an `@` is hidden whole. Over HTTP(S) a user name alone is hidden too (`https://***@host`):
+ * that is where a token goes in `https://<token>@github.com/...`. SSH user names (`ssh://git@`)
+ * carry no secret (the key is the credential) and stay, as they say which account is used.
  */
 export function redactURL(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/]*)@/i, (_m, scheme: string, userinfo: string) => {
     const colon = userinfo.indexOf(':');
-    return colon < 0 ? `${scheme}${userinfo}@` : `${scheme}${userinfo.slice(0, colon)}:***@`;
+    if (colon >= 0) return `${scheme}${userinfo.slice(0, colon)}:***@`;
+    return /^https?:\/\/$/i.test(scheme) ? `${scheme}***@` : `${scheme}${userinfo}@`;
   });
 }
 
@@ -41,4 +44,26 @@ export function formatBytes(n: number): string {
   if (n >= 1024 * 1024) return `${Math.round(n / (1024 * 1024))} MiB`;
   if (n >= 1024) return `${Math.round(n / 1024)} KiB`;
   return `${n} bytes`;
+}
+
+/** A repository named by tenant content (a Chart.yaml dependency) whose credentials the controller decides. */
+export interface RepositoryNeed {
+  url?: string | undefined;
+  name?: string | undefined;
+}
+
+/**
+ * Not a failure: the chart has dependencies in repositories the request said nothing about. The
+ * renderer answers with them (409), the controller resolves their credentials against its
+ * repository Secrets and the project, and asks again with `dependencyRepositories` set.
+ */
+export class NeedsRepositories extends SourceError {
+  readonly needs: RepositoryNeed[];
+  constructor(needs: RepositoryNeed[]) {
+    super(
+      'InvalidSource',
+      `the chart's dependencies need repositories: ${needs.map((n) => n.url ?? `@${n.name}`).join(', ')}`,
+    );
+    this.needs = needs;
+  }
 }

@@ -116,6 +116,7 @@ async function checkClone(policy: GuardPolicy): Promise<void> {
   const root = await realpath('.');
   const where = `remote base '${redactURL(origin(policy))}'`;
   const bad = await findEscapingSymlink(root);
+  if (bad?.why === 'complex') throw new Refused(`${where} has dangling symlinks too many to check (at ${bad.link})`);
   if (bad) throw new Refused(`${where} has a symlink that points outside it: ${bad.link} -> ${bad.target}`);
   await checkAllKustomizations({
     root,

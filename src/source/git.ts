@@ -32,6 +32,8 @@ import { repoLocation } from './repo-url.ts';
 import { gitEnvironment } from './git-env.ts';
 import { removeDeadOwners } from './trees.ts';
 import { scrubber, type Scrub } from './scrub.ts';
+import type { RepositoryAccess } from '../api/repository.ts';
+import { ANONYMOUS, credentialId, gitCredentials } from './credentials.ts';
 
 export interface GitRepoCacheOptions {
   cacheDir: string;
@@ -55,6 +57,17 @@ export interface GitRepoCacheOptions {
   toolLimits?: Partial<ToolLimits>;
   /** A commit over these is refused before it is written (materialise.ts). Defaults 1 GiB, 100,000 files. */
   checkoutLimits?: Partial<CheckoutLimits>;
+}
+
+/** How a repository is reached: its credentials (none: anonymous), and how old its refs may be. */
+export interface RepoOptions {
+  access?: RepositoryAccess | undefined;
+  /**
+   * Refs listed by `git ls-remote` less than this long ago (for the same repository and credential)
+   * are used again: one ls-remote per repository per refresh interval, however many Applications
+   * share it. 0 or absent: ask the remote now.
+   */
+  maxAgeMs?: number | undefined;
 }
 
 /** The files of one commit, on disk until released. */
@@ -93,6 +106,10 @@ export class GitRepoCache {
   readonly #checkoutLimits: CheckoutLimits;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
+  /** The last refs listed per clone key, and when (coalescing, RepoOptions.maxAgeMs). */
+  readonly #refs = new Map<string, { at: number; refs: Map<string, string> }>();
+  /** `git ls-remote` runs, for tests and the benchmark. */
+  lsRemoteCount = 0;
   readonly #trees = new Map<string, Tree>();
   readonly #treeCacheMaxBytes: number;
   /** Bytes of the trees on disk plus the room reserved for trees being written. */
@@ -128,8 +145,8 @@ export class GitRepoCache {
   }
 
   /** The commit SHA that `targetRevision` (default HEAD) names in `repoURL` now. */
-  async resolveRevision(repoURL: string, targetRevision?: string): Promise<string> {
-    const repo = this.#repo(repoURL);
+  async resolveRevision(repoURL: string, targetRevision?: string, opts: RepoOptions = {}): Promise<string> {
+    const repo = await this.#repo(repoURL, opts.access);
     const rev = checkRevision(targetRevision, repo.shown);
     if (SHORT_SHA.test(rev)) {
       // A SHA already in the clone needs no network (and a ref cannot change what it names).
@@ -139,7 +156,7 @@ export class GitRepoCache {
       });
       if (local) return local;
     }
-    const refs = await this.#lsRemote(repo);
+    const refs = await this.#lsRemote(repo, opts.maxAgeMs ?? 0);
     const fromRef = matchRef(refs, rev);
     if (fromRef && rev.startsWith('refs/') && !/^refs\/(heads|tags)\//.test(rev)) {
       // Refs outside branches and tags (refs/pull/1/head, ...) are fetched by name now: checkout
@@ -158,8 +175,8 @@ export class GitRepoCache {
   }
 
   /** The files of commit `revision` (a full SHA from resolveRevision); call release() when done. */
-  async checkout(repoURL: string, revision: string): Promise<Checkout> {
-    const repo = this.#repo(repoURL);
+  async checkout(repoURL: string, revision: string, opts: RepoOptions = {}): Promise<Checkout> {
+    const repo = await this.#repo(repoURL, opts.access);
     if (!FULL_SHA.test(revision)) {
       throw new SourceError('InvalidSource', `checkout of '${repo.shown}' needs a full commit SHA, got '${revision}'`);
     }
@@ -198,9 +215,12 @@ export class GitRepoCache {
     };
   }
 
-  #repo(repoURL: string): Repo {
+  /** The clone of `repoURL` for this credential: one per (URL, credential), never shared across credentials. */
+  async #repo(repoURL: string, access: RepositoryAccess | undefined): Promise<Repo> {
     const where = repoLocation(repoURL, this.#allowLocal);
-    return { ...where, dir: path.join(this.#cacheDir, 'repos', `${where.key}.git`) };
+    const cred = await credentialId(this.#cacheDir, access);
+    const key = cred === ANONYMOUS ? where.key : `${where.key}-${cred}`;
+    return { ...where, key, access, dir: path.join(this.#cacheDir, 'repos', `${key}.git`) };
   }
 
   async #ensureClone(repo: Repo): Promise<void> {
@@ -237,11 +257,15 @@ export class GitRepoCache {
   }
 
   async #fetch(repo: Repo, refspecs: string[], mustSucceed: boolean): Promise<void> {
-    const r = await this.#gitIn(
-      repo,
+    const r = await this.#run(
       ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs],
-      `git fetch of '${repo.shown}'`,
-      this.#networkTimeoutMs,
+      {
+        cwd: repo.dir,
+        env: { GIT_DIR: repo.dir },
+        timeoutMs: this.#networkTimeoutMs,
+        label: `git fetch of '${repo.shown}'`,
+        access: repo.access,
+      },
     );
     await this.#measureClone(repo);
     if (r.code !== 0 && mustSucceed) {
@@ -253,15 +277,19 @@ export class GitRepoCache {
   }
 
   /** The remote's refs (name → commit), one request at a time per repository however many callers ask. */
-  #lsRemote(repo: Repo): Promise<Map<string, string>> {
+  #lsRemote(repo: Repo, maxAgeMs: number): Promise<Map<string, string>> {
+    const known = this.#refs.get(repo.key);
+    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) return Promise.resolve(known.refs);
     const inFlight = this.#lsRemoteInFlight.get(repo.key);
     if (inFlight) return inFlight;
     const p = (async () => {
       await mkdir(this.#cacheDir, { recursive: true });
+      this.lsRemoteCount++;
       const r = await this.#run(['ls-remote', '--', repo.remote], {
         cwd: this.#cacheDir,
         timeoutMs: this.#networkTimeoutMs,
         label: `git ls-remote of '${repo.shown}'`,
+        access: repo.access,
       });
       if (r.code !== 0) {
         throw new SourceError(
@@ -274,6 +302,8 @@ export class GitRepoCache {
         const [sha, name] = line.split('\t');
         if (sha && name && FULL_SHA.test(sha)) refs.set(name, sha);
       }
+      this.#refs.set(repo.key, { at: Date.now(), refs });
+      if (this.#refs.size > 10_000) this.#refs.delete(this.#refs.keys().next().value as string);
       return refs;
     })().finally(() => this.#lsRemoteInFlight.delete(repo.key));
     this.#lsRemoteInFlight.set(repo.key, p);
@@ -380,7 +410,7 @@ export class GitRepoCache {
   }
 
   /** Every git of the cache: the renderer's environment (plus `env`), its limits, its scrubber unless given one. */
-  #run(
+  async #run(
     args: string[],
     o: {
       cwd: string;
@@ -389,15 +419,26 @@ export class GitRepoCache {
       env?: NodeJS.ProcessEnv;
       scrub?: Scrub;
       maxStdoutBytes?: number;
+      /** The repository's credentials: files for this one process (credentials.ts), removed after it. */
+      access?: RepositoryAccess | undefined;
     },
   ): Promise<RunResult> {
-    return run(this.#git, args, {
-      ...o,
-      env: { ...this.#env, ...o.env },
-      howToGet: GIT_HOW_TO,
-      scrub: o.scrub ?? this.#scrub,
-      limits: this.#toolLimits,
-    });
+    const { access, ...rest } = o;
+    const go = (extra: NodeJS.ProcessEnv) =>
+      run(this.#git, args, {
+        ...rest,
+        env: { ...this.#env, ...rest.env, ...extra },
+        howToGet: GIT_HOW_TO,
+        scrub: rest.scrub ?? this.#scrub,
+        limits: this.#toolLimits,
+      });
+    if (!access) return go({});
+    const creds = await gitCredentials(path.join(this.#cacheDir, 'creds'), access);
+    try {
+      return await go(creds.env);
+    } finally {
+      await creds.dispose();
+    }
   }
 }
 
@@ -415,6 +456,7 @@ async function diskUsage(dir: string): Promise<number> {
 
 interface Repo {
   key: string;
+  access: RepositoryAccess | undefined;
   remote: string;
   shown: string;
   dir: string;

@@ -9,6 +9,7 @@ import { scrubber, type PathRename } from './scrub.ts';
 import type { ToolLimits } from './limits.ts';
 import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
+import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
 
@@ -19,6 +20,10 @@ export interface HelmTemplateInput {
   /** The physical root of the checkout (realpath). */
   repoRoot: string;
   chartDir: string;
+  /** Where relative value files are read from, when the chart runs from a copy (its dependencies fetched): the app folder. */
+  valuesDir?: string | undefined;
+  /** Multi-source: `$name` → the physical root of that ref source's checkout. */
+  refRoots?: Readonly<Record<string, string>> | undefined;
   /** The app path as written in the Application, for messages. */
   shownPath: string;
   releaseName: string;
@@ -103,6 +108,15 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(p.value ?? '')}`);
   }
   args.push('--', input.releaseName, input.chartDir);
+  if (spec.skipSchemaValidation !== true) {
+    const bad = await findSchemaReference(input.chartDir);
+    if (bad) {
+      throw new SourceError(
+        'InvalidSource',
+        `helm chart '${input.shownPath}': ${schemaRefusal(bad)} (or set spec.source.helm.skipSchemaValidation)`,
+      );
+    }
+  }
 
   const env: NodeJS.ProcessEnv = {
     ...input.env,
@@ -141,13 +155,30 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
  * does not exist.
  */
 async function resolveValueFile(input: HelmTemplateInput, file: string): Promise<string | undefined> {
+  const ref = file.startsWith('$') ? file.split('/')[0] : undefined;
+  const refRoot = ref ? input.refRoots?.[ref] : undefined;
+  if (ref && refRoot) {
+    // Multi-source `$ref/path`: inside the ref source's own checkout, physically (Argo CD's getResolvedRefValueFile).
+    const rest = file.slice(ref.length + 1);
+    const abs = path.join(refRoot, rest);
+    const physical = isInside(refRoot, abs) ? await physicalRelative(refRoot, abs) : undefined;
+    if (physical === undefined) {
+      throw new SourceError(
+        'InvalidSource',
+        `helm value file '${file}' of '${input.shownPath}' is outside the repository of ${ref}`,
+      );
+    }
+    const real = path.join(refRoot, physical);
+    return existsSync(real) ? real : undefined;
+  }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
     throw new SourceError(
       'InvalidSource',
       `helm value file '${file}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`,
     );
   }
-  const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(input.chartDir, file);
+  const base = input.valuesDir ?? input.chartDir;
+  const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(base, file);
   if (!isInside(input.repoRoot, abs)) {
     throw new SourceError(
       'InvalidSource',
@@ -169,9 +200,14 @@ async function resolveValueFile(input: HelmTemplateInput, file: string): Promise
 const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const RELEASE_NAME_MAX = 53;
 
+/** True when helm accepts `name` as a release name (so it can never be read as a flag). */
+export function isReleaseName(name: string): boolean {
+  return name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name);
+}
+
 /** Refuses what helm would refuse, before it runs, in helm's own words. */
 export function checkReleaseName(name: string): void {
-  if (name.length <= RELEASE_NAME_MAX && RELEASE_NAME.test(name)) return;
+  if (isReleaseName(name)) return;
   throw new SourceError(
     'InvalidSource',
     `release name ${JSON.stringify(name)}: invalid release name, must match regex ${RELEASE_NAME.source} and the length must not be longer than ${RELEASE_NAME_MAX} (spec.source.helm.releaseName, or the Application's name when that is empty)`,

@@ -18,7 +18,8 @@
 // - Every failure rejects with a SourceError whose message is fit for a ComparisonError condition
 //   as is (it names the repository, revision, file and line, or the missing tool and how to get it)
 //   and whose `reason` tells what kind of failure it was. Nothing is ever partially rendered.
-// - Helm repository charts (source.chart) are refused with a clear error. This module never talks
+// - Charts from Helm repositories and OCI registries (source.chart) and oci:// sources are
+//   downloaded and unpacked by charts.ts, then rendered like a checkout. This module never talks
 //   to a Kubernetes cluster, and runs only in the renderer process (ARCHITECTURE.md, the credential rule).
 // - Everything in the input and the repository is treated as hostile (issue 11, section 2): only
 //   network repoURLs unless opts.allowLocalRepositories; symlinks resolved physically and kept
@@ -30,13 +31,18 @@
 //   SourceRenderer per cacheDir per process.
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
-import { SourceError, redactURL } from './errors.ts';
+import { NeedsRepositories, SourceError, redactURL } from './errors.ts';
 import { scrubber } from './scrub.ts';
-import { GitRepoCache } from './git.ts';
+import { GitRepoCache, type Checkout } from './git.ts';
+import { prepareDependencies, type PreparedChart } from './helm-deps.ts';
+import { realpath } from 'node:fs/promises';
+import { ChartSources, sourceKind } from './charts.ts';
+import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
+import type { RepositoryAccess } from '../api/repository.ts';
 
 export { SourceError, type SourceErrorReason } from './errors.ts';
 export type { ParsedObject as RenderedObject } from './parse.ts';
@@ -104,6 +110,34 @@ export interface RenderInput {
    * bases and resources may come from. Absent: no remote kustomize reference is allowed.
    */
   sourceRepos?: readonly string[] | undefined;
+  /** Credentials and TLS/SSH settings for source.repoURL (none: anonymous). */
+  repository?: RepositoryAccess | undefined;
+  /**
+   * Multi-source Applications: the `ref` sources by `$name`, for `$name/...` helm value files: each
+   * repository, its revision (the ref source's targetRevision or the operation's) and credentials.
+   */
+  refSources?: Readonly<Record<string, RefSource>> | undefined;
+  /**
+   * Credentials for the repositories of a Helm chart's dependencies, as the controller resolved them
+   * for the needs the renderer named (NeedsRepositories). Undefined: not resolved yet, so a chart with
+   * dependencies to fetch is answered with its needs first; an entry without `repository`: anonymous.
+   */
+  dependencyRepositories?: readonly DependencyRepository[] | undefined;
+  /** Refs and Helm indexes fetched less than this long ago are used again (0: ask now). */
+  revisionMaxAgeMs?: number | undefined;
+}
+
+export interface RefSource {
+  repoURL: string;
+  targetRevision?: string | undefined;
+  repository?: RepositoryAccess | undefined;
+}
+
+export interface DependencyRepository {
+  /** The dependency's repository as Chart.yaml names it: a URL, or the name of `@name` / `alias:name`. */
+  url?: string | undefined;
+  name?: string | undefined;
+  repository?: RepositoryAccess | undefined;
 }
 
 /** How long a render may take: until `deadline` (epoch ms), the limit being `timeLimit` (for its message). */
@@ -117,10 +151,13 @@ export interface RenderResult {
   revision: string;
   sourceType: SourceType;
   objects: ParsedObject[];
+  /** Repositories a chart's dependencies came from. */
+  dependencies?: string[] | undefined;
 }
 
 export class SourceRenderer {
   readonly #git: GitRepoCache;
+  readonly #charts: ChartSources;
   readonly #opts: SourceRendererOptions;
   readonly #limits: RenderLimits;
   readonly #runCheckout: CheckoutRunner;
@@ -129,6 +166,12 @@ export class SourceRenderer {
     this.#opts = opts;
     this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.#runCheckout = opts.runCheckout ?? inThisThread;
+    const cacheDir = path.resolve(opts.cacheDir);
+    this.#charts = new ChartSources({
+      cacheDir,
+      limits: { maxBytes: 64 * 1024 * 1024, maxFiles: 10_000, timeoutMs: opts.git?.networkTimeoutMs ?? 120_000 },
+      credentialId: (access) => credentialId(cacheDir, access),
+    });
     this.#git = new GitRepoCache({
       cacheDir: path.join(opts.cacheDir, 'git'),
       gitBinary: opts.toolPaths?.git,
@@ -144,10 +187,20 @@ export class SourceRenderer {
     });
   }
 
-  /** The commit SHA the source (or input.revision) names now, without rendering. */
-  async resolveRevision(input: Pick<RenderInput, 'source' | 'revision'>): Promise<string> {
-    const source = gitSource(input.source);
-    return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
+  /** The commit SHA (Git), chart version (Helm) or tag (OCI) the source (or input.revision) names now, without rendering. */
+  async resolveRevision(
+    input: Pick<RenderInput, 'source' | 'revision' | 'repository' | 'revisionMaxAgeMs'>,
+  ): Promise<string> {
+    if (sourceKind(input.source, input.repository) !== 'git') {
+      return this.#charts.resolve(input.source, input.revision, input.repository, input.revisionMaxAgeMs ?? 0);
+    }
+    const source = input.source;
+    return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision, repoOptions(input));
+  }
+
+  /** `git ls-remote` runs so far (tests and bench/repos). */
+  get lsRemoteCount(): number {
+    return this.#git.lsRemoteCount;
   }
 
   /**
@@ -159,6 +212,7 @@ export class SourceRenderer {
       return await this.#render(input, opts);
     } catch (err) {
       // The last line of scrub.ts: whatever leaves here names no folder of the renderer's cache.
+      if (err instanceof NeedsRepositories) throw err;
       const scrub = scrubber([{ from: path.resolve(this.#opts.cacheDir), to: '<cache>' }]);
       if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
       const source = input.source;
@@ -169,24 +223,82 @@ export class SourceRenderer {
     }
   }
 
+  /** index.yaml downloads and OCI tag listings so far (tests and bench/repos). */
+  get indexFetches(): number {
+    return this.#charts.helm.indexFetches + this.#charts.oci.tagFetches;
+  }
+
   async #render(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
+    if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, time);
+    const source = input.source;
+    const revision = await this.#git.resolveRevision(
+      source.repoURL,
+      input.revision ?? source.targetRevision,
+      repoOptions(input),
+    );
+    const checkout = await this.#git.checkout(source.repoURL, revision, { access: input.repository });
+    try {
+      return { revision, ...(await this.#renderDir(checkout.dir, source, input, time)) };
+    } finally {
+      checkout.release();
+    }
+  }
+
+  /** A chart from a Helm repository or an OCI registry, or an oci:// artifact: unpacked (charts.ts), then rendered. */
+  async #renderChart(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
+    const maxAgeMs = input.revisionMaxAgeMs ?? 0;
+    const version = await this.#charts.resolve(input.source, input.revision, input.repository, maxAgeMs);
+    const unpacked = await this.#charts.unpack(input.source, version, input.repository, { maxAgeMs });
+    const source = { ...input.source, path: unpacked.path };
+    return { revision: unpacked.revision, ...(await this.#renderDir(unpacked.dir, source, input, time)) };
+  }
+
+  /** Renders `source.path` of a folder (a checkout, an unpacked chart) in a worker, within the deadline. */
+  async #renderDir(
+    dir: string,
+    source: ApplicationSource,
+    input: RenderInput,
+    time: RenderTimeOptions,
+  ): Promise<Pick<RenderResult, 'sourceType' | 'objects' | 'dependencies'>> {
     const { deadline, timeLimit } = time;
     const limitMs = timeLimit?.ms ?? this.#limits.renderTimeoutMs;
-    const source = gitSource(input.source);
-    const revision = await this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision);
-    const checkout = await this.#git.checkout(source.repoURL, revision);
+    const workRoot = path.join(this.#opts.cacheDir, 'git', 'work');
+    const maxAgeMs = input.revisionMaxAgeMs ?? 0;
+    // Multi-source: the ref sources this source's value files name, each checked out with its own credentials.
+    const refs: Checkout[] = [];
+    let prepared: PreparedChart | undefined;
     try {
+      const refRoots: Record<string, string> = {};
+      for (const [name, ref] of Object.entries(input.refSources ?? {})) {
+        const rev = await this.#git.resolveRevision(ref.repoURL, ref.targetRevision, {
+          access: ref.repository,
+          maxAgeMs,
+        });
+        const checkout = await this.#git.checkout(ref.repoURL, rev, { access: ref.repository });
+        refs.push(checkout);
+        refRoots[name] = await realpath(checkout.dir);
+      }
+      prepared = await prepareDependencies({
+        root: await realpath(dir),
+        source,
+        workRoot,
+        entries: input.dependencyRepositories,
+        charts: this.#charts,
+        maxAgeMs,
+      });
       const remainingMs = deadline === undefined ? limitMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, limitMs, timeLimit?.setBy);
       const { sourceType, objects } = await this.#runCheckout(
         {
-          checkoutDir: checkout.dir,
+          checkoutDir: dir,
           source,
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
           kubeVersion: input.kubeVersion,
           apiVersions: input.apiVersions,
           sourceRepos: input.sourceRepos,
+          ...(Object.keys(refRoots).length > 0 ? { refRoots } : {}),
+          ...(prepared ? { chartDir: prepared.chartDir } : {}),
         },
         {
           tools: {
@@ -203,30 +315,23 @@ export class SourceRenderer {
           limits: { ...this.#limits, renderTimeoutMs: limitMs },
           ...(timeLimit?.setBy ? { timeLimitSetBy: timeLimit.setBy } : {}),
           // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
-          workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
+          workRoot,
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
           env: { ...(this.#opts.env ?? process.env) },
         },
         remainingMs,
       );
-      return { revision, sourceType, objects };
+      return { sourceType, objects, ...(prepared ? { dependencies: prepared.dependencies } : {}) };
     } finally {
-      checkout.release();
+      for (const r of refs) r.release();
+      await prepared?.dispose();
     }
   }
 }
 
-/** A source this renderer can render: from Git (Helm repository charts are not supported yet). */
-function gitSource(source: ApplicationSource): ApplicationSource {
-  if (source.chart) {
-    // Checked before any git work: the repoURL of a chart source is a Helm repository, not Git.
-    throw new SourceError(
-      'InvalidSource',
-      `spec.source.chart '${source.chart}': charts from Helm repositories are not supported; point spec.source.path at a chart in Git`,
-    );
-  }
-  return source;
+function repoOptions(input: Pick<RenderInput, 'repository' | 'revisionMaxAgeMs'>) {
+  return { access: input.repository, maxAgeMs: input.revisionMaxAgeMs };
 }
 
 /** The default CheckoutRunner: in the calling thread, its tools stopped when the time is up. */

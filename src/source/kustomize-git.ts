@@ -30,10 +30,15 @@ const GUARD = fileURLToPath(new URL(`./git-guard${path.extname(fileURLToPath(imp
 const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** Writes the `git` kustomize finds first, into `binDir`. */
-export async function writeGitShim(binDir: string): Promise<string> {
+export function writeGitShim(binDir: string): Promise<string> {
+  return writeShim(binDir, 'git', GUARD);
+}
+
+/** Writes `binDir/name`, a program that runs the Node module `program` with its arguments. */
+export async function writeShim(binDir: string, name: string, program: string): Promise<string> {
   await mkdir(binDir, { recursive: true });
-  const shim = path.join(binDir, 'git');
-  const node = [process.execPath, '--disable-warning=ExperimentalWarning', GUARD].map(quote).join(' ');
+  const shim = path.join(binDir, name);
+  const node = [process.execPath, '--disable-warning=ExperimentalWarning', program].map(quote).join(' ');
   await writeFile(shim, `#!/bin/sh\nunset NODE_OPTIONS NODE_PATH\nexec ${node} "$@"\n`);
   await chmod(shim, 0o755);
   return shim;

@@ -6,20 +6,22 @@
 // Before kustomize runs, the build options are held to an allow-list (kustomize-options.ts) and
 // every kustomization the app folder reaches is checked (kustomize-check.ts); kustomize then runs
 // with the load restrictor explicitly LoadRestrictionsRootOnly, the renderer's git configuration
-// and a git of ours first on its PATH for remote bases (kustomize-git.ts), and its temporary files
+// and a git of ours first on its PATH for remote bases (kustomize-git.ts), a helm of ours as its
+// --helm-command when the operator enabled Helm charts (kustomize-helm.ts), and its temporary files
 // (remote clones) in the render's own folder.
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 import { scrubber, type PathRename } from './scrub.ts';
-import type { ToolLimits } from './limits.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { howToGet } from './tools.ts';
 import { checkBuildOptions } from './kustomize-options.ts';
 import { checkKustomization } from './kustomize-check.ts';
 import { kustomizeEnvironment, writeGitShim } from './kustomize-git.ts';
+import { HELM_GUARD_POLICY_ENV, writeHelmShim, type HelmGuardPolicy } from './kustomize-helm.ts';
+import { resolveCommand, type ToolLimits } from './limits.ts';
 import type { CheckoutLimits } from './materialise.ts';
 
 export { KUSTOMIZATION_FILES } from './kustomize-check.ts';
@@ -40,6 +42,8 @@ export interface KustomizeBuildInput {
   sourceRepos: readonly string[] | undefined;
   /** The real git, for kustomize's remote bases. */
   gitBinary: string;
+  /** The renderer's helm, for helmCharts when the operator's --helm-command names none. */
+  helmBinary?: string | undefined;
   /** Remote bases over these are not checked out. */
   checkoutLimits: CheckoutLimits;
   /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
@@ -97,7 +101,26 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     checkout: input.checkoutLimits,
   });
   env.TMPDIR = tmpDir;
-  const args = ['build', ...options.args, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];
+  let buildArgs = options.args;
+  const renames: PathRename[] = [];
+  if (options.enableHelm) {
+    // kustomize runs our helm (kustomize-helm.ts); the operator's --helm-command is the real one.
+    const configured = buildArgs.find((a) => a.startsWith('--helm-command='))?.slice('--helm-command='.length);
+    const real = resolveCommand(configured ?? input.helmBinary ?? 'helm', input.env.PATH);
+    const helmShim = await writeHelmShim(path.join(input.workDir, 'helm-bin'));
+    const home = path.join(input.workDir, 'helm-home');
+    await mkdir(home, { recursive: true });
+    const policy: HelmGuardPolicy = {
+      helm: real ? path.resolve(real) : '',
+      roots: [input.repoRoot, tmpDir],
+      sourceRepos: input.sourceRepos ?? null,
+      home,
+    };
+    env[HELM_GUARD_POLICY_ENV] = JSON.stringify(policy);
+    buildArgs = [...buildArgs.filter((a) => !a.startsWith('--helm-command=')), `--helm-command=${helmShim}`];
+    renames.push({ from: helmShim, to: 'helm' }, { from: home, to: '<helm home>' });
+  }
+  const args = ['build', ...buildArgs, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];
   const r = await run(input.binary, args, {
     cwd: input.appDir,
     env,
@@ -110,6 +133,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     // The overlay's folder, and the relative path it reaches the app folder by (which runs through
     // the renderer's trees/<pid>-<random> folder), are named as the tenant knows them.
     scrub: scrubber([
+      ...renames,
       { from: shim, to: 'git' },
       { from: tmpDir, to: '<kustomize tmp>' },
       { from: overlayDir, to: '<overlay>' },

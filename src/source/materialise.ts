@@ -9,7 +9,7 @@ import path from 'node:path';
 import { SourceError } from './errors.ts';
 import { tail, type RunResult } from './exec.ts';
 import { formatBytes } from './limits.ts';
-import { findEscapingSymlink } from './paths.ts';
+import { SYMLINK_CHECK_STEPS, findEscapingSymlink } from './paths.ts';
 import type { Scrub } from './scrub.ts';
 import { scrubber } from './scrub.ts';
 
@@ -158,6 +158,12 @@ export function treeOverLimits(listing: string, limits: CheckoutLimits): string 
 async function refuseEscapingSymlinks(dir: string, shown: string, sha: string): Promise<void> {
   const bad = await findEscapingSymlink(await realpath(dir));
   if (!bad) return;
+  if (bad.why === 'complex') {
+    throw new SourceError(
+      'TooLarge',
+      `repository '${shown}' at ${sha} has dangling symlinks that take more than the renderer's ${SYMLINK_CHECK_STEPS} steps to check (at ${bad.link})`,
+    );
+  }
   const what = bad.why === 'loop' ? 'a symlink loop' : 'a symlink that points outside the repository';
   throw new SourceError('InvalidSource', `repository '${shown}' at ${sha} has ${what}: ${bad.link} -> ${bad.target}`);
 }

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
+import { measureJSON } from './answer-size.ts';
 import { readDirectory } from './directory.ts';
 import { SourceError } from './errors.ts';
 import { helmTemplate } from './helm.ts';
@@ -14,7 +15,7 @@ import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
-import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
+import { DEFAULT_TOOL_LIMITS, formatBytes, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
@@ -27,6 +28,11 @@ export interface RenderLimits {
   maxTotalBytes: number;
   /** Largest output read from kustomize or helm. Default 256 MiB. */
   maxToolOutputBytes: number;
+  /**
+   * Largest rendered answer: the objects as JSON, as they are sent (a YAML alias counts every time
+   * it is used). Default 64 MiB, what the controller reads (renderer/protocol.ts).
+   */
+  maxRenderedBytes: number;
   /** Time limit for one kustomize or helm run. Default 120 s. */
   toolTimeoutMs: number;
   /** Time limit for a whole render: fetch, checkout, tools and parsing. Default 180 s. */
@@ -53,6 +59,7 @@ export const DEFAULT_LIMITS: RenderLimits = {
   maxFileBytes: 32 * 1024 * 1024,
   maxTotalBytes: 256 * 1024 * 1024,
   maxToolOutputBytes: 256 * 1024 * 1024,
+  maxRenderedBytes: 64 * 1024 * 1024,
   toolTimeoutMs: 120_000,
   renderTimeoutMs: 180_000,
   checkoutMaxBytes: DEFAULT_CHECKOUT_LIMITS.checkoutMaxBytes,
@@ -94,6 +101,10 @@ export interface RenderRequest {
   apiVersions?: readonly string[] | undefined;
   /** The AppProject's spec.sourceRepos: where kustomize remote bases may come from (absent: nowhere). */
   sourceRepos?: readonly string[] | undefined;
+  /** Multi-source: `$name` → the root of that ref source's checkout (for `$name/...` value files). */
+  refRoots?: Readonly<Record<string, string>> | undefined;
+  /** A copy of the chart with its dependencies fetched (helm-deps.ts), templated instead of the app folder. */
+  chartDir?: string | undefined;
 }
 
 export interface RenderedObjects {
@@ -121,12 +132,16 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
   // the renderer's own folders as placeholders (scrub.ts). Tool stderr is scrubbed where it is
   // read (exec.ts); this catches messages made from Node's errors (ENOENT '/cache/...').
   const renames: PathRename[] = [
+    ...(req.chartDir ? [{ from: req.chartDir, to: req.source.path || '.' }] : []),
+    ...Object.entries(req.refRoots ?? {}).map(([ref, dir]) => ({ from: dir, to: ref })),
     { from: req.checkoutDir, to: '' },
     { from: env.workRoot, to: '<work>' },
     { from: env.helmHome, to: '<helm home>' },
   ];
   try {
-    return await renderIn(req, env, renames);
+    const rendered = await renderIn(req, env, renames);
+    checkRenderedSize(rendered.objects, env.limits.maxRenderedBytes, req.source.path || '.');
+    return rendered;
   } catch (err) {
     const scrub = scrubber(renames);
     if (err instanceof SourceError) throw new SourceError(err.reason, scrub(err.message), { cause: err });
@@ -201,6 +216,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         buildOptions: env.kustomizeBuildOptions,
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
+        helmBinary: optionalTool('helm', env.tools),
         checkoutLimits: env.limits,
       });
       return {
@@ -211,7 +227,9 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     const out = await helmTemplate({
       ...tool,
       repoRoot: root,
-      chartDir: appDir,
+      chartDir: req.chartDir ?? appDir,
+      valuesDir: appDir,
+      refRoots: req.refRoots,
       releaseName: source.helm?.releaseName || req.appName,
       namespace: req.destinationNamespace,
       helm: source.helm,
@@ -233,6 +251,43 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
 
 function documentLimits(limits: RenderLimits): DocumentLimits {
   return { maxDocumentBytes: limits.maxDocumentBytes, maxDocumentNodes: limits.maxDocumentNodes };
+}
+
+/** Deeper than this, an object is refused: no Kubernetes object is, and code that walks objects recursively would fail on it. */
+const MAX_OBJECT_DEPTH = 512;
+
+/**
+ * The objects as the answer carries them (answer-size.ts), measured here, inside the render's
+ * heap limit: over the limit is TooLarge, and an object nested deeper than MAX_OBJECT_DEPTH is
+ * refused (it could not even be passed out of the render's thread).
+ */
+function checkRenderedSize(objects: readonly ParsedObject[], max: number, shown: string): void {
+  let bytes = 0;
+  for (const o of objects) {
+    const m = measureJSON(o, max - bytes, MAX_OBJECT_DEPTH + 2); // the entry holds the object two levels down
+    if (!m.ok && m.why === 'depth') {
+      throw new SourceError(
+        'InvalidManifest',
+        `${o.location.file}: document ${o.location.document} is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
+      );
+    }
+    if (!m.ok) {
+      throw new SourceError(
+        'TooLarge',
+        `the rendered objects of '${shown}' are more than the renderer's limit of ${formatBytes(max)} (a YAML alias counts each time it is used)`,
+      );
+    }
+    bytes += m.bytes + 1;
+  }
+}
+
+/** The tool's binary, or undefined when there is none (kustomize needs helm only for helmCharts). */
+function optionalTool(tool: 'helm', where: ToolLocations): string | undefined {
+  try {
+    return findTool(tool, where);
+  } catch {
+    return undefined;
+  }
 }
 
 function discoverType(appDir: string): SourceType {

@@ -52,9 +52,14 @@ function hideRendererNames(text: string): string {
     .replace(/\brender-[0-9a-f]{12}\b/g, '<render>');
 }
 
-/** `scheme://user:password@` anywhere in a text becomes `scheme://user:***@`. */
+/**
+ * `scheme://user:password@` anywhere in a text becomes `scheme://user:***@`, and `http(s)://token@`
+ * becomes `http(s)://***@` (as redactURL).
+ */
 export function redactURLsIn(text: string): string {
-  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/'"@:]*):([^\s/'"]*)@/gi, '$1$2:***@');
+  return text
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/'"@:]*):([^\s/'"]*)@/gi, '$1$2:***@')
+    .replace(/\b(https?:\/\/)([^\s/'"@:*][^\s/'"@:]*)@/gi, '$1***@');
 }
 
 function realpathOrSelf(p: string): string {

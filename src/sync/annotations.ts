@@ -7,6 +7,10 @@ export const ANNOTATION_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 export const ANNOTATION_HOOK = 'argocd.argoproj.io/hook';
 export const ANNOTATION_HOOK_DELETE_POLICY = 'argocd.argoproj.io/hook-delete-policy';
 export const ANNOTATION_IGNORE_RESTART_POLICY = 'argocd.argoproj.io/ignore-restart-policy';
+/** IgnoreExtraneous on a live object; ServerSideDiff and IncludeMutationWebhook on an Application. */
+export const ANNOTATION_COMPARE_OPTIONS = 'argocd.argoproj.io/compare-options';
+/** Helm's `keep`: never deleted with the Application (Argo CD's shouldBeDeleted). */
+export const HELM_RESOURCE_POLICY = 'helm.sh/resource-policy';
 // Helm's own hook annotations, honoured when no Argo CD hook annotation is present (as Argo CD does).
 export const HELM_HOOK = 'helm.sh/hook';
 export const HELM_HOOK_WEIGHT = 'helm.sh/hook-weight';
@@ -47,6 +51,24 @@ export function annotationCSV(obj: KubeObject | null | undefined, key: string): 
 
 export function hasSyncOption(obj: KubeObject | null | undefined, option: string): boolean {
   return annotationCSV(obj, ANNOTATION_SYNC_OPTIONS).includes(option);
+}
+
+export function hasCompareOption(obj: KubeObject | null | undefined, option: string): boolean {
+  return annotationCSV(obj, ANNOTATION_COMPARE_OPTIONS).includes(option);
+}
+
+/**
+ * The value of a `Key=value` item of a comma-separated option list (gitops-engine's
+ * GetAnnotationOptionValue), the first one when repeated; undefined when absent.
+ */
+export function optionValue(items: readonly string[], key: string): string | undefined {
+  for (const item of items) if (item.startsWith(`${key}=`)) return item.slice(key.length + 1);
+  return undefined;
+}
+
+/** `Key=value` from an object's sync-options annotation. */
+export function syncOptionValue(obj: KubeObject | null | undefined, key: string): string | undefined {
+  return optionValue(annotationCSV(obj, ANNOTATION_SYNC_OPTIONS), key);
 }
 
 function integerAnnotation(obj: KubeObject, key: string): number | undefined {

@@ -4,15 +4,21 @@
 import type { KubeObject, ResourceRef, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
-import { describeIdentity } from '../kube/types.ts';
-import { isHook, isSkipped } from './annotations.ts';
+import { DEFAULT_FIELD_MANAGER, describeIdentity } from '../kube/types.ts';
+import { hasCompareOption, isHook, isSkipped } from './annotations.ts';
 import { toYaml, unifiedDiff } from './differ.ts';
+import { isExcludedResource } from './filter.ts';
 import type { AggregateHealth, HealthAssessor, HealthStatus } from './health/index.ts';
 import { aggregateHealth, builtinAssessor, healthCheckErrors } from './health/index.ts';
+import type { DiffRules } from './ignore.ts';
+import { NO_DIFF_RULES, normalizeIgnored } from './ignore.ts';
 import { jsonEqual, maskSecrets, normalizeForCompare } from './normalize.ts';
+import { requiresDeletionConfirmation } from './options.ts';
 import type { Prepared, PreparedObject, PrepareOptions } from './prepare.ts';
 import { prepareDesired } from './prepare.ts';
-import { trackedApp } from './tracking.ts';
+import type { StatusRule } from './settings.ts';
+import { afterTakeover } from './takeover.ts';
+import { DEFAULT_TRACKING, selfReferenced, trackedApp } from './tracking.ts';
 import { mapLimit, refOf } from './util.ts';
 
 /** An inventory entry: one of the Application's previous `status.resources`. */
@@ -29,6 +35,10 @@ export interface ResourceComparison {
   /** Unified diff, live → what applying would leave, when asked for (`diffs`); '' when Synced. Secret values masked. */
   diff: string;
   requiresPruning: boolean;
+  /** Prune=confirm or Delete=confirm (annotation, else the Application's sync option). */
+  requiresDeletionConfirmation?: boolean;
+  /** A live object to prune whose compare-options say IgnoreExtraneous: it leaves the app Synced. */
+  ignoreExtraneous?: boolean;
   /** Why the status is Unknown, or a note on an OutOfSync object (the dry-run's refusal). */
   message?: string;
   /** What would be applied (tracking id included); absent for a prune. */
@@ -52,7 +62,18 @@ export interface ComparisonResult {
    */
   healthError?: string;
   warnings: string[];
+  /** Argo CD's ExcludedResourceWarning messages (argocd-cm resource.exclusions / inclusions). */
+  excluded: string[];
+  /** Argo CD's SharedResourceWarning messages: live objects another Application's tracking claims. */
+  shared: string[];
 }
+
+/** How objects are compared: ignoreDifferences, aggregated roles, and whose status is left out. */
+export interface ComparisonRules extends DiffRules {
+  status: StatusRule;
+}
+
+export const DEFAULT_COMPARISON_RULES: ComparisonRules = { ...NO_DIFF_RULES, status: 'all' };
 
 export interface CompareOptions extends PrepareOptions {
   /** Validate=false → Ignore; Strict when the Application asks for strict validation. */
@@ -64,9 +85,38 @@ export interface CompareOptions extends PrepareOptions {
    * on the controller's path reads them, and a diff costs time in proportion to the object's size.
    */
   diffs?: boolean | undefined;
+  /** spec.ignoreDifferences and argocd-cm's, compare options; default: status ignored, nothing else. */
+  diff?: ComparisonRules | undefined;
+  /** The Application's syncOptions: its Prune= and Delete= defaults for deletion confirmation. */
+  appSyncOptions?: readonly string[] | undefined;
+  /** `<namespace>/<name>` of the Application, for SharedResourceWarning; default appName. */
+  qualifiedName?: string | undefined;
+  /** Managers whose fields a sync takes over (takeover.ts), so the diff shows what it will remove. */
+  takeover?: readonly string[] | undefined;
 }
 
 const COMPARE_CONCURRENCY = 8;
+
+function keepStatus(rule: StatusRule, o: KubeObject): boolean {
+  if (rule === 'all') return false;
+  if (rule === 'none') return true;
+  return !(o.kind === 'CustomResourceDefinition' && groupOf(o.apiVersion) === 'apiextensions.k8s.io');
+}
+
+/** Both sides as the comparison sees them: ignored fields, server bookkeeping and (per rule) status gone. */
+async function comparable(
+  rules: ComparisonRules,
+  live: KubeObject | null,
+  predicted: KubeObject | null,
+): Promise<{ live: KubeObject | null; predicted: KubeObject | null }> {
+  const n = await normalizeIgnored(rules, live, predicted);
+  const subject = predicted ?? live;
+  const opts = { keepStatus: subject !== null && keepStatus(rules.status, subject) };
+  return {
+    live: n.live && normalizeForCompare(n.live, opts),
+    predicted: n.predicted && normalizeForCompare(n.predicted, opts),
+  };
+}
 
 function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version' | 'kind' | 'namespace' | 'name'> {
   const slash = o.apiVersion.indexOf('/');
@@ -80,12 +130,11 @@ function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version
 }
 
 function renderDiff(
-  live: KubeObject | null,
-  predicted: KubeObject | null,
+  pair: { live: KubeObject | null; predicted: KubeObject | null },
   opts: { diffs?: boolean | undefined },
 ): string {
   if (!opts.diffs) return '';
-  const masked = maskSecrets(live && normalizeForCompare(live), predicted && normalizeForCompare(predicted));
+  const masked = maskSecrets(pair.live, pair.predicted);
   return unifiedDiff(toYaml(masked.live), toYaml(masked.predicted));
 }
 
@@ -94,7 +143,13 @@ async function compareOne(
   p: PreparedObject,
   opts: CompareOptions,
 ): Promise<ResourceComparison> {
-  const base = { ...coordinates(p.target), requiresPruning: false, target: p.target };
+  const confirm = requiresDeletionConfirmation(p.target, opts.appSyncOptions);
+  const base = {
+    ...coordinates(p.target),
+    requiresPruning: false,
+    target: p.target,
+    ...(confirm ? { requiresDeletionConfirmation: true } : {}),
+  };
   if (p.error) return { ...base, status: 'Unknown', health: null, diff: '', message: p.error.message };
   let live: KubeObject | null = null;
   let predicted: KubeObject = p.target;
@@ -111,7 +166,11 @@ async function compareOne(
     ]);
     if (!got.ok) return { ...base, status: 'Unknown', health: null, diff: '', message: got.error.message };
     live = got.value;
-    if (dry.ok) predicted = dry.value;
+    if (dry.ok)
+      predicted =
+        live && opts.takeover?.length
+          ? afterTakeover(dry.value, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
+          : dry.value;
     else if (live)
       return {
         ...base,
@@ -125,13 +184,16 @@ async function compareOne(
     // "namespace not found", which the sync itself resolves by creating the namespace first.
     else if (dry.error.code !== 404) note = dry.error;
   }
-  const synced = live !== null && jsonEqual(normalizeForCompare(live), normalizeForCompare(predicted));
+  const pair = await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, predicted);
+  const synced = live !== null && jsonEqual(pair.live, pair.predicted);
+  const liveConfirm = !confirm && requiresDeletionConfirmation(live, opts.appSyncOptions);
   return {
     ...base,
+    ...(liveConfirm ? { requiresDeletionConfirmation: true } : {}),
     live,
     status: synced ? 'Synced' : 'OutOfSync',
     health: live ? await (opts.health ?? builtinAssessor)(live) : { status: 'Missing' },
-    diff: synced ? '' : renderDiff(live, predicted, opts),
+    diff: synced ? '' : renderDiff(pair, opts),
     ...(note ? { message: note.message } : {}),
   };
 }
@@ -139,10 +201,12 @@ async function compareOne(
 async function compareExtra(
   client: DestinationClient,
   entry: InventoryEntry,
-  appName: string,
-  health: HealthAssessor,
-  opts: { diffs?: boolean | undefined },
+  opts: CompareOptions,
 ): Promise<ResourceComparison | null> {
+  const health = opts.health ?? builtinAssessor;
+  const tracking = opts.tracking ?? DEFAULT_TRACKING;
+  if (opts.filter && isExcludedResource(opts.filter.rules, entry.group ?? '', entry.kind, opts.filter.cluster))
+    return null;
   const coords = {
     group: entry.group ?? '',
     version: entry.version ?? '',
@@ -174,15 +238,19 @@ async function compareExtra(
   });
   if (!got.ok) return unknown(got.error);
   const live = got.value;
-  // Gone already, or no longer ours (someone else's object of the same name): nothing to prune.
-  if (!live || trackedApp(live) !== appName) return null;
+  // Gone already, no longer ours (someone else's object of the same name), or carrying a copy of
+  // another object's tracking id (Argo CD's isSelfReferencedObj): nothing to prune.
+  if (!live || trackedApp(live, tracking) !== opts.appName || !selfReferenced(live, tracking)) return null;
+  const confirm = requiresDeletionConfirmation(live, opts.appSyncOptions);
   return {
     ...coordinates(live),
     live,
     status: 'OutOfSync',
     health: await health(live),
-    diff: renderDiff(live, null, opts),
+    diff: opts.diffs ? renderDiff(await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, null), opts) : '',
     requiresPruning: true,
+    ...(confirm ? { requiresDeletionConfirmation: true } : {}),
+    ...(hasCompareOption(live, 'IgnoreExtraneous') ? { ignoreExtraneous: true } : {}),
   };
 }
 
@@ -202,11 +270,9 @@ export async function compareResources(
   const extras = inventory.filter((e) => !wanted.has(keyOfEntry(e)));
   const resources = [
     ...(await mapLimit(managed, COMPARE_CONCURRENCY, (p) => compareOne(client, p, opts))),
-    ...(
-      await mapLimit(extras, COMPARE_CONCURRENCY, (e) =>
-        compareExtra(client, e, opts.appName, opts.health ?? builtinAssessor, opts),
-      )
-    ).filter((r): r is ResourceComparison => r !== null),
+    ...(await mapLimit(extras, COMPARE_CONCURRENCY, (e) => compareExtra(client, e, opts))).filter(
+      (r): r is ResourceComparison => r !== null,
+    ),
   ];
   const errors = resources
     .filter((r) => r.status === 'Unknown')
@@ -214,11 +280,21 @@ export async function compareResources(
       (r) =>
         `Failed to compare desired state to live state: ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${r.message ?? 'unknown error'}`,
     );
+  // An extraneous object marked IgnoreExtraneous is listed OutOfSync but leaves the app Synced (Argo CD).
   const syncStatus: SyncStatusCode = errors.length
     ? 'Unknown'
-    : resources.some((r) => r.status === 'OutOfSync')
+    : resources.some((r) => r.status === 'OutOfSync' && !r.ignoreExtraneous)
       ? 'OutOfSync'
       : 'Synced';
+  const tracking = opts.tracking ?? DEFAULT_TRACKING;
+  const shared = resources.flatMap((r) => {
+    const owner = r.live ? trackedApp(r.live, tracking) : null;
+    if (!r.live || owner === null || owner === opts.appName || r.requiresPruning) return [];
+    // Argo CD's words (controller/state.go): the other app's instance name with `_` read as `/`.
+    return [
+      `${r.kind}/${r.name} is part of applications ${opts.qualifiedName ?? opts.appName} and ${owner.replaceAll('_', '/')}`,
+    ];
+  });
   const health = aggregateHealth(resources);
   const healthError = healthCheckErrors(resources);
   return {
@@ -229,6 +305,8 @@ export async function compareResources(
     errors,
     ...(healthError ? { healthError } : {}),
     warnings: prepared.warnings,
+    excluded: prepared.excluded,
+    shared,
   };
 }
 
@@ -263,5 +341,7 @@ export function refusedComparison(message: string, desired: readonly KubeObject[
     resources,
     errors: [message],
     warnings: [],
+    excluded: [],
+    shared: [],
   };
 }

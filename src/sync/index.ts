@@ -18,13 +18,19 @@
 //     decision's message as the only error, nothing Synced.
 // - `planSync(client, desired, inventory, {appName, namespace, revision?, prune?, dryRun?,
 //     syncOptions?, resources?, fieldValidation?, signal?, health?, startedAt?, prior?,
-//     pruneWaves?})` → {kind: 'plan', plan} | {kind: 'done', result: SyncResult}
+//     pruneWaves?, diff?, tracking?, filter?, takeover?, pruneConfirmed?, syncStrategy?,
+//     managedNamespaceMetadata?})` → {kind: 'plan', plan} | {kind: 'done', result: SyncResult}
 //     A sync as Argo CD plans one, made again at each step of an operation: PreSync, Sync, PostSync
-//     phases; sync waves; Argo CD's kind order; hooks; prunes in reverse wave order; SyncFail hooks
-//     apart; CreateNamespace=true, PruneLast=true, ApplyOutOfSyncOnly=true, Validate=false,
-//     PrunePropagationPolicy (app-level) and Prune=false, PruneLast=true, Validate=false
+//     phases; sync waves; Argo CD's kind order; hooks (none for a selective sync or syncStrategy
+//     apply); prunes in reverse wave order; SyncFail hooks apart; CreateNamespace=true (with
+//     managedNamespaceMetadata), PruneLast=true, ApplyOutOfSyncOnly=true, Validate=false,
+//     RespectIgnoreDifferences=true, FailOnSharedResource=true, Replace=true, Force=true (and
+//     syncStrategy force), the client-side apply migration (takeover), PrunePropagationPolicy and Prune=false|confirm
+//     (app-level) and Prune=false|confirm, PruneLast=true, Validate=false, Replace=true, Force=true
 //     (annotation). `prior` (the operation's results so far) says where each task stood; each task
-//     carries its (phase, wave) `group`. Bad input, or no task at all, is `done` at once.
+//     carries its (phase, wave) `group`. Bad input, a shared resource refused, or no task at all,
+//     is `done` at once. `awaitsConfirmation(plan, task)`: a Prune=confirm prune the Application has
+//     not approved (argocd.argoproj.io/deletion-approved since `startedAt`): its group waits.
 // - `applyGroup(ctx, tasks)`: one group's pending tasks applied (prunes, hooks, kind runs, CRDs
 //     briefly waited on until served), never waiting for health; `observe(ctx, tasks)` reads the
 //     running ones once; `isRunning`, `isPending`; `deleteHooks` by policy; Argo CD's messages
@@ -47,13 +53,13 @@
 // sync/ imports nothing from kube/ but its types (kube/types.ts): it cannot reach a credential.
 export { compare, compareResources, refusedComparison } from './compare.ts';
 export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparison } from './compare.ts';
-export { applyGroup, isPending, isRunning, observe, planSync, toResult } from './sync.ts';
+export { applyGroup, awaitsConfirmation, isPending, isRunning, observe, planSync, toResult } from './sync.ts';
 export type { Applied, Planned, SyncPlan } from './sync.ts';
 export { deleteHooks, failureMessage, waitingMessage } from './tasks.ts';
 export type { SyncTask } from './tasks.ts';
 export { deleteResources } from './delete.ts';
 export type { DeletionResult } from './delete.ts';
-export { inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
+export { deletionInventoryOf, inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
 export { resourceScopes } from './scopes.ts';
 export type { ResourceScopes } from './scopes.ts';
 export type { SyncOptions, SyncResult } from './plan.ts';
@@ -67,7 +73,18 @@ export {
   trackingIdFor,
   withTrackingId,
 } from './tracking.ts';
-export { parseSyncOptions } from './options.ts';
+export { parseSyncOptions, requiresDeletionConfirmation, deletedWithApplication } from './options.ts';
+export { readSyncSettings } from './settings.ts';
+export type { SyncSettings, StatusRule } from './settings.ts';
+export type { ComparisonRules } from './compare.ts';
+export type { IgnoreRule, DiffRules } from './ignore.ts';
+export { normalizeIgnored, respectIgnored, rulesFor } from './ignore.ts';
+export type { ResourceFilter } from './filter.ts';
+export { isExcludedResource } from './filter.ts';
+export { JqRunner } from './jq/runner.ts';
+export { takeoverManagers } from './takeover.ts';
+export type { TrackingConfig, TrackingMethod } from './tracking.ts';
+export { DEFAULT_TRACKING } from './tracking.ts';
 export type { AppSyncOptions } from './options.ts';
 export { KIND_ORDER, kindRank, sortTasks } from './order.ts';
 export { unifiedDiff, toYaml } from './differ.ts';

@@ -20,6 +20,32 @@ export function inventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] 
 }
 
 /**
+ * What deleting the Application may have to remove: the inventory, and what the last sync applied
+ * (its syncResult, hooks aside), which a refresh may not yet have written into status.resources.
+ * Argo CD finds them in its cluster cache by their tracking; deletion checks the tracking of each
+ * before deleting it, so a candidate too many is harmless.
+ */
+export function deletionInventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] {
+  const out = inventoryOf(app);
+  const key = (e: InventoryEntry) => `${e.group ?? ''}/${e.kind}/${e.namespace ?? ''}/${e.name}`;
+  const seen = new Set(out.map(key));
+  for (const r of app.status?.operationState?.syncResult?.resources ?? []) {
+    if (r.hookType || r.status === 'Pruned' || !r.kind || !r.name) continue;
+    const entry: InventoryEntry = {
+      kind: r.kind,
+      name: r.name,
+      ...(r.group ? { group: r.group } : {}),
+      ...(r.namespace ? { namespace: r.namespace } : {}),
+      ...(r.version ? { version: r.version } : {}),
+    };
+    if (seen.has(key(entry))) continue;
+    seen.add(key(entry));
+    out.push(entry);
+  }
+  return out;
+}
+
+/**
  * Argo CD's status.resources entry of one compared object (no diff, no live object: status stays
  * small). A health with no status (a Lua check that returned nil) is written as none.
  */
@@ -36,6 +62,7 @@ export function resourceStatusOf(r: ResourceComparison): ResourceStatus {
     status: r.status,
     ...(health ? { health } : {}),
     ...(r.requiresPruning ? { requiresPruning: true } : {}),
+    ...(r.requiresDeletionConfirmation ? { requiresDeletionConfirmation: true } : {}),
   };
 }
 

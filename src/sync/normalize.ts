@@ -20,10 +20,13 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** A copy without status, server-set metadata, and annotations that only record how it was applied. */
-export function normalizeForCompare(obj: KubeObject): KubeObject {
+/**
+ * A copy without status (unless `keepStatus`: resource.compareoptions ignoreResourceStatusField),
+ * server-set metadata, and annotations that only record how it was applied.
+ */
+export function normalizeForCompare(obj: KubeObject, opts: { keepStatus?: boolean } = {}): KubeObject {
   const copy = structuredClone(obj);
-  delete copy['status'];
+  if (!opts.keepStatus) delete copy['status'];
   const meta = copy.metadata as Record<string, unknown>;
   for (const k of SERVER_METADATA) delete meta[k];
   if (isRecord(meta['annotations'])) {

@@ -1,7 +1,9 @@
-// Sync options with Argo CD's meaning: the Application's `syncPolicy.syncOptions` (or the
-// operation's) as a list of `Key=value` strings, and the per-resource annotation of the same name.
+// Sync options with Argo CD's meaning (gitops-engine pkg/sync/common/types.go, controller/sync.go):
+// the Application's `syncPolicy.syncOptions` (or the operation's) as a list of `Key=value` strings,
+// and the per-resource annotation `argocd.argoproj.io/sync-options` of the same names, which wins
+// where both are given.
 import type { KubeObject } from '../api/index.ts';
-import { hasSyncOption } from './annotations.ts';
+import { HELM_RESOURCE_POLICY, annotationCSV, hasSyncOption, optionValue, syncOptionValue } from './annotations.ts';
 
 export type PropagationPolicy = 'Foreground' | 'Background' | 'Orphan';
 
@@ -16,6 +18,20 @@ export interface AppSyncOptions {
   validate: boolean;
   /** PrunePropagationPolicy=foreground|background|orphan (default foreground). */
   prunePropagationPolicy: PropagationPolicy;
+  /** Replace=true: replace (PUT) or create instead of apply. */
+  replace: boolean;
+  /** Force=true: delete and re-create what the server refuses to change in place. */
+  force: boolean;
+  /** FailOnSharedResource=true: a sync fails while another Application's tracking claims an object. */
+  failOnSharedResource: boolean;
+  /** RespectIgnoreDifferences=true: ignored fields keep their live values when applied. */
+  respectIgnoreDifferences: boolean;
+  /** Prune=false|confirm: the default for objects without their own Prune= annotation. */
+  prune: string | undefined;
+  /** Delete=false|confirm: the default for deleting the Application's resources with it. */
+  delete: string | undefined;
+  /** ClientSideApplyMigration=false turns off taking over fields of Argo CD's managers (default on). */
+  clientSideApplyMigration: boolean;
   /** Options this engine does not act on, so a caller can say so rather than pretend. */
   ignored: string[];
 }
@@ -26,17 +42,23 @@ const POLICIES: Record<string, PropagationPolicy> = {
   orphan: 'Orphan',
 };
 
-// Options whose effect is already how this engine always works (server-side apply) or that it
-// leaves to the controller (retry); they are accepted silently.
+// Options whose effect is already how this engine always works (server-side apply, a dry run that
+// tolerates a missing kind) or that ask for the default; they are accepted silently.
 const ALWAYS_ON = new Set([
   'ServerSideApply=true',
-  'RespectIgnoreDifferences=true',
   'RespectIgnoreDifferences=false',
   'ApplyOutOfSyncOnly=false',
   'CreateNamespace=false',
   'PruneLast=false',
   'Validate=true',
   'SkipDryRunOnMissingResource=true',
+  'SkipDryRunOnMissingResource=false',
+  'Replace=false',
+  'Force=false',
+  'FailOnSharedResource=false',
+  'Prune=true',
+  'Delete=true',
+  'ClientSideApplyMigration=true',
 ]);
 
 export function parseSyncOptions(list: readonly string[] | undefined): AppSyncOptions {
@@ -46,24 +68,73 @@ export function parseSyncOptions(list: readonly string[] | undefined): AppSyncOp
     applyOutOfSyncOnly: false,
     validate: true,
     prunePropagationPolicy: 'Foreground',
+    replace: false,
+    force: false,
+    failOnSharedResource: false,
+    respectIgnoreDifferences: false,
+    prune: undefined,
+    delete: undefined,
+    clientSideApplyMigration: true,
     ignored: [],
   };
-  for (const raw of list ?? []) {
-    const opt = raw.trim();
+  const items = (list ?? []).map((o) => o.trim());
+  for (const opt of items) {
     if (opt === 'CreateNamespace=true') out.createNamespace = true;
     else if (opt === 'PruneLast=true') out.pruneLast = true;
     else if (opt === 'ApplyOutOfSyncOnly=true') out.applyOutOfSyncOnly = true;
     else if (opt === 'Validate=false') out.validate = false;
-    else if (opt.startsWith('PrunePropagationPolicy=') && POLICIES[opt.slice('PrunePropagationPolicy='.length)]) {
+    else if (opt === 'Replace=true') out.replace = true;
+    else if (opt === 'Force=true') out.force = true;
+    else if (opt === 'FailOnSharedResource=true') out.failOnSharedResource = true;
+    else if (opt === 'RespectIgnoreDifferences=true') out.respectIgnoreDifferences = true;
+    else if (opt === 'ClientSideApplyMigration=false') out.clientSideApplyMigration = false;
+    else if (opt === 'Prune=false' || opt === 'Prune=confirm' || opt === 'Delete=false' || opt === 'Delete=confirm') {
+      // read below, first occurrence wins
+    } else if (opt.startsWith('PrunePropagationPolicy=') && POLICIES[opt.slice('PrunePropagationPolicy='.length)]) {
       out.prunePropagationPolicy = POLICIES[opt.slice('PrunePropagationPolicy='.length)] as PropagationPolicy;
     } else if (!ALWAYS_ON.has(opt)) out.ignored.push(opt);
   }
+  out.prune = optionValue(items, 'Prune');
+  out.delete = optionValue(items, 'Delete');
   return out;
 }
 
-/** `argocd.argoproj.io/sync-options: Prune=false` on the live object: never prune it. */
-export function pruneDisabled(live: KubeObject | null): boolean {
-  return hasSyncOption(live, 'Prune=false');
+/** The object's own Prune= value, else the Application's (gitops-engine isPruningDisabled). */
+function pruneValue(live: KubeObject | null, appDefault: string | undefined): string | undefined {
+  return syncOptionValue(live, 'Prune') ?? appDefault;
+}
+
+/** `Prune=false` on the live object, or as the Application's default: never prune it. */
+export function pruneDisabled(live: KubeObject | null, appDefault?: string): boolean {
+  return pruneValue(live, appDefault) === 'false';
+}
+
+/** `Prune=confirm`: pruning waits for the Application's deletion-approved annotation. */
+export function pruneNeedsConfirmation(live: KubeObject | null, appDefault?: string): boolean {
+  return pruneValue(live, appDefault) === 'confirm';
+}
+
+/** Argo CD's isObjRequiresDeletionConfirmation (controller/state.go): Delete=confirm or Prune=confirm. */
+export function requiresDeletionConfirmation(
+  obj: KubeObject | null | undefined,
+  appSyncOptions: readonly string[] | undefined,
+): boolean {
+  if (!obj) return false;
+  const items = (appSyncOptions ?? []).map((o) => o.trim());
+  const del = syncOptionValue(obj, 'Delete') ?? optionValue(items, 'Delete');
+  const prune = syncOptionValue(obj, 'Prune') ?? optionValue(items, 'Prune');
+  return del === 'confirm' || prune === 'confirm';
+}
+
+/**
+ * Argo CD's shouldBeDeleted (controller/appcontroller.go): deleting the Application deletes this
+ * live object unless it is a CRD, says Delete=false (or the Application does), or Helm's
+ * resource-policy says keep.
+ */
+export function deletedWithApplication(live: KubeObject, appDefault: string | undefined): boolean {
+  if (live.kind === 'CustomResourceDefinition' && live.apiVersion.startsWith('apiextensions.k8s.io/')) return false;
+  if ((syncOptionValue(live, 'Delete') ?? appDefault) === 'false') return false;
+  return !annotationCSV(live, HELM_RESOURCE_POLICY).includes('keep');
 }
 
 export function pruneLastOn(live: KubeObject | null): boolean {
@@ -72,4 +143,14 @@ export function pruneLastOn(live: KubeObject | null): boolean {
 
 export function validationDisabled(target: KubeObject | null): boolean {
   return hasSyncOption(target, 'Validate=false');
+}
+
+/** Replace=true on the Application, the desired object or the live one (gitops-engine applyObject). */
+export function replaceOn(app: boolean, target: KubeObject | null, live: KubeObject | null): boolean {
+  return app || hasSyncOption(target, 'Replace=true') || hasSyncOption(live, 'Replace=true');
+}
+
+/** Force=true on the Application (or the operation's strategy), the desired object or the live one. */
+export function forceOn(app: boolean, target: KubeObject | null, live: KubeObject | null): boolean {
+  return app || hasSyncOption(target, 'Force=true') || hasSyncOption(live, 'Force=true');
 }

@@ -15,7 +15,11 @@ import { parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
-import { applyTask, failureMessage, hookTypeOf, isPrune, setResult } from './tasks.ts';
+import { applyTask } from './apply.ts';
+import { respectIgnored } from './ignore.ts';
+import { managedNamespace } from './namespace.ts';
+import type { NamespaceMetadata } from './namespace.ts';
+import { failureMessage, hookTypeOf, isPrune, setResult } from './tasks.ts';
 import { refOf } from './util.ts';
 import { waveOf } from './annotations.ts';
 
@@ -41,6 +45,14 @@ export interface SyncOptions extends CompareOptions {
    * order, which must not move as pruned objects disappear between steps.
    */
   pruneWaves?: readonly number[] | undefined;
+  /** The Application's deletion-approved annotation is at or after this operation's start (Prune=confirm). */
+  pruneConfirmed?: boolean;
+  /** operation.sync.syncStrategy: `apply` runs no hooks; `force` forces every object. */
+  syncStrategy?:
+    | { apply?: { force?: boolean | undefined } | undefined; hook?: { force?: boolean | undefined } | undefined }
+    | undefined;
+  /** syncPolicy.managedNamespaceMetadata, applied to the namespace CreateNamespace=true manages. */
+  managedNamespaceMetadata?: NamespaceMetadata | undefined;
 }
 
 export interface SyncResult {
@@ -64,6 +76,8 @@ export interface SyncPlan {
   comparison: ComparisonResult;
   /** The prune waves reversal was made over (persist them with the operation). */
   pruneWaves: number[];
+  /** The Application approved deletions since the operation started (Prune=confirm prunes may go). */
+  pruneConfirmed: boolean;
   /** The results so far: the prior ones, updated and added to by this step, in the order they ran. */
   results(): ResourceResult[];
 }
@@ -106,6 +120,7 @@ function resultKey(r: Pick<ResourceResult, 'syncPhase' | 'group' | 'kind' | 'nam
 /** The context every task of a sync runs in. */
 export function taskContext(client: DestinationClient, options: SyncOptions, firstOrder: number): TaskContext {
   const app = parseSyncOptions(options.syncOptions);
+  const strategy = options.syncStrategy;
   let order = firstOrder;
   return {
     client,
@@ -114,6 +129,10 @@ export function taskContext(client: DestinationClient, options: SyncOptions, fir
     fieldManager: options.fieldManager ?? 'impersync',
     fieldValidation: app.validate ? options.fieldValidation : 'Ignore',
     prunePropagationPolicy: app.prunePropagationPolicy,
+    pruneDefault: app.prune,
+    replace: app.replace,
+    force: app.force || strategy?.apply?.force === true || strategy?.hook?.force === true,
+    takeover: app.clientSideApplyMigration ? options.takeover : undefined,
     pollMs: 1000,
     health: options.health ?? builtinAssessor,
     signal: options.signal,
@@ -130,6 +149,8 @@ export async function planSync(
   const app = parseSyncOptions(options.syncOptions);
   const startedAt = options.startedAt ?? new Date();
   const selection = options.resources && options.resources.length ? options.resources : undefined;
+  // The apply strategy, like a selective sync, runs no hooks (gitops-engine skipHooks).
+  const skipHooks = selection !== undefined || options.syncStrategy?.apply !== undefined;
   const prior = options.prior ?? [];
   const ctx = taskContext(client, options, prior.length);
   const identity = describeIdentity(client.identity);
@@ -168,7 +189,8 @@ export async function planSync(
     return done('Failed', `one or more synchronization tasks are not valid: ${reasons.join('; ')}`);
   }
 
-  // CreateNamespace=true: the destination namespace first, as the identity (spec §5).
+  // CreateNamespace=true: the destination namespace first, as the identity (spec §5); with
+  // managedNamespaceMetadata its labels and annotations are applied to it even when it exists.
   if (
     app.createNamespace &&
     options.namespace &&
@@ -179,9 +201,9 @@ export async function planSync(
         p.target.metadata.name === options.namespace,
     )
   ) {
-    const ns: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: options.namespace } };
+    const ns = managedNamespace(options.namespace, options.managedNamespaceMetadata);
     const live = await client.get(refOf(ns));
-    if (!live.ok || live.value === null) {
+    if (!live.ok || live.value === null || options.managedNamespaceMetadata) {
       const t: SyncTask = { phase: 'PreSync', target: ns, live: null, hook: false, message: '' };
       started.push(t);
       if (!live.ok) setResult(ctx, t, 'SyncFailed', 'Failed', `namespace auto creation failed: ${live.error.message}`);
@@ -195,14 +217,22 @@ export async function planSync(
     ...options,
     fieldValidation: ctx.fieldValidation,
   });
+  // FailOnSharedResource=true (controller/sync.go): another Application's object stops the sync.
+  if (app.failOnSharedResource && comparison.shared.length > 0)
+    return done('Failed', `Shared resource found: ${comparison.shared[0]}`, comparison);
   const all: SyncTask[] = [];
   for (const r of comparison.resources) {
     if (r.requiresPruning) {
       if (r.live) all.push({ phase: 'Sync', target: null, live: r.live, hook: false, message: '' });
     } else if (r.target) {
+      // RespectIgnoreDifferences=true: ignored fields are applied with their live values.
+      const target =
+        app.respectIgnoreDifferences && options.diff
+          ? await respectIgnored(options.diff, r.target, r.live ?? null)
+          : r.target;
       all.push({
         phase: 'Sync',
-        target: r.target,
+        target,
         live: r.live ?? null,
         hook: false,
         comparison: r.status,
@@ -210,8 +240,8 @@ export async function planSync(
       });
     }
   }
-  // Selective syncs run no hooks (as Argo CD).
-  if (!selection) {
+  // Selective syncs and the apply strategy run no hooks (as Argo CD).
+  if (!skipHooks) {
     for (const p of prepared.objects.filter((x) => x.hook)) {
       const got = await client.get(refOf(p.target));
       for (const phase of phasesOf.get(p.source) ?? [])
@@ -260,6 +290,16 @@ export async function planSync(
   }
   return {
     kind: 'plan',
-    plan: { ctx, identity, tasks: main, syncFail, groups: groups + 1, comparison, pruneWaves, results },
+    plan: {
+      ctx,
+      identity,
+      tasks: main,
+      syncFail,
+      groups: groups + 1,
+      comparison,
+      pruneWaves,
+      pruneConfirmed: options.pruneConfirmed === true,
+      results,
+    },
   };
 }

@@ -6,6 +6,9 @@ import type { KubeObject } from '../api/index.ts';
 import { groupOf, objectKey } from '../api/index.ts';
 import type { DestinationClient, KubeError } from '../kube/types.ts';
 import { isHook, isSkipped } from './annotations.ts';
+import type { ResourceFilter } from './filter.ts';
+import { excludedMessage, isExcludedResource } from './filter.ts';
+import type { TrackingConfig } from './tracking.ts';
 import { withTrackingId } from './tracking.ts';
 
 export interface PrepareOptions {
@@ -13,6 +16,10 @@ export interface PrepareOptions {
   appName: string;
   /** spec.destination.namespace; may be empty. */
   namespace: string;
+  /** argocd-cm's tracking method and label key; default: the tracking-id annotation. */
+  tracking?: TrackingConfig | undefined;
+  /** argocd-cm's resource.exclusions / inclusions, for the destination `cluster` (its server URL). */
+  filter?: { rules: ResourceFilter; cluster: string } | undefined;
 }
 
 export interface PreparedObject {
@@ -31,6 +38,8 @@ export interface Prepared {
   objects: PreparedObject[];
   /** Non-fatal findings about the set as a whole (an object listed twice). */
   warnings: string[];
+  /** Argo CD's ExcludedResourceWarning messages: desired objects of excluded kinds, left out. */
+  excluded: string[];
 }
 
 /** `group/Kind` → scope, for the CRDs in the set. */
@@ -54,9 +63,17 @@ export async function prepareDesired(
   const crds = crdsIn(desired);
   const objects: PreparedObject[] = [];
   const warnings: string[] = [];
+  const excluded: string[] = [];
   const seen = new Map<string, number>();
   for (const original of desired) {
     if (isSkipped(original)) continue;
+    if (
+      opts.filter &&
+      isExcludedResource(opts.filter.rules, groupOf(original.apiVersion), original.kind, opts.filter.cluster)
+    ) {
+      excluded.push(excludedMessage(groupOf(original.apiVersion), original.kind, original.metadata.name));
+      continue;
+    }
     const obj = structuredClone(original);
     let pendingCrd = false;
     let error: KubeError | undefined;
@@ -87,7 +104,7 @@ export async function prepareDesired(
     } else {
       delete obj.metadata.namespace;
     }
-    const target = withTrackingId(obj, opts.appName, opts.namespace);
+    const target = withTrackingId(obj, opts.appName, opts.namespace, opts.tracking);
     const key = objectKey(target);
     const hook = isHook(target);
     // Only hooks may be named by generateName (sync names them); anything else needs a name to be applied.
@@ -108,5 +125,5 @@ export async function prepareDesired(
     }
     objects.push({ key, source: original, target, hook, pendingCrd, ...(error ? { error } : {}) });
   }
-  return { objects, warnings };
+  return { objects, warnings, excluded };
 }

@@ -6,9 +6,12 @@
 // DestinationClient of the plan (ARCHITECTURE.md, the identity rule).
 import { groupOf } from '../api/index.ts';
 import { hookDeletePolicies } from './annotations.ts';
+import { pruneNeedsConfirmation } from './options.ts';
 import { taskObject } from './order.ts';
+import type { SyncPlan } from './plan.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
-import { applyTask, deleteOnce, isPrune, pruneTask, refreshRunning, setResult, waitForCrd } from './tasks.ts';
+import { applyTask } from './apply.ts';
+import { deleteOnce, isPrune, pruneTask, refreshRunning, setResult, waitForCrd } from './tasks.ts';
 import { mapLimit } from './util.ts';
 
 export { planSync, taskContext, toResult } from './plan.ts';
@@ -84,6 +87,20 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
 /** Looks once at every running task of `tasks` (their live objects, their health). */
 export async function observe(ctx: TaskContext, tasks: readonly SyncTask[]): Promise<void> {
   await refreshRunning(ctx, tasks);
+}
+
+/**
+ * Prune=confirm (annotation, or the Application's Prune=confirm): a prune not yet started that waits,
+ * its whole group with it, until the Application is approved (gitops-engine's pruning confirmation).
+ */
+export function awaitsConfirmation(plan: SyncPlan, t: SyncTask): boolean {
+  return (
+    isPending(t) &&
+    isPrune(t) &&
+    plan.ctx.prune &&
+    !plan.pruneConfirmed &&
+    pruneNeedsConfirmation(t.live, plan.ctx.pruneDefault)
+  );
 }
 
 /** Whether a task is still on its way: applied and not yet healthy, or pruned and not yet gone. */

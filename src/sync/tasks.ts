@@ -1,5 +1,5 @@
-// The steps of a sync, one task at a time, all through the one DestinationClient: apply, prune,
-// delete a hook, wait for health or for a CRD to be served. Each step records its outcome on the
+// The steps of a sync, one task at a time, all through the one DestinationClient: prune, delete a
+// hook, wait for health or for a CRD to be served (the apply itself: apply.ts). Each step records its outcome on the
 // task; none throws for an API error.
 import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
@@ -8,7 +8,7 @@ import type { HealthAssessor } from './health/index.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
 import type { PropagationPolicy } from './options.ts';
-import { pruneDisabled, validationDisabled } from './options.ts';
+import { pruneDisabled } from './options.ts';
 import type { Orderable } from './order.ts';
 import { taskObject } from './order.ts';
 import { refOf, sleep } from './util.ts';
@@ -39,6 +39,13 @@ export interface TaskContext {
   fieldManager: string;
   fieldValidation: FieldValidation | undefined;
   prunePropagationPolicy: PropagationPolicy;
+  /** The Application's Prune= default (false, confirm) for objects without their own. */
+  pruneDefault?: string | undefined;
+  /** Replace=true / Force=true for every object (sync options, or the operation's syncStrategy force). */
+  replace?: boolean;
+  force?: boolean;
+  /** Managers whose fields each apply takes over first (takeover.ts); none: no takeover. */
+  takeover?: readonly string[] | undefined;
   pollMs: number;
   /** How a running task's live object is judged. */
   health: HealthAssessor;
@@ -64,7 +71,7 @@ export function setResult(
 }
 
 /** kubectl's way of naming what it applied: `deployment.apps/web`. */
-function kubectlName(o: KubeObject): string {
+export function kubectlName(o: KubeObject): string {
   const g = groupOf(o.apiVersion);
   return `${o.kind.toLowerCase()}${g ? `.${g}` : ''}/${o.metadata.name}`;
 }
@@ -72,7 +79,7 @@ function kubectlName(o: KubeObject): string {
 export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
   if (!ctx.prune) {
     setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (requires pruning)');
-  } else if (pruneDisabled(t.live)) {
+  } else if (pruneDisabled(t.live, ctx.pruneDefault)) {
     setResult(ctx, t, 'PruneSkipped', 'Succeeded', 'ignored (no prune)');
   } else if (ctx.dryRun) {
     setResult(ctx, t, 'Pruned', 'Succeeded', 'pruned (dry run)');
@@ -87,30 +94,17 @@ export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   return true;
 }
 
-export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
-  const target = t.target as KubeObject;
-  const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
-  const res = await ctx.client.apply(target, {
-    dryRun: ctx.dryRun,
-    fieldManager: ctx.fieldManager,
-    force: true,
-    ...(fieldValidation ? { fieldValidation } : {}),
-  });
-  if (!res.ok) {
-    setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
-    return false;
+/** Deletes an object and waits until the server no longer has it (or the deadline passes): Replace/Force. */
+export async function deleteAndWait(ctx: TaskContext, obj: KubeObject, deadline: number): Promise<string | null> {
+  const ref = refOf(obj);
+  const res = await ctx.client.delete(ref, { propagationPolicy: 'Foreground' });
+  if (!res.ok && res.error.code !== 404) return `failed to delete resource: ${res.error.message}`;
+  while (Date.now() < deadline && !ctx.signal?.aborted) {
+    const got = await ctx.client.get(ref);
+    if (got.ok && got.value === null) return null;
+    await sleep(ctx.pollMs, ctx.signal);
   }
-  t.live = res.value;
-  const warnings = res.warnings.length ? ` (warnings: ${res.warnings.join('; ')})` : '';
-  // A dry run creates nothing, so there is nothing to wait for.
-  setResult(
-    ctx,
-    t,
-    'Synced',
-    ctx.dryRun ? 'Succeeded' : 'Running',
-    `${kubectlName(target)} serverside-applied${ctx.dryRun ? ' (server dry run)' : ''}${warnings}`,
-  );
-  return true;
+  return `timed out waiting for ${kubectlName(obj)} to be deleted`;
 }
 
 /**
@@ -234,11 +228,12 @@ export async function waitForCrd(ctx: TaskContext, crd: KubeObject, deadline: nu
 }
 
 /** Argo CD's words for what a sync is waiting on: `waiting for healthy state of apps/Deployment/web and 2 more resources`. */
-export function waitingMessage(tasks: readonly SyncTask[]): string {
+export function waitingMessage(tasks: readonly SyncTask[], why?: string): string {
   if (tasks.length === 0) return '';
   const hooks = tasks.filter((t) => t.hook);
   const first = taskObject(hooks[0] ?? (tasks[0] as SyncTask));
-  const reason = tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of';
+  const reason =
+    why ?? (tasks.every(isPrune) ? 'deletion of' : hooks.length ? 'completion of hook' : 'healthy state of');
   const type = tasks.length === hooks.length ? 'hooks' : 'resources';
   const more = tasks.length > 1 ? ` and ${tasks.length - 1} more ${type}` : '';
   return `waiting for ${reason} ${groupOf(first.apiVersion)}/${first.kind}/${first.metadata.name}${more}`;

@@ -1,10 +1,33 @@
-// Resource tracking with Argo CD's annotation method: `argocd.argoproj.io/tracking-id` set to
-// `<app>:<group>/<kind>:<namespace>/<name>`. The namespace of a cluster-scoped object is the
-// Application's destination namespace, as Argo CD writes it.
+// Resource tracking with Argo CD's three methods (argocd-cm `application.resourceTrackingMethod`,
+// util/argo/resource_tracking.go): `annotation` (the default) writes and reads
+// `argocd.argoproj.io/tracking-id` set to `<app>:<group>/<kind>:<namespace>/<name>`; `label` writes
+// and reads the label `application.instanceLabelKey` (default `app.kubernetes.io/instance`) set to
+// the app's name; `annotation+label` writes both and reads the annotation. With an `installationID`
+// the annotation methods also write `argocd.argoproj.io/installation-id` and claim only objects
+// carrying the same one. The namespace of a cluster-scoped object is the Application's destination
+// namespace, as Argo CD writes it.
 import type { KubeObject } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 
 export const ANNOTATION_TRACKING_ID = 'argocd.argoproj.io/tracking-id';
+export const ANNOTATION_INSTALLATION_ID = 'argocd.argoproj.io/installation-id';
+export const DEFAULT_INSTANCE_LABEL_KEY = 'app.kubernetes.io/instance';
+
+export type TrackingMethod = 'annotation' | 'label' | 'annotation+label';
+
+export interface TrackingConfig {
+  method: TrackingMethod;
+  /** application.instanceLabelKey. */
+  labelKey: string;
+  /** argocd-cm `installationID`; '' when unset. */
+  installationID: string;
+}
+
+export const DEFAULT_TRACKING: TrackingConfig = {
+  method: 'annotation',
+  labelKey: DEFAULT_INSTANCE_LABEL_KEY,
+  installationID: '',
+};
 
 export interface TrackingId {
   app: string;
@@ -62,19 +85,71 @@ export function trackingIdFor(obj: KubeObject, app: string, destinationNamespace
   });
 }
 
-/** A copy of `obj` carrying its tracking annotation. */
-export function withTrackingId(obj: KubeObject, app: string, destinationNamespace: string): KubeObject {
+/** Argo CD's TruncateLabel: at most 63 characters, ending in a letter or digit. */
+export function truncateLabel(value: string): string {
+  let v = value.slice(0, 63);
+  while (v.length > 1 && !/[a-zA-Z0-9]$/.test(v)) v = v.slice(0, -1);
+  return v;
+}
+
+/** A copy of `obj` carrying its tracking marks, as the configured method writes them. */
+export function withTrackingId(
+  obj: KubeObject,
+  app: string,
+  destinationNamespace: string,
+  tracking: TrackingConfig = DEFAULT_TRACKING,
+): KubeObject {
   const copy = structuredClone(obj);
-  copy.metadata.annotations = {
-    ...(copy.metadata.annotations ?? {}),
-    [ANNOTATION_TRACKING_ID]: trackingIdFor(obj, app, destinationNamespace),
-  };
+  if (tracking.method !== 'label') {
+    const annotations: Record<string, string> = { ...(copy.metadata.annotations ?? {}) };
+    annotations[ANNOTATION_TRACKING_ID] = trackingIdFor(obj, app, destinationNamespace);
+    if (tracking.installationID) annotations[ANNOTATION_INSTALLATION_ID] = tracking.installationID;
+    else delete annotations[ANNOTATION_INSTALLATION_ID];
+    copy.metadata.annotations = annotations;
+  }
+  if (tracking.method !== 'annotation') {
+    // The label method writes the name as it is; annotation+label truncates it (Argo CD's SetAppInstance).
+    const value = tracking.method === 'label' ? app : truncateLabel(app);
+    copy.metadata.labels = { ...(copy.metadata.labels ?? {}), [tracking.labelKey]: value };
+  }
   return copy;
 }
 
-/** The Application a live object says it belongs to, or null when it carries no valid tracking id. */
-export function trackedApp(obj: KubeObject | null | undefined): string | null {
-  const raw = obj?.metadata?.annotations?.[ANNOTATION_TRACKING_ID];
-  if (typeof raw !== 'string') return null;
-  return parseTrackingId(raw)?.app ?? null;
+/** The tracking annotation of a live object, when its installation id (if one is configured) matches. */
+function annotationId(obj: KubeObject, tracking: TrackingConfig): TrackingId | null {
+  const annotations = obj.metadata?.annotations;
+  if (tracking.installationID && annotations?.[ANNOTATION_INSTALLATION_ID] !== tracking.installationID) return null;
+  const raw = annotations?.[ANNOTATION_TRACKING_ID];
+  return typeof raw === 'string' ? parseTrackingId(raw) : null;
+}
+
+/** The Application a live object says it belongs to, or null when it carries no valid mark. */
+export function trackedApp(
+  obj: KubeObject | null | undefined,
+  tracking: TrackingConfig = DEFAULT_TRACKING,
+): string | null {
+  if (!obj?.metadata) return null;
+  if (tracking.method === 'label') {
+    const label = obj.metadata.labels?.[tracking.labelKey];
+    return typeof label === 'string' && label !== '' ? label : null;
+  }
+  return annotationId(obj, tracking)?.app ?? null;
+}
+
+/**
+ * Argo CD's isSelfReferencedObj (controller/state.go): an object with no desired counterpart whose
+ * tracking id names a different object (an annotation copied onto it) is not the app's. The label
+ * method carries no such facts, so it is always the app's.
+ */
+export function selfReferenced(live: KubeObject, tracking: TrackingConfig): boolean {
+  if (tracking.method === 'label') return true;
+  const id = annotationId(live, tracking);
+  if (!id) return true;
+  const ns = live.metadata.namespace ?? '';
+  return (
+    (ns === '' || ns === id.namespace) &&
+    id.name === live.metadata.name &&
+    id.group === groupOf(live.apiVersion) &&
+    id.kind === live.kind
+  );
 }

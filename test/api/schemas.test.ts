@@ -239,6 +239,7 @@ describe('cluster Secrets', () => {
       server: 'https://remote:6443',
       config: { bearerToken: 't', tlsClientConfig: { insecure: true } },
       secret: 'argocd/remote',
+      keys: ['name', 'server', 'config'],
     });
   });
 

@@ -434,3 +434,27 @@ test('as a process: `impersync explain` exits 0 with the JSON on stdout, and 2 o
   assert.equal(bad.status, 2);
   assert.equal(bad.stderr, 'impersync explain: /nonexistent.yaml: cannot read: no such file\n');
 });
+
+describe('explain: sync windows', () => {
+  // An always-active deny window (pkg/apis/application/v1alpha1/types.go SyncWindows.CanSync).
+  const windowed = () =>
+    files({
+      'project.yaml':
+        projectYaml('my-project', ENTRIES) +
+        "  syncWindows: [{kind: deny, schedule: '* * * * *', duration: 1h, applications: ['*']}]\n",
+    });
+
+  test('the windows that apply and those active now are shown, in text and JSON', async () => {
+    const f = windowed();
+    const argv = ['-f', f['cm.yaml']!, '-f', f['app.yaml']!, '-f', f['project.yaml']!];
+    const text = await runCommand(run, argv);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(
+      text.stdout,
+      /^Sync windows: {2}1 assigned, active now: deny '\* \* \* \* \*' for 1h; a manual sync may not run now$/m,
+    );
+    const out = await json(argv);
+    const window = { kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['*'] };
+    assert.deepEqual(out['syncWindows'], { assignedWindows: [window], activeWindows: [window], canSync: false });
+  });
+});

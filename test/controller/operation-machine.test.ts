@@ -275,7 +275,7 @@ test('after an attempt: an unreachable renderer keeps it Running, uncounted, say
   assert.equal(afterAttempt(state(), unreachable, nowMs).kind, 'wait');
 });
 
-test('the final status: success records history (deployStartedAt = startedAt) and drops SyncError; a dry run records none', () => {
+test('the final status: success records history (deployStartedAt = startedAt, the identity that applied it) and drops SyncError; a dry run records none', () => {
   const before = {
     conditions: [
       { type: 'SyncError', message: 'earlier', lastTransitionTime: '2026-01-01T00:00:00Z' },
@@ -284,15 +284,16 @@ test('the final status: success records history (deployStartedAt = startedAt) an
     history: [{ id: 3, revision: 'old', deployedAt: '2026-01-01T00:00:00Z' }],
   };
   const source = { repoURL: 'https://git.example/a.git', path: 'app' };
+  const identity = 'system:serviceaccount:guestbook:deployer';
   const s = finishedStatus(
     before,
-    { ...state(), syncResult: { ...syncResult, source } },
+    { ...state(), syncResult: { ...syncResult, source, identity } },
     { phase: 'Succeeded', message: 'ok' },
     { revision: 'abc123', now: NOW },
   );
   assert.deepEqual(s.operationState, {
     ...state(),
-    syncResult: { ...syncResult, source },
+    syncResult: { ...syncResult, source, identity },
     phase: 'Succeeded',
     message: 'ok',
     finishedAt: NOW,
@@ -307,6 +308,7 @@ test('the final status: success records history (deployStartedAt = startedAt) an
     deployedAt: NOW,
     deployStartedAt: state().startedAt,
     initiatedBy: { username: 'alice' },
+    identity,
   });
   const dry = state({ operation: { sync: { dryRun: true } } });
   assert.equal(
@@ -454,6 +456,24 @@ const syncSteps: Array<{ name: string; view: SyncView; expect: SyncStep }> = [
       progress: { failure: 'boom', waitingSince: since(WAIT + 1) },
     }),
     expect: { kind: 'failed', timedOut: [0] },
+  },
+  {
+    name: 'Prune=confirm: the next group holds a prune not approved: held, nothing of the group applied',
+    view: view({
+      tasks: [t(0, 'succeeded'), t(1, 'pending'), { ...t(1, 'pending'), unconfirmed: true }],
+      groups: 2,
+      progress: { waitingSince: since(WAIT + 1) },
+    }),
+    expect: { kind: 'hold', unconfirmed: [2] },
+  },
+  {
+    name: 'Prune=confirm: a held group does not hold an earlier group still running',
+    view: view({
+      tasks: [t(0, 'running'), { ...t(1, 'pending'), unconfirmed: true }],
+      groups: 2,
+      progress: { waitingSince: since(1000) },
+    }),
+    expect: { kind: 'wait', running: [0], of: 'tasks' },
   },
   {
     name: 'failing, its SyncFail hooks done: end Failed',

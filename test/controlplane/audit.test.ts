@@ -19,6 +19,7 @@ const impersonatedApply = {
   impersonatedUser: {
     username: 'system:serviceaccount:guestbook:guestbook-deployer',
     groups: ['system:serviceaccounts', 'system:serviceaccounts:guestbook', 'system:authenticated'],
+    extra: { 'impersync.io/application': ['argocd/guestbook'], 'impersync.io/revision': ['0123abcd'] },
   },
   sourceIPs: ['127.0.0.1'],
   userAgent: 'node',
@@ -61,12 +62,17 @@ test('an impersonated dry-run apply reads back with both identities, the verb, t
   assert.equal(r.decision, 'allow');
   assert.equal(r.apiGroup, undefined, 'the core group has no apiGroup in objectRef');
   assert.equal(r.time, '2026-11-29T10:00:00.000000Z');
+  assert.deepEqual(r.impersonatedExtra, {
+    'impersync.io/application': ['argocd/guestbook'],
+    'impersync.io/revision': ['0123abcd'],
+  });
 });
 
 test('a request without impersonation has no impersonatedUser; subresource and decision are kept', () => {
   const r = toAuditRecord(deniedStatus);
   assert.ok(r);
   assert.equal(r.impersonatedUser, undefined);
+  assert.deepEqual(r.impersonatedExtra, {});
   assert.deepEqual(
     [r.apiGroup, r.resource, r.subresource, r.code, r.decision, r.dryRun],
     ['argoproj.io', 'applications', 'status', 403, 'forbid', false],

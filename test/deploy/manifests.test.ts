@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { EXTRA_KEYS } from '../../src/api/index.ts';
 import type { KubeObject } from '../support/index.ts';
 import {
   chartDir,
@@ -63,8 +64,33 @@ const tenantFree = (o: { rule: { resources?: string[]; apiGroups?: string[] } })
       'leases',
       'events',
       'serviceaccounts',
+      ...EXTRA_KEYS.map((k) => `userextras/${k}`),
     ].includes(r),
   );
+
+const EXTRAS_RULE: Rule = {
+  apiGroups: ['authentication.k8s.io'],
+  resources: EXTRA_KEYS.map((k) => `userextras/${k}`),
+  verbs: ['impersonate'],
+};
+
+/**
+ * The user extras naming each request's Application (docs/impersonation.md §11): exactly impersync's
+ * three keys, `impersonate` only, any value, bound cluster-wide (the API server checks them at cluster
+ * scope) to the controller alone; nothing else is granted at cluster scope.
+ */
+function extrasGrant(objects: KubeObject[], name: string, subject: Record<string, string>): void {
+  const rules = rulesOf(objects).filter((r) => r.rule.resources?.some((x) => x.startsWith('userextras')));
+  assert.deepEqual(
+    rules.map((r) => [r.kind, r.name, r.rule]),
+    [['ClusterRole', name, EXTRAS_RULE]],
+  );
+  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding');
+  assert.deepEqual(
+    bindings.map((b) => [b.metadata.name, b['roleRef'], b['subjects']]),
+    [[name, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, [subject]]],
+  );
+}
 
 /** AppProjects choose the identity: the controller may only read them, in every shape. */
 function appProjectsReadOnly(rules: { rule: Rule }[]): void {
@@ -83,11 +109,11 @@ function secretRules(rules: { kind: string; namespace?: string | undefined; rule
   assert.deepEqual(secrets.flatMap((r) => r.rule.verbs).sort(), ['create', 'get', 'list', 'watch']);
 }
 
-/** Who may impersonate: rules with the verb and the bindings that grant them. */
+/** Who may impersonate ServiceAccounts: rules with the verb on them and the bindings that grant them. */
 function impersonationBindings(objects: KubeObject[]): string[] {
   const impersonating = new Set(
     rulesOf(objects)
-      .filter((r) => r.rule.verbs.includes('impersonate'))
+      .filter((r) => r.rule.verbs.includes('impersonate') && (r.rule.resources ?? []).includes('serviceaccounts'))
       .map((r) => `${r.kind}/${r.name}`),
   );
   return objects
@@ -110,6 +136,8 @@ test('kustomize: the strict install has the documented objects and no right on t
   const objects = kustomizeBuild('deploy/install');
   assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
     'ClusterRole/impersync-impersonate',
+    'ClusterRole/impersync-impersonate-extras',
+    'ClusterRoleBinding/impersync-impersonate-extras',
     'ConfigMap/argocd-cm',
     'Deployment/impersync-controller',
     'Deployment/impersync-renderer',
@@ -126,19 +154,24 @@ test('kustomize: the strict install has the documented objects and no right on t
   ]);
   // Impersonation is bound nowhere until the admin lists tenants (deploy/install/tenants).
   assert.deepEqual(impersonationBindings(objects), []);
-  assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding'), 'no ClusterRoleBinding at all');
+  // The one ClusterRoleBinding: the user extras, which grant nothing by themselves.
+  extrasGrant(objects, 'impersync-impersonate-extras', {
+    kind: 'ServiceAccount',
+    name: 'impersync-controller',
+    namespace: 'argocd',
+  });
   const rules = rulesOf(objects);
   assert.ok(rules.every(tenantFree), JSON.stringify(rules.filter((r) => !tenantFree(r))));
   assert.ok(rules.every((r) => !(r.rule.verbs.includes('*') || (r.rule.resources ?? []).includes('*'))));
   // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist,
   // as a ClusterRole that only RoleBindings in tenant namespaces (deploy/install/tenants) use.
   assert.deepEqual(
-    rules.filter((r) => r.kind === 'ClusterRole').map((r) => r.rule),
+    rules.filter((r) => r.kind === 'ClusterRole' && r.name === 'impersync-impersonate').map((r) => r.rule),
     [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate', 'get'] }],
   );
   assert.ok(rules.filter((r) => r.kind === 'Role').every((r) => r.namespace === 'argocd'));
   const cm = rules.find((r) => r.rule.resources?.includes('configmaps'));
-  assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm']);
+  assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm']);
   const leaseUpdate = rules.find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(leaseUpdate?.rule.resourceNames, ['impersync-controller']);
   appProjectsReadOnly(rules);
@@ -208,7 +241,7 @@ test('kustomize components: cluster-wide impersonation adds exactly one ClusterR
     ['ClusterRoleBinding/impersync-impersonate'],
   );
   assert.deepEqual(impersonationBindings(wide), ['ClusterRoleBinding /impersync-impersonate']);
-  assert.deepEqual(find(wide, 'ClusterRoleBinding')['subjects'], [
+  assert.deepEqual(find(wide, 'ClusterRoleBinding', 'impersync-impersonate')['subjects'], [
     { kind: 'ServiceAccount', name: 'impersync-controller', namespace: 'argocd' },
   ]);
   const egress = kustomizeOverlay(['deploy/install'], ['deploy/install/components/renderer-egress']);
@@ -225,6 +258,23 @@ test('kustomize components: cluster-wide impersonation adds exactly one ClusterR
       except: PRIVATE_RANGES,
     },
   );
+});
+
+test('the example policies are not installed and read only the extras impersync names each request with', () => {
+  const examples = kustomizeBuild('deploy/admission/examples');
+  assert.deepEqual(examples.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
+    'ValidatingAdmissionPolicy/impersync-application-owns-namespace',
+    'ValidatingAdmissionPolicyBinding/impersync-application-owns-namespace',
+  ]);
+  const installed = kustomizeBuild('deploy/install').map((o) => `${o.kind}/${o.metadata.name}`);
+  for (const o of examples) assert.ok(!installed.includes(`${o.kind}/${o.metadata.name}`), 'an example, not installed');
+  const text = JSON.stringify(examples);
+  const keys = [...text.matchAll(/impersync\.io\/[a-z]+/g)].map((m) => m[0]);
+  assert.ok(keys.length > 0 && keys.every((k) => EXTRA_KEYS.includes(k)), keys.join(', '));
+  assert.deepEqual(find(examples, 'ValidatingAdmissionPolicyBinding')['spec'], {
+    policyName: 'impersync-application-owns-namespace',
+    validationActions: ['Deny'],
+  });
 });
 
 test('deploy/install.yaml is the CRDs plus the kustomize install, regenerated', async () => {
@@ -306,6 +356,11 @@ test('helm template: the default render matches the kustomize strict install', (
       .sort();
   assert.deepEqual(norm(chart), norm(kust));
   assert.deepEqual(impersonationBindings(chart), [], 'no tenant listed: impersonation bound nowhere');
+  extrasGrant(chart, 'impersync-impersonate-extras', {
+    kind: 'ServiceAccount',
+    name: 'impersync',
+    namespace: 'argocd',
+  });
   appProjectsReadOnly(rulesOf(chart));
   secretRules(rulesOf(chart));
   // The default release is named like the kustomize install: the same Service and Secret names.
@@ -346,6 +401,8 @@ test('helm template: values reach the objects', () => {
       'tolerations[0].operator=Exists',
       'rbac.impersonate.namespaces[0]=whole',
       'argocdCm.impersonation.allowSystemNamespaces=true',
+      'argocdCm.impersonation.requireExtras=true',
+      'rbac.impersonate.extras=false',
       'renderer.replicas=4',
       'renderer.cache.sizeLimit=5Gi',
       'renderer.resources.limits.memory=3Gi',
@@ -385,7 +442,9 @@ test('helm template: values reach the objects', () => {
   assert.ok(find(objects, 'ClusterRole', 'ops-impersync-fallback'));
   assert.ok(find(objects, 'ServiceMonitor'));
   // resourceNames-limited impersonation: one Role per namespace; a whole namespace binds the ClusterRole there.
-  const impersonation = rulesOf(objects).filter((r) => r.rule.verbs.includes('impersonate'));
+  const impersonation = rulesOf(objects).filter(
+    (r) => r.rule.verbs.includes('impersonate') && r.rule.resources?.includes('serviceaccounts'),
+  );
   assert.deepEqual(
     impersonation.map((r) => [r.kind, r.namespace, r.rule.resourceNames]),
     [
@@ -404,6 +463,8 @@ test('helm template: values reach the objects', () => {
   ]);
   assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name.endsWith('-impersonate')));
   assert.equal(data['impersync.impersonation.allowSystemNamespaces'], 'true');
+  assert.equal(data['impersync.impersonation.requireExtras'], 'true');
+  assert.ok(!objects.some((o) => o.metadata.name.endsWith('-impersonate-extras')), 'rbac.impersonate.extras=false');
   // The renderer's values, and the names the controller is given for it.
   controllerChecks(objects, {
     renderer: 'http://ops-impersync-renderer:8081',

@@ -136,7 +136,12 @@ export interface Fixture {
 export async function startFixture(
   cp: TestControlPlane,
   files: Record<string, string>,
-  opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number; operationProcessors?: number } = {},
+  opts: {
+    applicationNamespaces?: string[];
+    waitTimeoutMs?: number;
+    operationProcessors?: number;
+    rendererLogs?: boolean;
+  } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
   await repo.commit(files, 'guestbook');
@@ -149,12 +154,14 @@ export async function startFixture(
     },
   });
   const events = new MemoryEvents();
+  const logger = createLogger({ level: 'debug' }, sink);
   const start = () =>
     startController({
       kc: cp.controller,
       namespace: NS,
-      logger: createLogger({ level: 'debug' }, sink),
-      childRenderer: { cacheDir, toolsDir: toolsDir() },
+      logger,
+      // The renderer's log lines too, when a test reads them (the repository tests look for secrets there).
+      childRenderer: { cacheDir, toolsDir: toolsDir(), ...(opts.rendererLogs ? { logger } : {}) },
       waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
       events: [events],
       healthPort: 0,

@@ -22,6 +22,7 @@ import {
   grantRole,
   startControlPlane,
   userNameOf,
+  madeForTest,
 } from '../support/index.ts';
 
 const saUser = userNameOf({ serviceAccount: 'deployer', namespace: 'guestbook' });
@@ -137,7 +138,7 @@ test('out of sync: the first line names the ServiceAccount, the diff shows what 
 test('in sync after a sync as the ServiceAccount: exit 0; -o json carries the identity and every resource', async () => {
   const factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
   try {
-    const client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
+    const client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser }, madeForTest('diff'));
     const result = await sync(
       client,
       [

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { run as explainRun } from '../../src/cli/explain.ts';
-import type { CommandIO } from '../../src/cli/io.ts';
 import { run as validateRun } from '../../src/cli/validate.ts';
 import {
   applyRaw,
@@ -13,23 +12,9 @@ import {
   startControlPlane,
   type TestControlPlane,
 } from '../support/index.ts';
+import { captureIO } from '../support/cli.ts';
 
 let cp: TestControlPlane;
-
-function capture(): { io: CommandIO; out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    io: {
-      stdout: (t) => void (out += t),
-      stderr: (t) => void (err += t),
-      readFile: (p) => readFile(p, 'utf8'),
-      readStdin: async () => '',
-    },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 async function applyExample(file: string): Promise<void> {
   for (const doc of parseYamlDocuments(await readFile(new URL(`../../examples/${file}`, import.meta.url), 'utf8'))) {
@@ -49,7 +34,7 @@ after(() => cp?.stop());
 
 test('explain reads argocd-cm, the project and the Application live and decides as from files (example 6)', async () => {
   const kubeconfig = cp.adminKubeconfigPath;
-  const c = capture();
+  const c = captureIO();
   const code = await explainRun(['--kubeconfig', kubeconfig, '--app', 'argocd/guestbook-dev', '-o', 'json'], c.io);
   assert.equal(code, 0, c.err());
   const live = JSON.parse(c.out()) as Record<string, unknown>;
@@ -57,7 +42,7 @@ test('explain reads argocd-cm, the project and the Application live and decides 
   assert.equal(live['serviceAccount'], 'system:serviceaccount:guestbook-dev:guestbook-generic-deployer');
   assert.deepEqual(live['impersonation'], { enabled: true, enforced: true });
 
-  const f = capture();
+  const f = captureIO();
   const fromFiles = await explainRun(
     [
       '-f',
@@ -77,7 +62,7 @@ test('explain reads argocd-cm, the project and the Application live and decides 
 });
 
 test('explain live: a missing Application is unusable input (exit 2, one line naming it)', async () => {
-  const c = capture();
+  const c = captureIO();
   const code = await explainRun(['--kubeconfig', cp.adminKubeconfigPath, '--app', 'argocd/nope', '-o', 'json'], c.io);
   assert.equal(code, 2);
   assert.equal(c.out(), '');
@@ -92,7 +77,7 @@ test('validate live: the AppProjects of the control namespace are checked agains
     metadata: { name: 'broken', namespace: 'argocd' },
     spec: { destinationServiceAccounts: [{ server: '!https://x', namespace: 'a', defaultServiceAccount: 'sa' }] },
   } as never);
-  const c = capture();
+  const c = captureIO();
   const code = await validateRun(['--kubeconfig', cp.adminKubeconfigPath, '-o', 'json'], c.io);
   assert.equal(code, 1, c.err());
   const reports = JSON.parse(c.out()) as Array<{ project: string; valid: boolean; errors: string[] }>;

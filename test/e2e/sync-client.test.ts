@@ -19,6 +19,7 @@ import {
   grantRole,
   startControlPlane,
   userNameOf,
+  madeForTest,
 } from '../support/index.ts';
 
 const ns = 'client-tenant';
@@ -54,7 +55,7 @@ before(async () => {
     serviceAccounts: [{ namespace: ns, name: 'deployer' }],
   });
   factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
-  asSA = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
+  asSA = factory.forIdentity(IN_CLUSTER, { impersonate: saUser }, madeForTest('sync-client'));
 });
 
 after(async () => {
@@ -76,7 +77,8 @@ test('apply as the ServiceAccount: the object lands with the impersync field man
   assert.equal(rec?.user, cp.controllerUserName);
   assert.equal(rec?.impersonatedUser, saUser);
   assert.equal(rec?.fieldManager, 'impersync');
-  // User only (spec §5): the groups are the ones the API server derives for a ServiceAccount, no uid, no extra.
+  // User only (spec §5): the groups are the ones the API server derives for a ServiceAccount, no
+  // uid; the only extras are impersync's, naming what the request was made for (docs/impersonation.md §11).
   const raw = (await readFile(cp.auditLogPath, 'utf8'))
     .split('\n')
     .filter((l) => l.includes(`"auditID":"${rec?.auditID}"`) && l.includes('ResponseComplete'));
@@ -86,6 +88,11 @@ test('apply as the ServiceAccount: the object lands with the impersync field man
   assert.deepEqual(event.impersonatedUser, {
     username: saUser,
     groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+    extra: {
+      'impersync.io/application': ['argocd/sync-client'],
+      'impersync.io/project': ['default'],
+      'impersync.io/revision': ['test-revision'],
+    },
   });
 });
 
@@ -199,8 +206,10 @@ test('discovery sees a CRD created after the first lookup of its group', async (
 test('the factory hands out one client per (cluster, identity)', () => {
   // Which identity a decision asks for (and that deny and error build none) is the admission
   // gate's (test/controller/admission.test.ts): the factory only builds what it is asked for.
-  const again = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
-  assert.equal(again, asSA);
+  const base = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
+  assert.equal(factory.forIdentity(IN_CLUSTER, { impersonate: saUser }), base);
+  assert.notEqual(base, asSA, "a client made for an Application is a view of the identity's client");
+  assert.deepEqual(asSA.identity, base.identity);
   const own = factory.forIdentity(IN_CLUSTER, { controller: true });
   assert.deepEqual(own.identity, { controller: true });
   assert.equal(factory.forIdentity(IN_CLUSTER, { controller: true }), own);
@@ -231,7 +240,11 @@ test("a remote cluster is reached with its Secret's credential plus the imperson
         tlsClientConfig: { caData: Buffer.from(remote.caPem).toString('base64') },
       },
     };
-    const client = factory.forIdentity(cluster, { impersonate: 'system:serviceaccount:far:deployer' });
+    const client = factory.forIdentity(
+      cluster,
+      { impersonate: 'system:serviceaccount:far:deployer' },
+      madeForTest('sync-client'),
+    );
     const res = await client.apply({
       apiVersion: 'v1',
       kind: 'ConfigMap',

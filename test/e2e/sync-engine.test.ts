@@ -24,6 +24,7 @@ import {
   request,
   startControlPlane,
   userNameOf,
+  madeForTest,
 } from '../support/index.ts';
 
 const ns = 'shop';
@@ -137,7 +138,7 @@ before(async () => {
   // Pods need the namespace's default ServiceAccount, which kube-controller-manager creates.
   await waitFor('the default ServiceAccount', () => live('ServiceAccount', 'default'));
   factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
-  client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
+  client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser }, madeForTest('sync-engine'));
 });
 
 after(async () => {

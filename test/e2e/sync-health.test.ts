@@ -23,6 +23,7 @@ import {
   request,
   startControlPlane,
   userNameOf,
+  madeForTest,
 } from '../support/index.ts';
 
 const ns = 'orders';
@@ -157,7 +158,7 @@ before(async () => {
     runner,
   });
   factory = await DestinationClientFactory.fromKubeConfig({ kubeconfig: cp.controllerKubeconfigPath });
-  client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser });
+  client = factory.forIdentity(IN_CLUSTER, { impersonate: saUser }, madeForTest('sync-health'));
 });
 
 after(async () => {

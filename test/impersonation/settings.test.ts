@@ -64,6 +64,16 @@ describe('spec §4: settings', () => {
     assert.equal(readImpersonationSettings(undefined).allowSystemNamespaces, false);
     assert.equal(readImpersonationSettings(new Error('forbidden')).allowSystemNamespaces, false, 'unreadable: refused');
   });
+
+  test('beyond Argo CD: impersync.impersonation.requireExtras is on only when exactly "true"; default off (extras dropped when refused)', () => {
+    const key = 'impersync.impersonation.requireExtras';
+    assert.equal(readImpersonationSettings(cm({ [key]: 'true' })).requireExtras, true);
+    for (const v of ['True', 'yes', '1', ' true', '', 'false'])
+      assert.equal(readImpersonationSettings(cm({ [key]: v })).requireExtras, false, JSON.stringify(v));
+    assert.equal(readImpersonationSettings(cm({})).requireExtras, false);
+    assert.equal(readImpersonationSettings(undefined).requireExtras, false);
+    assert.equal(readImpersonationSettings(new Error('forbidden')).requireExtras, false);
+  });
 });
 
 describe('spec §7: the globalProjects value', () => {

@@ -22,12 +22,21 @@ function manyDocuments(count: number): string {
   return Array.from({ length: count }, (_, i) => doc(i)).join('---\n');
 }
 
+/** One ConfigMap of one `size`-byte value used `uses` times: small in Git, `size * uses` as JSON. */
+function aliasBomb(size: number, uses: number): string {
+  const lines = [`  v0: &v "${'x'.repeat(size)}"`];
+  for (let i = 1; i < uses; i++) lines.push(`  v${i}: *v`);
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: aliases\ndata:\n${lines.join('\n')}\n`;
+}
+
 before(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), 'impersync-limits-'));
   const repo = await TestRepo.create(path.join(work, 'repos', 'app'));
   await repo.commit({
     'small/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: small\n',
     'heavy/cms.yaml': manyDocuments(120_000),
+    'aliases/cm.yaml': aliasBomb(1024 * 1024, 100),
+    'deep/cm.json': `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":{"a":${'['.repeat(5000)}${']'.repeat(5000)}}}`,
   });
   git = await startGitHttpServer(path.join(work, 'repos'));
 });
@@ -37,7 +46,11 @@ after(async () => {
 });
 
 async function withRenderer(
-  limits: { renderMemoryBytes?: number; renderTimeoutMs?: number },
+  limits: {
+    renderMemoryBytes?: number;
+    renderTimeoutMs?: number;
+    limits?: { maxDocumentBytes?: number; maxDocumentNodes?: number };
+  },
   fn: (client: RendererClient, renderer: RunningRenderer, input: (p: string) => RenderInput) => Promise<void>,
 ): Promise<void> {
   const renderer = await startRenderer({
@@ -119,5 +132,32 @@ test('the controller reads no answer larger than its limit', async () => {
     } finally {
       await small.close();
     }
+  });
+});
+
+test('rendered objects are measured as they are sent: a YAML alias counts every time, over the limit is TooLarge', async () => {
+  // The one document is 100 MiB with its aliases expanded: the per-document limit (expand.ts,
+  // 16 MiB) would refuse it first, so it is raised here to reach the check of the whole answer.
+  await withRenderer({ limits: { maxDocumentBytes: 256 * 1024 * 1024 } }, async (client, _renderer, input) => {
+    // 1 MiB in Git, 100 MiB as an answer: refused in the render's thread, before the controller reads it.
+    await assert.rejects(
+      client.render(input('aliases')),
+      failsWith(
+        'TooLarge',
+        /^the rendered objects of 'aliases' are more than the renderer's limit of 64 MiB \(a YAML alias counts each time it is used\)$/,
+      ),
+    );
+    assert.equal((await client.render(input('small'))).objects.length, 1);
+  });
+});
+
+test('an object nested too deeply to be sent fails at once, not at the time limit', async () => {
+  await withRenderer({ renderTimeoutMs: 20_000 }, async (client, _renderer, input) => {
+    const started = Date.now();
+    await assert.rejects(
+      client.render(input('deep')),
+      failsWith('InvalidManifest', /^deep\/cm\.json: document 1 is nested more than 512 levels deep$/),
+    );
+    assert.ok(Date.now() - started < 10_000, `failed at once (${Date.now() - started} ms)`);
   });
 });

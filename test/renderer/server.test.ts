@@ -139,6 +139,27 @@ describe('renderer server', () => {
     );
   });
 
+  test("answers are cached per project: a remote base one project's sourceRepos allowed is not handed to another", async () => {
+    const base = await TestRepo.create(path.join(work, 'repos', 'base'));
+    await base.commit({ 'app/kustomization.yaml': 'resources: [cm.yaml]\n', 'app/cm.yaml': cm('from-base') });
+    await repo.commit({ 'remote/kustomization.yaml': `resources: ['${git.url('base')}//app?ref=main']\n` });
+    const remote: RenderInput = { source: { repoURL: git.url('app'), path: 'remote' }, appName: 'remote' };
+    const allowed = await client.render({ ...remote, sourceRepos: [git.url('base')] });
+    assert.deepEqual(
+      allowed.objects.map((o) => o.object.metadata.name),
+      ['from-base'],
+    );
+    for (const sourceRepos of [[git.url('app')], undefined]) {
+      await assert.rejects(
+        client.render({ ...remote, ...(sourceRepos ? { sourceRepos } : {}) }),
+        isSourceError(
+          'InvalidSource',
+          /^remote\/kustomization\.yaml: resources '.*\/base\/\/app\?ref=main' is refused/,
+        ),
+      );
+    }
+  });
+
   test('an unchanged input at an unchanged commit is answered from the cache; noCache and a new commit render', async () => {
     const other = { ...input, appName: 'cached' };
     const start = { ...renderer.stats };

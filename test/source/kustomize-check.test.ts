@@ -29,6 +29,12 @@ describe('kustomizations are checked before kustomize runs', () => {
     await mkdir(secretDir);
     await writeFile(path.join(secretDir, 'kustomization.yaml'), 'resources: [cm.yaml]\n');
     await writeFile(path.join(secretDir, 'cm.yaml'), cm('secret-of-the-renderer'));
+    // A chart of the renderer's disk, outside every checkout.
+    const chart = path.join(top, 'charts', 'c');
+    await mkdir(path.join(chart, 'templates'), { recursive: true });
+    await writeFile(path.join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 0.1.0\n');
+    await writeFile(path.join(chart, 'values.yaml'), '{}\n');
+    await writeFile(path.join(chart, 'templates', 'cm.yaml'), cm('chart-of-the-renderer'));
     marker = path.join(top, 'function-ran');
     const fn = (name: string) =>
       `apiVersion: example.com/v1\nkind: Touch\nmetadata:\n  name: ${name}\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: ./touch.sh\n`;
@@ -52,6 +58,13 @@ describe('kustomizations are checked before kustomize runs', () => {
       'fn-configs/fn.yaml': fn('in-a-folder'),
       'helm/kustomization.yaml':
         'helmCharts:\n- name: nginx\n  repo: https://charts.example.com/stable\n  version: 1.0.0\n  releaseName: x\n',
+      // kustomize reads field names as Go's encoding/json does: case-insensitively, with Unicode folding.
+      'case/kustomization.yaml': `Resources: ['${'../'.repeat(40)}${secretDir.slice(1)}']\n`,
+      'fold/kustomization.yaml': `re\u017fources: ['${secretDir}']\n`,
+      'casefiles/kustomization.yaml': 'configMapGenerator:\n- name: c\n  Files: [https://example.com/stolen]\n',
+      'helmgen/kustomization.yaml': 'generators: [gen.yaml]\n',
+      'helmgen/gen.yaml': `apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: x\nname: c\nreleaseName: r\nchartHome: ${path.dirname(chart)}\n`,
+      'casehelm/kustomization.yaml': 'HELMCHARTS:\n- name: nginx\n  releaseName: x\n',
     });
     await chmod(path.join(repo.dir, 'fn/touch.sh'), 0o755);
   });
@@ -127,6 +140,20 @@ describe('kustomizations are checked before kustomize runs', () => {
     assert.equal((await render(helm, 'local')).objects.length, 1, 'allowed options pass');
   });
 
+  test('field names are read as kustomize reads them: any case, and Unicode case folding', async () => {
+    for (const [p, message] of [
+      ['case', /^case\/kustomization\.yaml: resources '(\.\.\/)+.*secret' leads outside the repository$/],
+      ['fold', /^fold\/kustomization\.yaml: resources '.*secret' is refused: absolute paths are not allowed$/],
+      [
+        'casefiles',
+        /^casefiles\/kustomization\.yaml: configMapGenerator\[\]\.files 'https:\/\/example\.com\/stolen' is refused: the project's sourceRepos do not allow/,
+      ],
+      ['casehelm', /^casehelm\/kustomization\.yaml: helmCharts are refused: .*--enable-helm/],
+    ] as const) {
+      await assert.rejects(render(renderer(), p, ['https://github.com/*']), refused('InvalidSource', message));
+    }
+  });
+
   test('exec and container functions are refused, in a file, inline or in a folder of configs', async () => {
     for (const [p, where] of [
       ['fn', /^fn\/fn\.yaml: transformers: a KRM function/],
@@ -136,6 +163,19 @@ describe('kustomizations are checked before kustomize runs', () => {
       await assert.rejects(render(renderer(), p), refused('InvalidSource', where));
     }
     assert.ok(!existsSync(marker), 'no function ran');
+  });
+
+  test('a HelmChartInflationGenerator config is held to the same rules as helmCharts: its chart home stays inside', async () => {
+    const helm = renderer({
+      kustomizeBuildOptions: ['--enable-helm', '--helm-command', path.join(toolsDir(), 'helm')],
+    });
+    await assert.rejects(
+      render(helm, 'helmgen'),
+      refused(
+        'InvalidSource',
+        /^helmgen\/gen\.yaml: helmGlobals\.chartHome '.*charts' is refused: absolute paths are not allowed$/,
+      ),
+    );
   });
 
   test('Helm charts inflate only with the operator enabling --enable-helm, from repositories the project allows', async () => {

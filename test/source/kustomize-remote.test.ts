@@ -35,7 +35,9 @@ describe('kustomize remote bases and what kustomize may read', () => {
     // A plain http server for raw files, like raw.githubusercontent.com.
     raw = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end(cm(`raw-${path.basename(req.url ?? '', '.yaml')}`));
+      // /gen/...: a generator config that reads a file of this server.
+      if (req.url?.startsWith('/gen/')) res.end(generator(`${rawURL}/evil/files/fetched.yaml`));
+      else res.end(cm(`raw-${path.basename(req.url ?? '', '.yaml')}`));
     });
     await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
     rawURL = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
@@ -47,8 +49,24 @@ describe('kustomize remote bases and what kustomize may read', () => {
     await repo('nested', { 'app/kustomization.yaml': kustomization([url('evil')]) });
     await repo('nestedraw', { 'app/kustomization.yaml': kustomization([`${rawURL}/evil/files/x.yaml`]) });
 
+    // Builtin generators read files too, by URL as well: where kustomize loads them from is checked.
+    const leak = `${rawURL}/evil/files/secret.yaml`;
+    const generator = (file: string) =>
+      `apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: stolen\nfiles:\n- leak=${file}\n`;
     app = await TestRepo.create(path.join(top, 'app'));
     await app.commit({
+      'gen/kustomization.yaml': 'generators: [gen.yaml]\n',
+      'gen/gen.yaml': generator(leak),
+      'genlist/kustomization.yaml': 'generators: [list.yaml]\n',
+      'genlist/list.yaml': `apiVersion: v1\nkind: List\nitems:\n${generator(leak)
+        .split('\n')
+        .map((l, i) => (i === 0 ? `- ${l}` : `  ${l}`))
+        .join('\n')}\n`,
+      // A folder of configs is built before its configs are read: a patch there rewrites them.
+      'genfolder/kustomization.yaml': 'generators: [../gens]\n',
+      'gens/gen.yaml': 'apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: stolen\nliterals: [a=b]\n',
+      'gens/kustomization.yaml': `resources: [gen.yaml]\npatches:\n- patch: |-\n    - op: add\n      path: /files\n      value: [leak=${leak}]\n  target:\n    kind: ConfigMapGenerator\n`,
+      'genremote/kustomization.yaml': `generators: ['${rawURL}/gen/x.yaml']\n`,
       'remote/kustomization.yaml': kustomization([url('base')]),
       'nested/kustomization.yaml': kustomization([url('nested')]),
       'nestedraw/kustomization.yaml': kustomization([url('nestedraw')]),
@@ -125,6 +143,33 @@ describe('kustomize remote bases and what kustomize may read', () => {
       refused(
         'ToolFailed',
         /remote base 'http:\/\/127\.0\.0\.1:\d+\/org\/nestedraw\.git', app\/kustomization\.yaml: resources 'http:\/\/127\.0\.0\.1:\d+\/evil\/files\/x\.yaml' is refused/,
+      ),
+    );
+  });
+
+  test("builtin generators' files are held to sourceRepos too, in a file, a List or a folder; fetched configs are refused", async () => {
+    const allowed = [git.url('org/base.git')];
+    for (const [p, message] of [
+      [
+        'gen',
+        /^gen\/gen\.yaml: generators: files 'http:\/\/127\.0\.0\.1:\d+\/evil\/files\/secret\.yaml' is refused: the project's sourceRepos do not allow/,
+      ],
+      [
+        'genlist',
+        /^genlist\/list\.yaml: generators: files 'http:\/\/.*\/secret\.yaml' is refused: the project's sourceRepos do not allow/,
+      ],
+      [
+        'genfolder',
+        /^gens\/kustomization\.yaml: 'patches' is refused in a folder of generator, transformer or validator configs/,
+      ],
+    ] as const) {
+      await assert.rejects(renderer.render(input(p, allowed)), refused('InvalidSource', message));
+    }
+    await assert.rejects(
+      renderer.render(input('genremote', ['*'])),
+      refused(
+        'InvalidSource',
+        /^genremote\/kustomization\.yaml: generators 'http:\/\/.*\/gen\/x\.yaml' is refused: configs fetched from the network cannot be checked/,
       ),
     );
   });

@@ -344,10 +344,11 @@ describe('SourceRenderer', () => {
       assert.deepEqual(names(old), ['a', 'b']);
     });
 
-    test('Helm repository charts are refused', async () => {
+    test('a Helm repository chart whose repoURL is not http(s) is refused before any request', async () => {
+      // Charts from Helm repositories are rendered (test/source/charts.test.ts); only their transports are checked here.
       await assert.rejects(
-        renderer.render(app({ repoURL: 'https://charts.example', chart: 'nginx', targetRevision: '1.0.0' })),
-        sourceError('InvalidSource', /charts from Helm repositories are not supported/),
+        renderer.render(app({ repoURL: 'ftp://charts.example', chart: 'nginx', targetRevision: '1.0.0' })),
+        sourceError('InvalidSource', /Helm repository 'ftp:\/\/charts.example' must be an http or https URL/),
       );
     });
   });

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { redactURL, SourceError } from '../../src/source/errors.ts';
 import { GitRepoCache } from '../../src/source/git.ts';
 import { classifyRepoURL } from '../../src/source/repo-url.ts';
+import { redactURLsIn } from '../../src/source/scrub.ts';
 import { TestRepo } from '../support/git.ts';
 
 describe('repository URLs', () => {
@@ -94,7 +95,12 @@ describe('repository URLs', () => {
 
   test('a password is hidden in refusals, also one holding an @', async () => {
     assert.equal(redactURL('https://user:p@ss@host/repo'), 'https://user:***@host/repo');
-    assert.equal(redactURL('https://token@host/repo'), 'https://token@host/repo');
+    assert.equal(redactURL('https://ghp_token@host/repo'), 'https://***@host/repo');
+    assert.equal(redactURL('ssh://git@host/repo'), 'ssh://git@host/repo');
+    assert.equal(
+      redactURLsIn('fatal: https://ghp_token@host/repo and http://u:p@h/x'),
+      'fatal: https://***@host/repo and http://u:***@h/x',
+    );
     const cache = new GitRepoCache({ cacheDir: path.join(top, 'cache-pw') });
     await assert.rejects(cache.resolveRevision('ftp://user:s3cr@t@host/repo', 'HEAD'), (err: unknown) => {
       assert.ok(err instanceof SourceError);

@@ -2,12 +2,14 @@
 // cache: the checkout-wide check (git.test.ts) never lets such a tree through, so these tests see
 // the second line of defence alone. Beside the "checkout" sits a secret that no render may read.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
 import { SourceError } from '../../src/source/errors.ts';
+import { findEscapingSymlink } from '../../src/source/paths.ts';
 import { DEFAULT_LIMITS, renderCheckout, type RenderEnvironment } from '../../src/source/render.ts';
 import { toolsDir } from './tools.ts';
 
@@ -99,5 +101,93 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
       ok.objects.map((o) => o.object.metadata.name),
       ['cfg'],
     );
+  });
+});
+
+test("a symlink in a chart archive under charts/ reads nothing: helm takes archives' entries as they are", async () => {
+  const top = await mkdtemp(path.join(os.tmpdir(), 'impersync-chart-archive-'));
+  try {
+    await writeFile(path.join(top, 'secret.txt'), 'secret-of-the-renderer');
+    const sub = path.join(top, 'build', 'sub');
+    await mkdir(path.join(sub, 'templates'), { recursive: true });
+    await writeFile(path.join(sub, 'Chart.yaml'), 'apiVersion: v2\nname: sub\nversion: 0.1.0\n');
+    await writeFile(
+      path.join(sub, 'templates', 'cm.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\ndata:\n  leak: {{ .Files.Get "leak" | quote }}\n',
+    );
+    await symlink(path.join(top, 'secret.txt'), path.join(sub, 'leak'));
+    const checkout = path.join(top, 'checkout');
+    await mkdir(path.join(checkout, 'chart', 'charts'), { recursive: true });
+    await writeFile(path.join(checkout, 'chart', 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 0.1.0\n');
+    const tar = spawnSync('tar', [
+      'czf',
+      path.join(checkout, 'chart', 'charts', 'sub-0.1.0.tgz'),
+      '-C',
+      path.dirname(sub),
+      'sub',
+    ]);
+    assert.equal(tar.status, 0, String(tar.stderr));
+    const r = await renderCheckout(
+      {
+        checkoutDir: checkout,
+        source: { repoURL: 'https://example.com/r.git', path: 'chart' } as ApplicationSource,
+        appName: 'app',
+      },
+      {
+        tools: { dir: toolsDir() },
+        limits: DEFAULT_LIMITS,
+        workRoot: path.join(top, 'work'),
+        helmHome: path.join(top, 'helm'),
+        env: process.env,
+      },
+    );
+    assert.deepEqual(
+      r.objects.map((o) => o.object.data),
+      [{ leak: '' }],
+    );
+  } finally {
+    await rm(top, { recursive: true, force: true });
+  }
+});
+
+describe('the checkout-wide symlink check takes bounded time', () => {
+  let top: string;
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-symlink-chains-'));
+  });
+  after(async () => {
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  /** `count` chains of 39 links (the kernel follows 40) in `dir`, the first at `end`, each written `via` + the one before. */
+  const chains = async (dir: string, count: number, end: string, via = '') => {
+    await mkdir(dir, { recursive: true });
+    for (let c = 0; c < count; c++) {
+      let previous = end;
+      for (let i = 0; i < 39; i++) {
+        await symlink(`${via}${previous}`, path.join(dir, `c${c}-${i}`));
+        previous = `c${c}-${i}`;
+      }
+    }
+  };
+
+  test('many chains of links that resolve are checked quickly', async () => {
+    const root = path.join(top, 'resolving');
+    await mkdir(path.join(root, 'a/b/c/d'), { recursive: true });
+    await writeFile(path.join(root, 'a/b/c/d/target.yaml'), 'a: 1\n');
+    await chains(path.join(root, 'a/b/c/d'), 1000, 'target.yaml');
+    const started = Date.now();
+    assert.equal(await findEscapingSymlink(root), undefined);
+    // On a loaded 2-core machine: 186 s when each link was walked component by component, 10 s now.
+    assert.ok(Date.now() - started < 30_000, `39,000 links checked in ${Date.now() - started} ms`);
+  });
+
+  test('dangling links that would take too long to follow are reported, at once', async () => {
+    const root = path.join(top, 'dangling');
+    // Each step of each chain a long way round: walked one component at a time, hours.
+    await chains(path.join(root, 'a/i'), 100, 'missing.yaml', '../i/'.repeat(50));
+    const started = Date.now();
+    assert.equal((await findEscapingSymlink(root))?.why, 'complex');
+    assert.ok(Date.now() - started < 30_000, `reported in ${Date.now() - started} ms`);
   });
 });

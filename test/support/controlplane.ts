@@ -1,13 +1,14 @@
 // The test handle on a local control plane: the process-level control plane from
 // src/controlplane/, plus client-node KubeConfigs and credentials for any identity.
 import { KubeConfig } from '@kubernetes/client-node';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { AuditRecord } from '../../src/controlplane/audit.ts';
 import { readAudit, waitForAudit } from '../../src/controlplane/audit.ts';
 import type { ControlPlane, ControlPlaneOptions } from '../../src/controlplane/controlplane.ts';
 import { startControlPlane as startProcesses } from '../../src/controlplane/controlplane.ts';
 import { adminUser, controllerUser, kubeconfigYaml } from '../../src/controlplane/identities.ts';
+import { unattributedError, unattributedRequests } from './attribution.ts';
 import { requestOk } from './kube.ts';
 
 /**
@@ -20,6 +21,15 @@ export type KubeconfigOptions = {
   /** Every request made with this KubeConfig carries Impersonate-User (kubeconfig `as`). */
   impersonate?: string;
   namespace?: string;
+};
+
+export type HarnessOptions = ControlPlaneOptions & {
+  /**
+   * stop() fails when a request impersync made as a ServiceAccount does not name its Application,
+   * project and revision (test/support/attribution.ts); records this returns true for are not
+   * checked: a test that withholds the right to send them, for instance. Say why where it is used.
+   */
+  attributionExempt?: (r: AuditRecord) => boolean;
 };
 
 export type TestControlPlane = {
@@ -41,12 +51,29 @@ export type TestControlPlane = {
   kubeconfigFileFor(identity: Identity, opts?: KubeconfigOptions): Promise<string>;
   /** A bearer token for `identity` (e.g. for a cluster Secret's config.bearerToken). */
   tokenFor(identity: Identity, opts?: { expirationSeconds?: number }): Promise<string>;
+  /** Every audit record, from the rotated files too (the API server starts a new file every 100 MB). */
   readAudit(): Promise<AuditRecord[]>;
   waitForAudit(predicate: (r: AuditRecord) => boolean, opts?: { timeoutMs?: number }): Promise<AuditRecord[]>;
+  /** Stops the processes; then fails if impersync made a request that names no Application (see HarnessOptions). */
   stop(): Promise<void>;
   /** The underlying control plane (processes, file layout, static users). */
   processes: ControlPlane;
 };
+
+/** The audit log and the files the API server rotated it into (audit-<time>.log beside it), oldest first. */
+async function readAllAudit(path: string): Promise<AuditRecord[]> {
+  const dir = dirname(path);
+  const base = basename(path, '.log');
+  let names: string[] = [];
+  try {
+    names = (await readdir(dir)).filter((f) => f.startsWith(`${base}-`) && f.endsWith('.log')).sort();
+  } catch {
+    return [];
+  }
+  const out: AuditRecord[] = [];
+  for (const f of [...names.map((n) => join(dir, n)), path]) out.push(...(await readAudit(f)));
+  return out;
+}
 
 function identityName(identity: Identity): string {
   if (identity === 'admin' || identity === 'controller') return identity;
@@ -58,9 +85,10 @@ function identityName(identity: Identity): string {
  * Starts etcd, kube-apiserver and kube-controller-manager with the CRDs installed. Fails with
  * instructions when the binaries cannot be found or built. Stop it in an after() hook.
  */
-export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<TestControlPlane> {
+export async function startControlPlane(opts: HarnessOptions = {}): Promise<TestControlPlane> {
+  const { attributionExempt, ...processOptions } = opts;
   const keep = process.env['IMPERSYNC_KEEP_CONTROL_PLANE'] === '1';
-  const cp = await startProcesses({ keepDir: keep || undefined, ...opts });
+  const cp = await startProcesses({ keepDir: keep || undefined, ...processOptions });
   if (keep) process.stderr.write(`control plane kept in ${cp.dir}\n`);
   const load = (yaml: string) => {
     const kc = new KubeConfig();
@@ -120,9 +148,19 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       return path;
     },
     tokenFor,
-    readAudit: () => readAudit(cp.auditLogPath),
+    readAudit: () => readAllAudit(cp.auditLogPath),
     waitForAudit: (predicate, o) => waitForAudit(cp.auditLogPath, predicate, o),
-    stop: () => cp.stop(),
+    stop: async () => {
+      // Read before the folder goes; watches still open are the shared ones, which name no Application anyway.
+      let records: AuditRecord[] = [];
+      try {
+        records = await readAllAudit(cp.auditLogPath);
+      } finally {
+        await cp.stop();
+      }
+      const found = unattributedRequests(records, attributionExempt);
+      if (found.length > 0) throw unattributedError(found);
+    },
     processes: cp,
   };
 }

@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -110,12 +111,14 @@ export class TestRepo {
 }
 
 export interface GitHttpServer {
-  /** `http://127.0.0.1:<port>` */
+  /** `http://127.0.0.1:<port>` (https with `tls`) */
   baseURL: string;
   /** URL of the repository in folder `name` under the served root. */
   url(name: string): string;
   /** Requests served so far (to check that the http path was really taken). */
   requests(): number;
+  /** The last requests' method, path and query (`GET /x/info/refs?service=git-upload-pack`), newest last. */
+  requestLog(): string[];
   close(): Promise<void>;
 }
 
@@ -123,10 +126,35 @@ export interface GitHttpServer {
  * Serves every repository under `root` (bare, or with a work tree) over Git's smart HTTP protocol,
  * read-only, on 127.0.0.1 at a free port.
  */
-export async function startGitHttpServer(root: string, opts: { unref?: boolean } = {}): Promise<GitHttpServer> {
+export interface GitHttpServerOptions {
+  unref?: boolean;
+  /** Serve HTTPS with this certificate (test/support/tls.ts). */
+  tls?: { cert: string; key: string; ca?: string; requireClientCert?: boolean };
+  /** Require HTTP basic auth with these, or a bearer token (401 with a Basic challenge otherwise). */
+  auth?: { username: string; password: string } | { bearer: string };
+  /** Answer a request without the credential 404 instead of 401, as servers that never challenge do. */
+  noChallenge?: boolean;
+}
+
+export async function startGitHttpServer(root: string, opts: GitHttpServerOptions = {}): Promise<GitHttpServer> {
   let count = 0;
-  const server = http.createServer((req, res) => {
+  const log: string[] = [];
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     count++;
+    log.push(`${req.method} ${req.url ?? '/'}`);
+    if (log.length > 100_000) log.shift();
+    if (opts.auth) {
+      const given = req.headers.authorization ?? '';
+      const want =
+        'bearer' in opts.auth
+          ? `Bearer ${opts.auth.bearer}`
+          : `Basic ${Buffer.from(`${opts.auth.username}:${opts.auth.password}`).toString('base64')}`;
+      if (given !== want) {
+        if (opts.noChallenge) res.writeHead(404).end('not found');
+        else res.writeHead(401, { 'www-authenticate': 'Basic realm="impersync test"' }).end('unauthorized');
+        return;
+      }
+    }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const env: NodeJS.ProcessEnv = {
       ...GIT_ENV,
@@ -180,16 +208,28 @@ export async function startGitHttpServer(root: string, opts: { unref?: boolean }
       if (!headersDone && !res.headersSent) res.writeHead(502);
       res.end();
     });
-  });
+  };
+  const server = opts.tls
+    ? https.createServer(
+        {
+          cert: opts.tls.cert,
+          key: opts.tls.key,
+          ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
+          ...(opts.tls.requireClientCert ? { requestCert: true, rejectUnauthorized: true } : {}),
+        },
+        handler,
+      )
+    : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   // The shared server must not keep a test process alive once its tests are done.
   if (opts.unref) server.unref();
   const { port } = server.address() as AddressInfo;
-  const baseURL = `http://127.0.0.1:${port}`;
+  const baseURL = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   return {
     baseURL,
     url: (name) => `${baseURL}/${name}`,
     requests: () => count,
+    requestLog: () => [...log],
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

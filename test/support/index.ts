@@ -26,9 +26,12 @@
  *   { user } | { serviceAccount, namespace } (TokenRequest; the ServiceAccount must exist).
  * - The CRDs of deploy/crds/ (Application, AppProject) installed and Established.
  * - An audit log of every request at Metadata level: `cp.readAudit()` / `cp.waitForAudit(pred)`
- *   return AuditRecord {user, impersonatedUser, verb, resource, subresource, namespace, name,
- *   code, dryRun, fieldManager, decision, requestURI, ...}. Prefer waitForAudit: the server may
- *   write the line a moment after answering.
+ *   return AuditRecord {user, impersonatedUser, impersonatedExtra, verb, resource, subresource,
+ *   namespace, name, code, dryRun, fieldManager, decision, requestURI, ...}. Prefer waitForAudit:
+ *   the server may write the line a moment after answering.
+ * - stop() fails the file when a request impersync made as a ServiceAccount did not name its
+ *   Application, project and revision in impersonatedUser.extra (support/attribution.ts;
+ *   startControlPlane({ attributionExempt }) leaves out what a test withholds on purpose).
  * - kube-controller-manager: namespaces finish deleting, owner references cascade, Deployments get
  *   ReplicaSets, token Secrets are filled. No nodes, kubelets or running pods.
  *
@@ -48,13 +51,15 @@
  * after stop() for inspection.
  */
 export { startControlPlane } from './controlplane.ts';
-export type { Identity, KubeconfigOptions, TestControlPlane } from './controlplane.ts';
+export type { HarnessOptions, Identity, KubeconfigOptions, TestControlPlane } from './controlplane.ts';
+export { attributed, madeForTest, unattributedRequests } from './attribution.ts';
 export { ApiError, applyRaw, deleteRaw, getRaw, listRaw, pathFor, request, requestOk, resourceFor } from './kube.ts';
 export type { ApplyOptions, As, KubeObject, ObjectRef, RawRequest } from './kube.ts';
 export {
   controllerUserName,
   createNamespace,
   createServiceAccount,
+  EXTRAS_RULE,
   grantImpersonation,
   grantInstalledControllerRights,
   grantRole,

@@ -2,7 +2,7 @@
 // the controller's right to impersonate. All are server-side applies, so calling twice is harmless.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { controllerUser } from '../../src/controlplane/identities.ts';
-import { serviceAccountToUser } from '../../src/api/index.ts';
+import { EXTRA_KEYS, serviceAccountToUser } from '../../src/api/index.ts';
 import type { KubeObject } from './kube.ts';
 import { applyRaw } from './kube.ts';
 
@@ -86,18 +86,33 @@ export async function grantRole(kc: KubeConfig, grant: Grant): Promise<void> {
   );
 }
 
+/** `impersonate` on impersync's user extras (deploy/install/base/extras.yaml), cluster-wide as the API server asks. */
+export const EXTRAS_RULE: PolicyRule = {
+  apiGroups: ['authentication.k8s.io'],
+  resources: EXTRA_KEYS.map((k) => `userextras/${k}`),
+  verbs: ['impersonate'],
+};
+
 /**
  * Lets `to` impersonate ServiceAccounts: only the listed ones (RBAC resourceNames, one Role per
  * namespace, as the design recommends), or every ServiceAccount when `serviceAccounts` is omitted.
  * `verbs` replaces `['impersonate']` (the install grants `['impersonate', 'get']`: the controller
- * checks that a ServiceAccount exists before syncing as it).
+ * checks that a ServiceAccount exists before syncing as it). As the install does, it also lets
+ * `to` impersonate impersync's user extras (ClusterRole `<name>-extras`), unless `extras: false`.
  */
 export async function grantImpersonation(
   kc: KubeConfig,
-  opts: { name: string; to?: Subject; serviceAccounts?: { namespace: string; name: string }[]; verbs?: string[] },
+  opts: {
+    name: string;
+    to?: Subject;
+    serviceAccounts?: { namespace: string; name: string }[];
+    verbs?: string[];
+    extras?: boolean;
+  },
 ): Promise<void> {
   const to = opts.to ?? 'controller';
   const verbs = opts.verbs ?? ['impersonate'];
+  if (opts.extras !== false) await grantRole(kc, { name: `${opts.name}-extras`, to, rules: [EXTRAS_RULE] });
   if (opts.serviceAccounts === undefined) {
     await grantRole(kc, { name: opts.name, to, rules: [{ apiGroups: [''], resources: ['serviceaccounts'], verbs }] });
     return;
@@ -145,7 +160,12 @@ export async function grantInstalledControllerRights(
       },
       // AppProjects are only read.
       { apiGroups: ['argoproj.io'], resources: ['appprojects'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['argocd-cm'], verbs: ['get', 'list', 'watch'] },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['argocd-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm'],
+        verbs: ['get', 'list', 'watch'],
+      },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],

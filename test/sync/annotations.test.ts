@@ -110,7 +110,7 @@ test('a failed check puts a hook in Error and keeps a resource waiting; a health
   assert.equal(operationPhaseOf({ status: '' }, cr, false).phase, 'Running');
 });
 
-test('sync options: the ones Argo CD defines, unknown ones reported as ignored', () => {
+test('sync options: the ones Argo CD defines (gitops-engine pkg/sync/common/types.go), unknown ones reported as ignored', () => {
   const o = parseSyncOptions([
     'CreateNamespace=true',
     'PruneLast=true',
@@ -119,6 +119,14 @@ test('sync options: the ones Argo CD defines, unknown ones reported as ignored',
     'PrunePropagationPolicy=background',
     'ServerSideApply=true',
     'Replace=true',
+    'Force=true',
+    'FailOnSharedResource=true',
+    'RespectIgnoreDifferences=true',
+    'Prune=confirm',
+    'Delete=false',
+    'ClientSideApplyMigration=false',
+    'ServerSideApply=false',
+    'NoSuchOption=true',
   ]);
   assert.deepEqual(o, {
     createNamespace: true,
@@ -126,7 +134,14 @@ test('sync options: the ones Argo CD defines, unknown ones reported as ignored',
     applyOutOfSyncOnly: true,
     validate: false,
     prunePropagationPolicy: 'Background',
-    ignored: ['Replace=true'],
+    replace: true,
+    force: true,
+    failOnSharedResource: true,
+    respectIgnoreDifferences: true,
+    prune: 'confirm',
+    delete: 'false',
+    clientSideApplyMigration: false,
+    ignored: ['ServerSideApply=false', 'NoSuchOption=true'],
   });
   assert.deepEqual(parseSyncOptions(undefined), {
     createNamespace: false,
@@ -134,6 +149,13 @@ test('sync options: the ones Argo CD defines, unknown ones reported as ignored',
     applyOutOfSyncOnly: false,
     validate: true,
     prunePropagationPolicy: 'Foreground',
+    replace: false,
+    force: false,
+    failOnSharedResource: false,
+    respectIgnoreDifferences: false,
+    prune: undefined,
+    delete: undefined,
+    clientSideApplyMigration: true,
     ignored: [],
   });
 });

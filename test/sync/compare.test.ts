@@ -66,6 +66,7 @@ function prepared(over: Partial<PreparedObject> = {}): Prepared {
   return {
     objects: [{ key: '/ConfigMap/guestbook/c', source: cm, target: cm, hook: false, pendingCrd: false, ...over }],
     warnings: [],
+    excluded: [],
   };
 }
 

@@ -6,7 +6,13 @@ import assert from 'node:assert/strict';
 import type { KubeObject } from '../../src/api/index.ts';
 import { readStatus } from '../../src/api/index.ts';
 import type { DestinationClient, KubeResult, ResourceInfo } from '../../src/kube/types.ts';
-import { inventoryOf, resourceScopes, resourceStatusOf, trackingTarget } from '../../src/sync/index.ts';
+import {
+  deletionInventoryOf,
+  inventoryOf,
+  resourceScopes,
+  resourceStatusOf,
+  trackingTarget,
+} from '../../src/sync/index.ts';
 import type { ResourceComparison } from '../../src/sync/index.ts';
 
 const deployment: ResourceComparison = {
@@ -107,4 +113,41 @@ test("scopes come from the identity's discovery, asked once per kind; a kind not
   assert.equal(isNamespaced('rbac.authorization.k8s.io', 'ClusterRole'), false);
   assert.equal(isNamespaced('example.com', 'Gadget'), undefined);
   assert.deepEqual(asked, ['v1/ConfigMap', 'rbac.authorization.k8s.io/v1/ClusterRole', 'example.com/v1/Gadget']);
+});
+
+test("deletion's inventory: status.resources, and what the last sync applied that a refresh has not written yet", () => {
+  const result = (name: string, extra: Record<string, unknown> = {}) => ({
+    group: '',
+    version: 'v1',
+    kind: 'ConfigMap',
+    namespace: 'web',
+    name,
+    status: 'Synced' as const,
+    message: '',
+    hookPhase: 'Succeeded' as const,
+    syncPhase: 'Sync' as const,
+    ...extra,
+  });
+  const app = {
+    status: {
+      resources: [{ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: 'known', status: 'Synced' }],
+      operationState: {
+        phase: 'Succeeded',
+        startedAt: '2026-01-01T00:00:00Z',
+        operation: { sync: {} },
+        syncResult: {
+          resources: [
+            result('known'),
+            result('new'),
+            result('hook', { hookType: 'PreSync' }),
+            result('gone', { status: 'Pruned' }),
+          ],
+        },
+      },
+    },
+  };
+  assert.deepEqual(
+    deletionInventoryOf(app as never).map((e) => e.name),
+    ['known', 'new'],
+  );
 });

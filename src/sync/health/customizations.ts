@@ -41,7 +41,7 @@ function parseBool(v: string): boolean | Error {
 }
 
 /** Argo CD's convertToOverrideKey. */
-function overrideKey(groupKind: string): string | Error {
+export function overrideKey(groupKind: string): string | Error {
   const parts = groupKind.split('_');
   if (parts.length === 2) return `${parts[0]}/${parts[1]}`;
   if (parts.length === 1 && groupKind !== '') return groupKind;

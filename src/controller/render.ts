@@ -1,0 +1,187 @@
+// The desired objects of one Application, from the renderer: its one source or each of its
+// spec.sources (Argo CD's multi-source Applications), each rendered in a request of its own that
+// carries that source's repository credentials (repository/access.ts) and, for `$ref/...` value
+// files, the `ref` sources it names with theirs. `ref`-only sources are not rendered; their
+// revision is resolved for status.sync.revisions, as Argo CD does. A chart whose dependencies live
+// in repositories the request did not cover is answered with their names (NeedsRepositories); their
+// credentials are resolved here, against the project, and the render asked again once.
+import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
+import type { Renderer } from '../renderer/client.ts';
+import { sourceRepoDecision } from '../project/repos.ts';
+import { accessFor, dependencyAccess, RepositoryRefused } from '../repository/access.ts';
+import type { RepositoryState } from '../repository/access.ts';
+import { NeedsRepositories, SourceError, redactURL } from '../source/errors.ts';
+import type { RenderInput, RenderedObject, RefSource } from '../source/index.ts';
+
+export interface RenderedApplication {
+  objects: RenderedObject[];
+  /** spec.sources is used (Argo CD's HasMultipleSources): status gets revisions and sourceTypes. */
+  multiSource: boolean;
+  sources: ApplicationSource[];
+  /** One per source, in order. */
+  revisions: string[];
+  /** One per source; '' for a `ref`-only source. */
+  sourceTypes: string[];
+  /** Repositories of chart dependencies, for requeueing on their Secrets' changes. */
+  dependencies: string[];
+}
+
+export interface RenderApplicationOptions {
+  project: AppProject;
+  repositories: RepositoryState;
+  /** An operation's sync: its revision(s) and, for a rollback, its source(s). */
+  operation?: SyncOperation | undefined;
+  kubeVersion?: string | undefined;
+  apiVersions?: readonly string[] | undefined;
+  /** Refs and Helm indexes this old may be reused (the refresh interval; 0 for an explicit refresh or a sync). */
+  revisionMaxAgeMs?: number | undefined;
+  noCache?: boolean | undefined;
+  /** The Application's render limits (argocd-cm), sent with each of its render requests. */
+  limits?: ApplicationLimits | undefined;
+}
+
+const REF_KEY = /^[a-zA-Z0-9_-]+$/;
+
+/** The sources an operation or the spec names, and whether they are spec.sources. */
+export function applicationSources(
+  app: Application,
+  op?: SyncOperation,
+): { sources: ApplicationSource[]; multiSource: boolean } {
+  if (op?.sources && op.sources.length > 0) return { sources: op.sources, multiSource: true };
+  if (op?.source) return { sources: [op.source], multiSource: false };
+  if (app.spec.sources && app.spec.sources.length > 0) return { sources: app.spec.sources, multiSource: true };
+  if (app.spec.source) return { sources: [app.spec.source], multiSource: false };
+  throw new SourceError('InvalidSource', 'spec.source is missing');
+}
+
+function isRefOnly(s: ApplicationSource): boolean {
+  return !!s.ref && !s.path && !s.chart && !s.repoURL.startsWith('oci://');
+}
+
+export async function renderApplication(
+  renderer: Renderer,
+  app: Application,
+  opts: RenderApplicationOptions,
+): Promise<RenderedApplication> {
+  const { sources, multiSource } = applicationSources(app, opts.operation);
+  const project = opts.project.metadata.name;
+  // The AppProject is the tenant the renderer shares its slots by (renderer/slots.ts).
+  const renderOptions = {
+    noCache: opts.noCache === true,
+    tenant: project,
+    ...(opts.limits ? { limits: opts.limits } : {}),
+  };
+  const sourceRepos = opts.project.spec.sourceRepos ?? [];
+  const given = opts.operation?.revisions ?? (opts.operation?.revision ? [opts.operation.revision] : []);
+  const revisionOf = (i: number): string | undefined => (given[i] ? given[i] : sources[i]?.targetRevision);
+  const access = (url: string) => {
+    try {
+      return accessFor(opts.repositories, url, project);
+    } catch (err) {
+      if (err instanceof RepositoryRefused) throw new SourceError('InvalidSource', err.message);
+      throw err;
+    }
+  };
+  // Argo CD's GetRefSources checks.
+  const refs = new Map<string, RefSource>();
+  sources.forEach((s, i) => {
+    if (!s.ref) return;
+    if (!REF_KEY.test(s.ref))
+      throw new SourceError(
+        'InvalidSource',
+        `sources.ref ${s.ref} cannot contain any special characters except '_' and '-'`,
+      );
+    if (refs.has(`$${s.ref}`))
+      throw new SourceError('InvalidSource', 'invalid sources: multiple sources had the same `ref` key');
+    refs.set(`$${s.ref}`, { repoURL: s.repoURL, targetRevision: revisionOf(i), repository: undefined });
+  });
+  const out: RenderedApplication = {
+    objects: [],
+    multiSource,
+    sources,
+    revisions: [],
+    sourceTypes: [],
+    dependencies: [],
+  };
+  for (const [i, source] of sources.entries()) {
+    const label = multiSource ? `source ${i + 1} of ${sources.length}: ` : '';
+    try {
+      if (multiSource && (!source.repoURL || (!source.path && !source.chart && !source.ref))) {
+        throw new SourceError(
+          'InvalidSource',
+          'spec.source.repoURL and either source.path, source.chart, or source.ref are required',
+        );
+      }
+      const input: RenderInput = {
+        source,
+        appName: app.metadata.name,
+        destinationNamespace: app.spec.destination?.namespace,
+        revision: given[i] ? given[i] : undefined,
+        ...(opts.kubeVersion ? { kubeVersion: opts.kubeVersion } : {}),
+        ...(opts.apiVersions ? { apiVersions: opts.apiVersions } : {}),
+        sourceRepos,
+        repository: access(source.repoURL),
+        ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
+      };
+      if (multiSource && isRefOnly(source)) {
+        out.revisions.push(await renderer.resolveRevision(input, { tenant: project }));
+        out.sourceTypes.push('');
+        continue;
+      }
+      // Only the ref sources this source's value files name travel with it, each with its own credentials.
+      const named = new Set(
+        (source.helm?.valueFiles ?? []).filter((f) => f.startsWith('$')).map((f) => f.split('/')[0]),
+      );
+      const refSources: Record<string, RefSource> = {};
+      for (const [key, ref] of refs) if (named.has(key)) refSources[key] = { ...ref, repository: access(ref.repoURL) };
+      if (Object.keys(refSources).length > 0) input.refSources = refSources;
+      let rendered;
+      try {
+        rendered = await renderer.render(input, renderOptions);
+      } catch (err) {
+        if (!(err instanceof NeedsRepositories)) throw err;
+        input.dependencyRepositories = err.needs.map((need) => {
+          const repository = dependencyAccess(opts.repositories, need, project, sourceRepos);
+          return {
+            ...need,
+            ...(repository && repository.url !== need.url ? { url: repository.url } : {}),
+            ...(repository ? { repository } : {}),
+          };
+        });
+        try {
+          rendered = await renderer.render(input, renderOptions);
+        } catch (again) {
+          // Argo CD's nicer message when a dependency could not be fetched and the project does not permit its repository.
+          const refused = input.dependencyRepositories
+            .map((d) => d.url)
+            .filter((u): u is string => u !== undefined && !sourceRepoDecision(sourceRepos, u).permitted);
+          if (again instanceof SourceError && again.reason === 'RepositoryUnreachable' && refused.length > 0) {
+            throw new SourceError(
+              'RepositoryUnreachable',
+              `helm repos ${refused.map(redactURL).join(', ')} are not permitted in project '${project}'`,
+              { cause: again },
+            );
+          }
+          throw again;
+        }
+      }
+      out.objects.push(...rendered.objects);
+      out.revisions.push(rendered.revision);
+      out.sourceTypes.push(rendered.sourceType);
+      out.dependencies.push(...(rendered.dependencies ?? []));
+    } catch (err) {
+      if (err instanceof SourceError && label !== '') {
+        throw new SourceError(err.reason, `failed to generate manifest for ${label.slice(0, -2)}: ${err.message}`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+  return out;
+}
+
+/** For messages: the sources' repositories, passwords hidden. */
+export function describeSources(sources: readonly ApplicationSource[]): string {
+  return sources.map((s) => redactURL(s.repoURL)).join(', ');
+}

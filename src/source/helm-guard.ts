@@ -1,0 +1,147 @@
+// The `helm` kustomize runs (kustomize-helm.ts says why): a program of its own, started by the shim
+// with the policy in IMPERSYNC_KUSTOMIZE_HELM_POLICY. It reads the command line the way kustomize
+// writes it (`version --short`, `pull --untar --untardir DIR [--repo URL] NAME ...`, `template
+// RELEASE CHART [flags]`), refuses anything else, and runs the real helm with the same command
+// rebuilt: every value as `--flag=value`, positional arguments after `--`. A refusal is a message on
+// stderr, which kustomize puts in its error.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { redactURL } from './errors.ts';
+import { isReleaseName } from './helm.ts';
+import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
+import { HELM_GUARD_POLICY_ENV, type HelmGuardPolicy } from './kustomize-helm.ts';
+import { remoteRefusal } from './kustomize-remote.ts';
+import { isInside, resolvePhysical } from './paths.ts';
+
+class Refused extends Error {}
+
+/** The variables the real helm gets: enough to reach a chart repository, nothing of the renderer's. */
+const KEPT = [
+  'PATH',
+  'HOME',
+  'TMPDIR',
+  'LANG',
+  'LC_ALL',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+];
+
+function policyFromEnv(): HelmGuardPolicy {
+  try {
+    const p = JSON.parse(process.env[HELM_GUARD_POLICY_ENV] ?? '') as HelmGuardPolicy;
+    if (typeof p.helm === 'string' && path.isAbsolute(p.helm) && Array.isArray(p.roots)) return p;
+  } catch {
+    // fall through: no policy, nothing is allowed
+  }
+  throw new Refused('kustomize ran helm without the renderer policy (or the real helm was not found)');
+}
+
+/** `p` (a folder or file kustomize names) must lead inside one of the roots, physically. */
+async function inside(policy: HelmGuardPolicy, p: string | undefined, what: string): Promise<string> {
+  if (p === undefined || p === '') throw new Refused(`helm ${what} is missing`);
+  if (!path.isAbsolute(p)) throw new Refused(`helm ${what} '${p}' is not an absolute path`);
+  const r = await resolvePhysical(p);
+  if (r.kind === 'path' && policy.roots.some((root) => isInside(root, r.path))) return p;
+  throw new Refused(`helm ${what} '${p}' is outside the repository`);
+}
+
+function chartRepository(policy: HelmGuardPolicy, url: string | undefined): string {
+  if (url === undefined || url === '') throw new Refused('helm pull names no chart repository');
+  const why = /^oci:\/\//i.test(url)
+    ? remoteRefusal(url.replace(/^oci:/i, 'https:'), policy.sourceRepos ?? undefined)
+    : remoteRefusal(url, policy.sourceRepos ?? undefined);
+  if (why) throw new Refused(`helm chart repository '${redactURL(url)}' is refused: ${why}`);
+  return url;
+}
+
+/** `helm pull --untar --untardir DIR (--repo URL NAME | oci://REF) [--version V] [--devel]`. */
+async function pull(policy: HelmGuardPolicy, args: string[]): Promise<string[]> {
+  if (args[0] !== '--untar' || args[1] !== '--untardir') throw new Refused('unexpected helm pull');
+  const dir = await inside(policy, args[2], 'chart home');
+  let rest = args.slice(3);
+  const out = ['pull', '--untar', `--untardir=${dir}`];
+  let chart: string;
+  if (rest[0] === '--repo') {
+    out.push(`--repo=${chartRepository(policy, rest[1])}`);
+    chart = rest[2] ?? '';
+    rest = rest.slice(3);
+  } else {
+    chart = chartRepository(policy, rest[0]);
+    if (!/^oci:\/\//i.test(chart)) throw new Refused(`helm pull of '${chart}' names no chart repository`);
+    rest = rest.slice(1);
+  }
+  if (chart === '' || chart.startsWith('-')) throw new Refused(`helm chart name '${chart}' is not a chart name`);
+  for (let i = 0; i < rest.length; i++) {
+    const flag = rest[i];
+    if (flag === '--version' && rest[i + 1] !== undefined) out.push(`--version=${rest[++i]}`);
+    else if (flag === '--devel') out.push(flag);
+    else throw new Refused(`helm pull option '${flag}' is not one kustomize gives`);
+  }
+  return [...out, '--', chart];
+}
+
+const TEMPLATE_VALUES = new Set(['--namespace', '--name-template', '-f', '--api-versions', '--kube-version']);
+const TEMPLATE_FLAGS = new Set(['--include-crds', '--skip-tests', '--no-hooks', '--debug', '--devel']);
+
+/** `helm template (RELEASE | --generate-name) CHART [flags]`, CHART's schemas checked. */
+async function template(policy: HelmGuardPolicy, args: string[]): Promise<string[]> {
+  const [first, chartDir, ...rest] = args;
+  const release = first === '--generate-name' ? undefined : first;
+  if (release !== undefined && !isReleaseName(release)) {
+    throw new Refused(
+      `helm release name ${JSON.stringify(release)} is invalid: it must be a DNS-1123 subdomain of at most 53 characters (helmCharts[].releaseName)`,
+    );
+  }
+  const chart = await inside(policy, chartDir, 'chart');
+  const out = ['template'];
+  for (let i = 0; i < rest.length; i++) {
+    const flag = rest[i] as string;
+    if (TEMPLATE_VALUES.has(flag)) {
+      const value = rest[++i];
+      if (value === undefined) throw new Refused(`helm template option '${flag}' has no value`);
+      if (flag === '-f') out.push(`--values=${await inside(policy, value, 'values file')}`);
+      else out.push(`${flag}=${value}`);
+    } else if (TEMPLATE_FLAGS.has(flag)) out.push(flag);
+    else throw new Refused(`helm template option '${flag}' is not one kustomize gives`);
+  }
+  const bad = await findSchemaReference(chart);
+  if (bad) throw new Refused(`helm chart '${chart}': ${schemaRefusal(bad)}`);
+  return release === undefined ? [...out, '--generate-name', '--', chart] : [...out, '--', release, chart];
+}
+
+async function guard(argv: string[]): Promise<number> {
+  const policy = policyFromEnv();
+  const [sub, ...rest] = argv;
+  let args: string[];
+  if (sub === 'version' && (rest.length === 0 || (rest.length === 1 && rest[0] === '--short'))) args = argv;
+  else if (sub === 'pull') args = await pull(policy, rest);
+  else if (sub === 'template') args = await template(policy, rest);
+  else throw new Refused(`helm ${argv.join(' ')} is not a command kustomize runs for a chart`);
+
+  const env: NodeJS.ProcessEnv = {};
+  for (const key of KEPT) if (process.env[key] !== undefined) env[key] = process.env[key];
+  env.HELM_CONFIG_HOME = path.join(policy.home, 'config');
+  env.HELM_CACHE_HOME = path.join(policy.home, 'cache');
+  env.HELM_DATA_HOME = path.join(policy.home, 'data');
+  const r = spawnSync(policy.helm, args, { stdio: 'inherit', env });
+  if (r.error) throw new Refused(`helm could not be started: ${r.error.message}`);
+  if (r.signal) {
+    process.stderr.write(`helm ${sub} was killed by ${r.signal}\n`);
+    return 1;
+  }
+  return r.status ?? 1;
+}
+
+try {
+  process.exitCode = await guard(process.argv.slice(2));
+} catch (err) {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`${err instanceof Refused ? 'refused by the renderer: ' : ''}${message}\n`);
+  process.exitCode = 1;
+}

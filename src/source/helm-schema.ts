@@ -1,0 +1,173 @@
+// A chart's values.schema.json is tenant content that helm acts on: its JSON Schema library loads
+// what a `$ref` (or `$dynamicRef`, `$recursiveRef`) or a `$schema` names, from `file://` URLs and
+// paths relative to `file:///values.schema.json` (that is, anywhere on the renderer's disk: another
+// tenant's checkout through /proc/<pid>/cwd, the renderer's token) and from http(s) URLs (cluster
+// services, cloud metadata), and tells in its errors what it found there. So before helm runs,
+// every schema of the chart and of its subcharts (folders under charts/, and charts/*.tgz archives,
+// nested ones too) may refer only inside itself (`#...`), and name only a JSON Schema draft that
+// helm knows without loading it.
+import { readFile, readdir, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+
+const gunzipAsync = promisify(gunzip);
+
+export interface SchemaReference {
+  /** The schema file, relative to the chart folder (`charts/sub-0.1.0.tgz: sub/values.schema.json`). */
+  file: string;
+  /** `$ref`, `$dynamicRef`, `$recursiveRef` or `$schema`; or `archive` for a subchart archive that cannot be read. */
+  keyword: string;
+  value: string;
+}
+
+const REFERENCES = new Set(['$ref', '$dynamicRef', '$recursiveRef']);
+/** The drafts helm's validator has built in (nothing is loaded for them), with or without `#`. */
+const DRAFTS = new Set(
+  ['draft/2020-12/schema', 'draft/2019-09/schema', 'draft-07/schema', 'draft-06/schema', 'draft-04/schema', 'schema']
+    .flatMap((d) => ['http', 'https'].map((scheme) => `${scheme}://json-schema.org/${d}`))
+    .flatMap((u) => [u, `${u}#`]),
+);
+/** Helm refuses a chart archive larger than this once decompressed; so does this check (all archives together). */
+const MAX_ARCHIVE_BYTES = 100 * 1024 * 1024;
+const MAX_ARCHIVE_DEPTH = 8;
+
+/** The first schema reference of the chart in `chartDir` that would make helm load something, or undefined. */
+export async function findSchemaReference(chartDir: string): Promise<SchemaReference | undefined> {
+  const budget = { bytes: MAX_ARCHIVE_BYTES };
+  return inFolder(chartDir, '', new Set(), budget);
+}
+
+/** The chart folder's own schema, then its subcharts, as helm's loader finds them (links followed). */
+async function inFolder(
+  dir: string,
+  shown: string,
+  seen: Set<string>,
+  budget: { bytes: number },
+): Promise<SchemaReference | undefined> {
+  const real = await realpath(dir);
+  if (seen.has(real)) return undefined;
+  seen.add(real);
+  const schemaFile = path.join(dir, 'values.schema.json');
+  if ((await stat(schemaFile).catch(() => undefined))?.isFile()) {
+    const bad = inSchema(await readFile(schemaFile, 'utf8'), `${shown}values.schema.json`);
+    if (bad) return bad;
+  }
+  const charts = path.join(dir, 'charts');
+  const entries = await readdir(charts).catch(() => [] as string[]);
+  for (const name of entries.sort()) {
+    if (name.startsWith('_') || name.startsWith('.')) continue; // helm skips these
+    const full = path.join(charts, name);
+    const info = await stat(full).catch(() => undefined);
+    const where = `${shown}charts/${name}`;
+    const bad = info?.isDirectory()
+      ? await inFolder(full, `${where}/`, seen, budget)
+      : info?.isFile() && name.endsWith('.tgz')
+        ? await inArchive(await readFile(full), where, budget, 1)
+        : undefined;
+    if (bad) return bad;
+  }
+  return undefined;
+}
+
+/**
+ * A chart archive: every values.schema.json in it and every archive under a charts/ folder in it,
+ * wherever helm would take them from (more than helm reads is checked, never less).
+ */
+async function inArchive(
+  gz: Buffer,
+  shown: string,
+  budget: { bytes: number },
+  depth: number,
+): Promise<SchemaReference | undefined> {
+  const unreadable = (why: string): SchemaReference => ({ file: shown, keyword: 'archive', value: why });
+  if (depth > MAX_ARCHIVE_DEPTH) return unreadable(`subcharts nested more than ${MAX_ARCHIVE_DEPTH} archives deep`);
+  let tar: Buffer;
+  try {
+    tar = await gunzipAsync(gz, { maxOutputLength: Math.max(1, budget.bytes) });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
+      return unreadable(`more than ${MAX_ARCHIVE_BYTES / (1024 * 1024)} MiB once decompressed`);
+    }
+    return undefined; // not a gzip archive: helm refuses it itself
+  }
+  budget.bytes -= tar.length;
+  const files = tarFiles(tar);
+  if (files === undefined) return unreadable('not a tar archive the renderer can read');
+  for (const [name, data] of files) {
+    const segments = name.split(/[\\/]/);
+    const base = segments[segments.length - 1];
+    if (base === 'values.schema.json') {
+      const bad = inSchema(data.toString('utf8'), `${shown}: ${name}`);
+      if (bad) return bad;
+    } else if (base?.endsWith('.tgz') && segments[segments.length - 2] === 'charts') {
+      const bad = await inArchive(data, `${shown}: ${name}`, budget, depth + 1);
+      if (bad) return bad;
+    }
+  }
+  return undefined;
+}
+
+/** The first reference in one schema's text that is not inside it, or undefined. */
+export function inSchema(text: string, file: string): SchemaReference | undefined {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch {
+    return undefined; // helm refuses a schema that is not JSON itself, before loading anything
+  }
+  // Iteratively: a schema may be nested deeper than the stack.
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      stack.push(...v);
+      continue;
+    }
+    for (const [key, value] of Object.entries(v)) {
+      if (typeof value === 'string') {
+        if (REFERENCES.has(key) && !value.startsWith('#')) return { file, keyword: key, value };
+        if (key === '$schema' && !DRAFTS.has(value)) return { file, keyword: key, value };
+      } else stack.push(value);
+    }
+  }
+  return undefined;
+}
+
+/** The regular files of a tar archive (ustar, GNU long names, pax paths), or undefined when it is not one. */
+function tarFiles(tar: Buffer): Array<[string, Buffer]> | undefined {
+  const out: Array<[string, Buffer]> = [];
+  const text = (b: Buffer): string => b.toString('utf8').replace(/\0[\s\S]*$/, '');
+  let longName: string | undefined;
+  for (let off = 0; off + 512 <= tar.length;) {
+    const h = tar.subarray(off, off + 512);
+    if (h.every((b) => b === 0)) break;
+    if ((h[124] ?? 0) & 0x80) return undefined; // base-256 sizes: over 8 GiB, never a chart
+    const size = Number.parseInt(text(h.subarray(124, 136)).trim() || '0', 8);
+    if (!Number.isInteger(size) || size < 0 || off + 512 + size > tar.length) return undefined;
+    const data = tar.subarray(off + 512, off + 512 + size);
+    off += 512 + Math.ceil(size / 512) * 512;
+    const type = String.fromCharCode(h[156] ?? 0);
+    if (type === 'L') {
+      longName = text(data);
+      continue;
+    }
+    if (type === 'x') {
+      longName = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(data.toString('utf8'))?.[1] ?? longName;
+      continue;
+    }
+    if (type === 'g') continue;
+    const prefix = h.subarray(257, 262).toString('latin1') === 'ustar' ? text(h.subarray(345, 500)) : '';
+    const name = longName ?? (prefix ? `${prefix}/${text(h.subarray(0, 100))}` : text(h.subarray(0, 100)));
+    longName = undefined;
+    if (type === '0' || type === '\0' || type === '7') out.push([name, data]);
+  }
+  return out;
+}
+
+/** The refusal, for a message that names the chart first (`helm chart 'x': ...`). */
+export function schemaRefusal(bad: SchemaReference): string {
+  if (bad.keyword === 'archive') return `the subchart archive ${bad.file} cannot be checked: ${bad.value}`;
+  return `${bad.file}: ${bad.keyword} '${bad.value}' is refused: helm would load it from the renderer's disk or the network; a schema may refer only inside itself ('#/...') and name a JSON Schema draft as its $schema`;
+}

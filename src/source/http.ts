@@ -1,0 +1,142 @@
+// HTTP(S) for Helm repositories and OCI registries, with a repository's settings: its CA
+// certificates (argocd-tls-certs-cm replaces the system's for that server, as Argo CD does),
+// client certificate, `insecure`, `proxy` and `noProxy`. Credentials stay in this process's memory:
+// they go in an Authorization header, only to the origin they were configured for (a redirect or a
+// chart URL on another host gets none, unless the source asks for helm.passCredentials), and never
+// in a URL, an argument or a file. Answers are read within a size limit and a time limit.
+import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
+import type { RepositoryAccess } from '../api/repository.ts';
+import { SourceError, formatBytes, redactURL } from './errors.ts';
+
+export interface FetchOptions {
+  /** Header values by name (an Authorization built by the caller). */
+  headers?: Record<string, string>;
+  maxBytes: number;
+  timeoutMs: number;
+  /** What the message calls it: "the index of 'https://charts.example.com'". */
+  what: string;
+  signal?: AbortSignal | undefined;
+}
+
+export interface FetchResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  /** The URL answered, after redirects. */
+  url: string;
+}
+
+const agents = new Map<string, Dispatcher>();
+
+/** One dispatcher per set of TLS and proxy settings (no credential is part of it). */
+export function dispatcherFor(access: RepositoryAccess | undefined, url: string): Dispatcher {
+  const proxy = access?.proxy && !noProxy(access.noProxy, url) ? access.proxy : undefined;
+  const tls = {
+    ...(access?.caCerts ? { ca: access.caCerts } : {}),
+    ...(access?.tlsClientCertData && access.tlsClientCertKey
+      ? { cert: access.tlsClientCertData, key: access.tlsClientCertKey }
+      : {}),
+    rejectUnauthorized: access?.insecure !== true,
+  };
+  const key = JSON.stringify({ proxy, tls });
+  let d = agents.get(key);
+  if (!d) {
+    d = proxy
+      ? new ProxyAgent({ uri: proxy, requestTls: tls })
+      : new Agent({ connect: tls, keepAliveTimeout: 10_000, connections: 16 });
+    if (agents.size > 200) agents.clear();
+    agents.set(key, d);
+  }
+  return d;
+}
+
+function noProxy(list: string | undefined, url: string): boolean {
+  if (!list) return false;
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
+  }
+  return list
+    .split(',')
+    .map((e) => e.trim())
+    .some((e) => e === '*' || host === e || (e.startsWith('.') ? host.endsWith(e) : host.endsWith(`.${e}`)));
+}
+
+/** `scheme://host:port` of a URL. */
+export function origin(url: string): string {
+  return new URL(url).origin;
+}
+
+/**
+ * GET `url`, following up to 5 redirects; headers named in `credentialed` (Authorization) are sent
+ * only while the request stays on `trustedOrigin`.
+ */
+export async function httpGet(
+  url: string,
+  access: RepositoryAccess | undefined,
+  opts: FetchOptions & { trustedOrigin?: string | undefined },
+): Promise<FetchResult> {
+  let current = url;
+  for (let hop = 0; hop < 6; hop++) {
+    const headers: Record<string, string> = { 'user-agent': 'impersync', ...opts.headers };
+    if (opts.trustedOrigin === undefined || origin(current) !== opts.trustedOrigin) delete headers['authorization'];
+    let res;
+    try {
+      res = await request(current, {
+        method: 'GET',
+        headers,
+        dispatcher: dispatcherFor(access, current),
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+    } catch (err) {
+      throw new SourceError('RepositoryUnreachable', `${opts.what} not reachable: ${describe(err)}`, { cause: err });
+    }
+    if (res.statusCode >= 300 && res.statusCode < 400 && res.headers['location']) {
+      await res.body.dump();
+      current = new URL(String(res.headers['location']), current).href;
+      continue;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > opts.maxBytes) {
+        res.body.destroy();
+        throw new SourceError(
+          'TooLarge',
+          `${opts.what} is larger than the renderer's limit of ${formatBytes(opts.maxBytes)}`,
+        );
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return { status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks), url: current };
+  }
+  throw new SourceError('RepositoryUnreachable', `${opts.what}: too many redirects`);
+}
+
+function describe(err: unknown): string {
+  const e = err as { message?: string; code?: string; cause?: { message?: string; code?: string } };
+  const inner = e.cause?.message ? ` (${e.cause.code ?? ''}${e.cause.code ? ': ' : ''}${e.cause.message})` : '';
+  return redactURL(`${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}${inner}`);
+}
+
+/** Basic credentials as a header value, or undefined when there are none. */
+export function basicAuth(access: RepositoryAccess | undefined): string | undefined {
+  if (!access?.username && !access?.password) return undefined;
+  return `Basic ${Buffer.from(`${access.username ?? ''}:${access.password ?? ''}`).toString('base64')}`;
+}
+
+/** A failed status as a message a user can act on. */
+export function statusError(what: string, status: number): SourceError {
+  const hint =
+    status === 401 || status === 403
+      ? ' (check the repository credentials: username and password in its repository Secret)'
+      : status === 404
+        ? ' (not found)'
+        : '';
+  return new SourceError('RepositoryUnreachable', `${what} not reachable: the server answered ${status}${hint}`);
+}

@@ -1,0 +1,153 @@
+// Applying one task's object, all through the one DestinationClient, as gitops-engine's
+// applyObject (sync_context.go): the fields of Argo CD's managers taken over first (takeover.ts),
+// then Replace=true (create, update in place, replace, or delete and create with Force=true) or a
+// server-side apply, deleted and applied again with Force=true when the server refuses to change
+// the object in place. Records the outcome on the task; never throws for an API error.
+import type { KubeObject } from '../api/index.ts';
+import { groupOf } from '../api/index.ts';
+import { forceOn, replaceOn, validationDisabled } from './options.ts';
+import { takeoverPatch } from './takeover.ts';
+import type { SyncTask, TaskContext } from './tasks.ts';
+import { deleteAndWait, kubectlName, setResult } from './tasks.ts';
+import { refOf } from './util.ts';
+
+/** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
+async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
+  if (!live || ctx.dryRun || !ctx.takeover?.length) return null;
+  const patch = takeoverPatch(live, ctx.fieldManager, ctx.takeover, new Date());
+  if (!patch) return null;
+  const ref = refOf(live);
+  const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
+  if (!info.ok) return info.error.message;
+  const res = await ctx.client.request({
+    method: 'PATCH',
+    path: objectPath(info.value, ref),
+    body: patch,
+    contentType: 'application/json-patch+json',
+  });
+  return res.ok ? null : res.error.message;
+}
+
+function objectPath(
+  info: { group: string; version: string; resource: string; namespaced: boolean },
+  ref: { name: string; namespace?: string },
+): string {
+  const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
+  const ns = info.namespaced && ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
+  return `${base}${ns}/${info.resource}/${encodeURIComponent(ref.name)}`;
+}
+
+/**
+ * Replace=true (gitops-engine applyObject): a missing object is created; a CRD or Namespace is
+ * updated in place (replacing one would delete what it holds); anything else is replaced, or with
+ * Force=true deleted and created again.
+ */
+async function replaceTask(
+  ctx: TaskContext,
+  t: SyncTask,
+  target: KubeObject,
+  force: boolean,
+): Promise<{ ok: boolean; message: string; live?: KubeObject }> {
+  const dry = ctx.dryRun ? ' (server dry run)' : '';
+  const live = t.live;
+  if (!live) {
+    const res = await ctx.client.create(target, { dryRun: ctx.dryRun });
+    return res.ok
+      ? { ok: true, message: `${kubectlName(target)} created${dry}`, live: res.value }
+      : { ok: false, message: res.error.message };
+  }
+  const ref = refOf(target);
+  const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
+  if (!info.ok) return { ok: false, message: info.error.message };
+  const inPlace =
+    (target.kind === 'CustomResourceDefinition' && groupOf(target.apiVersion) === 'apiextensions.k8s.io') ||
+    (target.kind === 'Namespace' && groupOf(target.apiVersion) === '');
+  if (force && !inPlace) {
+    if (!ctx.dryRun) {
+      const err = await deleteAndWait(ctx, live, Date.now() + 60_000);
+      if (err) return { ok: false, message: err };
+    }
+    const res = await ctx.client.create(target, { dryRun: ctx.dryRun });
+    return res.ok
+      ? { ok: true, message: `${kubectlName(target)} replaced${dry}`, live: res.value }
+      : { ok: false, message: res.error.message };
+  }
+  const body = structuredClone(target);
+  body.metadata.resourceVersion = live.metadata.resourceVersion;
+  const res = await ctx.client.request<KubeObject>({
+    method: 'PUT',
+    path: objectPath(info.value, ref),
+    query: { dryRun: ctx.dryRun ? 'All' : undefined },
+    body,
+  });
+  if (!res.ok) return { ok: false, message: inPlace ? `error when updating: ${res.error.message}` : res.error.message };
+  return {
+    ok: true,
+    message: inPlace ? `${target.kind}/${target.metadata.name} updated${dry}` : `${kubectlName(target)} replaced${dry}`,
+    live: res.value,
+  };
+}
+
+/** Why the server refused to change an object in place, so that Force=true deletes and re-creates it. */
+function refusedInPlace(code: number): boolean {
+  return code === 422 || code === 409;
+}
+
+export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
+  const target = t.target as KubeObject;
+  const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
+  const force = forceOn(ctx.force ?? false, target, t.live);
+  const taken = await takeOver(ctx, t.live);
+  if (taken !== null) {
+    setResult(
+      ctx,
+      t,
+      'SyncFailed',
+      'Failed',
+      `Failed to perform client-side apply migration for ${kubectlName(target)}: ${taken}`,
+    );
+    return false;
+  }
+  if (replaceOn(ctx.replace ?? false, target, t.live)) {
+    const r = await replaceTask(ctx, t, target, force);
+    if (!r.ok) {
+      setResult(ctx, t, 'SyncFailed', 'Failed', r.message);
+      return false;
+    }
+    if (r.live) t.live = r.live;
+    setResult(ctx, t, 'Synced', ctx.dryRun ? 'Succeeded' : 'Running', r.message);
+    return true;
+  }
+  const send = () =>
+    ctx.client.apply(target, {
+      dryRun: ctx.dryRun,
+      fieldManager: ctx.fieldManager,
+      force: true,
+      ...(fieldValidation ? { fieldValidation } : {}),
+    });
+  let res = await send();
+  // Force=true: what cannot be changed in place (an immutable field) is deleted and applied again.
+  if (!res.ok && force && t.live && !ctx.dryRun && refusedInPlace(res.error.code)) {
+    const err = await deleteAndWait(ctx, t.live, Date.now() + 60_000);
+    if (err) {
+      setResult(ctx, t, 'SyncFailed', 'Failed', err);
+      return false;
+    }
+    res = await send();
+  }
+  if (!res.ok) {
+    setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
+    return false;
+  }
+  t.live = res.value;
+  const warnings = res.warnings.length ? ` (warnings: ${res.warnings.join('; ')})` : '';
+  // A dry run creates nothing, so there is nothing to wait for.
+  setResult(
+    ctx,
+    t,
+    'Synced',
+    ctx.dryRun ? 'Succeeded' : 'Running',
+    `${kubectlName(target)} serverside-applied${ctx.dryRun ? ' (server dry run)' : ''}${warnings}`,
+  );
+  return true;
+}

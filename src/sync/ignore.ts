@@ -1,0 +1,221 @@
+// ignoreDifferences, as Argo CD applies it: the Application's `spec.ignoreDifferences` and
+// argocd-cm's `resource.customizations.ignoreDifferences.*` (settings.ts) name fields by JSON
+// pointer, jq path expression or owning field manager, for a group and kind (globs) and optionally
+// a name and namespace (util/argo/normalizers/diff_normalizer.go). In the comparison those fields
+// are removed from both the live object and what applying would leave; with
+// RespectIgnoreDifferences=true a sync applies the live values of those fields instead of Git's
+// (controller/sync.go normalizeTargetResources), so it neither changes nor takes them.
+// resource.compareoptions' ignoreAggregatedRoles leaves out an aggregated ClusterRole's rules.
+import type { KubeObject } from '../api/index.ts';
+import { groupOf } from '../api/index.ts';
+import { globMatch } from '../impersonation/glob.ts';
+import type { JqRunner } from './jq/runner.ts';
+import { fieldSetsOf, ownedValues, withoutFieldsOf } from './managed-fields.ts';
+
+export interface IgnoreRule {
+  /** Glob; '' is the core group. */
+  group: string;
+  /** Glob. */
+  kind: string;
+  name?: string | undefined;
+  namespace?: string | undefined;
+  jsonPointers: readonly string[];
+  jqPathExpressions: readonly string[];
+  managedFieldsManagers: readonly string[];
+}
+
+export interface DiffRules {
+  rules: readonly IgnoreRule[];
+  /** resource.compareoptions ignoreAggregatedRoles. */
+  ignoreAggregatedRoles: boolean;
+  /** Runs jqPathExpressions; without one they are reported as errors (never silently skipped). */
+  jq?: JqRunner | undefined;
+}
+
+export const NO_DIFF_RULES: DiffRules = { rules: [], ignoreAggregatedRoles: false };
+
+type Path = Array<string | number>;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** The rules that apply to `obj` (Argo CD's ignoreNormalizer.Normalize match). */
+export function rulesFor(rules: readonly IgnoreRule[], obj: KubeObject): IgnoreRule[] {
+  const group = groupOf(obj.apiVersion);
+  return rules.filter(
+    (r) =>
+      globMatch(r.group, group) &&
+      globMatch(r.kind, obj.kind) &&
+      (!r.name || r.name === obj.metadata.name) &&
+      (!r.namespace || r.namespace === (obj.metadata.namespace ?? '')),
+  );
+}
+
+/** RFC 6901 pointer to steps; null when it is not a pointer. */
+export function pointerPath(pointer: string): Path | null {
+  if (pointer === '') return [];
+  if (!pointer.startsWith('/')) return null;
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+function step(value: unknown, key: string | number): unknown {
+  if (Array.isArray(value)) {
+    const i = typeof key === 'number' ? key : /^(0|[1-9]\d*)$/.test(key) ? Number(key) : -1;
+    return i >= 0 ? value[i] : undefined;
+  }
+  return isRecord(value) ? value[String(key)] : undefined;
+}
+
+function getPath(doc: unknown, path: Path): unknown {
+  let cur = doc;
+  for (const k of path) {
+    cur = step(cur, k);
+    if (cur === undefined) return undefined;
+  }
+  return cur;
+}
+
+/** Removes the value at `path` in place (a missing path is no error, as Argo CD treats it). */
+function removePath(doc: unknown, path: Path): void {
+  if (path.length === 0) return;
+  const parent = getPath(doc, path.slice(0, -1));
+  const last = path[path.length - 1] as string | number;
+  if (Array.isArray(parent)) {
+    const i = typeof last === 'number' ? last : /^(0|[1-9]\d*)$/.test(last) ? Number(last) : -1;
+    if (i >= 0 && i < parent.length) parent.splice(i, 1);
+  } else if (isRecord(parent)) delete parent[String(last)];
+}
+
+/**
+ * Sets `value` at `path` of `target` in place, the path read in `source`: a list index names the
+ * element of the same `name` when the list's elements have names (as a strategic merge would).
+ */
+function setFrom(target: unknown, source: unknown, path: Path, value: unknown): void {
+  let cur = target;
+  let src = source;
+  for (let i = 0; i < path.length; i++) {
+    const key = path[i] as string | number;
+    const lastStep = i === path.length - 1;
+    if (Array.isArray(cur)) {
+      const srcEl = step(src, key);
+      const name = isRecord(srcEl) ? srcEl['name'] : undefined;
+      let idx = typeof name === 'string' ? cur.findIndex((e) => isRecord(e) && e['name'] === name) : Number(key);
+      if (idx < 0 || idx >= cur.length) {
+        if (!lastStep || typeof name !== 'string') return;
+        idx = cur.length;
+      }
+      if (lastStep) {
+        cur[idx] = structuredClone(value);
+        return;
+      }
+      cur = cur[idx];
+      src = srcEl;
+    } else if (isRecord(cur)) {
+      const k = String(key);
+      if (lastStep) {
+        cur[k] = structuredClone(value);
+        return;
+      }
+      const next = step(src, key);
+      if (!isRecord(cur[k]) && !Array.isArray(cur[k])) cur[k] = Array.isArray(next) ? [] : {};
+      cur = cur[k];
+      src = next;
+    } else return;
+  }
+}
+
+function isAggregatedRole(o: KubeObject | null): boolean {
+  return (
+    o !== null &&
+    o.kind === 'ClusterRole' &&
+    groupOf(o.apiVersion) === 'rbac.authorization.k8s.io' &&
+    isRecord(o['aggregationRule'])
+  );
+}
+
+export interface Normalized {
+  live: KubeObject | null;
+  predicted: KubeObject | null;
+  /** jq expressions that failed (Argo CD logs and skips them); never fatal. */
+  errors: string[];
+}
+
+/**
+ * `live` and `predicted` without the fields the rules ignore. `owners` is the live object whose
+ * managedFields say who owns what (the live object itself).
+ */
+export async function normalizeIgnored(
+  diff: DiffRules,
+  live: KubeObject | null,
+  predicted: KubeObject | null,
+): Promise<Normalized> {
+  const subject = predicted ?? live;
+  if (!subject) return { live, predicted, errors: [] };
+  const errors: string[] = [];
+  let pair: Array<KubeObject | null> = [live && structuredClone(live), predicted && structuredClone(predicted)];
+  if (diff.ignoreAggregatedRoles && isAggregatedRole(subject)) for (const o of pair) if (o) delete o['rules'];
+  for (const rule of rulesFor(diff.rules, subject)) {
+    for (const pointer of rule.jsonPointers) {
+      const path = pointerPath(pointer);
+      if (path) for (const o of pair) if (o) removePath(o, path);
+    }
+    for (const expression of rule.jqPathExpressions) {
+      if (!diff.jq) {
+        errors.push(`jqPathExpressions ${expression}: no jq runner`);
+        continue;
+      }
+      pair = await Promise.all(
+        pair.map(async (o) => {
+          if (!o) return o;
+          const r = await (diff.jq as JqRunner).delete(o, expression);
+          if (r.ok && isRecord(r.value)) return r.value as KubeObject;
+          if (!r.ok) errors.push(r.error);
+          return o;
+        }),
+      );
+    }
+    if (rule.managedFieldsManagers.length) pair = withoutFieldsOf(pair, live, rule.managedFieldsManagers);
+  }
+  return { live: pair[0] ?? null, predicted: pair[1] ?? null, errors: [...new Set(errors)] };
+}
+
+/**
+ * RespectIgnoreDifferences=true: `target` with the live values of every ignored field (and without
+ * Git's value where the live object has none), so the apply leaves them as they are. Status is
+ * never copied (Argo CD excludes it: it is the resource's own controller's).
+ */
+export async function respectIgnored(
+  diff: DiffRules,
+  target: KubeObject,
+  live: KubeObject | null,
+): Promise<KubeObject> {
+  if (!live) return target;
+  const rules = rulesFor(diff.rules, target);
+  if (rules.length === 0) return target;
+  let out: KubeObject = structuredClone(target);
+  const liveValues: Array<[Path, unknown]> = [];
+  for (const rule of rules) {
+    for (const pointer of rule.jsonPointers) {
+      const path = pointerPath(pointer);
+      if (!path || path[0] === 'status' || path.length === 0) continue;
+      removePath(out, path);
+      const v = getPath(live, path);
+      if (v !== undefined) liveValues.push([path, v]);
+    }
+    for (const expression of rule.jqPathExpressions) {
+      if (!diff.jq) continue;
+      const [del, paths] = await Promise.all([diff.jq.delete(out, expression), diff.jq.paths(live, expression)]);
+      if (del.ok && isRecord(del.value)) out = del.value as KubeObject;
+      if (paths.ok) for (const p of paths.value) if (p[0] !== 'status') liveValues.push([p, getPath(live, p)]);
+    }
+    for (const set of fieldSetsOf(live, rule.managedFieldsManagers))
+      for (const [p, v] of ownedValues(live, set))
+        if (p[0] !== 'status' && p[0] !== 'metadata') liveValues.push([p, v]);
+  }
+  for (const [p, v] of liveValues) if (v !== undefined) setFrom(out, live, p, v);
+  return out;
+}

@@ -1,0 +1,113 @@
+// Taking over objects another field manager applied, without leaving its fields behind: Argo CD
+// applied them with client-side apply (manager `kubectl-client-side-apply`, or the one named by the
+// Application's `argocd.argoproj.io/client-side-apply-migration-manager` annotation) or with its
+// own server-side apply manager (`argocd-controller`). As gitops-engine does before its apply
+// (sync_context.go performCSAUpgradeMigration, k8s csaupgrade), those managers' fields are handed
+// to impersync's manager by a patch of metadata.managedFields, so the server-side apply that
+// follows removes what Git no longer has. `ClientSideApplyMigration=false` turns it off.
+import type { KubeObject } from '../api/index.ts';
+import type { ManagedFieldsEntry } from './managed-fields.ts';
+import { managedFieldsOf, ownedValues, unionFields } from './managed-fields.ts';
+
+export const CSA_MANAGER = 'kubectl-client-side-apply';
+export const ARGOCD_SSA_MANAGER = 'argocd-controller';
+export const ANNOTATION_CSA_MIGRATION_MANAGER = 'argocd.argoproj.io/client-side-apply-migration-manager';
+
+/** The managers whose fields impersync takes over, given the Application's annotations. */
+export function takeoverManagers(appAnnotations: Record<string, string> | undefined): string[] {
+  const csa = appAnnotations?.[ANNOTATION_CSA_MIGRATION_MANAGER] || CSA_MANAGER;
+  return [...new Set([csa, ARGOCD_SSA_MANAGER])];
+}
+
+function absorbed(e: ManagedFieldsEntry, managers: readonly string[], own: string): boolean {
+  return e.manager !== undefined && e.manager !== own && managers.includes(e.manager) && !e.subresource;
+}
+
+/**
+ * The JSON patch that hands `managers`' fields on the main resource to `own` (its Apply entry,
+ * made when missing), guarded by the live resourceVersion; null when there is nothing to hand over.
+ */
+export function takeoverPatch(live: KubeObject, own: string, managers: readonly string[], now: Date): unknown[] | null {
+  const entries = managedFieldsOf(live);
+  const taken = entries.filter((e) => absorbed(e, managers, own));
+  if (taken.length === 0) return null;
+  const mine = entries.find((e) => e.manager === own && e.operation === 'Apply' && !e.subresource);
+  let fields = mine?.fieldsV1 ?? {};
+  for (const e of taken) fields = unionFields(fields, e.fieldsV1 ?? {});
+  const next: ManagedFieldsEntry = {
+    manager: own,
+    operation: 'Apply',
+    apiVersion: mine?.apiVersion ?? live.apiVersion,
+    time: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    fieldsType: 'FieldsV1',
+    fieldsV1: fields,
+  };
+  const rest = entries.filter((e) => e !== mine && !taken.includes(e));
+  return [
+    { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+    { op: 'replace', path: '/metadata/managedFields', value: [next, ...rest] },
+  ];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** `path` (read in `from`) in `to`: a list index follows the element of the same `name`. */
+function translate(path: Array<string | number>, from: unknown, to: unknown): Array<string | number> | null {
+  const out: Array<string | number> = [];
+  let a = from;
+  let b = to;
+  for (const key of path) {
+    if (typeof key === 'number') {
+      if (!Array.isArray(a) || !Array.isArray(b)) return null;
+      const el = a[key];
+      const name = isRecord(el) ? el['name'] : undefined;
+      const j = typeof name === 'string' ? b.findIndex((x) => isRecord(x) && x['name'] === name) : key;
+      if (j < 0 || j >= b.length) return null;
+      out.push(j);
+      a = el;
+      b = b[j];
+    } else {
+      if (!isRecord(a) || !isRecord(b) || !(key in b)) return null;
+      out.push(key);
+      a = a[key];
+      b = b[key];
+    }
+  }
+  return out;
+}
+
+/**
+ * What applying would leave once the takeover is done: `predicted` (a dry-run made before it)
+ * without the taken-over managers' fields that the desired object no longer has.
+ */
+export function afterTakeover(
+  predicted: KubeObject,
+  target: KubeObject,
+  live: KubeObject,
+  own: string,
+  managers: readonly string[],
+): KubeObject {
+  const taken = managedFieldsOf(live).filter((e) => absorbed(e, managers, own) && isRecord(e.fieldsV1));
+  if (taken.length === 0) return predicted;
+  const out = structuredClone(predicted);
+  const removals: Array<Array<string | number>> = [];
+  for (const e of taken)
+    for (const [path] of ownedValues(live, e.fieldsV1 as Record<string, unknown>)) {
+      if (path[0] === 'metadata' && (path[1] === 'managedFields' || path[1] === 'resourceVersion')) continue;
+      if (translate(path, live, target) !== null) continue; // still desired
+      const at = translate(path, live, out);
+      if (at) removals.push(at);
+    }
+  // Deepest and last indexes first, so earlier removals do not shift later ones.
+  removals.sort((x, y) => y.length - x.length || JSON.stringify(y).localeCompare(JSON.stringify(x)));
+  for (const at of removals) {
+    let parent: unknown = out;
+    for (const k of at.slice(0, -1)) parent = (parent as Record<string | number, unknown>)[k];
+    const last = at[at.length - 1] as string | number;
+    if (Array.isArray(parent) && typeof last === 'number') parent.splice(last, 1);
+    else if (isRecord(parent)) delete parent[String(last)];
+  }
+  return out;
+}

@@ -1,0 +1,214 @@
+// Taking over from Argo CD and the sync options that change objects in place, end to end with
+// Argo CD's YAML (gitops-engine pkg/sync/sync_context.go, controller/sync.go,
+// controller/sync_namespace.go, controller/appcontroller.go): objects applied with kubectl's
+// client-side apply or by Argo CD's own field manager lose the fields Git no longer has; Force=true
+// deletes and re-creates what cannot change in place; managedNamespaceMetadata with
+// CreateNamespace=true; an automated sync held by a deny window; syncStrategy's force; the
+// /foreground finalizer.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { applyRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
+import type { TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
+import {
+  application,
+  deployer,
+  grantControllerRights,
+  NS,
+  operationPhase,
+  project,
+  setSettings,
+  startFixture,
+  waitForApp,
+} from './controller-fixture.ts';
+import type { Fixture } from './controller-fixture.ts';
+
+let cp: TestControlPlane;
+let fx: Fixture;
+
+const cm = (name: string, data: Record<string, string>, extra = '') =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n${extra}data:\n${Object.entries(data)
+    .map(([k, v]) => `  ${k}: "${v}"`)
+    .join('\n')}\n`;
+
+function app(name: string, ns: string, spec: Record<string, unknown> = {}, automated = false) {
+  const base = application(name, fx.repo.url, {
+    project: 'sem',
+    path: name,
+    automated,
+    destination: { server: 'https://kubernetes.default.svc', namespace: ns },
+  });
+  return { ...base, spec: { ...(base['spec'] as Record<string, unknown>), ...spec } };
+}
+
+async function sync(manifest: ReturnType<typeof app>, op: Record<string, unknown> = {}) {
+  await applyRaw(cp.admin, {
+    ...manifest,
+    operation: { sync: { revision: 'HEAD', prune: true, ...op }, initiatedBy: { username: 'alice' } },
+  });
+}
+
+const get = (ns: string, name: string) =>
+  getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name, namespace: ns }) as Promise<
+    { data?: Record<string, string> } | undefined
+  >;
+
+before(async () => {
+  cp = await startControlPlane();
+  await grantControllerRights(cp);
+  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+  await applyRaw(
+    cp.admin,
+    project('sem', {
+      destinationServiceAccounts: [
+        { server: '*', namespace: 'mnm-new', defaultServiceAccount: 'mnm:deployer' },
+        { server: '*', namespace: '*', defaultServiceAccount: 'deployer' },
+      ],
+      syncWindows: [{ kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['frozen'] }],
+    }),
+  );
+  for (const ns of ['takeover', 'force', 'strategy', 'fg', 'mnm', 'frozen']) await deployer(cp, ns, 'deployer');
+  // The namespace CreateNamespace=true makes is created and labelled as the ServiceAccount too.
+  await grantRole(cp.admin, {
+    name: 'mnm-namespaces',
+    to: { serviceAccount: 'deployer', namespace: 'mnm' },
+    rules: [
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['*'] },
+    ],
+  });
+  fx = await startFixture(cp, {
+    'takeover/csa.yaml': cm('csa', { a: '1' }),
+    'takeover/argo.yaml': cm('argo', { a: '1' }),
+    'force/imm.yaml':
+      cm('imm', { a: '1' }, '  annotations:\n    argocd.argoproj.io/sync-options: Force=true\n') + 'immutable: true\n',
+    'strategy/imm.yaml': cm('imm', { a: '1' }, '') + 'immutable: true\n',
+    'fg/one.yaml': cm('one', { a: '1' }),
+    'mnm/cm.yaml': cm('in-new', { a: '1' }),
+    'frozen/cm.yaml': cm('held', { a: '1' }),
+  });
+});
+
+after(async () => {
+  await fx?.stop();
+  await cp?.stop();
+});
+
+test("objects kubectl client-side applied, or Argo CD's field manager owns, lose the fields Git no longer has", async () => {
+  // As kubectl apply (client-side) left it: its manager owns a and stale.
+  await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/api/v1/namespaces/takeover/configmaps?fieldManager=kubectl-client-side-apply',
+    body: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'csa', namespace: 'takeover' },
+      data: { a: '1', stale: 'x' },
+    },
+  });
+  // As Argo CD's server-side apply left it.
+  await applyRaw(
+    cp.admin,
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'argo', namespace: 'takeover' },
+      data: { a: '1', stale: 'x' },
+    },
+    { fieldManager: 'argocd-controller' },
+  );
+  await sync(app('takeover', 'takeover'));
+  await waitForApp(cp, 'takeover', 'synced', (x) => operationPhase(x) === 'Succeeded');
+  assert.deepEqual((await get('takeover', 'csa'))?.data, { a: '1' });
+  assert.deepEqual((await get('takeover', 'argo'))?.data, { a: '1' });
+});
+
+test('Force=true: an immutable ConfigMap changed in Git is deleted and created again, as the ServiceAccount', async () => {
+  const manifest = app('force', 'force');
+  await sync(manifest);
+  await waitForApp(cp, 'force', 'created', (x) => operationPhase(x) === 'Succeeded');
+  await fx.repo.commit({
+    'force/imm.yaml':
+      cm('imm', { a: '2' }, '  annotations:\n    argocd.argoproj.io/sync-options: Force=true\n') + 'immutable: true\n',
+  });
+  await sync(manifest);
+  await until('the new data live', async () => (await get('force', 'imm'))?.data?.['a'] === '2', 60_000);
+  const deletes = (await cp.readAudit()).filter(
+    (r) => r.verb === 'delete' && r.namespace === 'force' && r.name === 'imm' && !r.dryRun,
+  );
+  assert.deepEqual(
+    deletes.map((r) => r.impersonatedUser),
+    ['system:serviceaccount:force:deployer'],
+  );
+});
+
+test('managedNamespaceMetadata with CreateNamespace=true: the namespace is created with its labels and annotations', async () => {
+  const metadata = { labels: { team: 'a' }, annotations: { owner: 'b' } };
+  await sync(
+    app('mnm', 'mnm-new', {
+      syncPolicy: { syncOptions: ['CreateNamespace=true'], managedNamespaceMetadata: metadata },
+    }),
+  );
+  await waitForApp(cp, 'mnm', 'synced', (x) => operationPhase(x) === 'Succeeded');
+  const ns = (await getRaw(cp.admin, { apiVersion: 'v1', kind: 'Namespace', name: 'mnm-new' })) as {
+    metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  };
+  assert.equal(ns.metadata.labels?.['team'], 'a');
+  assert.equal(ns.metadata.annotations?.['owner'], 'b');
+  assert.ok(await get('mnm-new', 'in-new'));
+  const creates = (await cp.readAudit()).filter(
+    (r) => r.verb !== 'get' && r.resource === 'namespaces' && r.name === 'mnm-new' && !r.dryRun,
+  );
+  assert.ok(creates.length > 0);
+  assert.deepEqual([...new Set(creates.map((r) => r.impersonatedUser))], ['system:serviceaccount:mnm:deployer']);
+});
+
+test('a deny window holds an automated sync: not started, "Sync prevented by sync window" logged, nothing written', async () => {
+  await applyRaw(cp.admin, app('frozen', 'frozen', {}, true));
+  await waitForApp(
+    cp,
+    'frozen',
+    'OutOfSync',
+    (x) => (x.status?.['sync'] as { status?: string } | undefined)?.status === 'OutOfSync',
+  );
+  await until('the log line', () => fx.logs.some((l) => l.includes('Sync prevented by sync window')));
+  const a = await waitForApp(cp, 'frozen', 'no operation', (x) => x['operation'] === undefined);
+  assert.equal(a.status?.['operationState'], undefined);
+  assert.equal(await get('frozen', 'held'), undefined);
+});
+
+test('operation.sync.syncStrategy.apply.force: every object forced, as Force=true would', async () => {
+  const manifest = app('strategy', 'strategy');
+  await sync(manifest);
+  await waitForApp(cp, 'strategy', 'created', (x) => operationPhase(x) === 'Succeeded');
+  await fx.repo.commit({ 'strategy/imm.yaml': cm('imm', { a: '2' }, '') + 'immutable: true\n' });
+  await sync(manifest, { syncStrategy: { apply: { force: true } } });
+  await until('the new data live', async () => (await get('strategy', 'imm'))?.data?.['a'] === '2', 60_000);
+});
+
+test('resources-finalizer.argocd.argoproj.io/foreground: the resources go, then the Application', async () => {
+  const manifest = app('fg', 'fg');
+  (manifest.metadata as { finalizers?: string[] }).finalizers = ['resources-finalizer.argocd.argoproj.io/foreground'];
+  await sync(manifest);
+  // Deleted as soon as the sync is done, perhaps before a refresh has put it in status.resources:
+  // what the sync applied is deleted all the same (Argo CD finds it by its tracking).
+  await waitForApp(cp, 'fg', 'synced', (x) => operationPhase(x) === 'Succeeded');
+  await requestOk(cp.admin, { method: 'DELETE', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/fg` });
+  await until(
+    'the Application gone',
+    async () =>
+      (await getRaw(cp.admin, {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        name: 'fg',
+        namespace: NS,
+      })) === undefined,
+    60_000,
+  );
+  assert.equal(await get('fg', 'one'), undefined);
+  const deletes = (await cp.readAudit()).filter((r) => r.verb === 'delete' && r.namespace === 'fg' && !r.dryRun);
+  assert.deepEqual(
+    deletes.map((r) => `${r.name} ${r.impersonatedUser}`),
+    ['one system:serviceaccount:fg:deployer'],
+  );
+});

@@ -1,0 +1,58 @@
+// The files git gets for one repository's credentials (source/credentials.ts): the askpass answers
+// only for the repository's own origin (a redirect to another host gets nothing), the folder is
+// private and goes away, and the cache identity of a credential names nothing of it.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ANONYMOUS, credentialId, gitCredentials } from '../../src/source/credentials.ts';
+
+test("the askpass answers for the repository's origin only, from files of a private folder that go away", async () => {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'impersync-askpass-'));
+  try {
+    const access = { url: 'https://git.example.com:8443/org/app.git', username: 'alice', password: 'pw-123' };
+    const creds = await gitCredentials(root, access);
+    const askpass = creds.env.GIT_ASKPASS as string;
+    const ask = (prompt: string) => spawnSync(askpass, [prompt], { encoding: 'utf8' }).stdout.trim();
+    assert.equal(ask("Username for 'https://git.example.com:8443': "), 'alice');
+    assert.equal(ask("Password for 'https://alice@git.example.com:8443': "), 'pw-123');
+    assert.equal(ask("Password for 'https://alice@evil.example.com': "), '', 'another host gets nothing');
+    assert.equal(ask("Password for 'https://git.example.com': "), '', 'another port gets nothing');
+    assert.equal(statSync(path.dirname(askpass)).mode & 0o777, 0o700);
+    assert.ok(!JSON.stringify(creds.env).includes('pw-123'), 'variables hold paths only');
+    await creds.dispose();
+    assert.ok(!existsSync(path.dirname(askpass)));
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('a bearer token goes in a header scoped to its origin, in a file', async () => {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'impersync-askpass-'));
+  try {
+    const creds = await gitCredentials(root, { url: 'https://git.example.com/org/app', bearerToken: 'tok' });
+    const config = await readFile(creds.env.GIT_CONFIG_GLOBAL as string, 'utf8');
+    assert.match(config, /^\[http "https:\/\/git\.example\.com\/"\]\n\textraHeader = "Authorization: Bearer tok"\n$/);
+    await creds.dispose();
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('a credential identity is a keyed digest: different credentials differ, none is anonymous', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'impersync-credid-'));
+  try {
+    const a = await credentialId(dir, { url: 'u', password: 'one' });
+    const b = await credentialId(dir, { url: 'u', password: 'two' });
+    assert.notEqual(a, b);
+    assert.match(a, /^[0-9a-f]{20}$/);
+    assert.equal(await credentialId(dir, undefined), ANONYMOUS);
+    assert.equal(await credentialId(dir, { url: 'u' }), ANONYMOUS);
+    assert.equal(await credentialId(dir, { url: 'other', password: 'one' }), a, 'the URL is keyed elsewhere');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
