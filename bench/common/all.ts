@@ -22,6 +22,7 @@ const runs: Array<[string, string[]]> = [
   ...larger.map((n): [string, string[]] => ['sync-scale', ['--apps', String(n), '--timeout', '2400']]),
   ['steady', ['--apps', String(flags.apps), '--seconds', String(flags['steady-seconds'])]],
   ['react', ['--trials', String(flags.trials)]],
+  ['tenants', []],
   ['rights', []],
   ...(flags.objects > 1 ? [['large-repo', ['--objects', String(flags.objects)]] as [string, string[]]] : []),
 ];

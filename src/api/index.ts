@@ -9,5 +9,6 @@ export * from './configmap.ts';
 export * from './cluster.ts';
 export * from './manifest.ts';
 export * from './serviceaccount.ts';
+export * from './limits.ts';
 export * from './repository.ts';
 export * from './attribution.ts';

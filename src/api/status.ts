@@ -132,6 +132,23 @@ export const SyncResultSchema = z.looseObject({
 });
 export type SyncResult = z.infer<typeof SyncResultSchema>;
 
+/**
+ * Where a sync stands between the steps it advances by (impersync's own field of operationState):
+ * the controller applies a wave, comes back when its resources' health or its hooks change, and
+ * goes on (controller/operation-machine.ts). The results so far are syncResult.resources.
+ */
+export const SyncProgressSchema = z.looseObject({
+  /** When the group now waited for was applied: its wait timeout counts from here. */
+  waitingSince: z.string().optional(),
+  /** The sync failed with this message; its SyncFail hooks run before the operation ends Failed. */
+  failure: z.string().optional(),
+  /** The distinct sync waves of the prunes when the operation began (prunes run in reverse). */
+  pruneWaves: z.array(z.number().int()).optional(),
+  /** The API server's 403 messages of the steps so far: a failed step then names every missing right. */
+  refusals: z.array(z.string()).optional(),
+});
+export type SyncProgress = z.infer<typeof SyncProgressSchema>;
+
 export const OperationStateSchema = z.looseObject({
   operation: OperationSchema,
   phase: OperationPhaseSchema,
@@ -146,6 +163,7 @@ export const OperationStateSchema = z.looseObject({
    * the current one belongs to the `operation` still set: it finished, only the clearing was lost.
    */
   generation: z.number().int().optional(),
+  progress: SyncProgressSchema.optional(),
 });
 export type OperationState = z.infer<typeof OperationStateSchema>;
 

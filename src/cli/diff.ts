@@ -4,6 +4,7 @@
 import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
+import { readApplicationLimits } from '../controller/app-limits.ts';
 import { HealthAssessors } from '../controller/health.ts';
 import { madeFor } from '../controller/admission.ts';
 import { Semantics } from '../controller/semantics.ts';
@@ -168,9 +169,13 @@ async function compareLive(
       context: opts.context,
       namespace: opts.namespace,
     });
-    const rendered = await renderApplication(renderer, app, { project: admission.project, repositories }).finally(() =>
-      renderer.close(),
-    );
+    // Held to the limits the controller holds this Application's renders to (argocd-cm).
+    const limits = readApplicationLimits(inventory.configMap?.value).limits;
+    const rendered = await renderApplication(renderer, app, {
+      project: admission.project,
+      repositories,
+      limits,
+    }).finally(() => renderer.close());
     objects = rendered.objects.map((o) => o.object);
     revision = rendered.revisions.join(', ');
   } catch (err) {
@@ -187,6 +192,7 @@ async function compareLive(
     ...trackingTarget(app, opts.namespace),
     ...semantics.for(app, inventory.configMap?.value, admission.cluster),
     health: assessors.for(inventory.configMap?.value),
+    diffs: true,
   }).finally(() => Promise.all([assessors.close(), semantics.close()]));
   return {
     identityLine,

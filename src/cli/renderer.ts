@@ -13,6 +13,8 @@ export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-
                          [--tools-dir DIR] [--max-renders N] [--render-timeout DURATION]
                          [--render-memory SIZE] [--answer-cache SIZE] [--tool-memory SIZE]
                          [--tool-write-max SIZE] [--checkout-max-size SIZE] [--checkout-max-files N]
+                         [--document-max-size SIZE] [--document-max-nodes N]
+                         [--checkout-cache-max-size SIZE] [--clone-cache-max-size SIZE]
                          [--allow-local-repositories] [--log-level LEVEL]
 
 Renders Applications' sources (git, kustomize build, helm template) for the controller, one request
@@ -35,6 +37,12 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --tool-write-max SIZE       largest file one of them may write, a fetched pack included (default 256Mi)
   --checkout-max-size SIZE    a commit whose files add up to more is refused before it is written (default 1Gi)
   --checkout-max-files N      a commit with more files is refused likewise (default 100000)
+  --checkout-cache-max-size SIZE
+                              checked-out commits kept on disk, in use or not (default 2Gi)
+  --clone-cache-max-size SIZE Git clones kept on disk (default 2Gi); the two caches together must fit
+                              in the cache folder's volume, with room for the renders' own files
+  --document-max-size SIZE    largest YAML or JSON document, its aliases counted at every use (default 16Mi)
+  --document-max-nodes N      most nodes one document may expand to, likewise (default 1000000)
   --allow-local-repositories  accept file:// and local paths as repoURL (local demos and tests only)
   --log-level LEVEL           trace, debug, info (default), warn, error
 `;
@@ -54,6 +62,10 @@ export async function main(argv: string[]): Promise<number> {
     'tool-write-max': { type: 'string' },
     'checkout-max-size': { type: 'string' },
     'checkout-max-files': { type: 'string' },
+    'document-max-size': { type: 'string' },
+    'checkout-cache-max-size': { type: 'string' },
+    'clone-cache-max-size': { type: 'string' },
+    'document-max-nodes': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
     'log-level': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -93,6 +105,8 @@ export async function main(argv: string[]): Promise<number> {
   for (const [flag, key] of [
     ['render-memory', 'renderMemoryBytes'],
     ['answer-cache', 'cacheBytes'],
+    ['checkout-cache-max-size', 'checkoutCacheBytes'],
+    ['clone-cache-max-size', 'cloneCacheBytes'],
   ] as const) {
     const raw = stringFlag(v, flag, '');
     if (raw === '') continue;
@@ -106,6 +120,7 @@ export async function main(argv: string[]): Promise<number> {
     ['tool-memory', 'toolMemoryBytes'],
     ['tool-write-max', 'writeMaxBytes'],
     ['checkout-max-size', 'checkoutMaxBytes'],
+    ['document-max-size', 'maxDocumentBytes'],
   ] as const) {
     const raw = stringFlag(v, flag, '');
     if (raw === '') continue;
@@ -113,12 +128,15 @@ export async function main(argv: string[]): Promise<number> {
     if (!size.ok || size.bytes <= 0) return fail(`--${flag}: ${size.ok ? 'must be more than 0' : size.error}`);
     limits[key] = size.bytes;
   }
-  const maxFiles = stringFlag(v, 'checkout-max-files', '');
-  if (maxFiles !== '') {
-    const n = Number(maxFiles);
-    if (!Number.isInteger(n) || n < 1)
-      return fail(`--checkout-max-files must be a whole number of at least 1, not '${maxFiles}'`);
-    limits.checkoutMaxFiles = n;
+  for (const [flag, key] of [
+    ['checkout-max-files', 'checkoutMaxFiles'],
+    ['document-max-nodes', 'maxDocumentNodes'],
+  ] as const) {
+    const raw = stringFlag(v, flag, '');
+    if (raw === '') continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) return fail(`--${flag} must be a whole number of at least 1, not '${raw}'`);
+    limits[key] = n;
   }
   opts.limits = limits;
 

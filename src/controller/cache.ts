@@ -191,20 +191,31 @@ export class ControllerCache {
 
   /** Every AppProject, parsed, or the Error it does not parse with. */
   private parsedAll(): Array<{ name: string; project: AppProject | Error }> {
-    return this.projects.list().map((raw) => {
-      // Parsed once per stored object (the store replaces an object when it changes): every
-      // reconcile needs all projects for global-project inheritance.
-      let parsed = this.parsedProjects.get(raw);
-      if (parsed === undefined) {
-        try {
-          parsed = parseAppProject(raw);
-        } catch (err) {
-          parsed = err as Error; // reported where the project is used
-        }
-        this.parsedProjects.set(raw, parsed);
+    return this.projects.list().map((raw) => ({ name: raw.metadata.name, project: this.parsed(raw) }));
+  }
+
+  /**
+   * Parsed once per stored object (the store replaces an object when it changes): every reconcile
+   * needs all projects for global-project inheritance.
+   */
+  private parsed(raw: WatchedObject): AppProject | Error {
+    let parsed = this.parsedProjects.get(raw);
+    if (parsed === undefined) {
+      try {
+        parsed = parseAppProject(raw);
+      } catch (err) {
+        parsed = err as Error; // reported where the project is used
       }
-      return { name: raw.metadata.name, project: parsed };
-    });
+      this.parsedProjects.set(raw, parsed);
+    }
+    return parsed;
+  }
+
+  /** The AppProject of that name, when it exists and parses. */
+  project(name: string): AppProject | undefined {
+    const raw = this.projects.get(`${this.namespace}/${name}`);
+    const parsed = raw ? this.parsed(raw) : undefined;
+    return parsed instanceof Error ? undefined : parsed;
   }
 
   /** Every AppProject that parses; a broken one is reported by the reconcile that needs it. */

@@ -21,6 +21,7 @@ import type { Renderer } from '../renderer/client.ts';
 import { ControllerCache } from './cache.ts';
 import { EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
+import { ApplicationLimitsReader } from './app-limits.ts';
 import { HealthAssessors } from './health.ts';
 import { DestinationCapabilities } from './capabilities.ts';
 import { Semantics } from './semantics.ts';
@@ -141,6 +142,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     });
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();
+  const limits = new ApplicationLimitsReader((message) => log.warn(message));
   const capabilities = new DestinationCapabilities();
   // Which rights an identity lacks, asked after a refusal; answers shared by refreshes and syncs.
   const rights = new RightsCheck();
@@ -158,6 +160,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     capabilities,
     rights,
     semantics,
+    limits,
   };
   // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
   const dependencies = new Map<string, readonly string[]>();

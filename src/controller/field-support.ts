@@ -101,7 +101,7 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   h('operation.sync.dryRun', 'dry run'),
   h('operation.sync.syncOptions[]', 'as spec.syncPolicy.syncOptions'),
   h('operation.sync.resources[].**', 'selective sync'),
-  h('operation.sync.syncStrategy.**', 'apply (no hooks) or hook, and force (sync/sync.ts)'),
+  h('operation.sync.syncStrategy.**', 'apply (no hooks) or hook, and force (sync/plan.ts)'),
   ...sourceRules('operation.sync.source', false),
   ...sourceRules('operation.sync.sources[]', true),
   h('operation.sync.revisions[]', "each source's revision (controller/render.ts)"),

@@ -1,7 +1,8 @@
 // Wires the watches to the queues and the queues to the reconciler, as Argo CD's application
 // controller does: a refresh queue (comparison and status, `--status-processors` workers) and an
 // operation queue (sync and deletion, `--operation-processors` workers). Level-based: a key in,
-// the reconciler re-reads everything from the caches.
+// the reconciler re-reads everything from the caches. Both queues share their workers fairly
+// between tenants (tenants.ts: the AppProject), with per-tenant depth and wait metrics.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { parseAppProject, parseClusterSecret } from '../api/index.ts';
@@ -29,6 +30,7 @@ import type { RepositoryConfig } from '../api/repository.ts';
 import type { AppIndexEntry } from './requeue.ts';
 import type { ReconcileResult, Workers } from './reconcile.ts';
 import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork, skipsReconcile } from './triggers.ts';
+import { tenantOf } from './tenants.ts';
 import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
 import { objectStoreKey } from '../kube/watch.ts';
 
@@ -53,17 +55,47 @@ export class Manager {
   private readonly opts: ManagerOptions;
   private readonly log: Logger;
   private metricsTimer: NodeJS.Timeout | undefined;
+  private tenantCount: { at: number; count: number } | undefined;
 
   constructor(opts: ManagerOptions) {
     this.opts = opts;
     this.log = opts.logger;
-    this.refreshQueue = new WorkQueue();
-    this.operationQueue = new WorkQueue();
+    const fair = { tenantOf: (k: string) => this.tenantOfKey(k), tenants: () => this.tenants() };
+    this.refreshQueue = new WorkQueue(fair);
+    this.operationQueue = new WorkQueue(fair);
     if (opts.metrics) {
       const m = opts.metrics;
-      this.refreshQueue.onTake = (_k, ms) => m.queueLatency.observe({ queue: 'refresh' }, ms / 1000);
-      this.operationQueue.onTake = (_k, ms) => m.queueLatency.observe({ queue: 'operation' }, ms / 1000);
+      for (const [queue, q] of [
+        ['refresh', this.refreshQueue],
+        ['operation', this.operationQueue],
+      ] as const)
+        q.onTake = (_k, ms, tenant) => {
+          m.queueLatency.observe({ queue }, ms / 1000);
+          m.tenantQueueWait.observe({ queue, tenant }, ms / 1000);
+        };
     }
+  }
+
+  /** The tenant whose share an Application's work takes (tenants.ts). */
+  tenantOfKey(key: string): string {
+    const raw = this.opts.cache.app(key);
+    const namespace = key.slice(0, key.indexOf('/'));
+    if (!raw) return `namespace:${namespace}`;
+    return tenantOf(raw, (name) => this.opts.cache.project(name), this.opts.cache.namespace);
+  }
+
+  /** Tenants with Applications, counted at most once a second (each take of a key asks). */
+  private tenants(): number {
+    const now = Date.now();
+    if (this.tenantCount && now - this.tenantCount.at < 1000) return this.tenantCount.count;
+    const projects = new Map(this.opts.cache.allProjects().map((p) => [p.metadata.name, p]));
+    const seen = new Set<string>();
+    for (const key of this.opts.cache.appKeys()) {
+      const raw = this.opts.cache.app(key);
+      if (raw) seen.add(tenantOf(raw, (name) => projects.get(name), this.opts.cache.namespace));
+    }
+    this.tenantCount = { at: now, count: seen.size };
+    return seen.size;
   }
 
   private appIndex(): AppIndexEntry[] {
@@ -220,9 +252,12 @@ export class Manager {
     const sep = app.indexOf('_');
     const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
     const raw = this.opts.cache.app(key);
-    // While an operation runs, its own writes and what they set off (a Deployment's status) would
-    // each cost a refresh and a conflicting status write; the refresh after the operation sees all.
-    if (raw && !hasOperationWork(raw)) this.refreshQueue.add(key);
+    if (!raw) return;
+    // While an operation runs, what it applied changing (a Deployment's rollout, a hook Job ending)
+    // is what its next step waits for; a refresh would only cost a conflicting status write, and
+    // the refresh after the operation sees all.
+    if (hasOperationWork(raw)) this.operationQueue.add(key);
+    else this.refreshQueue.add(key);
   }
 
   private requeue(keys: string[], why: string): void {
@@ -251,7 +286,7 @@ export class Manager {
     }
     if (!this.opts.cache.app(key)) return;
     if (result.operation) this.operationQueue.add(key);
-    if (kind === 'operation' && !result.operationCleared) this.refreshQueue.add(key);
+    if (kind === 'operation' && !result.operationCleared && !result.operationRunning) this.refreshQueue.add(key);
     if (result.requeueAfterMs !== undefined)
       (kind === 'refresh' ? this.refreshQueue : this.operationQueue).addAfter(key, result.requeueAfterMs);
     if (kind === 'refresh') this.scheduleRefresh(key);
@@ -288,6 +323,17 @@ export class Manager {
       this.metricsTimer = setInterval(() => {
         m.queueDepth.set({ queue: 'refresh' }, this.refreshQueue.length);
         m.queueDepth.set({ queue: 'operation' }, this.operationQueue.length);
+        // Reset first: a tenant with nothing queued any more shows no stale depth.
+        m.tenantQueueDepth.reset();
+        m.tenantQueueProcessing.reset();
+        for (const [queue, q] of [
+          ['refresh', this.refreshQueue],
+          ['operation', this.operationQueue],
+        ] as const)
+          for (const [tenant, st] of q.tenantStats()) {
+            m.tenantQueueDepth.set({ queue, tenant }, st.depth);
+            m.tenantQueueProcessing.set({ queue, tenant }, st.processing);
+          }
         for (const [name, w] of cache.watches()) m.watchRestarts.set({ resource: name }, w.restarts);
       }, 1000);
       this.metricsTimer.unref();

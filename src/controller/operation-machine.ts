@@ -1,12 +1,23 @@
 // An operation (`operation.sync`, manual or automated) as a state machine, pure: from the
-// Application as the API server has it now to the next step, and from how an attempt ended to what
-// is written. The runner (operation.ts) only reads, writes and runs the sync these decide on.
+// Application as the API server has it now to the next step, from how a step ended to what is
+// written, and, within a sync, which of its (phase, wave) groups comes next. The runners
+// (operation.ts, sync-step.ts) only read, write and run what these decide.
+//
+// An operation advances step by step across reconciles, as Argo CD's does, and never holds a
+// worker while it waits: a step applies what may be applied now (a wave, its hooks), writes where
+// the sync stands (operationState: syncResult.resources, the message, `progress`) and ends; the
+// next step comes when something it waits for changes (the live-object watches queue it) or after
+// a poll interval, reads where it stood from that state, and goes on (nextSyncStep()).
 //
 // The crash-safety rules, each a branch of nextStep() or afterAttempt():
 // - operationState is written Running (with startedAt and the Application's generation) before
 //   anything touches the destination, so a crash at any later point leaves a Running state;
-// - a Running state of the same operation is resumed (after a restart, or for the next retry):
-//   applies are idempotent server-side applies, so running it again converges;
+// - a Running state of the same operation is resumed (after a restart, or at its next step):
+//   where it stood is in its state, and applies are idempotent server-side applies, so a step
+//   taken again after a crash converges;
+// - a failed attempt that may be retried stays Running with its finishedAt set (Argo CD's marker):
+//   the retry begins, from scratch (its results and progress cleared), once its backoff is over,
+//   after a restart too;
 // - a completed state of the current generation whose `operation` is still set finished before a
 //   crash that lost only the clearing: `operation` is cleared, the operation never run again
 //   (setting or clearing `operation` bumps the generation, so a new operation, even an identical
@@ -27,6 +38,7 @@ import type {
   CompletedPhase,
   Operation,
   OperationState,
+  SyncProgress,
   SyncResult,
 } from '../api/index.ts';
 import { appendHistory, mayRetry, retryDelayMs } from './operation-policy.ts';
@@ -59,8 +71,10 @@ export type Step =
   | { kind: 'clear' }
   /** Terminated (or its `operation` removed) while Running: finish without running. */
   | { kind: 'finish'; state: OperationState; end: End }
-  /** Running already: continue it. */
+  /** Running already: take its next step (a retry that is due: its first, from scratch). */
   | { kind: 'resume'; state: OperationState }
+  /** A retry is owed but its backoff is not over: come back then. */
+  | { kind: 'wait'; delayMs: number }
   /** A new operation: write this Running state, then run it. */
   | { kind: 'start'; state: OperationState };
 
@@ -78,7 +92,15 @@ export function nextStep(view: OperationView, now: string): Step {
     state.generation === generation
   )
     return { kind: 'clear' };
-  if (state?.phase === 'Running' && isDeepStrictEqual(state.operation, operation)) return { kind: 'resume', state };
+  if (state?.phase === 'Running' && isDeepStrictEqual(state.operation, operation)) {
+    if (state.finishedAt === undefined) return { kind: 'resume', state };
+    // A failed attempt owes a retry: once its backoff is over, the next attempt starts afresh.
+    const due = Date.parse(state.finishedAt) + retryDelayMs(operation.retry, Math.max(0, (state.retryCount ?? 1) - 1));
+    const wait = due - Date.parse(now);
+    if (wait > 0) return { kind: 'wait', delayMs: wait };
+    const { finishedAt: _f, syncResult: _r, progress: _p, ...fresh } = state;
+    return { kind: 'resume', state: fresh };
+  }
   if (state?.phase === 'Terminating') return { kind: 'finish', state, end: TERMINATED };
   return {
     kind: 'start',
@@ -93,8 +115,10 @@ export function nextStep(view: OperationView, now: string): Step {
   };
 }
 
-/** How one attempt at the sync ended, as the runner saw it. */
+/** How one step of the sync ended, as the runner saw it. */
 export type Attempt =
+  /** The sync goes on: it waits for what it applied (or could not apply yet); come back. */
+  | { kind: 'running'; message: string; syncResult: SyncResult; progress: SyncProgress; delayMs: number }
   | { kind: 'succeeded'; revision: string; message: string; syncResult: SyncResult }
   | {
       kind: 'failed';
@@ -120,6 +144,8 @@ export type Attempt =
 
 export type AfterAttempt =
   | { kind: 'leave' }
+  /** Still Running, at its next step later (or when what it waits for changes); `write`: its state changed. */
+  | { kind: 'continue'; state: OperationState; write: boolean; delayMs: number }
   | { kind: 'retry'; state: OperationState; delayMs: number }
   /** Still Running, waiting for the renderer; `write`: the state's message changed. */
   | { kind: 'wait'; state: OperationState; write: boolean; delayMs: number }
@@ -138,6 +164,15 @@ export function afterAttempt(state: OperationState, attempt: Attempt, nowMs: num
   switch (attempt.kind) {
     case 'abandoned':
       return { kind: 'leave' };
+    case 'running': {
+      const next: OperationState = {
+        ...state,
+        message: attempt.message,
+        syncResult: attempt.syncResult,
+        progress: attempt.progress,
+      };
+      return { kind: 'continue', state: next, write: !isDeepStrictEqual(next, state), delayMs: attempt.delayMs };
+    }
     case 'terminated':
       return { kind: 'finish', state, end: TERMINATED, conditions: [], reread: true };
     case 'renderer-unavailable': {
@@ -173,7 +208,10 @@ export function afterAttempt(state: OperationState, attempt: Attempt, nowMs: num
         const delayMs = retryDelayMs(state.operation.retry, retries);
         const at = new Date(nowMs + delayMs).toISOString();
         const message = `${attempt.message}. Retrying attempt #${retries + 1} at ${at}.`;
-        return { kind: 'retry', state: { ...tried, retryCount: retries + 1, message }, delayMs };
+        // finishedAt on a Running state: this attempt is over, the next is owed (nextStep).
+        const { progress: _p, ...rest } = tried;
+        const finishedAt = new Date(nowMs).toISOString();
+        return { kind: 'retry', state: { ...rest, retryCount: retries + 1, message, finishedAt }, delayMs };
       }
       const end: End = { phase: attempt.phase, message: attempt.message };
       return { kind: 'finish', state: tried, end, conditions: attempt.conditions ?? [], reread: false };
@@ -215,9 +253,10 @@ export function finishedStatus(
   );
   const conditions =
     end.phase === 'Succeeded' ? others : [{ type: CONDITION.SyncError, message: end.message }, ...extra, ...others];
+  const { progress: _progress, ...ended } = state;
   return {
     ...status,
-    operationState: { ...state, phase: end.phase, message: end.message, finishedAt: now },
+    operationState: { ...ended, phase: end.phase, message: end.message, finishedAt: now },
     conditions: mergeConditions(status.conditions, conditions, now),
     ...(history ? { history } : {}),
   };
@@ -226,4 +265,91 @@ export function finishedStatus(
 /** Whether `current` (read after a conflicting write) is still this operation, unfinished. */
 export function stillThisOperation(current: OperationState | undefined, state: OperationState): boolean {
   return current !== undefined && current.startedAt === state.startedAt && !isCompleted(current.phase);
+}
+
+/** One task of a sync as nextSyncStep() sees it. */
+export interface SyncTaskView {
+  /** Its (phase, wave) group, in the order a sync runs them (0 first). */
+  group: number;
+  hook: boolean;
+  /** pending: not started in this attempt; running: applied, not yet healthy (or pruned, not yet gone). */
+  state: 'pending' | 'running' | 'succeeded' | 'failed';
+  /** A pending prune that waits for the Application's deletion-approved annotation (Prune=confirm). */
+  unconfirmed?: boolean;
+}
+
+/** Where a sync stands at a step: its tasks and SyncFail hooks, and what the last steps recorded. */
+export interface SyncView {
+  tasks: readonly SyncTaskView[];
+  syncFail: readonly SyncTaskView[];
+  /** How many groups `tasks` has. */
+  groups: number;
+  /** Something this step applied, pruned or deleted failed. */
+  applyFailed: boolean;
+  progress: SyncProgress;
+  dryRun: boolean;
+}
+
+/** What a sync does next (the runner, sync-step.ts, does it and asks again until it waits or ends). */
+export type SyncStep =
+  /** Apply the pending tasks of this group (the ServiceAccount checked first when a group came before). */
+  | { kind: 'apply'; group: number }
+  /**
+   * The next group holds a prune awaiting confirmation (Prune=confirm): nothing of it is done, the
+   * operation stays Running until the Application is approved (these indices into `tasks`).
+   */
+  | { kind: 'hold'; unconfirmed: number[] }
+  /** Wait for these tasks (indices into `tasks`, or into `syncFail` once failing). */
+  | { kind: 'wait'; running: number[]; of: 'tasks' | 'syncFail' }
+  /** Failing: apply the SyncFail hooks not yet started. */
+  | { kind: 'applySyncFail' }
+  /**
+   * The sync failed (`timedOut`: these tasks did not finish in time): hooks go by HookFailed, and
+   * its SyncFail hooks run, or it ends Failed when it has none.
+   */
+  | { kind: 'fail'; what: string; timedOut?: number[] }
+  /** Failing, and its SyncFail hooks are done (`timedOut`: these did not finish in time): end Failed. */
+  | { kind: 'failed'; timedOut?: number[] }
+  /** Every task done: hooks go by HookSucceeded, and the operation ends Succeeded. */
+  | { kind: 'succeed' };
+
+const indices = (tasks: readonly SyncTaskView[], keep: (t: SyncTaskView) => boolean): number[] =>
+  tasks.flatMap((t, i) => (keep(t) ? [i] : []));
+
+/**
+ * The rules of one sync across its steps, as Argo CD's sync context holds them: groups one after
+ * another; a group's tasks waited for until they are done, except in the last group when it has no
+ * hooks (a plain apply succeeds at once, as `kubectl apply` would), and never in a dry run; a wait
+ * longer than `waitTimeoutMs` fails the sync; any task that failed fails it, once nothing runs;
+ * a failed sync runs its SyncFail hooks, waits for them, and ends Failed.
+ */
+export function nextSyncStep(view: SyncView, nowMs: number, waitTimeoutMs: number): SyncStep {
+  const since = view.progress.waitingSince === undefined ? nowMs : Date.parse(view.progress.waitingSince);
+  const late = nowMs - since >= waitTimeoutMs;
+  if (view.progress.failure !== undefined) {
+    if (view.syncFail.some((t) => t.state === 'pending')) return { kind: 'applySyncFail' };
+    const running = indices(view.syncFail, (t) => t.state === 'running');
+    if (running.length > 0)
+      return late ? { kind: 'failed', timedOut: running } : { kind: 'wait', running, of: 'syncFail' };
+    return { kind: 'failed' };
+  }
+  if (view.applyFailed) return { kind: 'fail', what: 'one or more objects failed to apply' };
+  const last = view.groups - 1;
+  const lastHasHooks = view.tasks.some((t) => t.group === last && t.hook);
+  const waited = (t: SyncTaskView) => !view.dryRun && (t.group < last || lastHasHooks);
+  const running = indices(view.tasks, (t) => t.state === 'running' && waited(t));
+  if (running.length > 0)
+    return late
+      ? { kind: 'fail', what: 'one or more synchronization tasks completed unsuccessfully', timedOut: running }
+      : { kind: 'wait', running, of: 'tasks' };
+  // A task of the last group, when that group is not waited for, is done once applied (as today).
+  if (view.tasks.some((t) => t.state === 'failed' && waited(t)))
+    return { kind: 'fail', what: 'one or more synchronization tasks completed unsuccessfully' };
+  const next = view.tasks.find((t) => t.state === 'pending');
+  if (next) {
+    const unconfirmed = indices(view.tasks, (t) => t.group === next.group && t.unconfirmed === true);
+    if (unconfirmed.length > 0) return { kind: 'hold', unconfirmed };
+    return { kind: 'apply', group: next.group };
+  }
+  return { kind: 'succeed' };
 }

@@ -1,12 +1,21 @@
 // Runs an Application's operation (`operation.sync`, manual or automated) as its identity: the
 // reads and writes around the decisions of operation-machine.ts, whose header lists the
-// crash-safety rules. One attempt, top to bottom: admission → the identity's client → render →
-// project limits → the ServiceAccount still exists (sa-check.ts) → sync (sync/sync.ts), its waves'
-// health judged with argocd-cm's customizations (health.ts). A deleted Application's resources
-// finalizer is finalizer.ts's.
+// crash-safety rules. One step per call, top to bottom: admission → the identity's client → render
+// (at the revision the operation's first step resolved) → project limits → the ServiceAccount
+// still exists (sa-check.ts) → the sync's next step (sync-step.ts), its waves' health judged with
+// argocd-cm's customizations (health.ts); where it stands is written and the worker is free until
+// the next step. A deleted Application's resources finalizer is finalizer.ts's.
 import type { Logger } from 'pino';
 import { EVENT_REASON, readStatus } from '../api/index.ts';
-import type { AppCondition, Cluster, Operation, OperationState } from '../api/index.ts';
+import type {
+  AppCondition,
+  Cluster,
+  Operation,
+  OperationState,
+  ResourceResult,
+  SyncOperation,
+  SyncResult,
+} from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { DestinationClient } from '../kube/types.ts';
@@ -15,7 +24,7 @@ import type { Renderer } from '../renderer/client.ts';
 import { renderApplication } from './render.ts';
 import type { DestinationCapabilities } from './capabilities.ts';
 import { SourceError } from '../source/errors.ts';
-import { inventoryOf, sync, trackingTarget } from '../sync/index.ts';
+import { inventoryOf, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel, madeFor } from './admission.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
@@ -23,6 +32,7 @@ import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import { Finalizer } from './finalizer.ts';
+import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import type { ReconcileResult } from './reconcile.ts';
@@ -32,12 +42,26 @@ import { watchRefusals } from './refusals.ts';
 import type { RightsCheck } from './rights.ts';
 import { syncNeedsAfter } from './rights-needs.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
+import { syncStep } from './sync-step.ts';
 import { skipsReconcile } from './triggers.ts';
 import type { Semantics } from './semantics.ts';
 import { deletionApprovedSince } from './deletion-approval.ts';
 import { windowVerdict } from './sync-windows.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
+
+/** The refusals a running sync keeps between its steps (only whether there were any matters much). */
+const MAX_KEPT_REFUSALS = 20;
+
+/**
+ * The operation as a later step renders it: at the revisions its first step resolved (recorded in
+ * syncResult), so a push meanwhile does not change a sync under way. The first step: as asked.
+ */
+function resolvedOperation(op: SyncOperation, done: SyncResult | undefined): SyncOperation {
+  if (done?.revisions && done.revisions.length > 0) return { ...op, revisions: done.revisions };
+  if (done?.revision) return { ...op, revision: done.revision };
+  return op;
+}
 
 export interface OperatorDeps {
   cache: ControllerCache;
@@ -48,6 +72,8 @@ export interface OperatorDeps {
   waitTimeoutMs?: number | undefined;
   /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
   health: HealthAssessors;
+  /** argocd-cm's limits on each Application's render. */
+  limits: ApplicationLimitsReader;
   /** The destination's versions for Helm's .Capabilities, read as the Application's identity. */
   capabilities?: DestinationCapabilities;
   /** Which rights the identity lacks, asked after a refused sync. */
@@ -121,10 +147,12 @@ export class Operator {
         return this.run(key, raw, step.state);
       case 'resume':
         return this.run(key, raw, step.state);
+      case 'wait':
+        return { requeueAfterMs: step.delayMs, operationRunning: true };
     }
   }
 
-  /** One attempt, with an abort terminate() can pull from its first step (the render) on; then what it leads to. */
+  /** One step, with an abort terminate() can pull from its start (the render) on; then what it leads to. */
   private async run(key: string, raw: RawApplication, state: OperationState): Promise<ReconcileResult> {
     const abort = new AbortController();
     this.running.set(key, abort);
@@ -143,13 +171,15 @@ export class Operator {
         );
         return {};
       case 'retry':
-        await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
-        return { requeueAfterMs: next.delayMs };
+        await this.writeStepState(key, raw, state, next.state);
+        return { requeueAfterMs: next.delayMs, operationRunning: true };
+      case 'continue':
+        if (next.write) await this.writeStepState(key, raw, state, next.state);
+        return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'wait':
         this.d.logger.info({ application: key }, next.state.message);
-        if (next.write)
-          await writeStatus(this.d.control, raw, { ...(readStatus(raw) ?? {}), operationState: next.state });
-        return { requeueAfterMs: next.delayMs };
+        if (next.write) await this.writeStepState(key, raw, state, next.state);
+        return { requeueAfterMs: next.delayMs, operationRunning: true };
       case 'finish': {
         // A Terminating write changed the Application: finish from what the API server has now.
         const target = next.reread ? await readApplication(this.d.control, key) : raw;
@@ -158,7 +188,7 @@ export class Operator {
     }
   }
 
-  /** The reads and the sync of one attempt, as the admitted identity; how it ended. */
+  /** The reads and the sync step of one call, as the admitted identity; how it ended. */
   private async attempt(
     key: string,
     raw: RawApplication,
@@ -192,15 +222,19 @@ export class Operator {
       await this.d.events.record(involved, 'Warning', EVENT_REASON.ImpersonationFallback, ctx.identity.message);
     }
     const who = identityLabel(ctx.actsAs);
-    if ((state.retryCount ?? 0) === 0)
+    // The first step of an attempt has no results yet; later steps continue it.
+    const firstStep = state.syncResult === undefined;
+    if ((state.retryCount ?? 0) === 0 && firstStep)
       await this.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
     let rendered;
     try {
-      // A sync resolves its revisions now (no reuse of refs listed earlier), as Argo CD's sync does.
+      // The first step resolves the revisions (no reuse of refs listed earlier), as Argo CD's sync
+      // does; every later step renders the commits it resolved: a push meanwhile does not change the sync.
       rendered = await renderApplication(this.d.renderer, ctx.app, {
         project: ctx.project,
         repositories: this.d.cache.repositoryState(),
-        operation: op,
+        operation: resolvedOperation(op, state.syncResult),
+        limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
         ...(await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
       });
     } catch (err) {
@@ -219,7 +253,7 @@ export class Operator {
     const violations = await objectLimitViolations(client, ctx, objects);
     if (violations.length > 0)
       return { kind: 'failed', phase: 'Failed', message: violations.join('; '), retryable: false };
-    // The impersonated ServiceAccount must still exist: now, and again before each later wave.
+    // The impersonated ServiceAccount must still exist: at each step, and before each later wave.
     const check = this.saCheck.guard(client, () => this.ownClient(ctx.cluster));
     const checkServiceAccount =
       check &&
@@ -237,45 +271,72 @@ export class Operator {
     if (this.stopping) return { kind: 'abandoned' };
     // Terminated while it was being prepared: apply nothing.
     if (signal.aborted) return { kind: 'terminated' };
-    log.info({ revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
+    if (firstStep) log.info({ revision, identity: who, dryRun: op.dryRun === true }, 'sync started');
     const syncOptions = [...(ctx.app.spec.syncPolicy?.syncOptions ?? []), ...(op.syncOptions ?? [])];
     const semantics = this.d.semantics.for(ctx.app, this.d.cache.settingsConfigMap(), ctx.cluster);
     const managedNamespaceMetadata = ctx.app.spec.syncPolicy?.managedNamespaceMetadata;
-    const outcome = await sync(client, objects, inventoryOf(ctx.app), {
-      ...trackingTarget(ctx.app, this.d.cache.namespace),
-      ...semantics,
-      pruneConfirmed: deletionApprovedSince(ctx.app, state.startedAt),
-      ...(op.syncStrategy ? { syncStrategy: op.syncStrategy } : {}),
-      ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
-      ...(op.revision !== undefined ? { revision: op.revision } : {}),
-      prune: op.prune === true,
-      dryRun: op.dryRun === true,
-      syncOptions,
-      ...(op.resources ? { resources: op.resources } : {}),
-      ...(this.d.waitTimeoutMs !== undefined ? { waitTimeoutMs: this.d.waitTimeoutMs } : {}),
-      signal,
+    const outcome = await syncStep({
+      client,
+      desired: objects,
+      inventory: inventoryOf(ctx.app),
+      options: {
+        ...trackingTarget(ctx.app, this.d.cache.namespace),
+        ...semantics,
+        // Read again at every step: an approval given while the sync holds lets it go on.
+        pruneConfirmed: deletionApprovedSince(ctx.app, state.startedAt),
+        ...(op.syncStrategy ? { syncStrategy: op.syncStrategy } : {}),
+        ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
+        // Names generateName hooks: the commit the first step resolved, the same at every step.
+        revision: rendered.revisions[0] ?? '',
+        prune: op.prune === true,
+        dryRun: op.dryRun === true,
+        syncOptions,
+        ...(op.resources ? { resources: op.resources } : {}),
+        signal,
+        health: this.d.health.for(this.d.cache.settingsConfigMap()),
+        startedAt: new Date(state.startedAt),
+        prior: state.syncResult?.resources,
+        pruneWaves: state.progress?.pruneWaves,
+      },
+      progress: state.progress ?? {},
+      waitTimeoutMs: this.d.waitTimeoutMs,
       ...(checkServiceAccount ? { beforeWave: checkServiceAccount } : {}),
-      health: this.d.health.for(this.d.cache.settingsConfigMap()),
+      now: () => this.now().getTime(),
     });
-    if (signal.aborted) return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
+    if (outcome.kind === 'aborted' || signal.aborted)
+      return this.stopping ? { kind: 'abandoned' } : { kind: 'terminated' };
     // Argo CD's shapes: revision and source for one source, revisions and sources for spec.sources.
-    const syncResult = {
+    const syncResult = (resources: ResourceResult[]): SyncResult => ({
       ...(rendered.multiSource
         ? { revisions: rendered.revisions, sources: rendered.sources }
         : { revision, ...(rendered.sources[0] ? { source: rendered.sources[0] } : {}) }),
-      resources: outcome.resources,
+      resources,
       identity: who,
       // What the namespace was given, so a later change of it shows as OutOfSync (Argo CD).
       ...(managedNamespaceMetadata ? { managedNamespaceMetadata } : {}),
-    };
-    if (outcome.phase === 'Running') return { kind: 'held', message: outcome.message, syncResult };
-    if (outcome.phase !== 'Succeeded') {
+    });
+    // The refusals of earlier steps count too: a failure is often reported a step after its 403
+    // (a SyncFail hook ran in between).
+    const refusals = [...(state.progress?.refusals ?? []), ...watched.refusals];
+    if (outcome.kind === 'running')
+      return {
+        kind: 'running',
+        message: outcome.message,
+        syncResult: syncResult(outcome.resources),
+        progress: {
+          ...outcome.progress,
+          ...(refusals.length > 0 ? { refusals: [...new Set(refusals)].slice(0, MAX_KEPT_REFUSALS) } : {}),
+        },
+        delayMs: outcome.delayMs,
+      };
+    const result = outcome.result;
+    if (result.phase !== 'Succeeded') {
       // Refused by RBAC: every right the identity lacks, named at once rather than one per retry.
       const destination = ctx.app.spec.destination?.namespace ?? '';
       const missing = await this.d.rights.afterRefusals(
         identityClient,
-        watched.refusals,
-        syncNeedsAfter(objects, outcome.comparison?.resources ?? [], {
+        refusals,
+        syncNeedsAfter(objects, result.comparison?.resources ?? [], {
           destination,
           prune: op.prune === true,
           syncOptions,
@@ -287,12 +348,47 @@ export class Operator {
         log.warn(missing);
         await this.d.events.record(involved, 'Warning', EVENT_REASON.MissingRights, missing);
       }
-      const message = missing !== undefined ? `${missing}; ${outcome.message}` : outcome.message;
-      return { kind: 'failed', phase: outcome.phase, message, retryable: true, syncResult };
+      const message = missing !== undefined ? `${missing}; ${result.message}` : result.message;
+      return {
+        kind: 'failed',
+        phase: result.phase,
+        message,
+        retryable: true,
+        syncResult: syncResult(result.resources),
+      };
     }
     log.info({ revision, identity: who }, 'sync succeeded');
     const message = `successfully synced (all tasks run) as ${who}`;
-    return { kind: 'succeeded', revision, message, syncResult };
+    return { kind: 'succeeded', revision, message, syncResult: syncResult(result.resources) };
+  }
+
+  /**
+   * Writes where the operation stands after a step. What the step applied is done: a conflicting
+   * write (a refresh that was under way when the operation began wrote status meanwhile) must not
+   * lose its results, so re-read and write them onto the newer object while it still is this
+   * operation (as finish() does); the next step then starts from them.
+   */
+  private async writeStepState(
+    key: string,
+    raw: RawApplication,
+    before: OperationState,
+    state: OperationState,
+  ): Promise<void> {
+    let current = raw;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writeStatus(this.d.control, current, { ...(readStatus(current) ?? {}), operationState: state });
+        return;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= 5) throw err;
+        const fresh = await readApplication(this.d.control, key);
+        if (!fresh) return;
+        const now = readStatus(fresh)?.operationState;
+        // Terminating meanwhile: left as it is, for the next step to finish.
+        if (!stillThisOperation(now, before) || now?.phase !== 'Running') return;
+        current = fresh;
+      }
+    }
   }
 
   /** The controller's own client on the destination: only for the ServiceAccount check (sa-check.ts). */

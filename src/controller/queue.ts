@@ -3,6 +3,12 @@
 // exponential backoff on failure; an overall token bucket; delayed adds; N workers. Shutdown starts
 // nothing more: the keys queued, delayed, backing off or re-added while running are dropped (the
 // next controller lists everything again), and it resolves once the handlers in flight return.
+//
+// Beyond client-go, the workers are shared fairly between tenants (renderer/fair.ts): keys wait per
+// tenant and are taken tenant by tenant, and while more than one tenant is known none holds more
+// than three quarters of the workers. A tenant with 1,000 keys queued, or whose keys each take a
+// render's time limit, delays another tenant's key by at most its turn.
+import { FairQueue, tenantCap } from '../renderer/fair.ts';
 
 export interface QueueOptions {
   /** Per-key backoff after the first failure (client-go: 5 ms). */
@@ -14,6 +20,10 @@ export interface QueueOptions {
   burst?: number;
   /** Clock, for tests. */
   now?: () => number;
+  /** The tenant a key belongs to (default: one tenant for all). */
+  tenantOf?: (key: string) => string;
+  /** How many tenants there are now, for the share each may hold (default 1: no share kept). */
+  tenants?: () => number;
 }
 
 export type Handler = (key: string) => Promise<void>;
@@ -26,10 +36,16 @@ export interface QueueStats {
   processing: number;
 }
 
+/** Per tenant: keys waiting and keys being processed. */
+export type TenantStats = Map<string, QueueStats>;
+
 export class WorkQueue {
-  private readonly queue: string[] = [];
+  private readonly queue = new FairQueue<string>();
   private readonly queued = new Set<string>();
-  private readonly processing = new Set<string>();
+  /** Keys being processed, with the tenant each was taken for. */
+  private readonly processing = new Map<string, string>();
+  private readonly processingPerTenant = new Map<string, number>();
+  private workerCount = 0;
   /** Keys added while being processed: re-queued when their processing ends. */
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
@@ -41,8 +57,8 @@ export class WorkQueue {
   private lastRefill: number;
   private shuttingDown = false;
   private workers: Promise<void>[] = [];
-  /** Called with (key, ms waited in the queue) when a key is taken (metrics). */
-  onTake: ((key: string, waitedMs: number) => void) | undefined;
+  /** Called with (key, ms waited in the queue, its tenant) when a key is taken (metrics). */
+  onTake: ((key: string, waitedMs: number, tenant: string) => void) | undefined;
 
   constructor(opts: QueueOptions = {}) {
     this.opts = {
@@ -51,6 +67,8 @@ export class WorkQueue {
       ratePerSecond: 10,
       burst: 100,
       now: () => Date.now(),
+      tenantOf: () => '',
+      tenants: () => 1,
       ...opts,
     };
     this.tokens = this.opts.burst;
@@ -58,11 +76,19 @@ export class WorkQueue {
   }
 
   get length(): number {
-    return this.queue.length;
+    return this.queue.size;
   }
 
   stats(): QueueStats {
-    return { depth: this.queue.length, processing: this.processing.size };
+    return { depth: this.queue.size, processing: this.processing.size };
+  }
+
+  /** Keys waiting and being processed, per tenant that has any. */
+  tenantStats(): TenantStats {
+    const out: TenantStats = new Map();
+    for (const [t, depth] of this.queue.depths()) out.set(t, { depth, processing: 0 });
+    for (const [t, processing] of this.processingPerTenant) out.set(t, { depth: out.get(t)?.depth ?? 0, processing });
+    return out;
   }
 
   /** Queue `key` now. A key already queued stays once; one being processed runs again after. */
@@ -80,9 +106,21 @@ export class WorkQueue {
     }
     if (this.queued.has(key)) return;
     this.queued.add(key);
-    this.queue.push(key);
+    this.queue.push(this.opts.tenantOf(key), key);
     this.addedAt.set(key, this.opts.now());
-    this.waiters.shift()?.();
+    this.wake();
+  }
+
+  /** Workers waiting for a key look again (one may now be theirs to take). */
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Whether `tenant` holds its share of the workers already. */
+  private atCap(tenant: string): boolean {
+    // Keys taken with get() and no workers of run(): no share to keep.
+    if (this.workerCount === 0) return false;
+    return (this.processingPerTenant.get(tenant) ?? 0) >= tenantCap(this.workerCount, this.opts.tenants());
   }
 
   /** Queue `key` after `ms`; an earlier pending delayed add for the same key wins. */
@@ -141,24 +179,35 @@ export class WorkQueue {
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.opts.ratePerSecond) * 1000);
   }
 
-  /** Next key to work on, or undefined once shut down (whatever is still queued). */
+  /** Next key to work on (tenants in turn, each within its share), or undefined once shut down. */
   async get(): Promise<string | undefined> {
+    let next: { tenant: string; item: string } | undefined;
     for (;;) {
       if (this.shuttingDown) return undefined;
-      if (this.queue.length > 0) break;
+      next = this.queue.take((t) => this.atCap(t));
+      if (next) break;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
-    const key = this.queue.shift() as string;
+    const { tenant, item: key } = next;
     this.queued.delete(key);
-    this.processing.add(key);
+    this.processing.set(key, tenant);
+    this.processingPerTenant.set(tenant, (this.processingPerTenant.get(tenant) ?? 0) + 1);
     const at = this.addedAt.get(key);
     this.addedAt.delete(key);
-    if (at !== undefined) this.onTake?.(key, this.opts.now() - at);
+    if (at !== undefined) this.onTake?.(key, this.opts.now() - at, tenant);
     return key;
   }
 
   /** Processing of `key` ended; if it was added meanwhile, it is queued again. */
   done(key: string): void {
+    const tenant = this.processing.get(key);
+    if (tenant !== undefined) {
+      const n = (this.processingPerTenant.get(tenant) ?? 1) - 1;
+      if (n > 0) this.processingPerTenant.set(tenant, n);
+      else this.processingPerTenant.delete(tenant);
+      // Its tenant may be below its share again: a waiting worker may take one of its keys.
+      this.wake();
+    }
     this.processing.delete(key);
     // A key added while it ran is owed a run, unless shutdown began (enqueue refuses it then).
     if (this.dirty.delete(key)) this.enqueue(key);
@@ -166,6 +215,7 @@ export class WorkQueue {
 
   /** Start `n` workers running `handler`; a throw re-queues the key with backoff. */
   run(n: number, handler: Handler, onError?: (key: string, err: unknown) => void): void {
+    this.workerCount += n;
     for (let i = 0; i < n; i++) {
       this.workers.push(
         (async () => {
@@ -197,7 +247,7 @@ export class WorkQueue {
     this.shuttingDown = true;
     for (const { timer } of this.delayed.values()) clearTimeout(timer);
     this.delayed.clear();
-    this.queue.length = 0;
+    this.queue.clear();
     this.queued.clear();
     this.addedAt.clear();
     this.dirty.clear();

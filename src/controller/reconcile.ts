@@ -17,6 +17,11 @@ export interface ReconcileResult {
    * read the older one, conflict on its status write and compare again).
    */
   operationCleared?: boolean;
+  /**
+   * The operation is still Running (it waits between steps, or for a retry): no refresh now, the
+   * refresh after it finishes sees all.
+   */
+  operationRunning?: boolean;
 }
 
 export interface Workers {

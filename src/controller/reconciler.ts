@@ -28,6 +28,7 @@ import { patchApplication, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import type { EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
+import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import { objectLimitViolations } from './limits.ts';
 import { watchRefusals, withoutRefusals } from './refusals.ts';
@@ -55,6 +56,8 @@ export interface ReconcilerDeps {
   refreshIntervalMs: () => number;
   /** argocd-cm's health customizations, as the assessor each comparison uses. */
   health: HealthAssessors;
+  /** argocd-cm's limits on each Application's render. */
+  limits: ApplicationLimitsReader;
   /** The destination's versions for Helm's .Capabilities, read as the Application's identity. */
   capabilities?: DestinationCapabilities;
   /** Where the repositories of each Application's chart dependencies are kept (for requeueing). */
@@ -264,6 +267,7 @@ export class Reconciler {
         // per repository, not per Application); an asked-for refresh resolves again, as in Argo CD.
         revisionMaxAgeMs: refreshKind === undefined ? this.d.refreshIntervalMs() : 0,
         noCache: hard,
+        limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
       });
       this.d.dependencies?.set(applicationKey(app), rendered.dependencies);
     } catch (err) {

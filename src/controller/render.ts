@@ -5,7 +5,7 @@
 // revision is resolved for status.sync.revisions, as Argo CD does. A chart whose dependencies live
 // in repositories the request did not cover is answered with their names (NeedsRepositories); their
 // credentials are resolved here, against the project, and the render asked again once.
-import type { AppProject, Application, ApplicationSource, SyncOperation } from '../api/index.ts';
+import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { sourceRepoDecision } from '../project/repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused } from '../repository/access.ts';
@@ -36,6 +36,8 @@ export interface RenderApplicationOptions {
   /** Refs and Helm indexes this old may be reused (the refresh interval; 0 for an explicit refresh or a sync). */
   revisionMaxAgeMs?: number | undefined;
   noCache?: boolean | undefined;
+  /** The Application's render limits (argocd-cm), sent with each of its render requests. */
+  limits?: ApplicationLimits | undefined;
 }
 
 const REF_KEY = /^[a-zA-Z0-9_-]+$/;
@@ -63,6 +65,12 @@ export async function renderApplication(
 ): Promise<RenderedApplication> {
   const { sources, multiSource } = applicationSources(app, opts.operation);
   const project = opts.project.metadata.name;
+  // The AppProject is the tenant the renderer shares its slots by (renderer/slots.ts).
+  const renderOptions = {
+    noCache: opts.noCache === true,
+    tenant: project,
+    ...(opts.limits ? { limits: opts.limits } : {}),
+  };
   const sourceRepos = opts.project.spec.sourceRepos ?? [];
   const given = opts.operation?.revisions ?? (opts.operation?.revision ? [opts.operation.revision] : []);
   const revisionOf = (i: number): string | undefined => (given[i] ? given[i] : sources[i]?.targetRevision);
@@ -116,7 +124,7 @@ export async function renderApplication(
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
       };
       if (multiSource && isRefOnly(source)) {
-        out.revisions.push(await renderer.resolveRevision(input));
+        out.revisions.push(await renderer.resolveRevision(input, { tenant: project }));
         out.sourceTypes.push('');
         continue;
       }
@@ -129,7 +137,7 @@ export async function renderApplication(
       if (Object.keys(refSources).length > 0) input.refSources = refSources;
       let rendered;
       try {
-        rendered = await renderer.render(input, { noCache: opts.noCache === true });
+        rendered = await renderer.render(input, renderOptions);
       } catch (err) {
         if (!(err instanceof NeedsRepositories)) throw err;
         input.dependencyRepositories = err.needs.map((need) => {
@@ -141,7 +149,7 @@ export async function renderApplication(
           };
         });
         try {
-          rendered = await renderer.render(input, { noCache: opts.noCache === true });
+          rendered = await renderer.render(input, renderOptions);
         } catch (again) {
           // Argo CD's nicer message when a dependency could not be fetched and the project does not permit its repository.
           const refused = input.dependencyRepositories

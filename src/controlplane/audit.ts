@@ -20,6 +20,8 @@ export type AuditRecord = {
   name: string | undefined;
   /** HTTP status of the response. */
   code: number | undefined;
+  /** The response's status message, for a refused request (why it was refused). */
+  message: string | undefined;
   requestURI: string;
   /** The request asked for dry-run (dryRun=All in the query). */
   dryRun: boolean;
@@ -70,6 +72,7 @@ export function toAuditRecord(event: unknown): AuditRecord | undefined {
     namespace: str(ref['namespace']),
     name: str(ref['name']),
     code: typeof status['code'] === 'number' ? status['code'] : undefined,
+    message: str(status['message']),
     requestURI,
     dryRun: query.getAll('dryRun').includes('All'),
     fieldManager: query.get('fieldManager') ?? undefined,

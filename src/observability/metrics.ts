@@ -9,6 +9,9 @@ export interface Metrics {
   apiRequests: Counter<'code' | 'identity'>;
   queueDepth: Gauge<'queue'>;
   queueLatency: Histogram<'queue'>;
+  tenantQueueDepth: Gauge<'queue' | 'tenant'>;
+  tenantQueueProcessing: Gauge<'queue' | 'tenant'>;
+  tenantQueueWait: Histogram<'queue' | 'tenant'>;
   watchRestarts: Gauge<'resource'>;
   liveWatches: Gauge;
 }
@@ -55,6 +58,25 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       help: 'Time a key waited in a work queue before a worker took it.',
       labelNames: ['queue'],
       buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 60],
+      registers,
+    }),
+    tenantQueueDepth: new Gauge({
+      name: 'impersync_tenant_queue_depth',
+      help: 'Keys waiting in a work queue, per tenant (AppProject; namespace:<ns> for Applications no project admits).',
+      labelNames: ['queue', 'tenant'],
+      registers,
+    }),
+    tenantQueueProcessing: new Gauge({
+      name: 'impersync_tenant_queue_processing',
+      help: 'Keys a work queue is processing, per tenant.',
+      labelNames: ['queue', 'tenant'],
+      registers,
+    }),
+    tenantQueueWait: new Histogram({
+      name: 'impersync_tenant_queue_wait_seconds',
+      help: 'Time a key waited in a work queue before a worker took it, per tenant.',
+      labelNames: ['queue', 'tenant'],
+      buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
       registers,
     }),
     liveWatches: new Gauge({

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { SourceError } from '../source/errors.ts';
 import type { RenderInput, RenderResult } from '../source/index.ts';
-import { RendererClient, type Renderer, type ResolveInput } from './client.ts';
+import { RendererClient, type RenderOptions, type Renderer, type ResolveInput } from './client.ts';
 
 export interface ChildRendererOptions {
   /** Clones and checkouts (the child's HOME and TMPDIR are made inside it too). */
@@ -75,12 +75,12 @@ export class ChildRenderer implements Renderer {
     return (await this.#live()).child.pid;
   }
 
-  async render(input: RenderInput, opts: { noCache?: boolean } = {}): Promise<RenderResult> {
+  async render(input: RenderInput, opts: RenderOptions = {}): Promise<RenderResult> {
     return (await this.#live()).client.render(input, opts);
   }
 
-  async resolveRevision(input: ResolveInput): Promise<string> {
-    return (await this.#live()).client.resolveRevision(input);
+  async resolveRevision(input: ResolveInput, opts: Pick<RenderOptions, 'tenant'> = {}): Promise<string> {
+    return (await this.#live()).client.resolveRevision(input, opts);
   }
 
   async close(): Promise<void> {

@@ -1,21 +1,37 @@
 // The controller's side of the renderer protocol (protocol.ts): one keep-alive connection pool to
 // the renderer (its Service in the install, the socket of a child process elsewhere), the token on
 // every request, and the answer read within a size limit and parsed with the protocol's schema,
-// since it is the output of tenant content. Every failure is a SourceError, which the controller
-// shows as the Application's ComparisonError.
+// since it is the output of tenant content: line by line (NDJSON, one object a line), yielding to
+// the event loop as it goes, so that no render holds the controller's event loop for longer than
+// one object takes to parse. Every failure is a SourceError, which the controller shows as the
+// Application's ComparisonError.
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import type { ApplicationSource } from '../api/application.ts';
+import type { ApplicationLimits } from '../api/limits.ts';
+import { APPLICATION_LIMIT_KEYS } from '../api/limits.ts';
 import { NeedsRepositories, SourceError, formatBytes, redactURL } from '../source/errors.ts';
-import type { RenderInput, RenderResult } from '../source/index.ts';
+import type { RenderedObject, RenderInput, RenderResult } from '../source/index.ts';
 import {
+  ANSWER_CONTENT_TYPE,
   ErrorAnswerSchema,
   MAX_ANSWER_BYTES,
   NeedsAnswerSchema,
   RENDER_PATH,
   RESOLVE_PATH,
-  RenderAnswerSchema,
+  RenderAnswerHeaderSchema,
+  RenderedObjectSchema,
   ResolveAnswerSchema,
 } from './protocol.ts';
+
+export interface RenderOptions {
+  /** Render again even if this input at this commit was rendered before (a hard refresh). */
+  noCache?: boolean | undefined;
+  /** The Application's limits (argocd-cm), applied by the renderer and, for bytes, here too. */
+  limits?: ApplicationLimits | undefined;
+  /** Whose render it is, for a fair share of the renderer's slots (the AppProject). */
+  tenant?: string | undefined;
+}
 
 /** What resolving a revision needs: the source, its repository's credentials, how old refs may be. */
 export type ResolveInput = Pick<RenderInput, 'source' | 'revision' | 'repository' | 'revisionMaxAgeMs'> & {
@@ -24,11 +40,13 @@ export type ResolveInput = Pick<RenderInput, 'source' | 'revision' | 'repository
 
 /** What the controller needs of a renderer: the objects of one source, and the commit a revision names. */
 export interface Renderer {
-  /** `noCache`: render again even if this input at this commit was rendered before (a hard refresh). */
-  render(input: RenderInput, opts?: { noCache?: boolean }): Promise<RenderResult>;
-  resolveRevision(input: ResolveInput): Promise<string>;
+  render(input: RenderInput, opts?: RenderOptions): Promise<RenderResult>;
+  resolveRevision(input: ResolveInput, opts?: Pick<RenderOptions, 'tenant'>): Promise<string>;
   close(): Promise<void>;
 }
+
+/** Parsing runs this long at most before the event loop gets a turn. */
+const PARSE_SLICE_MS = 5;
 
 export interface RendererClientOptions {
   /** `http://host:port` or `unix:/path/to/socket`. */
@@ -61,16 +79,28 @@ export class RendererClient implements Renderer {
     });
   }
 
-  async render(input: RenderInput, opts: { noCache?: boolean } = {}): Promise<RenderResult> {
-    const body = { input: wire(input), ...(opts.noCache ? { noCache: true } : {}) };
-    const answer = await this.#post(RENDER_PATH, body, input.source);
-    const parsed = RenderAnswerSchema.safeParse(answer);
-    if (!parsed.success) throw this.#malformed(parsed.error.issues[0]?.path.join('.'));
-    return parsed.data as RenderResult;
+  async render(input: RenderInput, opts: RenderOptions = {}): Promise<RenderResult> {
+    const limits = opts.limits;
+    const body = {
+      input: wire(input),
+      ...(opts.noCache ? { noCache: true } : {}),
+      ...(limits
+        ? {
+            limits: {
+              renderTimeoutMs: limits.renderTimeoutMs,
+              maxObjects: limits.maxObjects,
+              maxRenderedBytes: limits.maxRenderedBytes,
+            },
+          }
+        : {}),
+      ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+    };
+    return (await this.#post(RENDER_PATH, body, input.source, limits)) as RenderResult;
   }
 
-  async resolveRevision(input: ResolveInput): Promise<string> {
-    const answer = await this.#post(RESOLVE_PATH, { input: wire(input) }, input.source);
+  async resolveRevision(input: ResolveInput, opts: Pick<RenderOptions, 'tenant'> = {}): Promise<string> {
+    const body = { input: wire(input), ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}) };
+    const answer = await this.#post(RESOLVE_PATH, body, input.source);
     const parsed = ResolveAnswerSchema.safeParse(answer);
     if (!parsed.success) throw this.#malformed('revision');
     return parsed.data.revision;
@@ -80,7 +110,13 @@ export class RendererClient implements Renderer {
     return this.#agent.close();
   }
 
-  async #post(path: string, body: unknown, source: ApplicationSource, retried = false): Promise<unknown> {
+  async #post(
+    path: string,
+    body: unknown,
+    source: ApplicationSource,
+    limits?: ApplicationLimits,
+    retried = false,
+  ): Promise<unknown> {
     let token: string;
     try {
       token = await this.#opts.token();
@@ -109,8 +145,10 @@ export class RendererClient implements Renderer {
     if (res.statusCode === 401 && this.#opts.onUnauthorized && !retried) {
       await res.body.dump();
       await this.#opts.onUnauthorized();
-      return this.#post(path, body, source, true);
+      return this.#post(path, body, source, limits, true);
     }
+    if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith(ANSWER_CONTENT_TYPE))
+      return this.#objects(res.body, source, limits);
     const text = await this.#read(res.body, source);
     let json: unknown;
     try {
@@ -144,14 +182,90 @@ export class RendererClient implements Renderer {
       size += chunk.length;
       if (size > max) {
         body.destroy();
-        throw new SourceError(
-          'TooLarge',
-          `the rendered objects of '${source.path || '.'}' of '${redactURL(source.repoURL)}' are more than ${formatBytes(max)}`,
-        );
+        throw this.#tooLarge(source, max, undefined);
       }
       chunks.push(chunk);
     }
     return Buffer.concat(chunks).toString('utf8');
+  }
+
+  /**
+   * A render's NDJSON answer, line by line: every line parsed and checked as it arrives, the event
+   * loop given a turn every PARSE_SLICE_MS, reading stopped at the Application's size limit.
+   */
+  async #objects(
+    body: AsyncIterable<Buffer> & { destroy(): void },
+    source: ApplicationSource,
+    limits: ApplicationLimits | undefined,
+  ): Promise<RenderResult> {
+    const max = this.#opts.maxAnswerBytes ?? Math.min(limits?.maxRenderedBytes ?? MAX_ANSWER_BYTES, MAX_ANSWER_BYTES);
+    const objects: RenderedObject[] = [];
+    let header:
+      | {
+          revision: string;
+          sourceType: RenderResult['sourceType'];
+          objects: number;
+          dependencies?: string[] | undefined;
+        }
+      | undefined;
+    let pending: Buffer[] = [];
+    let size = 0;
+    let sliceStart = performance.now();
+    const line = (text: string): void => {
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw this.#malformed(header ? `object ${objects.length + 1}` : 'its header');
+      }
+      if (!header) {
+        const h = RenderAnswerHeaderSchema.safeParse(json);
+        if (!h.success) throw this.#malformed(h.error.issues[0]?.path.join('.') || 'its header');
+        header = h.data;
+        return;
+      }
+      const o = RenderedObjectSchema.safeParse(json);
+      if (!o.success) throw this.#malformed(`objects.${objects.length}.${o.error.issues[0]?.path.join('.') ?? ''}`);
+      objects.push(o.data as RenderedObject);
+    };
+    try {
+      for await (const chunk of body) {
+        size += chunk.length;
+        if (size > max) throw this.#tooLarge(source, max, limits);
+        let from = 0;
+        for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, from)) {
+          pending.push(chunk.subarray(from, nl));
+          line(Buffer.concat(pending).toString('utf8'));
+          pending = [];
+          from = nl + 1;
+          if (performance.now() - sliceStart > PARSE_SLICE_MS) {
+            await yieldToEventLoop();
+            sliceStart = performance.now();
+          }
+        }
+        if (from < chunk.length) pending.push(chunk.subarray(from));
+      }
+    } catch (err) {
+      body.destroy();
+      throw err;
+    }
+    if (pending.length > 0 && Buffer.concat(pending).length > 0) throw this.#malformed('its last line');
+    if (!header || header.objects !== objects.length) throw this.#malformed('its object count');
+    return {
+      revision: header.revision,
+      sourceType: header.sourceType,
+      objects,
+      ...(header.dependencies ? { dependencies: header.dependencies } : {}),
+    };
+  }
+
+  #tooLarge(source: ApplicationSource, max: number, limits: ApplicationLimits | undefined): SourceError {
+    const by =
+      limits && max === limits.maxRenderedBytes ? ` (argocd-cm ${APPLICATION_LIMIT_KEYS.maxRenderedSize})` : '';
+    return new SourceError(
+      'TooLarge',
+      `the rendered objects of '${source.path || '.'}' of '${redactURL(source.repoURL)}' are more than ${formatBytes(max)}${by}`,
+    );
   }
 
   #malformed(field: string | undefined): SourceError {

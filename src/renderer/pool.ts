@@ -123,7 +123,11 @@ export class RenderPool {
       outcome();
       this.#pump();
     };
-    const timedOut = overTimeLimit(job.request.source, job.environment.limits.renderTimeoutMs);
+    const timedOut = overTimeLimit(
+      job.request.source,
+      job.environment.limits.renderTimeoutMs,
+      job.environment.timeLimitSetBy,
+    );
     const timer = setTimeout(() => {
       // Ask the thread to stop its tools; a thread stuck in its own work is terminated after the grace.
       worker.postMessage({ type: 'abort', id, message: timedOut.message } satisfies WorkerMessage);

@@ -2,8 +2,8 @@
 // credential rule): a source, the revision, the facts of its Application a render needs, and the
 // answer, the rendered objects or a source error. JSON over HTTP, with a bearer token:
 //
-//   POST /v1/render   {input, noCache?}    200 RenderAnswer | 422 {error} | 400 | 401 | 413 | 503
-//   POST /v1/resolve  {input}              200 {revision}   | 422 {error} | ...
+//   POST /v1/render   {input, noCache?, limits?, tenant?}   200 RenderAnswer (NDJSON) | 409 {needs} | 422 {error} | 400 | 401 | 413 | 503
+//   POST /v1/resolve  {input, tenant?}                       200 {revision}            | 422 {error} | ...
 //   GET  /healthz                          200 (no token): the process answers
 //   GET  /readyz                           200 once it has its token, else 503
 //
@@ -62,14 +62,30 @@ export const RenderInputSchema = z.strictObject({
   revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
 });
 
+/** Whose request this is, for a fair share of render slots between tenants (the AppProject's name). */
+const TenantSchema = z.string().max(512).optional();
+
+/**
+ * The Application's own limits (api/limits.ts, from argocd-cm): the renderer applies the lower of
+ * each and its own, and names the argocd-cm key when the Application's is the one passed.
+ */
+export const RenderLimitsSchema = z.strictObject({
+  renderTimeoutMs: z.number().int().positive().optional(),
+  maxObjects: z.number().int().positive().optional(),
+  maxRenderedBytes: z.number().int().positive().optional(),
+});
+export type RequestLimits = z.infer<typeof RenderLimitsSchema>;
+
 export const RenderRequestSchema = z.strictObject({
   input: RenderInputSchema,
   /** A hard refresh: render again even when the same input at the same commit was rendered before. */
   noCache: z.boolean().optional(),
+  limits: RenderLimitsSchema.optional(),
+  tenant: TenantSchema,
 });
 export type RenderRequest = z.infer<typeof RenderRequestSchema>;
 
-export const ResolveRequestSchema = z.strictObject({ input: RenderInputSchema });
+export const ResolveRequestSchema = z.strictObject({ input: RenderInputSchema, tenant: TenantSchema });
 
 const REASONS = [
   'RepositoryUnreachable',
@@ -106,19 +122,26 @@ const KubeObjectSchema = z.looseObject({
  */
 const AnsweredRevision = z.string().max(1024);
 
-export const RenderAnswerSchema = z.object({
+/**
+ * A render's answer is NDJSON (`application/x-ndjson`): this header line, then one line per object
+ * (RenderedObjectSchema), `objects` of them. Read line by line, no object costs the controller more
+ * than its own parse, and the controller can stop reading at its limit.
+ */
+export const ANSWER_CONTENT_TYPE = 'application/x-ndjson';
+
+export const RenderAnswerHeaderSchema = z.object({
   revision: AnsweredRevision,
   sourceType: z.enum(['Directory', 'Kustomize', 'Helm']),
   /** The repositories a chart's dependencies were fetched from (the controller refreshes on their Secrets' changes). */
   dependencies: z.array(z.string()).optional(),
-  objects: z.array(
-    z.object({
-      object: KubeObjectSchema,
-      location: z.object({ file: z.string(), document: z.number() }),
-    }),
-  ),
+  objects: z.number().int().nonnegative(),
 });
-export type RenderAnswer = z.infer<typeof RenderAnswerSchema>;
+export type RenderAnswerHeader = z.infer<typeof RenderAnswerHeaderSchema>;
+
+export const RenderedObjectSchema = z.object({
+  object: KubeObjectSchema,
+  location: z.object({ file: z.string(), document: z.number() }),
+});
 
 /** 409: the chart's dependencies are in these repositories; ask again with dependencyRepositories. */
 export const NeedsAnswerSchema = z.object({

@@ -28,8 +28,22 @@ export interface RendererProcessOptions {
   renderMemoryBytes?: number;
   /** Bytes of answers cached for unchanged inputs. Default 256 MiB. */
   cacheBytes?: number;
+  /** Bytes of checked-out commits on disk. Default 2 GiB (source/git.ts). */
+  checkoutCacheBytes?: number;
+  /** Bytes of Git clones on disk. Default 2 GiB (source/git.ts). */
+  cloneCacheBytes?: number;
   /** Limits of the tools and checkouts (source/render.ts has each default). */
-  limits?: Partial<Pick<RenderLimits, 'toolMemoryBytes' | 'writeMaxBytes' | 'checkoutMaxBytes' | 'checkoutMaxFiles'>>;
+  limits?: Partial<
+    Pick<
+      RenderLimits,
+      | 'toolMemoryBytes'
+      | 'writeMaxBytes'
+      | 'checkoutMaxBytes'
+      | 'checkoutMaxFiles'
+      | 'maxDocumentBytes'
+      | 'maxDocumentNodes'
+    >
+  >;
   /** Environment of git, helm and kustomize. Default: this process's. */
   env?: NodeJS.ProcessEnv;
   logger: Logger;
@@ -62,6 +76,10 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     limits: { renderTimeoutMs, maxRenderedBytes: MAX_RENDERED_BYTES, ...opts.limits },
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
+    git: {
+      ...(opts.checkoutCacheBytes !== undefined ? { treeCacheMaxBytes: opts.checkoutCacheBytes } : {}),
+      ...(opts.cloneCacheBytes !== undefined ? { cloneCacheMaxBytes: opts.cloneCacheBytes } : {}),
+    },
   });
   const handler = rendererHandler({
     renderer,

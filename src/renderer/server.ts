@@ -4,9 +4,11 @@
 //
 // Every request is hostile input: its body is size-capped and parsed with a strict schema, a wrong
 // token is refused before anything is read of it, and renders run a bounded number at a time (the
-// rest wait in a bounded queue; past it, 503). A render that runs past its time limit is answered
-// with a Timeout error at the limit; what it left running (a git fetch) keeps its slot until its own
-// time limit stops it, so an overloaded renderer queues instead of piling up work.
+// rest wait in a bounded queue; past it, 503), the slots shared fairly between tenants (slots.ts).
+// A render that runs past its time limit (the renderer's, or the lower one of its Application) is
+// answered with a Timeout error at the limit; what it left running (a git fetch) keeps its slot
+// until its own time limit stops it, so an overloaded renderer queues instead of piling up work.
+// The answer is over the Application's limits of objects and bytes (answer.ts) or it is sent.
 //
 // Answers are cached by input and commit (as Argo CD's repo-server caches manifests by revision):
 // a refresh of an unchanged Application costs a `git ls-remote` and no render. `noCache` (a hard
@@ -28,6 +30,10 @@ import {
   type NeedsAnswer,
 } from './protocol.ts';
 import { AnswerCache } from './answer-cache.ts';
+import { encodeAnswer, overApplicationLimits } from './answer.ts';
+import { APPLICATION_LIMIT_KEYS } from '../api/limits.ts';
+import { RenderSlots } from './slots.ts';
+import { ANSWER_CONTENT_TYPE, type RequestLimits } from './protocol.ts';
 
 export interface RendererServerOptions {
   renderer: SourceRenderer;
@@ -50,57 +56,61 @@ export interface RendererServer {
   close(): Promise<void>;
 }
 
-/** An answer: JSON, except the plain-text probes. */
-type Answer = { status: number; body: Buffer | string; text?: true };
+/** An answer: JSON, except the plain-text probes and a render's objects (NDJSON). */
+type Answer = { status: number; body: Buffer | string; type?: 'text' | 'ndjson' };
 
 export function rendererHandler(opts: RendererServerOptions): http.RequestListener & { stats: RendererStats } {
   const maxConcurrent = opts.maxConcurrent ?? 8;
   const maxQueued = opts.maxQueued ?? 1000;
   const timeoutMs = opts.renderTimeoutMs ?? 180_000;
   const cache = new AnswerCache(opts.cacheBytes ?? 256 * 1024 * 1024);
-  const stats: RendererStats = { renders: 0, cacheHits: 0, running: 0, queued: 0 };
-  const waiting: Array<() => void> = [];
-
-  const slot = async (): Promise<(() => void) | undefined> => {
-    if (stats.running >= maxConcurrent) {
-      if (waiting.length >= maxQueued) return undefined;
-      stats.queued++;
-      await new Promise<void>((resolve) => waiting.push(resolve));
-      stats.queued--;
-    }
-    stats.running++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      stats.running--;
-      waiting.shift()?.();
-    };
+  const slots = new RenderSlots(maxConcurrent, maxQueued);
+  const counts = { renders: 0, cacheHits: 0 };
+  const stats: RendererStats = {
+    get renders() {
+      return counts.renders;
+    },
+    get cacheHits() {
+      return counts.cacheHits;
+    },
+    get running() {
+      return slots.stats.running;
+    },
+    get queued() {
+      return slots.stats.queued;
+    },
   };
 
-  const render = async (input: RenderInput, noCache: boolean): Promise<Answer> => {
-    const deadline = Date.now() + timeoutMs;
+  const render = async (input: RenderInput, noCache: boolean, limits: RequestLimits | undefined): Promise<Answer> => {
+    const deadline = Date.now() + timeLimit(limits).ms;
     const revision = await opts.renderer.resolveRevision(input);
     const key = cacheKey(input, revision);
-    const cached = noCache ? undefined : cache.get(key);
-    if (cached) {
-      stats.cacheHits++;
-      return { status: 200, body: cached };
+    let answer = noCache ? undefined : cache.get(key);
+    if (answer) counts.cacheHits++;
+    else {
+      counts.renders++;
+      const result = await opts.renderer.render({ ...input, revision }, { deadline, timeLimit: timeLimit(limits) });
+      answer = encodeAnswer(result);
+      cache.set(key, answer);
     }
-    stats.renders++;
-    const result = await opts.renderer.render({ ...input, revision }, { deadline });
-    const body = Buffer.from(JSON.stringify(result));
-    cache.set(key, body);
-    return { status: 200, body };
+    const over = overApplicationLimits(answer, limits, input.source);
+    if (over) throw over;
+    return { status: 200, body: answer.body, type: 'ndjson' };
   };
+
+  /** The time limit of a request: the renderer's, or its Application's when that is lower. */
+  const timeLimit = (limits: RequestLimits | undefined): { ms: number; setBy?: string } =>
+    limits?.renderTimeoutMs !== undefined && limits.renderTimeoutMs < timeoutMs
+      ? { ms: limits.renderTimeoutMs, setBy: `argocd-cm ${APPLICATION_LIMIT_KEYS.renderTimeout}` }
+      : { ms: timeoutMs };
 
   const handle = async (req: http.IncomingMessage): Promise<Answer> => {
     const url = req.url ?? '/';
-    if (req.method === 'GET' && url === '/healthz') return { status: 200, body: 'ok', text: true };
+    if (req.method === 'GET' && url === '/healthz') return { status: 200, body: 'ok', type: 'text' };
     if (req.method === 'GET' && url === '/readyz') {
       return opts.token()
-        ? { status: 200, body: 'ok', text: true }
-        : { status: 503, body: 'the renderer has no token yet', text: true };
+        ? { status: 200, body: 'ok', type: 'text' }
+        : { status: 503, body: 'the renderer has no token yet', type: 'text' };
     }
     if (req.method !== 'POST' || (url !== RENDER_PATH && url !== RESOLVE_PATH)) {
       return refusal(404, 'RendererUnavailable', `no such renderer endpoint: ${req.method} ${url.slice(0, 100)}`);
@@ -130,21 +140,23 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         `render request: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
       );
     }
-    const release = await slot();
+    const release = await slots.acquire(parsed.data.tenant ?? '');
     if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
     const input = parsed.data.input as RenderInput;
+    const limits = 'limits' in parsed.data ? (parsed.data.limits as RequestLimits | undefined) : undefined;
     const work =
       url === RESOLVE_PATH
         ? opts.renderer
             .resolveRevision(input)
             .then((revision): Answer => ({ status: 200, body: JSON.stringify({ revision }) }))
-        : render(input, 'noCache' in parsed.data && parsed.data.noCache === true);
+        : render(input, 'noCache' in parsed.data && parsed.data.noCache === true, limits);
     // The slot is held until the work really ends, even when the answer went out at the time limit.
     void work.then(release, release);
     let timer: NodeJS.Timeout | undefined;
+    const limit = timeLimit(limits);
     const overtime = new Promise<never>((_, reject) => {
       // A little after the render's own limit: the render reports its limit itself when it can.
-      timer = setTimeout(() => reject(overTimeLimit(input.source, timeoutMs)), timeoutMs + 1000);
+      timer = setTimeout(() => reject(overTimeLimit(input.source, limit.ms, limit.setBy)), limit.ms + 1000);
     });
     try {
       return await Promise.race([work, overtime]);
@@ -165,14 +177,15 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         return refusal(422, e.reason, e.message);
       })
       .then((answer) => {
-        if (answer.status !== 200 && answer.status !== 409 && !answer.text) {
+        if (answer.status !== 200 && answer.status !== 409 && answer.type !== 'text') {
           opts.logger.info(
             { path: req.url, status: answer.status, ms: Math.round(performance.now() - started) },
             errorText(answer),
           );
         }
         res.writeHead(answer.status, {
-          'content-type': answer.text ? 'text/plain' : 'application/json',
+          'content-type':
+            answer.type === 'text' ? 'text/plain' : answer.type === 'ndjson' ? ANSWER_CONTENT_TYPE : 'application/json',
           'content-length': Buffer.byteLength(answer.body),
           // A request cut off for its size is not read further: the connection goes with it.
           ...(answer.status === 413 ? { connection: 'close' } : {}),
@@ -185,10 +198,10 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
 
 export interface RendererStats {
   /** Renders run (not answered from the cache). */
-  renders: number;
-  cacheHits: number;
-  running: number;
-  queued: number;
+  readonly renders: number;
+  readonly cacheHits: number;
+  readonly running: number;
+  readonly queued: number;
 }
 
 /** Listens on `host:port` (TCP) or `unix:/path` (a socket only its owner may use). */

@@ -9,6 +9,7 @@ import { globMatch } from '../impersonation/glob.ts';
 import { SourceError } from './errors.ts';
 import { formatBytes } from './exec.ts';
 import { physicalRelative } from './paths.ts';
+import type { DocumentLimits } from './expand.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 
 export interface DirectoryOptions {
@@ -19,6 +20,8 @@ export interface DirectoryOptions {
   maxFileBytes: number;
   /** Largest sum of the files read. */
   maxTotalBytes: number;
+  /** What one document may hold, or expand to. */
+  documents?: DocumentLimits | undefined;
 }
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -68,9 +71,11 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
     const text = await readFile(abs, 'utf8');
     if (text.includes(SKIP_MARKER)) continue;
     try {
-      for (const p of parseManifests(text, shown)) out.push(p);
+      for (const p of parseManifests(text, shown, { limits: opts.documents })) out.push(p);
     } catch (err) {
-      if (err instanceof SourceError && !/\.json$/i.test(rel) && !looksLikeManifest(text)) continue;
+      // A file over a limit is never "unrelated": skipping it would hide the attack.
+      if (err instanceof SourceError && err.reason !== 'TooLarge' && !/\.json$/i.test(rel) && !looksLikeManifest(text))
+        continue;
       throw err;
     }
   }

@@ -6,6 +6,10 @@
 // fetched again, and works offline. The files of a commit are materialised once into their own
 // directory under <cacheDir>/trees/ (read-only by convention, shared by concurrent renders, evicted
 // when unused and over the limit), unless the commit is over the checkout limits (materialise.ts).
+// Both caches are bounded in bytes, so that together they stay below the volume they live on: the
+// checked-out trees by the sizes their tree listings give before anything is written (a new one
+// waits for room when the trees in use fill the budget), the clones by their size on disk after
+// each fetch (the least recently used clones nobody is using are removed first).
 // Each instance keeps its trees in a folder of its own (trees/<pid>-<random>/); folders of
 // processes that are gone are removed on first use. Only network repositories are fetched unless
 // local ones are allowed (repo-url.ts), and every git runs with the renderer's own configuration
@@ -16,7 +20,7 @@
 // own ref locks for the clones.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SourceError } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
@@ -41,6 +45,10 @@ export interface GitRepoCacheOptions {
   localTimeoutMs?: number;
   /** Checked-out commits kept on disk when nobody uses them. Default 16. */
   maxTrees?: number;
+  /** Bytes of checked-out commits on disk, in use or not. Default 2 GiB (at least the checkout limit). */
+  treeCacheMaxBytes?: number;
+  /** Bytes of clones on disk. Default 2 GiB. */
+  cloneCacheMaxBytes?: number;
   /** Environment for git (default: this process's), made safe by gitEnvironment (git-env.ts). */
   env?: NodeJS.ProcessEnv;
   /** Allow file:// URLs and local paths as repositories (demos and tests; never in an install). Default false. */
@@ -71,9 +79,14 @@ export interface Checkout {
 
 interface Tree {
   dir: string;
+  /** The size of its files, from the tree listing. */
+  bytes: number;
   leases: number;
   lastUsed: number;
 }
+
+export const DEFAULT_TREE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
+export const DEFAULT_CLONE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
 
 const FULL_SHA = /^[0-9a-f]{40}$/;
 const SHORT_SHA = /^[0-9a-f]{7,40}$/i;
@@ -98,6 +111,15 @@ export class GitRepoCache {
   /** `git ls-remote` runs, for tests and the benchmark. */
   lsRemoteCount = 0;
   readonly #trees = new Map<string, Tree>();
+  readonly #treeCacheMaxBytes: number;
+  /** Bytes of the trees on disk plus the room reserved for trees being written. */
+  #treeBytes = 0;
+  /** Checkouts waiting for room in the tree cache: called when a tree is released or removed. */
+  readonly #roomWaiters: Array<() => void> = [];
+  readonly #cloneCacheMaxBytes: number;
+  /** Clones on disk: their size after their last fetch, and when they were last used. */
+  readonly #clones = new Map<string, { dir: string; bytes: number; lastUsed: number }>();
+  #clonesScanned: Promise<void> | undefined;
   #treesCleared: Promise<void> | undefined;
   /** This instance's own folder of trees: other processes (or instances) on the cacheDir never touch it. */
   readonly #treesDir: string;
@@ -108,10 +130,16 @@ export class GitRepoCache {
     this.#networkTimeoutMs = opts.networkTimeoutMs ?? 120_000;
     this.#localTimeoutMs = opts.localTimeoutMs ?? 60_000;
     this.#maxTrees = opts.maxTrees ?? 16;
+    this.#cloneCacheMaxBytes = opts.cloneCacheMaxBytes ?? DEFAULT_CLONE_CACHE_BYTES;
     this.#allowLocal = opts.allowLocalRepositories === true;
     this.#scrub = scrubber([{ from: this.#cacheDir, to: '<cache>' }]);
     this.#toolLimits = { ...DEFAULT_TOOL_LIMITS, ...opts.toolLimits };
     this.#checkoutLimits = { ...DEFAULT_CHECKOUT_LIMITS, ...opts.checkoutLimits };
+    // One commit at the checkout limit must always fit.
+    this.#treeCacheMaxBytes = Math.max(
+      opts.treeCacheMaxBytes ?? DEFAULT_TREE_CACHE_BYTES,
+      this.#checkoutLimits.checkoutMaxBytes,
+    );
     this.#env = gitEnvironment(opts.env ?? process.env, { allowFile: this.#allowLocal });
     this.#treesDir = path.join(this.#cacheDir, 'trees', `${process.pid}-${randomBytes(4).toString('hex')}`);
   }
@@ -165,11 +193,12 @@ export class GitRepoCache {
       if (!(await this.#fetchCommit(repo, revision))) {
         throw new SourceError('RevisionNotFound', `revision '${revision}' not found in '${repo.shown}'`);
       }
-      const dir = await this.#materialise(repo, revision);
-      const created: Tree = { dir, leases: 1, lastUsed: Date.now() };
+      const { dir, bytes } = await this.#materialise(repo, revision);
+      const created: Tree = { dir, bytes, leases: 1, lastUsed: Date.now() };
       this.#trees.set(treeKey, created);
       return created;
     });
+    this.#touchClone(repo);
     this.#evict();
     let released = false;
     return {
@@ -181,6 +210,7 @@ export class GitRepoCache {
         tree.leases--;
         tree.lastUsed = Date.now();
         this.#evict();
+        this.#wakeRoomWaiters();
       },
     };
   }
@@ -237,6 +267,7 @@ export class GitRepoCache {
         access: repo.access,
       },
     );
+    await this.#measureClone(repo);
     if (r.code !== 0 && mustSucceed) {
       throw new SourceError(
         'RepositoryUnreachable',
@@ -280,7 +311,7 @@ export class GitRepoCache {
   }
 
   /** Writes the files of `sha` into a directory of their own (materialise.ts). Holds the mutex. */
-  #materialise(repo: Repo, sha: string): Promise<string> {
+  #materialise(repo: Repo, sha: string): Promise<{ dir: string; bytes: number }> {
     const git: GitRunner = (args, o) =>
       this.#run(args, {
         ...o,
@@ -289,19 +320,82 @@ export class GitRepoCache {
         timeoutMs: this.#localTimeoutMs,
       });
     const target = { gitDir: repo.dir, shown: repo.shown, sha, parent: path.join(this.#treesDir, repo.key) };
-    return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits);
+    return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits, {
+      reserve: (bytes) => this.#reserveTreeRoom(bytes),
+      unreserve: (bytes) => {
+        this.#treeBytes -= bytes;
+        this.#wakeRoomWaiters();
+      },
+    });
   }
 
-  #evict(): void {
+  /**
+   * Room for a tree of `bytes` in the tree cache: unused trees are removed, oldest first, until it
+   * fits; while the trees in use fill it, this waits for one to be released.
+   */
+  async #reserveTreeRoom(bytes: number): Promise<void> {
+    for (;;) {
+      this.#evict(bytes);
+      if (this.#treeBytes + bytes <= this.#treeCacheMaxBytes) break;
+      await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
+    }
+    this.#treeBytes += bytes;
+  }
+
+  #wakeRoomWaiters(): void {
+    for (const wake of this.#roomWaiters.splice(0)) wake();
+  }
+
+  /** Removes unused trees, oldest first, past maxTrees, or until `room` more bytes fit. */
+  #evict(room = 0): void {
     const idle = [...this.#trees.entries()]
       .filter(([, t]) => t.leases === 0)
       .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
     let excess = this.#trees.size - this.#maxTrees;
     for (const [key, tree] of idle) {
-      if (excess <= 0) break;
+      if (excess <= 0 && this.#treeBytes + room <= this.#treeCacheMaxBytes) break;
       this.#trees.delete(key);
+      this.#treeBytes -= tree.bytes;
       excess--;
       void rm(tree.dir, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  #touchClone(repo: Repo): void {
+    const c = this.#clones.get(repo.key);
+    if (c) c.lastUsed = Date.now();
+  }
+
+  /** The clone's size after a fetch; past the clone budget, unused clones go, least recently used first. */
+  async #measureClone(repo: Repo): Promise<void> {
+    this.#clonesScanned ??= this.#scanClones();
+    await this.#clonesScanned;
+    this.#clones.set(repo.key, { dir: repo.dir, bytes: await diskUsage(repo.dir), lastUsed: Date.now() });
+    let total = 0;
+    for (const c of this.#clones.values()) total += c.bytes;
+    const idle = [...this.#clones.entries()]
+      .filter(([key]) => key !== repo.key && !this.#mutex.busy(key))
+      .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    for (const [key, clone] of idle) {
+      if (total <= this.#cloneCacheMaxBytes) break;
+      total -= clone.bytes;
+      this.#clones.delete(key);
+      // Under the clone's own mutex: whoever comes next for it waits, then clones it again.
+      void this.#mutex.with(key, () => rm(clone.dir, { recursive: true, force: true })).catch(() => {});
+    }
+  }
+
+  /** Clones left on disk by an earlier renderer on this cacheDir count too (their last use: their mtime). */
+  async #scanClones(): Promise<void> {
+    const reposDir = path.join(this.#cacheDir, 'repos');
+    const names = await readdir(reposDir).catch(() => [] as string[]);
+    for (const name of names) {
+      if (!name.endsWith('.git')) continue;
+      const dir = path.join(reposDir, name);
+      const info = await stat(dir).catch(() => undefined);
+      if (!info?.isDirectory()) continue;
+      const key = name.slice(0, -'.git'.length);
+      if (!this.#clones.has(key)) this.#clones.set(key, { dir, bytes: await diskUsage(dir), lastUsed: info.mtimeMs });
     }
   }
 
@@ -346,6 +440,18 @@ export class GitRepoCache {
       await creds.dispose();
     }
   }
+}
+
+/** Bytes of the files under `dir` (symlinks not followed). */
+async function diskUsage(dir: string): Promise<number> {
+  let total = 0;
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
+  for (const e of entries) {
+    if (!e.isFile()) continue;
+    const info = await lstat(path.join(e.parentPath, e.name)).catch(() => undefined);
+    total += info?.size ?? 0;
+  }
+  return total;
 }
 
 interface Repo {

@@ -60,7 +60,15 @@ export interface SourceRendererOptions {
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
   searchPath?: string;
   limits?: Partial<RenderLimits>;
-  git?: { networkTimeoutMs?: number; localTimeoutMs?: number; maxTrees?: number };
+  git?: {
+    networkTimeoutMs?: number;
+    localTimeoutMs?: number;
+    maxTrees?: number;
+    /** Bytes of checked-out commits kept on disk (git.ts). */
+    treeCacheMaxBytes?: number;
+    /** Bytes of clones kept on disk (git.ts). */
+    cloneCacheMaxBytes?: number;
+  };
   /** Extra `kustomize build` flags, like argocd-cm's kustomize.buildOptions. */
   kustomizeBuildOptions?: string[];
   /** Environment for git, helm and kustomize (default: this process's). */
@@ -132,6 +140,12 @@ export interface DependencyRepository {
   repository?: RepositoryAccess | undefined;
 }
 
+/** How long a render may take: until `deadline` (epoch ms), the limit being `timeLimit` (for its message). */
+export interface RenderTimeOptions {
+  deadline?: number | undefined;
+  timeLimit?: { ms: number; setBy?: string | undefined } | undefined;
+}
+
 export interface RenderResult {
   /** Commit SHA rendered. */
   revision: string;
@@ -164,6 +178,8 @@ export class SourceRenderer {
       networkTimeoutMs: opts.git?.networkTimeoutMs,
       localTimeoutMs: opts.git?.localTimeoutMs,
       maxTrees: opts.git?.maxTrees,
+      treeCacheMaxBytes: opts.git?.treeCacheMaxBytes,
+      cloneCacheMaxBytes: opts.git?.cloneCacheMaxBytes,
       env: opts.env,
       allowLocalRepositories: opts.allowLocalRepositories,
       toolLimits: toolLimits(this.#limits, opts.toolPaths?.prlimit),
@@ -191,9 +207,9 @@ export class SourceRenderer {
    * Renders the source at its revision. `deadline` (epoch ms) bounds the whole render; what is left
    * of it once the commit is checked out is the time the tools and the parsing get.
    */
-  async render(input: RenderInput, opts: { deadline?: number } = {}): Promise<RenderResult> {
+  async render(input: RenderInput, opts: RenderTimeOptions = {}): Promise<RenderResult> {
     try {
-      return await this.#render(input, opts.deadline);
+      return await this.#render(input, opts);
     } catch (err) {
       // The last line of scrub.ts: whatever leaves here names no folder of the renderer's cache.
       if (err instanceof NeedsRepositories) throw err;
@@ -212,8 +228,8 @@ export class SourceRenderer {
     return this.#charts.helm.indexFetches + this.#charts.oci.tagFetches;
   }
 
-  async #render(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
-    if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, deadline);
+  async #render(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
+    if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, time);
     const source = input.source;
     const revision = await this.#git.resolveRevision(
       source.repoURL,
@@ -222,19 +238,19 @@ export class SourceRenderer {
     );
     const checkout = await this.#git.checkout(source.repoURL, revision, { access: input.repository });
     try {
-      return { revision, ...(await this.#renderDir(checkout.dir, source, input, deadline)) };
+      return { revision, ...(await this.#renderDir(checkout.dir, source, input, time)) };
     } finally {
       checkout.release();
     }
   }
 
   /** A chart from a Helm repository or an OCI registry, or an oci:// artifact: unpacked (charts.ts), then rendered. */
-  async #renderChart(input: RenderInput, deadline: number | undefined): Promise<RenderResult> {
+  async #renderChart(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
     const maxAgeMs = input.revisionMaxAgeMs ?? 0;
     const version = await this.#charts.resolve(input.source, input.revision, input.repository, maxAgeMs);
     const unpacked = await this.#charts.unpack(input.source, version, input.repository, { maxAgeMs });
     const source = { ...input.source, path: unpacked.path };
-    return { revision: unpacked.revision, ...(await this.#renderDir(unpacked.dir, source, input, deadline)) };
+    return { revision: unpacked.revision, ...(await this.#renderDir(unpacked.dir, source, input, time)) };
   }
 
   /** Renders `source.path` of a folder (a checkout, an unpacked chart) in a worker, within the deadline. */
@@ -242,8 +258,10 @@ export class SourceRenderer {
     dir: string,
     source: ApplicationSource,
     input: RenderInput,
-    deadline: number | undefined,
+    time: RenderTimeOptions,
   ): Promise<Pick<RenderResult, 'sourceType' | 'objects' | 'dependencies'>> {
+    const { deadline, timeLimit } = time;
+    const limitMs = timeLimit?.ms ?? this.#limits.renderTimeoutMs;
     const workRoot = path.join(this.#opts.cacheDir, 'git', 'work');
     const maxAgeMs = input.revisionMaxAgeMs ?? 0;
     // Multi-source: the ref sources this source's value files name, each checked out with its own credentials.
@@ -268,8 +286,8 @@ export class SourceRenderer {
         charts: this.#charts,
         maxAgeMs,
       });
-      const remainingMs = deadline === undefined ? this.#limits.renderTimeoutMs : deadline - Date.now();
-      if (remainingMs <= 0) throw overTimeLimit(source, this.#limits.renderTimeoutMs);
+      const remainingMs = deadline === undefined ? limitMs : deadline - Date.now();
+      if (remainingMs <= 0) throw overTimeLimit(source, limitMs, timeLimit?.setBy);
       const { sourceType, objects } = await this.#runCheckout(
         {
           checkoutDir: dir,
@@ -294,7 +312,8 @@ export class SourceRenderer {
             // Resolved here: a worker thread has no environment of its own.
             searchPath: this.#opts.searchPath ?? process.env.PATH,
           },
-          limits: this.#limits,
+          limits: { ...this.#limits, renderTimeoutMs: limitMs },
+          ...(timeLimit?.setBy ? { timeLimitSetBy: timeLimit.setBy } : {}),
           // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
           workRoot,
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
@@ -323,7 +342,7 @@ function inThisThread(
 ): Promise<RenderedObjects> {
   const stop = new AbortController();
   const timer = setTimeout(
-    () => stop.abort(overTimeLimit(request.source, environment.limits.renderTimeoutMs)),
+    () => stop.abort(overTimeLimit(request.source, environment.limits.renderTimeoutMs, environment.timeLimitSetBy)),
     timeoutMs,
   );
   return renderCheckout(request, { ...environment, signal: stop.signal }).finally(() => clearTimeout(timer));

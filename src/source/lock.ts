@@ -4,6 +4,11 @@
 export class KeyedMutex {
   readonly #tails = new Map<string, Promise<void>>();
 
+  /** Whether someone holds `key` or waits for it. */
+  busy(key: string): boolean {
+    return this.#tails.has(key);
+  }
+
   /** Runs `fn` once every earlier holder of `key` has finished (whether it succeeded or not). */
   async with<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const previous = this.#tails.get(key) ?? Promise.resolve();

@@ -43,9 +43,31 @@ export interface CommitToWrite {
   cacheDir: string;
 }
 
-/** Writes the files of `c.sha` into a new folder under `c.parent` and returns it. Holds the clone's mutex. */
-export async function materialise(git: GitRunner, c: CommitToWrite, limits: CheckoutLimits): Promise<string> {
-  await checkTreeSize(git, c, limits);
+/**
+ * Writes the files of `c.sha` into a new folder under `c.parent` and returns it with their size.
+ * `reserve` is given that size before anything is written and resolves once the cache has room
+ * for it (git.ts); `unreserve` gives the room back when writing fails. Holds the clone's mutex.
+ */
+export async function materialise(
+  git: GitRunner,
+  c: CommitToWrite,
+  limits: CheckoutLimits,
+  room: { reserve(bytes: number): Promise<void>; unreserve(bytes: number): void } = {
+    reserve: async () => {},
+    unreserve: () => {},
+  },
+): Promise<{ dir: string; bytes: number }> {
+  const bytes = await checkTreeSize(git, c, limits);
+  await room.reserve(bytes);
+  try {
+    return { dir: await write(git, c), bytes };
+  } catch (err) {
+    room.unreserve(bytes);
+    throw err;
+  }
+}
+
+async function write(git: GitRunner, c: CommitToWrite): Promise<string> {
   await mkdir(c.parent, { recursive: true });
   // A unique directory per materialisation: an eviction in progress can never touch a newer copy.
   const dir = path.join(c.parent, `${c.sha}-${randomBytes(4).toString('hex')}`);
@@ -76,8 +98,8 @@ export async function materialise(git: GitRunner, c: CommitToWrite, limits: Chec
   }
 }
 
-/** Refuses a commit whose files add up to more than the limits, from its tree alone (nothing written). */
-async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutLimits): Promise<void> {
+/** Refuses a commit whose files add up to more than the limits, from its tree alone (nothing written); its size. */
+async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutLimits): Promise<number> {
   const where = `commit ${c.sha} of '${c.shown}'`;
   const r = await git(['ls-tree', '-r', '-l', '-z', '--full-tree', c.sha], {
     label: `listing the files of ${where}`,
@@ -92,17 +114,14 @@ async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutL
     throw err;
   });
   if (r.code !== 0) throw new SourceError('ToolFailed', `listing the files of ${where} failed: ${tail(r.stderr)}`);
-  const over = treeOverLimits(r.stdout.toString('utf8'), limits);
+  const listing = r.stdout.toString('utf8');
+  const over = treeOverLimits(listing, limits);
   if (over) throw new SourceError('TooLarge', `${where} has ${over}`);
+  return treeSize(listing).bytes;
 }
 
-/** Most bytes of `git ls-tree -r -l -z` read for a tree within `limits` (each entry: its path and ~60 bytes). */
-export function treeListingBytes(limits: CheckoutLimits): number {
-  return Math.min(512 * 1024 * 1024, Math.max(1024 * 1024, limits.checkoutMaxFiles * 4200));
-}
-
-/** What of a tree (`git ls-tree -r -l -z` output) is over the limits, e.g. "7 files, over ...", or undefined. */
-export function treeOverLimits(listing: string, limits: CheckoutLimits): string | undefined {
+/** Files and bytes of a tree listing (`git ls-tree -r -l -z`). */
+export function treeSize(listing: string): { files: number; bytes: number } {
   let files = 0;
   let bytes = 0;
   for (const entry of listing.split('\0')) {
@@ -112,6 +131,17 @@ export function treeOverLimits(listing: string, limits: CheckoutLimits): string 
     files++;
     bytes += Number(m[1]);
   }
+  return { files, bytes };
+}
+
+/** Most bytes of `git ls-tree -r -l -z` read for a tree within `limits` (each entry: its path and ~60 bytes). */
+export function treeListingBytes(limits: CheckoutLimits): number {
+  return Math.min(512 * 1024 * 1024, Math.max(1024 * 1024, limits.checkoutMaxFiles * 4200));
+}
+
+/** What of a tree (`git ls-tree -r -l -z` output) is over the limits, e.g. "7 files, over ...", or undefined. */
+export function treeOverLimits(listing: string, limits: CheckoutLimits): string | undefined {
+  const { files, bytes } = treeSize(listing);
   if (files > limits.checkoutMaxFiles) {
     return `${files} files, over the renderer's checkout limit of ${limits.checkoutMaxFiles} files`;
   }

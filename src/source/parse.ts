@@ -1,10 +1,13 @@
 // Manifests from text: YAML 1.1 as kubectl reads it (`0644` is 420, `yes` is true, merge keys),
 // multi-document, JSON, `List` kinds expanded, empty documents skipped. Every object keeps where it
 // came from; a syntax error names the file and line; a document that is not a Kubernetes object is an
-// error naming the file and the document.
-import { parseAllDocuments, type Tags } from 'yaml';
+// error naming the file and the document. Every document is held to the document limits
+// (expand.ts) before it is built: its size and node count, aliases counted at every use, so a
+// tenant's file costs the renderer time and memory in proportion to what it really holds.
+import { LineCounter, parseAllDocuments, type Tags } from 'yaml';
 import type { KubeObject, SourceLocation } from '../api/manifest.ts';
-import { SourceError } from './errors.ts';
+import { SourceError, formatBytes } from './errors.ts';
+import { checkAndExpand, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, type ExpansionProblem } from './expand.ts';
 
 export interface ParsedObject {
   object: KubeObject;
@@ -25,29 +28,32 @@ const DROPPED_TAGS = new Set([
 const kubectlTags = (tags: Tags): Tags =>
   tags.filter((t) => typeof t === 'string' || !(DROPPED_TAGS.has(t.tag) || t.format === 'TIME'));
 
-/** Aliases per document, to stop "billion laughs" documents from taking the controller's memory. */
-const MAX_ALIASES = 1000;
-
 export interface ParseOptions {
   /**
    * Take each document's file from a leading `# Source: <file>` comment, as `helm template` writes
    * them, so that objects and errors point at the chart's template rather than at helm's output.
    */
   sourceComments?: boolean;
+  /** The size and node count a document may reach (default DEFAULT_DOCUMENT_LIMITS). */
+  limits?: DocumentLimits | undefined;
 }
 
 /** Parses a file's text by its name: `.json` as JSON, anything else as YAML 1.1 (which reads JSON too). */
 export function parseManifests(text: string, file: string, opts: ParseOptions = {}): ParsedObject[] {
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
-  return file.toLowerCase().endsWith('.json') ? parseJSON(body, file) : parseYAML(body, file, opts);
+  const limits = opts.limits ?? DEFAULT_DOCUMENT_LIMITS;
+  return file.toLowerCase().endsWith('.json') ? parseJSON(body, file, limits) : parseYAML(body, file, opts, limits);
 }
 
-function parseYAML(text: string, file: string, opts: ParseOptions): ParsedObject[] {
+function parseYAML(text: string, file: string, opts: ParseOptions, limits: DocumentLimits): ParsedObject[] {
+  const lines = new LineCounter();
+  // Duplicate keys are found by checkAndExpand, in one pass: the parser's own check is quadratic.
   const docs = parseAllDocuments(text, {
     version: '1.1',
     customTags: kubectlTags,
     prettyErrors: true,
-    uniqueKeys: true,
+    uniqueKeys: false,
+    lineCounter: lines,
   });
   const out: ParsedObject[] = [];
   const perTemplate = new Map<string, number>();
@@ -62,9 +68,20 @@ function parseYAML(text: string, file: string, opts: ParseOptions): ParsedObject
       });
     }
     const commented = opts.sourceComments ? sourceComment(doc.commentBefore ?? doc.contents?.commentBefore) : undefined;
+    const where = `${commented ?? file}: document ${i + 1}`;
+    const size = doc.range[2] - doc.range[0];
+    if (size > limits.maxDocumentBytes) throw overLimit(where, { kind: 'bytes', bytes: size }, limits);
+    const problem = checkAndExpand(doc, limits, lines);
+    if (problem?.kind === 'duplicate')
+      throw new SourceError(
+        'InvalidManifest',
+        `${file}${problem.line === undefined ? '' : `:${problem.line}`}: Map keys must be unique`,
+      );
+    if (problem) throw overLimit(where, problem, limits);
     let value: unknown;
     try {
-      value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+      // No alias is left to resolve (checkAndExpand replaced each by its node), hence no count.
+      value = doc.toJS({ maxAliasCount: -1 });
     } catch (e) {
       throw new SourceError('InvalidManifest', `${commented ?? file}: document ${i + 1}: ${(e as Error).message}`, {
         cause: e,
@@ -81,7 +98,10 @@ function parseYAML(text: string, file: string, opts: ParseOptions): ParsedObject
   return out;
 }
 
-function parseJSON(text: string, file: string): ParsedObject[] {
+function parseJSON(text: string, file: string, limits: DocumentLimits): ParsedObject[] {
+  // JSON has no aliases: its size is its text (a List's items are its documents' objects).
+  if (text.length > limits.maxDocumentBytes)
+    throw overLimit(`${file}: document 1`, { kind: 'bytes', bytes: text.length }, limits);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -142,6 +162,30 @@ function asKubeObject(value: unknown, loc: SourceLocation, where: string): KubeO
   if (meta.namespace !== undefined && typeof meta.namespace !== 'string')
     return fail(`metadata.namespace is not a string (${value.kind} ${String(meta.name)})`);
   return value as KubeObject;
+}
+
+/** A document over a limit: TooLarge, naming the file, the document and the limit. */
+function overLimit(
+  where: string,
+  problem: Exclude<ExpansionProblem, { kind: 'duplicate' }>,
+  limits: DocumentLimits,
+): SourceError {
+  switch (problem.kind) {
+    case 'recursive':
+      return new SourceError('InvalidManifest', `${where}: alias *${problem.anchor} refers to the node it is in`);
+    case 'unresolved':
+      return new SourceError('InvalidManifest', `${where}: alias *${problem.anchor} names no anchor before it`);
+    case 'nodes':
+      return new SourceError(
+        'TooLarge',
+        `${where} expands to more than ${limits.maxDocumentNodes} nodes (aliases counted at every use), the renderer's limit for one document`,
+      );
+    case 'bytes':
+      return new SourceError(
+        'TooLarge',
+        `${where} is larger than ${formatBytes(limits.maxDocumentBytes)} (aliases counted at every use), the renderer's limit for one document`,
+      );
+  }
 }
 
 function sourceComment(comment: string | null | undefined): string | undefined {

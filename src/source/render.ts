@@ -17,6 +17,7 @@ import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import { DEFAULT_TOOL_LIMITS, formatBytes, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
+import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -48,6 +49,10 @@ export interface RenderLimits {
   toolMemoryBytes: number;
   /** Largest single file a git, helm or kustomize process may write (RLIMIT_FSIZE). Default 256 MiB. */
   writeMaxBytes: number;
+  /** Largest YAML or JSON document, aliases counted at every use (expand.ts). Default 16 MiB. */
+  maxDocumentBytes: number;
+  /** Most nodes one document may expand to, aliases counted at every use. Default 1,000,000. */
+  maxDocumentNodes: number;
 }
 
 export const DEFAULT_LIMITS: RenderLimits = {
@@ -61,6 +66,7 @@ export const DEFAULT_LIMITS: RenderLimits = {
   checkoutMaxFiles: DEFAULT_CHECKOUT_LIMITS.checkoutMaxFiles,
   toolMemoryBytes: DEFAULT_TOOL_LIMITS.memoryBytes,
   writeMaxBytes: DEFAULT_TOOL_LIMITS.writeBytes,
+  ...DEFAULT_DOCUMENT_LIMITS,
 };
 
 /** The operating system's limits on each tool process, from the render limits. */
@@ -79,6 +85,8 @@ export interface RenderEnvironment {
   env: NodeJS.ProcessEnv;
   /** Stops the tools of this render (its time limit ran out). */
   signal?: AbortSignal | undefined;
+  /** Where a time limit lower than the renderer's is set (limits.renderTimeoutMs is then that one). */
+  timeLimitSetBy?: string | undefined;
 }
 
 export interface RenderRequest {
@@ -107,10 +115,15 @@ export interface RenderedObjects {
 const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
 
 /** The error of a render that ran past its time limit (`limitMs`). */
-export function overTimeLimit(source: Pick<ApplicationSource, 'path'>, limitMs: number): SourceError {
+/**
+ * The Timeout error of a render: past the renderer's time limit, or past its Application's when
+ * `setBy` names where that lower one is set (an argocd-cm key).
+ */
+export function overTimeLimit(source: Pick<ApplicationSource, 'path'>, limitMs: number, setBy?: string): SourceError {
+  const whose = setBy ? "this Application's time limit" : "the renderer's time limit";
   return new SourceError(
     'Timeout',
-    `the render of '${source.path || '.'}' took longer than the renderer's time limit of ${limitMs / 1000}s`,
+    `the render of '${source.path || '.'}' took longer than ${whose} of ${limitMs / 1000}s${setBy ? ` (${setBy})` : ''}`,
   );
 }
 
@@ -169,6 +182,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       exclude: source.directory?.exclude,
       maxFileBytes: env.limits.maxFileBytes,
       maxTotalBytes: env.limits.maxTotalBytes,
+      documents: documentLimits(env.limits),
     });
     return { sourceType, objects };
   }
@@ -205,7 +219,10 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         helmBinary: optionalTool('helm', env.tools),
         checkoutLimits: env.limits,
       });
-      return { sourceType, objects: parseManifests(out, `${shownPath} (kustomize build output)`) };
+      return {
+        sourceType,
+        objects: parseManifests(out, `${shownPath} (kustomize build output)`, { limits: documentLimits(env.limits) }),
+      };
     }
     const out = await helmTemplate({
       ...tool,
@@ -222,11 +239,18 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     });
     return {
       sourceType,
-      objects: parseManifests(out, `${shownPath} (helm template output)`, { sourceComments: true }),
+      objects: parseManifests(out, `${shownPath} (helm template output)`, {
+        sourceComments: true,
+        limits: documentLimits(env.limits),
+      }),
     };
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
+}
+
+function documentLimits(limits: RenderLimits): DocumentLimits {
+  return { maxDocumentBytes: limits.maxDocumentBytes, maxDocumentNodes: limits.maxDocumentNodes };
 }
 
 /** Deeper than this, an object is refused: no Kubernetes object is, and code that walks objects recursively would fail on it. */

@@ -32,7 +32,7 @@ export interface ResourceComparison {
   name: string;
   status: SyncStatusCode;
   health: HealthStatus | null;
-  /** Unified diff, live → what applying would leave; '' when Synced. Secret values masked. */
+  /** Unified diff, live → what applying would leave, when asked for (`diffs`); '' when Synced. Secret values masked. */
   diff: string;
   requiresPruning: boolean;
   /** Prune=confirm or Delete=confirm (annotation, else the Application's sync option). */
@@ -80,6 +80,11 @@ export interface CompareOptions extends PrepareOptions {
   fieldValidation?: FieldValidation | undefined;
   /** How live objects' health is assessed (argocd-cm customizations); default: the built-in checks. */
   health?: HealthAssessor | undefined;
+  /**
+   * Make each OutOfSync object's text diff (`impersync diff` shows them). Off by default: nothing
+   * on the controller's path reads them, and a diff costs time in proportion to the object's size.
+   */
+  diffs?: boolean | undefined;
   /** spec.ignoreDifferences and argocd-cm's, compare options; default: status ignored, nothing else. */
   diff?: ComparisonRules | undefined;
   /** The Application's syncOptions: its Prune= and Delete= defaults for deletion confirmation. */
@@ -124,7 +129,11 @@ function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version
   };
 }
 
-function renderDiff(pair: { live: KubeObject | null; predicted: KubeObject | null }): string {
+function renderDiff(
+  pair: { live: KubeObject | null; predicted: KubeObject | null },
+  opts: { diffs?: boolean | undefined },
+): string {
+  if (!opts.diffs) return '';
   const masked = maskSecrets(pair.live, pair.predicted);
   return unifiedDiff(toYaml(masked.live), toYaml(masked.predicted));
 }
@@ -184,7 +193,7 @@ async function compareOne(
     live,
     status: synced ? 'Synced' : 'OutOfSync',
     health: live ? await (opts.health ?? builtinAssessor)(live) : { status: 'Missing' },
-    diff: synced ? '' : renderDiff(pair),
+    diff: synced ? '' : renderDiff(pair, opts),
     ...(note ? { message: note.message } : {}),
   };
 }
@@ -238,7 +247,7 @@ async function compareExtra(
     live,
     status: 'OutOfSync',
     health: await health(live),
-    diff: renderDiff(await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, null)),
+    diff: opts.diffs ? renderDiff(await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, null), opts) : '',
     requiresPruning: true,
     ...(confirm ? { requiresDeletionConfirmation: true } : {}),
     ...(hasCompareOption(live, 'IgnoreExtraneous') ? { ignoreExtraneous: true } : {}),

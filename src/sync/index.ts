@@ -16,17 +16,27 @@
 //     Argo CD does. `identity` names who compared. Never throws for API errors.
 // - `refusedComparison(message, desired)`: spec §5's deny/error as a comparison: Unknown, the
 //     decision's message as the only error, nothing Synced.
-// - `sync(client, desired, inventory, {appName, namespace, revision?, prune?, dryRun?,
-//     syncOptions?, resources?, fieldValidation?, waitTimeoutMs?, pollIntervalMs?, signal?, health?,
-//     onProgress?})` → SyncResult {phase: Succeeded|Failed|Error, message, identity,
-//     resources: [{group, version, kind, namespace, name, status: Synced|SyncFailed|Pruned|
-//     PruneSkipped, message, hookType?, hookPhase, syncPhase}], comparison}
-//     Runs to completion in one call: PreSync, Sync, PostSync phases; sync waves; Argo CD's kind
-//     order; CRDs waited on until served; each wave healthy before the next (up to waitTimeoutMs);
-//     hooks with their delete policies; SyncFail hooks on failure; CreateNamespace=true,
-//     PruneLast=true, ApplyOutOfSyncOnly=true, Validate=false, PrunePropagationPolicy (app-level)
-//     and Prune=false, PruneLast=true, Validate=false (annotation). Messages are Argo CD's:
-//     "successfully synced (all tasks run)", "one or more objects failed to apply, reason: ...".
+// - `planSync(client, desired, inventory, {appName, namespace, revision?, prune?, dryRun?,
+//     syncOptions?, resources?, fieldValidation?, signal?, health?, startedAt?, prior?,
+//     pruneWaves?, diff?, tracking?, filter?, takeover?, pruneConfirmed?, syncStrategy?,
+//     managedNamespaceMetadata?})` → {kind: 'plan', plan} | {kind: 'done', result: SyncResult}
+//     A sync as Argo CD plans one, made again at each step of an operation: PreSync, Sync, PostSync
+//     phases; sync waves; Argo CD's kind order; hooks (none for a selective sync or syncStrategy
+//     apply); prunes in reverse wave order; SyncFail hooks apart; CreateNamespace=true (with
+//     managedNamespaceMetadata), PruneLast=true, ApplyOutOfSyncOnly=true, Validate=false,
+//     RespectIgnoreDifferences=true, FailOnSharedResource=true, Replace=true, Force=true (and
+//     syncStrategy force), the client-side apply migration (takeover), PrunePropagationPolicy and Prune=false|confirm
+//     (app-level) and Prune=false|confirm, PruneLast=true, Validate=false, Replace=true, Force=true
+//     (annotation). `prior` (the operation's results so far) says where each task stood; each task
+//     carries its (phase, wave) `group`. Bad input, a shared resource refused, or no task at all,
+//     is `done` at once. `awaitsConfirmation(plan, task)`: a Prune=confirm prune the Application has
+//     not approved (argocd.argoproj.io/deletion-approved since `startedAt`): its group waits.
+// - `applyGroup(ctx, tasks)`: one group's pending tasks applied (prunes, hooks, kind runs, CRDs
+//     briefly waited on until served), never waiting for health; `observe(ctx, tasks)` reads the
+//     running ones once; `isRunning`, `isPending`; `deleteHooks` by policy; Argo CD's messages
+//     (`failureMessage`: "one or more objects failed to apply, reason: ...", `waitingMessage`:
+//     "waiting for healthy state of ..."). The controller runs these one reconcile at a time
+//     (controller/sync-step.ts), the rules of what comes next in controller/operation-machine.ts.
 //     Every object applied carries `argocd.argoproj.io/tracking-id`. No retries: a 403 fails its
 //     object with the API server's message and ends the sync after that wave.
 // - `deleteResources(client, inventory, appName)` → {ok, message, remaining}: the resources
@@ -43,13 +53,16 @@
 // sync/ imports nothing from kube/ but its types (kube/types.ts): it cannot reach a credential.
 export { compare, compareResources, refusedComparison } from './compare.ts';
 export type { ComparisonResult, CompareOptions, InventoryEntry, ResourceComparison } from './compare.ts';
-export { sync } from './sync.ts';
+export { applyGroup, awaitsConfirmation, isPending, isRunning, observe, planSync, toResult } from './sync.ts';
+export type { Applied, Planned, SyncPlan } from './sync.ts';
+export { deleteHooks, failureMessage, waitingMessage } from './tasks.ts';
+export type { SyncTask } from './tasks.ts';
 export { deleteResources } from './delete.ts';
 export type { DeletionResult } from './delete.ts';
 export { deletionInventoryOf, inventoryOf, resourceStatusOf, trackingTarget } from './inventory.ts';
 export { resourceScopes } from './scopes.ts';
 export type { ResourceScopes } from './scopes.ts';
-export type { SyncOptions, SyncResult } from './sync.ts';
+export type { SyncOptions, SyncResult } from './plan.ts';
 export * from './health/index.ts';
 export {
   ANNOTATION_TRACKING_ID,

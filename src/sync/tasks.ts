@@ -26,6 +26,10 @@ export interface SyncTask extends Orderable {
   gone?: boolean;
   /** When reads of this task's object started being refused (401/403), while waiting for its health. */
   refusedSince?: number;
+  /** Its (phase, wave) group, in the order the sync runs them (plan.ts). */
+  group?: number;
+  /** A hook whose earlier run is being deleted first (BeforeHookCreation): created at a later step. */
+  deleting?: boolean;
 }
 
 export interface TaskContext {
@@ -90,17 +94,42 @@ export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   return true;
 }
 
-/** Deletes an object and waits until the server no longer has it (or the deadline passes). */
+/** Deletes an object and waits until the server no longer has it (or the deadline passes): Replace/Force. */
 export async function deleteAndWait(ctx: TaskContext, obj: KubeObject, deadline: number): Promise<string | null> {
   const ref = refOf(obj);
   const res = await ctx.client.delete(ref, { propagationPolicy: 'Foreground' });
-  if (!res.ok) return `failed to delete resource: ${res.error.message}`;
+  if (!res.ok && res.error.code !== 404) return `failed to delete resource: ${res.error.message}`;
   while (Date.now() < deadline && !ctx.signal?.aborted) {
     const got = await ctx.client.get(ref);
     if (got.ok && got.value === null) return null;
     await sleep(ctx.pollMs, ctx.signal);
   }
   return `timed out waiting for ${kubectlName(obj)} to be deleted`;
+}
+
+/**
+ * Deletes an object (an earlier run of a hook, BeforeHookCreation) without waiting for it to go:
+ * 'gone' when the server no longer has it, 'deleting' while it is being deleted, or why it failed.
+ */
+export async function deleteOnce(ctx: TaskContext, obj: KubeObject): Promise<'gone' | 'deleting' | { error: string }> {
+  const ref = refOf(obj);
+  const res = await ctx.client.delete(ref, { propagationPolicy: 'Foreground' });
+  if (!res.ok && res.error.code !== 404) return { error: `failed to delete resource: ${res.error.message}` };
+  const got = await ctx.client.get(ref);
+  return got.ok && got.value === null ? 'gone' : 'deleting';
+}
+
+/** Argo CD's failure message: `<what>, reason: <messages of the failed tasks>`. */
+export function failureMessage(what: string, tasks: readonly SyncTask[]): string {
+  // Tasks in Error after a successful apply (the live object unreadable) say why too.
+  const reasons = [
+    ...new Set(
+      tasks
+        .filter((t) => (t.result === 'SyncFailed' || t.operationState === 'Error') && t.message)
+        .map((t) => t.message),
+    ),
+  ];
+  return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
 }
 
 /** Hooks whose delete policy matches the outcome go away (`HookSucceeded` / `HookFailed`). */

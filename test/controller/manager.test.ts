@@ -103,6 +103,7 @@ function harness(opts: { cacheStopped?: Promise<void> } = {}) {
     app: (k: string) => apps.get(k),
     appKeys: () => [],
     allProjects: () => [],
+    project: () => undefined,
     settingsConfigMap: () => undefined,
     watches: () => [],
   } as unknown as ControllerCache;

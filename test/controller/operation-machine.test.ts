@@ -1,8 +1,9 @@
 // The operation as a state machine (src/controller/operation-machine.ts), as tables: the
 // crash-safety rules of nextStep() (what a controller does with the Application it reads, whatever
-// happened before it started), how an attempt ends (afterAttempt), and the final status. The same
-// rules against a real API server, restarts included: test/e2e/controller-sync.test.ts,
-// test/e2e/faults-controller.test.ts.
+// happened before it started), how a step ends (afterAttempt), the final status, and the steps of
+// a sync (nextSyncStep: which group next, what it waits for, when it fails). The same rules against
+// a real API server, restarts included: test/e2e/controller-sync.test.ts,
+// test/e2e/faults-controller.test.ts, test/e2e/operation-steps.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Operation, OperationState } from '../../src/api/index.ts';
@@ -12,9 +13,17 @@ import {
   afterAttempt,
   finishedStatus,
   nextStep,
+  nextSyncStep,
   stillThisOperation,
 } from '../../src/controller/operation-machine.ts';
-import type { Attempt, OperationView, Step } from '../../src/controller/operation-machine.ts';
+import type {
+  Attempt,
+  OperationView,
+  Step,
+  SyncStep,
+  SyncTaskView,
+  SyncView,
+} from '../../src/controller/operation-machine.ts';
 
 const NOW = '2026-03-01T12:00:00.000Z';
 const op: Operation = { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } };
@@ -84,6 +93,45 @@ const steps: Array<{ name: string; view: OperationView; expect: Step }> = [
     expect: started(op, 6),
   },
   {
+    name: 'Running at a later step, with its results and progress so far: resumed as it is',
+    view: {
+      operation: op,
+      state: state({ syncResult: { revision: 'abc', resources: [] }, progress: { waitingSince: NOW } }),
+      generation: 4,
+    },
+    expect: {
+      kind: 'resume',
+      state: state({ syncResult: { revision: 'abc', resources: [] }, progress: { waitingSince: NOW } }),
+    },
+  },
+  {
+    name: 'a failed attempt owes a retry (Running, finishedAt set) whose backoff is not over: wait the rest of it',
+    view: {
+      operation: { ...op, retry: { limit: 3, backoff: { duration: '10s' } } },
+      state: state({
+        operation: { ...op, retry: { limit: 3, backoff: { duration: '10s' } } },
+        retryCount: 1,
+        finishedAt: '2026-03-01T11:59:56.000Z',
+      }),
+      generation: 4,
+    },
+    expect: { kind: 'wait', delayMs: 6000 },
+  },
+  {
+    name: 'a retry whose backoff is over (after a restart too) starts its attempt afresh: no results, no progress',
+    view: {
+      operation: op,
+      state: state({
+        retryCount: 1,
+        finishedAt: '2026-03-01T11:00:00.000Z',
+        syncResult: { revision: 'abc', resources: [] },
+        progress: { failure: 'x' },
+      }),
+      generation: 4,
+    },
+    expect: { kind: 'resume', state: state({ retryCount: 1 }) },
+  },
+  {
     name: 'Terminating: finished Failed without running',
     view: { operation: op, state: state({ phase: 'Terminating' }), generation: 4 },
     expect: { kind: 'finish', state: state({ phase: 'Terminating' }), end: TERMINATED },
@@ -139,6 +187,8 @@ test('after an attempt: a retryable failure with retries left stays Running, cou
       syncResult,
       retryCount: 1,
       message: 'one or more objects failed. Retrying attempt #1 at 2026-03-01T12:00:05.000Z.',
+      // This attempt is over; nextStep starts the next one once the backoff is.
+      finishedAt: NOW,
     },
   });
   const second = afterAttempt({ ...retrying, retryCount: 1 }, failed, nowMs);
@@ -148,6 +198,27 @@ test('after an attempt: a retryable failure with retries left stays Running, cou
     { phase: 'Failed', message: 'one or more objects failed' },
     2,
   ]);
+});
+
+test('after a step that waits: still Running, its results, message and progress written when they changed', () => {
+  const progress = { waitingSince: NOW, pruneWaves: [] };
+  const running: Attempt = {
+    kind: 'running',
+    message: 'waiting for healthy state of apps/Deployment/web',
+    syncResult,
+    progress,
+    delayMs: 5000,
+  };
+  const next = afterAttempt(state(), running, nowMs);
+  const expected = state({ message: 'waiting for healthy state of apps/Deployment/web', syncResult, progress });
+  assert.deepEqual(next, { kind: 'continue', state: expected, write: true, delayMs: 5000 });
+  // The next step finds it the same: nothing to write.
+  assert.deepEqual(afterAttempt(expected, running, nowMs), {
+    kind: 'continue',
+    state: expected,
+    write: false,
+    delayMs: 5000,
+  });
 });
 
 test('after an attempt: no retry strategy, or a failure no retry can mend (a project limit), finishes at once', () => {
@@ -274,3 +345,145 @@ test('a conflicting final write is written again only while the newer object hol
   assert.equal(stillThisOperation(state({ startedAt: NOW }), state()), false, 'a newer operation');
   assert.equal(stillThisOperation(undefined, state()), false);
 });
+
+test('the final status carries no step progress', () => {
+  const s = finishedStatus(
+    {},
+    state({ progress: { waitingSince: NOW } }),
+    { phase: 'Succeeded', message: 'ok' },
+    {
+      now: NOW,
+    },
+  );
+  assert.equal(s.operationState?.progress, undefined);
+});
+
+// The steps of a sync. Groups are (phase, wave) runs in order; a task is pending (not started in
+// this attempt), running, succeeded or failed.
+const t = (group: number, state: SyncTaskView['state'], hook = false): SyncTaskView => ({ group, hook, state });
+const view = (over: Partial<SyncView>): SyncView => ({
+  tasks: [],
+  syncFail: [],
+  groups: 1,
+  applyFailed: false,
+  progress: {},
+  dryRun: false,
+  ...over,
+});
+const WAIT = 300_000;
+const since = (msAgo: number) => new Date(nowMs - msAgo).toISOString();
+
+const syncSteps: Array<{ name: string; view: SyncView; expect: SyncStep }> = [
+  {
+    name: 'nothing started: the first group is applied',
+    view: view({ tasks: [t(0, 'pending'), t(1, 'pending')], groups: 2 }),
+    expect: { kind: 'apply', group: 0 },
+  },
+  {
+    name: 'a group applied and running, a later one waiting: wait for it (the worker is freed)',
+    view: view({ tasks: [t(0, 'running'), t(1, 'pending')], groups: 2, progress: { waitingSince: since(1000) } }),
+    expect: { kind: 'wait', running: [0], of: 'tasks' },
+  },
+  {
+    name: 'the group became healthy: the next group is applied',
+    view: view({ tasks: [t(0, 'succeeded'), t(1, 'pending')], groups: 2 }),
+    expect: { kind: 'apply', group: 1 },
+  },
+  {
+    name: 'a group partly applied (a hook still being deleted, or a restart mid-group): its pending tasks next',
+    view: view({ tasks: [t(0, 'succeeded'), t(0, 'pending', true), t(1, 'pending')], groups: 2 }),
+    expect: { kind: 'apply', group: 0 },
+  },
+  {
+    name: 'the last group, without hooks, is not waited for: applied means done',
+    view: view({ tasks: [t(0, 'succeeded'), t(1, 'running')], groups: 2 }),
+    expect: { kind: 'succeed' },
+  },
+  {
+    name: 'the last group with a hook is waited for, resources and hook alike',
+    view: view({ tasks: [t(0, 'succeeded'), t(1, 'running'), t(1, 'succeeded', true)], groups: 2 }),
+    expect: { kind: 'wait', running: [1], of: 'tasks' },
+  },
+  {
+    name: 'a dry run waits for nothing',
+    view: view({ tasks: [t(0, 'running'), t(1, 'pending')], groups: 2, dryRun: true }),
+    expect: { kind: 'apply', group: 1 },
+  },
+  {
+    name: 'waited past the wave timeout: the sync fails naming what it waited for',
+    view: view({ tasks: [t(0, 'running'), t(1, 'pending')], groups: 2, progress: { waitingSince: since(WAIT) } }),
+    expect: { kind: 'fail', what: 'one or more synchronization tasks completed unsuccessfully', timedOut: [0] },
+  },
+  {
+    name: 'an apply of this step failed: the sync fails',
+    view: view({ tasks: [t(0, 'failed'), t(1, 'pending')], groups: 2, applyFailed: true }),
+    expect: { kind: 'fail', what: 'one or more objects failed to apply' },
+  },
+  {
+    name: 'a task became Degraded: the sync fails once nothing else runs',
+    view: view({ tasks: [t(0, 'failed'), t(0, 'running'), t(1, 'pending')], groups: 2 }),
+    expect: { kind: 'wait', running: [1], of: 'tasks' },
+  },
+  {
+    name: '... and then fails',
+    view: view({ tasks: [t(0, 'failed'), t(0, 'succeeded'), t(1, 'pending')], groups: 2 }),
+    expect: { kind: 'fail', what: 'one or more synchronization tasks completed unsuccessfully' },
+  },
+  {
+    name: 'everything done: succeed',
+    view: view({ tasks: [t(0, 'succeeded'), t(1, 'succeeded', true)], groups: 2 }),
+    expect: { kind: 'succeed' },
+  },
+  {
+    name: 'failing, its SyncFail hooks not started yet (a restart after the failure was written): apply them',
+    view: view({ tasks: [t(0, 'failed')], syncFail: [t(0, 'pending', true)], progress: { failure: 'boom' } }),
+    expect: { kind: 'applySyncFail' },
+  },
+  {
+    name: 'failing, its SyncFail hooks running: wait for them',
+    view: view({
+      tasks: [t(0, 'failed')],
+      syncFail: [t(0, 'running', true)],
+      progress: { failure: 'boom', waitingSince: since(1000) },
+    }),
+    expect: { kind: 'wait', running: [0], of: 'syncFail' },
+  },
+  {
+    name: 'failing, its SyncFail hooks past the timeout: end Failed, naming them',
+    view: view({
+      tasks: [t(0, 'failed')],
+      syncFail: [t(0, 'running', true)],
+      progress: { failure: 'boom', waitingSince: since(WAIT + 1) },
+    }),
+    expect: { kind: 'failed', timedOut: [0] },
+  },
+  {
+    name: 'Prune=confirm: the next group holds a prune not approved: held, nothing of the group applied',
+    view: view({
+      tasks: [t(0, 'succeeded'), t(1, 'pending'), { ...t(1, 'pending'), unconfirmed: true }],
+      groups: 2,
+      progress: { waitingSince: since(WAIT + 1) },
+    }),
+    expect: { kind: 'hold', unconfirmed: [2] },
+  },
+  {
+    name: 'Prune=confirm: a held group does not hold an earlier group still running',
+    view: view({
+      tasks: [t(0, 'running'), { ...t(1, 'pending'), unconfirmed: true }],
+      groups: 2,
+      progress: { waitingSince: since(1000) },
+    }),
+    expect: { kind: 'wait', running: [0], of: 'tasks' },
+  },
+  {
+    name: 'failing, its SyncFail hooks done: end Failed',
+    view: view({ tasks: [t(0, 'failed')], syncFail: [t(0, 'succeeded', true)], progress: { failure: 'boom' } }),
+    expect: { kind: 'failed' },
+  },
+];
+
+for (const row of syncSteps) {
+  test(`sync step: ${row.name}`, () => {
+    assert.deepEqual(nextSyncStep(row.view, nowMs, WAIT), row.expect);
+  });
+}

@@ -201,3 +201,70 @@ test('a key running when shutdown begins is not run again, whether it was re-add
   assert.deepEqual(runs.sort(), ['fails', 'requeued']);
   assert.equal(q.length, 0);
 });
+
+test(
+  "1,000 keys of one tenant queued first delay another tenant's key by one turn, not 1,000",
+  { timeout: 10_000 },
+  async () => {
+    const q = new WorkQueue({ ratePerSecond: 0, tenantOf: (k) => k.split('/')[0] as string, tenants: () => 2 });
+    const order: string[] = [];
+    let done!: () => void;
+    const quietDone = new Promise<void>((resolve) => (done = resolve));
+    for (let i = 0; i < 1000; i++) q.add(`noisy/app-${i}`);
+    q.add('quiet/app');
+    q.run(2, async (key) => {
+      order.push(key);
+      await new Promise((r) => setImmediate(r));
+      if (key === 'quiet/app') done();
+    });
+    await quietDone;
+    await q.shutdown();
+    assert.ok(order.indexOf('quiet/app') <= 2, `taken at position ${order.indexOf('quiet/app')}`);
+  },
+);
+
+test(
+  "a tenant whose keys never finish holds at most its share; another tenant's key starts at once",
+  { timeout: 10_000 },
+  async () => {
+    const q = new WorkQueue({ ratePerSecond: 0, tenantOf: (k) => k.split('/')[0] as string, tenants: () => 2 });
+    const started: string[] = [];
+    let unblock!: () => void;
+    const forever = new Promise<void>((resolve) => (unblock = resolve));
+    let quietRan!: () => void;
+    const quiet = new Promise<void>((resolve) => (quietRan = resolve));
+    q.run(4, async (key) => {
+      started.push(key);
+      if (key.startsWith('noisy/')) await forever;
+      else quietRan();
+    });
+    for (let i = 0; i < 10; i++) q.add(`noisy/slow-${i}`);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(started.length, 3, 'the noisy tenant holds three of the four workers, its share');
+    assert.deepEqual([...q.tenantStats()], [['noisy', { depth: 7, processing: 3 }]]);
+    q.add('quiet/app');
+    await quiet;
+    assert.equal(started.at(-1), 'quiet/app');
+    unblock();
+    await q.shutdown();
+  },
+);
+
+test('alone, a tenant may use every worker', async () => {
+  const q = new WorkQueue({ ratePerSecond: 0, tenantOf: () => 'only', tenants: () => 1 });
+  let running = 0;
+  let most = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  q.run(4, async () => {
+    running++;
+    most = Math.max(most, running);
+    await gate;
+    running--;
+  });
+  for (let i = 0; i < 8; i++) q.add(`only/${i}`);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(most, 4);
+  release();
+  await q.shutdown();
+});

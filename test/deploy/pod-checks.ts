@@ -154,6 +154,9 @@ export function rendererChecks(
     '--max-renders=4',
     '--render-memory=384Mi',
     '--render-timeout=180s',
+    '--checkout-max-size=512Mi',
+    '--checkout-cache-max-size=1Gi',
+    '--clone-cache-max-size=1Gi',
   ]);
   assert.deepEqual(c.securityContext, lockedDown);
   assert.deepEqual(
@@ -173,7 +176,7 @@ export function rendererChecks(
   const mount = (path: string) => c.volumeMounts.find((m) => m.mountPath === path);
   const volume = (m: Mount | undefined) => pod.volumes.find((v) => v.name === m?.name);
   assert.deepEqual(volume(mount('/var/cache/impersync-renderer'))?.emptyDir, {
-    sizeLimit: opts.cacheSizeLimit ?? '2Gi',
+    sizeLimit: opts.cacheSizeLimit ?? '4Gi',
   });
   const env = new Map((c.env ?? []).map((e) => [e.name, e.value]));
   for (const [name, path] of [

@@ -136,7 +136,12 @@ export interface Fixture {
 export async function startFixture(
   cp: TestControlPlane,
   files: Record<string, string>,
-  opts: { applicationNamespaces?: string[]; waitTimeoutMs?: number; rendererLogs?: boolean } = {},
+  opts: {
+    applicationNamespaces?: string[];
+    waitTimeoutMs?: number;
+    operationProcessors?: number;
+    rendererLogs?: boolean;
+  } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
   await repo.commit(files, 'guestbook');
@@ -161,6 +166,7 @@ export async function startFixture(
       events: [events],
       healthPort: 0,
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
+      ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
     });
   const fx: Fixture = {
     repo,

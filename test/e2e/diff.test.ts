@@ -11,7 +11,7 @@ import { IN_CLUSTER } from '../../src/api/index.ts';
 import { run } from '../../src/cli/diff.ts';
 import type { CommandIO } from '../../src/cli/io.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
-import { sync } from '../../src/sync/index.ts';
+import { sync } from './sync-driver.ts';
 import { TestRepo } from '../support/git.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {

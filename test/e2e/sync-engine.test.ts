@@ -10,8 +10,9 @@ import type { KubeObject } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
 import type { DestinationClient } from '../../src/kube/types.ts';
-import type { ComparisonResult, InventoryEntry, SyncOptions } from '../../src/sync/index.ts';
-import { compare, sync } from '../../src/sync/index.ts';
+import type { ComparisonResult, InventoryEntry } from '../../src/sync/index.ts';
+import { compare } from '../../src/sync/index.ts';
+import { sync, type SyncOptions } from './sync-driver.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
   applyRaw,
@@ -157,7 +158,7 @@ const webDesired = (): KubeObject[] => [
 ];
 
 test('compare shows what a sync would create; sync applies it as the ServiceAccount in kind order; then all is Synced', async () => {
-  const initial = await compare(client, webDesired(), [], opts());
+  const initial = await compare(client, webDesired(), [], { ...opts(), diffs: true });
   assert.equal(initial.identity, saUser);
   assert.equal(initial.syncStatus, 'OutOfSync');
   assert.deepEqual(
@@ -219,7 +220,12 @@ test('a live edit is drift: OutOfSync with the changed line; a field someone els
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config', namespace: ns, labels: { team: 'shop' } } },
     { fieldManager: 'labeller' },
   );
-  const drift = await compare(client, webDesired(), [], opts());
+  // No text diff unless asked: the controller's comparisons never read one.
+  assert.deepEqual(
+    (await compare(client, webDesired(), [], opts())).resources.map((r) => r.diff),
+    ['', '', ''],
+  );
+  const drift = await compare(client, webDesired(), [], { ...opts(), diffs: true });
   assert.equal(drift.syncStatus, 'OutOfSync');
   const r = drift.resources.find((x) => x.name === 'web-config');
   assert.equal(r?.status, 'OutOfSync');
@@ -252,7 +258,7 @@ test('prune deletes only when asked, only what the inventory holds and Git dropp
   ];
 
   const second = [cm('keep', { a: '1' })];
-  const diff = await compare(client, second, inventory, opts({ appName: 'prune-app' }));
+  const diff = await compare(client, second, inventory, { ...opts({ appName: 'prune-app' }), diffs: true });
   assert.deepEqual(
     diff.resources.map((r) => [r.name, r.status, r.requiresPruning]),
     [

@@ -9,8 +9,9 @@ import type { KubeObject } from '../../src/api/index.ts';
 import { IN_CLUSTER } from '../../src/api/index.ts';
 import { DestinationClientFactory } from '../../src/kube/factory.ts';
 import type { DestinationClient } from '../../src/kube/types.ts';
-import type { HealthAssessor, SyncOptions } from '../../src/sync/index.ts';
-import { LuaRunner, compare, createHealthAssessor, readHealthCustomizations, sync } from '../../src/sync/index.ts';
+import type { HealthAssessor } from '../../src/sync/index.ts';
+import { LuaRunner, compare, createHealthAssessor, readHealthCustomizations } from '../../src/sync/index.ts';
+import { sync, type SyncOptions } from './sync-driver.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
   applyRaw,

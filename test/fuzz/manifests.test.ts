@@ -99,6 +99,6 @@ test('fuzz: an alias bomb is refused with a clear error, not expanded', () => {
   assert.throws(
     () => parseManifests(body, 'app/bomb.yaml'),
     (err: unknown) =>
-      err instanceof SourceError && err.reason === 'InvalidManifest' && /app\/bomb\.yaml/.test(err.message),
+      err instanceof SourceError && err.reason === 'TooLarge' && /^app\/bomb\.yaml: document 1 /.test(err.message),
   );
 });

@@ -7,15 +7,21 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { RendererClient } from '../../src/renderer/client.ts';
+import { ANSWER_CONTENT_TYPE } from '../../src/renderer/protocol.ts';
 import { SourceError } from '../../src/source/errors.ts';
 
 let revision = '';
 const server = createServer((req, res) => {
   req.resume();
   req.on('end', () => {
-    res.setHeader('content-type', 'application/json');
-    if (req.url === '/v1/resolve') res.end(JSON.stringify({ revision }));
-    else res.end(JSON.stringify({ revision, sourceType: 'Directory', objects: [] }));
+    if (req.url === '/v1/resolve') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ revision }));
+    } else {
+      // A render's answer: its header line, then no object.
+      res.setHeader('content-type', ANSWER_CONTENT_TYPE);
+      res.end(JSON.stringify({ revision, sourceType: 'Directory', objects: 0 }) + '\n');
+    }
   });
 });
 let client: RendererClient;

@@ -46,7 +46,11 @@ after(async () => {
 });
 
 async function withRenderer(
-  limits: { renderMemoryBytes?: number; renderTimeoutMs?: number },
+  limits: {
+    renderMemoryBytes?: number;
+    renderTimeoutMs?: number;
+    limits?: { maxDocumentBytes?: number; maxDocumentNodes?: number };
+  },
   fn: (client: RendererClient, renderer: RunningRenderer, input: (p: string) => RenderInput) => Promise<void>,
 ): Promise<void> {
   const renderer = await startRenderer({
@@ -132,7 +136,9 @@ test('the controller reads no answer larger than its limit', async () => {
 });
 
 test('rendered objects are measured as they are sent: a YAML alias counts every time, over the limit is TooLarge', async () => {
-  await withRenderer({}, async (client, _renderer, input) => {
+  // The one document is 100 MiB with its aliases expanded: the per-document limit (expand.ts,
+  // 16 MiB) would refuse it first, so it is raised here to reach the check of the whole answer.
+  await withRenderer({ limits: { maxDocumentBytes: 256 * 1024 * 1024 } }, async (client, _renderer, input) => {
     // 1 MiB in Git, 100 MiB as an answer: refused in the render's thread, before the controller reads it.
     await assert.rejects(
       client.render(input('aliases')),

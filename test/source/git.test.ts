@@ -1,7 +1,7 @@
 // The Git cache against real repositories: a local path, file:// and http:// (git http-backend).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { GitRepoCache } from '../../src/source/git.ts';
 import { SourceError } from '../../src/source/errors.ts';
 import { TestRepo, git, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
+import { checkoutBombRepo } from '../support/attacks.ts';
 
 const temps: string[] = [];
 async function tempDir(prefix: string): Promise<string> {
@@ -275,6 +276,68 @@ describe('GitRepoCache', () => {
     await waitFor(() => !existsSync(a.dir));
     assert.ok(existsSync(b.dir));
     b.release();
+  });
+
+  test('checked-out commits are bounded in bytes: unused ones go first, a new one waits for room', async () => {
+    const r = await TestRepo.create(await tempDir('impersync-bytes-'));
+    const sha = [];
+    for (let i = 0; i < 3; i++) sha.push(await r.commit({ 'big.txt': `${i}`.repeat(4096) }));
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: await tempDir('impersync-cache-'),
+      checkoutLimits: { checkoutMaxBytes: 5000 },
+      treeCacheMaxBytes: 10_000,
+    });
+    const a = await cache.checkout(r.dir, sha[0] as string);
+    const b = await cache.checkout(r.dir, sha[1] as string);
+    const got: { third?: Awaited<ReturnType<GitRepoCache['checkout']>> } = {};
+    const c = cache.checkout(r.dir, sha[2] as string).then((co) => (got.third = co));
+    await new Promise((res) => setTimeout(res, 300));
+    assert.equal(got.third, undefined, 'two trees of 4 KiB in use: no room for a third in 10,000 bytes');
+    a.release();
+    const third = await c;
+    assert.ok(existsSync(third.dir), 'the third was written once the first was released');
+    await waitFor(() => !existsSync(a.dir));
+    b.release();
+    third.release();
+  });
+
+  test('clones are bounded in bytes: past the budget the least recently used clone nobody uses goes', async () => {
+    const x = await TestRepo.create(await tempDir('impersync-clone-x-'));
+    const y = await TestRepo.create(await tempDir('impersync-clone-y-'));
+    const xs = await x.commit({ 'a.yaml': 'a: 1\n' });
+    const ys = await y.commit({ 'b.yaml': 'b: 1\n' });
+    const cacheDir = await tempDir('impersync-cache-');
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir, cloneCacheMaxBytes: 1 });
+    (await cache.checkout(x.dir, xs)).release();
+    const clones = () => readdir(path.join(cacheDir, 'repos'));
+    assert.equal((await clones()).length, 1);
+    (await cache.checkout(y.dir, ys)).release();
+    for (let i = 0; i < 50 && (await clones()).length > 1; i++) await new Promise((res) => setTimeout(res, 50));
+    assert.equal((await clones()).length, 1, 'the older clone was removed');
+    const again = await cache.checkout(x.dir, await x.commit({ 'a.yaml': 'a: 2\n' }));
+    assert.equal(await readFile(path.join(again.dir, 'a.yaml'), 'utf8'), 'a: 2\n', 'and is cloned again when needed');
+    again.release();
+  });
+
+  test('a commit of a few KiB in Git that checks out to 2.5 GiB is refused from its tree listing, nothing written', async () => {
+    const bomb = await checkoutBombRepo();
+    temps.push(bomb.dir);
+    const cacheDir = await tempDir('impersync-cache-');
+    const cache = new GitRepoCache({ cacheDir });
+    const sha = await cache.resolveRevision(bomb.url, 'HEAD');
+    await assert.rejects(
+      cache.checkout(bomb.url, sha),
+      isSourceError(
+        'TooLarge',
+        new RegExp(`^commit ${sha} of '.*' has 2\\.4 GiB of files, over the renderer's checkout limit of 1 GiB$`),
+      ),
+    );
+    const written = await readdir(path.join(cacheDir, 'trees'), { recursive: true }).catch(() => []);
+    assert.deepEqual(
+      written.filter((f) => String(f).includes(sha)),
+      [],
+    );
   });
 
   test('a remote that never answers is a Timeout, not a hang', async () => {

@@ -3,6 +3,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseManifests } from '../../src/source/parse.ts';
 import { SourceError } from '../../src/source/errors.ts';
+import { aliasBomb, manyKeysConfigMap } from '../support/attacks.ts';
+
+function tooLarge(message: RegExp) {
+  return (err: unknown): boolean => {
+    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
+    assert.equal(err.reason, 'TooLarge', err.message);
+    assert.match(err.message, message);
+    return true;
+  };
+}
 
 function invalid(message: RegExp) {
   return (err: unknown): boolean => {
@@ -159,7 +169,7 @@ describe('parseManifests', () => {
     assert.equal(p?.object.metadata.generateName, 'migrate-');
   });
 
-  test('alias bombs are refused instead of expanded', () => {
+  test('alias bombs are refused by what they expand to, naming the file, the document and the limit', () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
     for (let i = 1; i < 10; i++) {
       const prev = String.fromCharCode(96 + i);
@@ -168,8 +178,67 @@ describe('parseManifests', () => {
     }
     assert.throws(
       () => parseManifests(`${lines.join('\n')}\n`, 'bomb.yaml'),
-      invalid(/^bomb\.yaml: document 1: .*alias/i),
+      tooLarge(/^bomb\.yaml: document 1 expands to more than 1000000 nodes \(aliases counted at every use\)/),
     );
+    // Few aliases, each of a large string: 490 KiB of text, 480 MB as JSON.
+    assert.throws(
+      () => parseManifests(aliasBomb(), 'app/bomb.yaml'),
+      tooLarge(
+        /^app\/bomb\.yaml: document 1 is larger than 16 MiB \(aliases counted at every use\), the renderer's limit for one document$/,
+      ),
+    );
+  });
+
+  test('many aliases of a small anchor are fine (the size they expand to is what counts)', () => {
+    const text = `${cm('many')}x: &a {a: 1, b: 2}\nl:\n${'- *a\n'.repeat(5000)}`;
+    const [p] = parseManifests(text, 'many.yaml');
+    const l = (p?.object as unknown as { l: unknown[] }).l;
+    assert.equal(l.length, 5000);
+    assert.deepEqual(l[4999], { a: 1, b: 2 });
+  });
+
+  test("the document limits are the caller's: size and expanded nodes, each named", () => {
+    const limits = { maxDocumentBytes: 200, maxDocumentNodes: 30 };
+    assert.throws(
+      () => parseManifests(cm('big', `data:\n  a: "${'x'.repeat(300)}"\n`), 'big.yaml', { limits }),
+      tooLarge(/^big\.yaml: document 1 is larger than 200 bytes/),
+    );
+    const nodes = `${cm('nodes')}x: &a [1, 2, 3, 4, 5]\ny: [*a, *a, *a, *a]\n`;
+    assert.throws(
+      () => parseManifests(nodes, 'n.yaml', { limits }),
+      tooLarge(/^n\.yaml: document 1 expands to more than 30 nodes/),
+    );
+    assert.equal(parseManifests(nodes, 'n.yaml').length, 1, 'within the default limits');
+  });
+
+  test('an alias to the node it is in, or to no anchor, names the alias', () => {
+    assert.throws(
+      () => parseManifests('a: &a [*a]\n', 'r.yaml'),
+      invalid(/^r\.yaml: document 1: alias \*a refers to the node it is in$/),
+    );
+  });
+
+  test('anchors resolve to the last definition before the alias, as YAML says', () => {
+    const [p] = parseManifests(`${cm('order')}a: &x 1\nb: *x\nc: &x 2\nd: *x\n`, 'o.yaml');
+    const o = p?.object as Record<string, unknown>;
+    assert.deepEqual([o.b, o.d], [1, 2]);
+  });
+
+  test('a legal ConfigMap of 88,000 keys parses, and a duplicate among them is found with its line', () => {
+    const [p] = parseManifests(manyKeysConfigMap(), 'big/cm.yaml');
+    assert.equal(Object.keys((p?.object as unknown as { data: object }).data).length, 88_000);
+    assert.throws(
+      () => parseManifests(`${manyKeysConfigMap('dup', 1000)}  k000005: again\n`, 'dup.yaml'),
+      invalid(/^dup\.yaml:1006: Map keys must be unique$/),
+    );
+    // Duplicate keys in flow maps, merge keys that repeat, and keys equal only after resolution.
+    assert.throws(() => parseManifests(`${cm('f')}x: {a: 1, a: 2}\n`, 'f.yaml'), invalid(/^f\.yaml:5: Map keys/));
+    assert.throws(
+      () => parseManifests(`${cm('num')}x: {1: a, 0x1: b}\n`, 'n.yaml'),
+      invalid(/Map keys must be unique/),
+    );
+    const [m] = parseManifests(`${cm('m')}b: &b {p: 1}\nc: &c {q: 2}\nx:\n  <<: *b\n  <<: *c\n`, 'm.yaml');
+    assert.deepEqual((m?.object as unknown as { x: unknown }).x, { p: 1, q: 2 });
   });
 
   test('10,000 manifests in one file parse', () => {

@@ -75,7 +75,7 @@ const opts = { appName: 'guestbook', namespace: 'guestbook' };
 async function compareWith(
   script: Script,
   over: Partial<PreparedObject> = {},
-  extra: { fieldValidation?: 'Strict' } = {},
+  extra: { fieldValidation?: 'Strict'; diffs?: boolean } = {},
 ) {
   const s = scripted(script);
   const result = await compareResources(s.client, prepared(over), [], { ...opts, ...extra });
@@ -98,10 +98,13 @@ test('live equal to the dry-run prediction is Synced with no diff', async () => 
   assert.equal(result.syncStatus, 'Synced');
 });
 
-test('live different from the prediction is OutOfSync with a diff', async () => {
-  const { r } = await compareWith({ get: ok({ ...cm, data: { k: 'old' } }), dry: ok(cm) });
+test('live different from the prediction is OutOfSync, with a diff only when asked for one', async () => {
+  const { r } = await compareWith({ get: ok({ ...cm, data: { k: 'old' } }), dry: ok(cm) }, {}, { diffs: true });
   assert.equal(r.status, 'OutOfSync');
   assert.match(r.diff, /old/);
+  const { r: plain } = await compareWith({ get: ok({ ...cm, data: { k: 'old' } }), dry: ok(cm) });
+  assert.equal(plain.status, 'OutOfSync');
+  assert.equal(plain.diff, '', 'the controller reads no diff, so none is made');
   assert.equal(r.message, undefined);
 });
 

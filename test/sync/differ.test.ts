@@ -34,7 +34,7 @@ test('the edit script rebuilds both sides (property)', () => {
       fc.array(fc.constantFrom('a', 'b', 'c', 'd')),
       fc.array(fc.constantFrom('a', 'b', 'c', 'd')),
       (a, b) => {
-        const ops = diffLines(a, b);
+        const ops = diffLines(a, b) ?? [];
         assert.deepEqual(
           ops.filter((o) => o.op !== '+').map((o) => o.line),
           a,
@@ -58,9 +58,49 @@ test('the edit script is minimal: no longer than the LCS bound (property)', () =
   };
   fc.assert(
     fc.property(fc.array(fc.constantFrom('a', 'b', 'c')), fc.array(fc.constantFrom('a', 'b', 'c')), (a, b) => {
-      const edits = diffLines(a, b).filter((o) => o.op !== ' ').length;
+      const edits = (diffLines(a, b) ?? []).filter((o) => o.op !== ' ').length;
       assert.equal(edits, a.length + b.length - 2 * lcs(a, b));
     }),
+  );
+});
+
+test('past the limit of changed lines there is no edit script, and only then (property)', () => {
+  const lcs = (a: string[], b: string[]) => {
+    const dp = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+    for (let i = 1; i <= a.length; i++)
+      for (let j = 1; j <= b.length; j++)
+        dp[i]![j] = a[i - 1] === b[j - 1] ? dp[i - 1]![j - 1]! + 1 : Math.max(dp[i - 1]![j]!, dp[i]![j - 1]!);
+    return dp[a.length]![b.length]!;
+  };
+  fc.assert(
+    fc.property(
+      fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 30 }),
+      fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 30 }),
+      fc.nat(20),
+      (a, b, max) => {
+        const needed = a.length + b.length - 2 * lcs(a, b);
+        const ops = diffLines(a, b, max);
+        if (needed <= max) assert.ok(ops, `${needed} changes fit in ${max}`);
+        else assert.equal(ops, undefined, `${needed} changes do not fit in ${max}`);
+      },
+    ),
+  );
+});
+
+test('a ConfigMap of 12,000 keys whose values all change: the diff says how many lines differ', () => {
+  const cm = (v: string) => {
+    const data: Record<string, string> = {};
+    for (let i = 0; i < 12_000; i++) data[`key-${i}`] = `${v}-${i}`;
+    return toYaml({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'wide' }, data });
+  };
+  assert.equal(
+    unifiedDiff(cm('old'), cm('new')),
+    '# diff not shown: 12000 lines removed and 12000 added, more than the 2000 changed lines a diff shows\n',
+  );
+  // Within the limit it is the diff.
+  assert.match(
+    unifiedDiff(cm('old'), cm('old').replace('key-7: old-7\n', 'key-7: new-7\n'), { maxChanges: 2 }),
+    /^-.*old-7$/m,
   );
 });
 
