@@ -34,6 +34,21 @@ import { tenantOf } from './tenants.ts';
 import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
 import { objectStoreKey } from '../kube/watch.ts';
 
+/**
+ * The fields of Argo CD's "Requesting app refresh caused by object update" log line
+ * (controller/appcontroller.go), and the resourceVersion, so a log names the change it weighed.
+ */
+function objectFields(app: string, o: KubeObject): Record<string, string> {
+  return {
+    app,
+    namespace: o.metadata.namespace ?? '(cluster-scoped)',
+    name: o.metadata.name,
+    'api-version': o.apiVersion,
+    kind: o.kind,
+    resourceVersion: String(o.metadata.resourceVersion ?? ''),
+  };
+}
+
 export interface ManagerOptions {
   cache: ControllerCache;
   /** argocd-cm's tracking and ignored updates, for live-object changes (default: annotation tracking). */
@@ -241,10 +256,17 @@ export class Manager {
     if (settings && old) {
       // argocd-cm's ignored updates (and, by default, ignored differences): a change only there is no refresh.
       void worthRefresh(settings, old, object, this.opts.semantics?.jq).then((worth) => {
-        if (worth) this.changed(app);
+        if (!worth) {
+          const why = 'Ignoring change of object because none of the watched resource fields have changed';
+          this.log.debug(objectFields(app, object), why);
+          return;
+        }
+        this.log.debug(objectFields(app, object), 'Requesting app refresh caused by object update');
+        this.changed(app);
       });
       return;
     }
+    this.log.debug(objectFields(app, object), 'Requesting app refresh caused by object update');
     this.changed(app);
   }
 
