@@ -146,6 +146,11 @@ export const SyncProgressSchema = z.looseObject({
   pruneWaves: z.array(z.number().int()).optional(),
   /** The API server's 403 messages of the steps so far: a failed step then names every missing right. */
   refusals: z.array(z.string()).optional(),
+  /**
+   * Objects Replace=true / Force=true deleted to create again, still to see go: the task (phase,
+   * group, kind, namespace, name), the deleted object's uid, and when the delete was sent.
+   */
+  recreating: z.array(z.looseObject({ key: z.string(), uid: z.string(), since: z.string() })).optional(),
 });
 export type SyncProgress = z.infer<typeof SyncProgressSchema>;
 

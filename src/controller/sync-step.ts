@@ -75,7 +75,11 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
   const now = input.now ?? Date.now;
   const waitMs = input.waitTimeoutMs ?? DEFAULT_WAIT_MS;
   const { options } = input;
-  const planned = await planSync(input.client, input.desired, input.inventory, options);
+  const planned = await planSync(input.client, input.desired, input.inventory, {
+    ...options,
+    recreating: input.progress.recreating,
+    now,
+  });
   if (planned.kind === 'done') return planned;
   const plan = planned.plan;
   const { ctx } = plan;
@@ -85,13 +89,18 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
     kind: 'done',
     result: { phase, message, identity: plan.identity, resources: plan.results(), comparison: plan.comparison },
   });
-  const running = (message: string): StepOutcome => ({
-    kind: 'running',
-    message,
-    resources: plan.results(),
-    progress,
-    delayMs: STEP_POLL_MS,
-  });
+  const running = (message: string): StepOutcome => {
+    // The deletes of Replace/Force still to see go: a later step (or one after a restart) looks
+    // for them instead of deleting again, and measures their timeout from when they were sent.
+    const { recreating: _r, ...rest } = progress;
+    return {
+      kind: 'running',
+      message,
+      resources: plan.results(),
+      progress: ctx.recreating.length > 0 ? { ...rest, recreating: ctx.recreating } : rest,
+      delayMs: STEP_POLL_MS,
+    };
+  };
   const last = plan.groups - 1;
   const waitedGroup = (g: number) => !dryRun && (g < last || plan.tasks.some((t) => t.group === g && t.hook));
 
@@ -118,8 +127,11 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
         progress.waitingSince = new Date(now()).toISOString();
         if (!applied.progressed) {
           const deleting = group.filter((t) => t.deleting);
+          const hooks = deleting.filter((t) => t.hook);
+          // Replace/Force: Argo CD's words for a task waiting on a deletion.
+          if (hooks.length === 0) return running(waitingMessage(deleting, 'deletion of'));
           return running(
-            `waiting for the earlier run of ${waitingMessage(deleting).replace(/^waiting for \S+ \S+ /, '')} to be deleted`,
+            `waiting for the earlier run of ${waitingMessage(hooks).replace(/^waiting for \S+ \S+ /, '')} to be deleted`,
           );
         }
         // Kinds without health are done once applied: the next group may follow in this step.

@@ -2,13 +2,14 @@
 // applyObject (sync_context.go): the fields of Argo CD's managers taken over first (takeover.ts),
 // then Replace=true (create, update in place, replace, or delete and create with Force=true) or a
 // server-side apply, deleted and applied again with Force=true when the server refuses to change
-// the object in place. Records the outcome on the task; never throws for an API error.
+// the object in place: the delete sent now, the create at the step that sees the old object gone.
+// Records the outcome on the task; never throws for an API error.
 import type { KubeObject } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import { forceOn, replaceOn, validationDisabled } from './options.ts';
 import { takeoverPatch } from './takeover.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
-import { deleteAndWait, kubectlName, setResult } from './tasks.ts';
+import { deleteForRecreate, forgetRecreation, kubectlName, recreationOf, setResult } from './tasks.ts';
 import { refOf } from './util.ts';
 
 /** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
@@ -37,25 +38,25 @@ function objectPath(
   return `${base}${ns}/${info.resource}/${encodeURIComponent(ref.name)}`;
 }
 
+/** How a Replace=true task ended this step: applied, failed, or waiting for its old object to go. */
+type Replaced = { ok: true; message: string; live?: KubeObject } | { ok: false; message: string } | { deleting: true };
+
 /**
  * Replace=true (gitops-engine applyObject): a missing object is created; a CRD or Namespace is
  * updated in place (replacing one would delete what it holds); anything else is replaced, or with
- * Force=true deleted and created again.
+ * Force=true deleted and, once gone (at a later step: deleteForRecreate), created again.
  */
-async function replaceTask(
-  ctx: TaskContext,
-  t: SyncTask,
-  target: KubeObject,
-  force: boolean,
-): Promise<{ ok: boolean; message: string; live?: KubeObject }> {
+async function replaceTask(ctx: TaskContext, t: SyncTask, target: KubeObject, force: boolean): Promise<Replaced> {
   const dry = ctx.dryRun ? ' (server dry run)' : '';
-  const live = t.live;
-  if (!live) {
+  // A delete an earlier step sent: what is created now replaces the object it deleted.
+  const verb = recreationOf(ctx, t) ? 'replaced' : 'created';
+  const create = async (made: string): Promise<Replaced> => {
     const res = await ctx.client.create(target, { dryRun: ctx.dryRun });
     return res.ok
-      ? { ok: true, message: `${kubectlName(target)} created${dry}`, live: res.value }
+      ? { ok: true, message: `${kubectlName(target)} ${made}${dry}`, live: res.value }
       : { ok: false, message: res.error.message };
-  }
+  };
+  if (!t.live) return create(verb);
   const ref = refOf(target);
   const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
   if (!info.ok) return { ok: false, message: info.error.message };
@@ -63,15 +64,15 @@ async function replaceTask(
     (target.kind === 'CustomResourceDefinition' && groupOf(target.apiVersion) === 'apiextensions.k8s.io') ||
     (target.kind === 'Namespace' && groupOf(target.apiVersion) === '');
   if (force && !inPlace) {
-    if (!ctx.dryRun) {
-      const err = await deleteAndWait(ctx, live, Date.now() + 60_000);
-      if (err) return { ok: false, message: err };
-    }
-    const res = await ctx.client.create(target, { dryRun: ctx.dryRun });
-    return res.ok
-      ? { ok: true, message: `${kubectlName(target)} replaced${dry}`, live: res.value }
-      : { ok: false, message: res.error.message };
+    // A dry run deletes nothing: the create is sent as a dry run, as the step after the delete would be.
+    if (ctx.dryRun) return create('replaced');
+    const gone = await deleteForRecreate(ctx, t, t.live);
+    if (typeof gone === 'object') return { ok: false, message: gone.error };
+    if (gone === 'deleting') return { deleting: true };
+    if (!t.live) return create('replaced');
+    // The object made after the delete (by a step whose result a crash lost): replaced in place below.
   }
+  const live = t.live;
   const body = structuredClone(target);
   body.metadata.resourceVersion = live.metadata.resourceVersion;
   const res = await ctx.client.request<KubeObject>({
@@ -93,11 +94,22 @@ function refusedInPlace(code: number): boolean {
   return code === 422 || code === 409;
 }
 
+/** The task waits for its old object to go: no result yet; a later step creates it (sync.ts). */
+function waitForDeletion(t: SyncTask): boolean {
+  t.deleting = true;
+  return true;
+}
+
+/**
+ * Applies one task; false when it failed. A task whose object Replace=true / Force=true deleted to
+ * create again, and that is not gone yet, is left `deleting`, without a result.
+ */
 export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean> {
   const target = t.target as KubeObject;
   const fieldValidation = validationDisabled(target) ? 'Ignore' : ctx.fieldValidation;
   const force = forceOn(ctx.force ?? false, target, t.live);
-  const taken = await takeOver(ctx, t.live);
+  // An object being deleted to be created again has nothing to hand over.
+  const taken = recreationOf(ctx, t) ? null : await takeOver(ctx, t.live);
   if (taken !== null) {
     setResult(
       ctx,
@@ -110,6 +122,8 @@ export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   }
   if (replaceOn(ctx.replace ?? false, target, t.live)) {
     const r = await replaceTask(ctx, t, target, force);
+    if ('deleting' in r) return waitForDeletion(t);
+    forgetRecreation(ctx, t);
     if (!r.ok) {
       setResult(ctx, t, 'SyncFailed', 'Failed', r.message);
       return false;
@@ -125,16 +139,22 @@ export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
       force: true,
       ...(fieldValidation ? { fieldValidation } : {}),
     });
-  let res = await send();
-  // Force=true: what cannot be changed in place (an immutable field) is deleted and applied again.
-  if (!res.ok && force && t.live && !ctx.dryRun && refusedInPlace(res.error.code)) {
-    const err = await deleteAndWait(ctx, t.live, Date.now() + 60_000);
-    if (err) {
-      setResult(ctx, t, 'SyncFailed', 'Failed', err);
+  // Force=true: what cannot be changed in place (an immutable field) is deleted, and applied again
+  // once gone (at a later step). A delete sent at an earlier step is only looked at, not sent again.
+  const earlier = recreationOf(ctx, t) !== undefined && t.live !== null && !ctx.dryRun;
+  let res = earlier ? undefined : await send();
+  if (t.live && (earlier || (res && !res.ok && force && !ctx.dryRun && refusedInPlace(res.error.code)))) {
+    const gone = await deleteForRecreate(ctx, t, t.live);
+    if (typeof gone === 'object') {
+      forgetRecreation(ctx, t);
+      setResult(ctx, t, 'SyncFailed', 'Failed', gone.error);
       return false;
     }
-    res = await send();
+    if (gone === 'deleting') return waitForDeletion(t);
+    res = undefined;
   }
+  forgetRecreation(ctx, t);
+  res ??= await send();
   if (!res.ok) {
     setResult(ctx, t, 'SyncFailed', 'Failed', res.error.message);
     return false;

@@ -32,7 +32,8 @@
 //     is `done` at once. `awaitsConfirmation(plan, task)`: a Prune=confirm prune the Application has
 //     not approved (argocd.argoproj.io/deletion-approved since `startedAt`): its group waits.
 // - `applyGroup(ctx, tasks)`: one group's pending tasks applied (prunes, hooks, kind runs, CRDs
-//     briefly waited on until served), never waiting for health; `observe(ctx, tasks)` reads the
+//     briefly waited on until served), never waiting for health, nor for what Replace/Force or
+//     BeforeHookCreation delete to create again (created at a later step); `observe(ctx, tasks)` reads the
 //     running ones once; `isRunning`, `isPending`; `deleteHooks` by policy; Argo CD's messages
 //     (`failureMessage`: "one or more objects failed to apply, reason: ...", `waitingMessage`:
 //     "waiting for healthy state of ..."). The controller runs these one reconcile at a time

@@ -14,7 +14,7 @@ import { expandPhases } from './hooks.ts';
 import { parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
-import type { SyncTask, TaskContext } from './tasks.ts';
+import type { Recreating, SyncTask, TaskContext } from './tasks.ts';
 import { applyTask } from './apply.ts';
 import { respectIgnored } from './ignore.ts';
 import { managedNamespace } from './namespace.ts';
@@ -53,6 +53,10 @@ export interface SyncOptions extends CompareOptions {
     | undefined;
   /** syncPolicy.managedNamespaceMetadata, applied to the namespace CreateNamespace=true manages. */
   managedNamespaceMetadata?: NamespaceMetadata | undefined;
+  /** The deletes of Replace=true / Force=true earlier steps sent, still to see go (progress.recreating). */
+  recreating?: readonly Recreating[] | undefined;
+  /** The clock of the operation (a delete's timeout is measured by it); Date.now unless told. */
+  now?: (() => number) | undefined;
 }
 
 export interface SyncResult {
@@ -137,6 +141,8 @@ export function taskContext(client: DestinationClient, options: SyncOptions, fir
     health: options.health ?? builtinAssessor,
     signal: options.signal,
     nextOrder: () => order++,
+    recreating: (options.recreating ?? []).map((r) => ({ ...r })),
+    now: options.now ?? Date.now,
   };
 }
 

@@ -30,14 +30,15 @@ export function isPending(t: SyncTask): boolean {
 export interface Applied {
   /** False when something failed to apply, prune or delete. */
   ok: boolean;
-  /** Whether any task of the group got a result (a hook whose earlier run is still going does not). */
+  /** Whether any task of the group got a result (one whose old object is still going does not). */
   progressed: boolean;
 }
 
 /**
  * The pending tasks of one group, as Argo CD applies a wave: prunes, then hooks whose earlier run
  * must go first (BeforeHookCreation: deleted now, created at a later step once gone), then applies
- * in runs of one kind (a CRD waited on until served, briefly).
+ * in runs of one kind (a CRD waited on until served, briefly; an object Replace/Force must delete
+ * first: deleted now, created at a later step once gone).
  */
 export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): Promise<Applied> {
   const pending = group.filter(isPending);
@@ -68,6 +69,9 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
     start(run);
     const results = await mapLimit(run, APPLY_CONCURRENCY, (t) => applyTask(ctx, t));
     if (results.includes(false)) ok = false;
+    // Replace/Force deleted its object to create it again, and it is not gone yet: not started
+    // after all, created at a later step (deleteForRecreate).
+    for (const t of run) if (t.deleting) t.order = undefined;
     if (!ctx.dryRun) {
       for (const t of run) {
         if (
@@ -81,7 +85,7 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
     }
     i = j;
   }
-  return { ok, progressed: prunes.length + ready.length > 0 };
+  return { ok, progressed: prunes.length + ready.filter((t) => !t.deleting).length > 0 };
 }
 
 /** Looks once at every running task of `tasks` (their live objects, their health). */

@@ -1,6 +1,7 @@
 // The steps of a sync, one task at a time, all through the one DestinationClient: prune, delete a
-// hook, wait for health or for a CRD to be served (the apply itself: apply.ts). Each step records its outcome on the
-// task; none throws for an API error.
+// hook or what Replace/Force re-creates (without waiting for it to go), look at health, wait for a
+// CRD to be served (the apply itself: apply.ts). Each step records its outcome on the task; none
+// throws for an API error.
 import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation } from '../kube/types.ts';
@@ -28,8 +29,21 @@ export interface SyncTask extends Orderable {
   refusedSince?: number;
   /** Its (phase, wave) group, in the order the sync runs them (plan.ts). */
   group?: number;
-  /** A hook whose earlier run is being deleted first (BeforeHookCreation): created at a later step. */
+  /**
+   * Its object is being deleted first, to be created at a later step once gone: a hook's earlier
+   * run (BeforeHookCreation), or what Replace=true / Force=true re-creates.
+   */
   deleting?: boolean;
+}
+
+/** A delete Replace=true / Force=true sent to create an object again (progress.recreating). */
+export interface Recreating {
+  /** The task (taskKey). */
+  key: string;
+  /** The deleted object's uid: an object of that name with another uid is the one made since. */
+  uid: string;
+  /** When the delete was sent (ISO 8601): the wait for the object to go counts from here. */
+  since: string;
 }
 
 export interface TaskContext {
@@ -51,6 +65,10 @@ export interface TaskContext {
   health: HealthAssessor;
   signal?: AbortSignal | undefined;
   nextOrder: () => number;
+  /** The deletes of Replace=true / Force=true still to see go; updated by this step (deleteForRecreate). */
+  recreating: Recreating[];
+  /** The clock a delete's timeout is measured by (the operation's, so a test can move it). */
+  now: () => number;
 }
 
 export function isPrune(t: SyncTask): boolean {
@@ -94,17 +112,64 @@ export async function pruneTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   return true;
 }
 
-/** Deletes an object and waits until the server no longer has it (or the deadline passes): Replace/Force. */
-export async function deleteAndWait(ctx: TaskContext, obj: KubeObject, deadline: number): Promise<string | null> {
-  const ref = refOf(obj);
-  const res = await ctx.client.delete(ref, { propagationPolicy: 'Foreground' });
-  if (!res.ok && res.error.code !== 404) return `failed to delete resource: ${res.error.message}`;
-  while (Date.now() < deadline && !ctx.signal?.aborted) {
-    const got = await ctx.client.get(ref);
-    if (got.ok && got.value === null) return null;
-    await sleep(ctx.pollMs, ctx.signal);
+/** How long an object Replace=true / Force=true deleted may take to go, counted across steps. */
+export const RECREATE_TIMEOUT_MS = 60_000;
+
+/** What identifies a task across steps: its phase and its object (as its result does, plan.ts). */
+export function taskKey(t: SyncTask): string {
+  const o = taskObject(t);
+  return `${t.phase}/${groupOf(o.apiVersion)}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+}
+
+/** The delete an earlier step of this operation sent for this task, to create its object again. */
+export function recreationOf(ctx: TaskContext, t: SyncTask): Recreating | undefined {
+  const key = taskKey(t);
+  return ctx.recreating.find((r) => r.key === key);
+}
+
+/** The task has its result: no delete of its to look for any more. */
+export function forgetRecreation(ctx: TaskContext, t: SyncTask): void {
+  const key = taskKey(t);
+  const i = ctx.recreating.findIndex((r) => r.key === key);
+  if (i >= 0) ctx.recreating.splice(i, 1);
+}
+
+/**
+ * Replace=true / Force=true: deletes an object that must be created again, without waiting for it
+ * to go. The delete is sent once (not at all when the object is being deleted already) and kept in
+ * ctx.recreating (the operation's progress), so that later steps only look: 'gone' once the server
+ * no longer has that object (t.live is then null, or the object made since, after a crash before
+ * its result was written: it is not deleted again), 'deleting' until then, or why it failed,
+ * RECREATE_TIMEOUT_MS after the delete was sent.
+ */
+export async function deleteForRecreate(
+  ctx: TaskContext,
+  t: SyncTask,
+  live: KubeObject,
+): Promise<'gone' | 'deleting' | { error: string }> {
+  const ref = refOf(live);
+  const uidOf = (o: KubeObject) => (typeof o.metadata['uid'] === 'string' ? o.metadata['uid'] : '');
+  let rec = recreationOf(ctx, t);
+  if (!rec) {
+    if (!live.metadata['deletionTimestamp']) {
+      const res = await ctx.client.delete(ref, { propagationPolicy: 'Foreground' });
+      if (!res.ok && res.error.code !== 404) return { error: `failed to delete resource: ${res.error.message}` };
+    }
+    rec = { key: taskKey(t), uid: uidOf(live), since: new Date(ctx.now()).toISOString() };
+    ctx.recreating.push(rec);
   }
-  return `timed out waiting for ${kubectlName(obj)} to be deleted`;
+  const { uid, since } = rec;
+  const got = await ctx.client.get(ref);
+  if (got.ok && (got.value === null || (uid !== '' && uidOf(got.value) !== uid))) {
+    t.live = got.value;
+    return 'gone';
+  }
+  // A read that fails now may succeed at the next step; the timeout bounds the looking.
+  if (ctx.now() - Date.parse(since) >= RECREATE_TIMEOUT_MS)
+    return {
+      error: `timed out after ${RECREATE_TIMEOUT_MS / 1000}s waiting for ${kubectlName(live)} to be deleted${got.ok ? '' : `: ${got.error.message}`}`,
+    };
+  return 'deleting';
 }
 
 /**
