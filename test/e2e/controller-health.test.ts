@@ -5,7 +5,7 @@
 // ComparisonError in Argo CD's words.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { applyRaw, getRaw, request, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, request, startControlPlane, WIDGET_CRD } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import {
   IN_CLUSTER,
@@ -67,24 +67,7 @@ before(async () => {
   cp = await startControlPlane({ nodes: 1 });
   await grantControllerRights(cp);
   await deployer(cp, 'tenant', 'deployer');
-  await applyRaw(cp.admin, {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: 'widgets.example.com' },
-    spec: {
-      group: 'example.com',
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      ],
-    },
-  });
+  await applyRaw(cp.admin, WIDGET_CRD);
   await setSettings(cp, {
     'application.sync.impersonation.enabled': 'true',
     'resource.customizations.health.example.com_Widget': WIDGET_CHECK,

@@ -4,7 +4,7 @@
 // tests run in order: each sets the compare options it needs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, grantRole, requestOk, startControlPlane, WIDGET_CRD } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
@@ -94,24 +94,7 @@ before(async () => {
     rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
   });
   // A custom resource whose status is an ordinary field: no status subresource.
-  await applyRaw(cp.admin, {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: 'widgets.example.com' },
-    spec: {
-      group: 'example.com',
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      ],
-    },
-  });
+  await applyRaw(cp.admin, WIDGET_CRD);
   await until(
     'Widget CRD Established',
     async () => {

@@ -24,6 +24,7 @@ import {
   startControlPlane,
   userNameOf,
   madeForTest,
+  WIDGET_CRD,
 } from '../support/index.ts';
 
 const ns = 'orders';
@@ -130,24 +131,7 @@ before(async () => {
     serviceAccounts: [{ namespace: ns, name: 'deployer' }],
   });
   // The Widget kind is installed by the cluster's admin; the tenant only creates Widgets.
-  await applyRaw(cp.admin, {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: 'widgets.example.com' },
-    spec: {
-      group: 'example.com',
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      ],
-    },
-  });
+  await applyRaw(cp.admin, WIDGET_CRD);
   await until('the default ServiceAccount', () => live('v1', 'ServiceAccount', 'default'));
   await until('the Widget kind to be served', async () => {
     const res = await request(cp.admin, { path: '/apis/example.com/v1' });

@@ -8,11 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { DEFAULT_APPLICATION_LIMITS } from '../../src/api/limits.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { RendererClient } from '../../src/renderer/client.ts';
-import { startRenderer, type RunningRenderer } from '../../src/renderer/run.ts';
-import { SourceError, type RenderInput } from '../../src/source/index.ts';
 import { aliasBomb, manyKeysConfigMap } from '../support/attacks.ts';
+import { failsWith, withTestRenderer } from '../support/renderer.ts';
 import { startGitHttpServer, TestRepo, type GitHttpServer } from '../support/git.ts';
 
 const TOKEN = 'attacks-token';
@@ -38,33 +35,13 @@ after(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function withRenderer(
+/** A renderer of this file's repository, with `opts`, for the time of `fn`. */
+function withRenderer(
   opts: { renderTimeoutMs?: number; cacheBytes?: number },
-  fn: (client: RendererClient, renderer: RunningRenderer, input: (p: string) => RenderInput) => Promise<void>,
+  fn: Parameters<typeof withTestRenderer>[2],
 ): Promise<void> {
-  const renderer = await startRenderer({
-    listen: '127.0.0.1:0',
-    cacheDir: await mkdtemp(path.join(work, 'cache-')),
-    token: { value: TOKEN },
-    logger: createLogger({ level: 'silent' }),
-    cacheBytes: 0,
-    ...opts,
-  });
-  const client = new RendererClient({ url: `http://${renderer.server.address}`, token: () => TOKEN });
-  try {
-    await fn(client, renderer, (p) => ({ source: { repoURL: git.url('app'), path: p }, appName: p }));
-  } finally {
-    await client.close();
-    await renderer.stop();
-  }
+  return withTestRenderer({ work, repoURL: git.url('app'), token: TOKEN }, opts, fn);
 }
-
-const failsWith = (reason: string, message: RegExp) => (err: unknown) => {
-  assert.ok(err instanceof SourceError, String(err));
-  assert.equal(err.reason, reason, err.message);
-  assert.match(err.message, message);
-  return true;
-};
 
 test(
   'a legal 1 MiB ConfigMap of 88,000 keys renders within a 30 s time limit (the quadratic key check took 85 s)',

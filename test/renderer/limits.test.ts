@@ -6,10 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { request } from 'undici';
-import { createLogger } from '../../src/observability/logger.ts';
 import { RendererClient } from '../../src/renderer/client.ts';
-import { startRenderer, type RunningRenderer } from '../../src/renderer/run.ts';
-import { SourceError, type RenderInput } from '../../src/source/index.ts';
+import { failsWith, withTestRenderer } from '../support/renderer.ts';
 import { startGitHttpServer, TestRepo, type GitHttpServer } from '../support/git.ts';
 
 const TOKEN = 'limits-token';
@@ -45,37 +43,17 @@ after(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function withRenderer(
+/** A renderer of this file's repository, with `opts`, for the time of `fn`. */
+function withRenderer(
   limits: {
     renderMemoryBytes?: number;
     renderTimeoutMs?: number;
     limits?: { maxDocumentBytes?: number; maxDocumentNodes?: number };
   },
-  fn: (client: RendererClient, renderer: RunningRenderer, input: (p: string) => RenderInput) => Promise<void>,
+  fn: Parameters<typeof withTestRenderer>[2],
 ): Promise<void> {
-  const renderer = await startRenderer({
-    listen: '127.0.0.1:0',
-    cacheDir: await mkdtemp(path.join(work, 'cache-')),
-    token: { value: TOKEN },
-    logger: createLogger({ level: 'silent' }),
-    cacheBytes: 0,
-    ...limits,
-  });
-  const client = new RendererClient({ url: `http://${renderer.server.address}`, token: () => TOKEN });
-  try {
-    await fn(client, renderer, (p) => ({ source: { repoURL: git.url('app'), path: p }, appName: p }));
-  } finally {
-    await client.close();
-    await renderer.stop();
-  }
+  return withTestRenderer({ work, repoURL: git.url('app'), token: TOKEN }, limits, fn);
 }
-
-const failsWith = (reason: string, message: RegExp) => (err: unknown) => {
-  assert.ok(err instanceof SourceError, String(err));
-  assert.equal(err.reason, reason, err.message);
-  assert.match(err.message, message);
-  return true;
-};
 
 test('a render that needs more memory than its limit fails naming the limit; other renders go on', async () => {
   await withRenderer({ renderMemoryBytes: 64 * 1024 * 1024 }, async (client, renderer, input) => {

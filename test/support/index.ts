@@ -53,7 +53,18 @@
 export { startControlPlane } from './controlplane.ts';
 export type { HarnessOptions, Identity, KubeconfigOptions, TestControlPlane } from './controlplane.ts';
 export { attributed, madeForTest, unattributedRequests } from './attribution.ts';
-export { ApiError, applyRaw, deleteRaw, getRaw, listRaw, pathFor, request, requestOk, resourceFor } from './kube.ts';
+export {
+  ApiError,
+  applyRaw,
+  deleteRaw,
+  getRaw,
+  listRaw,
+  pathFor,
+  request,
+  requestOk,
+  resourceFor,
+  WIDGET_CRD,
+} from './kube.ts';
 export type { ApplyOptions, As, KubeObject, ObjectRef, RawRequest } from './kube.ts';
 export {
   controllerUserName,

@@ -191,3 +191,27 @@ export async function deleteRaw(
     throw new ApiError('DELETE', path, { status: res.status, headers: {}, text: res.text });
   return true;
 }
+
+/**
+ * A namespaced custom resource kind with no schema and no status subresource (example.com/v1
+ * Widget), as a cluster admin would install it for the tests of custom-resource health and
+ * comparison.
+ */
+export const WIDGET_CRD: KubeObject = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.example.com' },
+  spec: {
+    group: 'example.com',
+    scope: 'Namespaced',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
+};
