@@ -176,18 +176,16 @@ describe('the checkout-wide symlink check takes bounded time', () => {
     await mkdir(path.join(root, 'a/b/c/d'), { recursive: true });
     await writeFile(path.join(root, 'a/b/c/d/target.yaml'), 'a: 1\n');
     await chains(path.join(root, 'a/b/c/d'), 1000, 'target.yaml');
-    const started = Date.now();
+    // On a loaded 2-core machine: 186 s when each link was walked component by component, 10 s now
+    // (measured, not asserted: no test asserts a wall-clock time).
     assert.equal(await findEscapingSymlink(root), undefined);
-    // On a loaded 2-core machine: 186 s when each link was walked component by component, 10 s now.
-    assert.ok(Date.now() - started < 30_000, `39,000 links checked in ${Date.now() - started} ms`);
   });
 
   test('dangling links that would take too long to follow are reported, at once', async () => {
     const root = path.join(top, 'dangling');
     // Each step of each chain a long way round: walked one component at a time, hours.
     await chains(path.join(root, 'a/i'), 100, 'missing.yaml', '../i/'.repeat(50));
-    const started = Date.now();
+    // 'complex': given up at the bound on the steps followed, not walked to the end.
     assert.equal((await findEscapingSymlink(root))?.why, 'complex');
-    assert.ok(Date.now() - started < 30_000, `reported in ${Date.now() - started} ms`);
   });
 });
