@@ -27,7 +27,8 @@ export async function orphanedCondition(
 ): Promise<AppCondition | undefined> {
   const settings = input.project.spec.orphanedResources;
   const namespace = input.app.spec.destination?.namespace ?? '';
-  if (!settings || namespace === '') return undefined;
+  // warn: false: Argo CD still lists them for its UI; impersync has none to show them in, so none are looked for.
+  if (!settings || settings.warn === false || namespace === '') return undefined;
   const instances = new Set(input.applications.map((a) => appInstanceName(a, input.controllerNamespace)));
   const report = await findOrphans(client, {
     namespace,
@@ -38,6 +39,6 @@ export async function orphanedCondition(
     tracking: input.semantics.tracking,
     filter: input.semantics.filter,
   });
-  if (report.orphans.length === 0 || settings.warn === false) return undefined;
+  if (report.orphans.length === 0) return undefined;
   return { type: CONDITION.OrphanedResourceWarning, message: orphanedMessage(report.orphans.length) };
 }

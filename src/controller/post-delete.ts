@@ -12,6 +12,7 @@ import type { KubeObject } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { HealthAssessor, TrackingConfig } from '../sync/index.ts';
 import { withTrackingId } from '../sync/index.ts';
+import { refOf } from '../sync/util.ts';
 import { annotationCSV, ANNOTATION_HOOK, HELM_HOOK, hookDeletePolicies } from '../sync/annotations.ts';
 
 export const POST_DELETE_FINALIZER = 'post-delete-finalizer.argocd.argoproj.io';
@@ -51,15 +52,6 @@ export interface PostDeleteContext {
 
 /** What one step did: finished, still waiting (with Argo CD's log line), or failed (the deletion error). */
 export type HookStep = { done: true } | { done: false; waiting: string } | { done: false; error: string };
-
-function refOf(o: KubeObject) {
-  return {
-    apiVersion: o.apiVersion,
-    kind: o.kind,
-    name: o.metadata.name,
-    ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
-  };
-}
 
 function hooksOf(ctx: PostDeleteContext): KubeObject[] {
   return ctx.objects.filter(isPostDeleteHook).map((o) => {

@@ -255,13 +255,15 @@ export class Reconciler {
         ),
       };
     };
+    // One view of the repository Secrets for the render and for the warnings about their fields.
+    const repositories = this.d.cache.repositoryState();
     let rendered;
     try {
       // The destination's versions, shared by its Applications (capabilities.ts): read naming none.
       const versions = await this.d.capabilities?.for(this.d.factory.forIdentity(ctx.cluster, ctx.actsAs));
       rendered = await renderApplication(this.d.renderer, app, {
         project: ctx.project,
-        repositories: this.d.cache.repositoryState(),
+        repositories,
         ...versions,
         // A periodic refresh reuses refs and Helm indexes fetched within the interval (one ls-remote
         // per repository, not per Application); an asked-for refresh resolves again, as in Argo CD.
@@ -317,7 +319,7 @@ export class Reconciler {
         data: Object.fromEntries((ctx.cluster.keys ?? []).map((k) => [k, ''])),
         config: ctx.cluster.config,
       },
-      repositorySecrets: repositorySecretsOf(this.d.cache.repositoryState(), rendered.sources, ctx.project),
+      repositorySecrets: repositorySecretsOf(repositories, rendered.sources, ctx.project),
       objects,
     });
     if (unhonoured) warnings.push(unhonoured);

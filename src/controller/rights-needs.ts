@@ -14,6 +14,7 @@ import type { KubeObject, ResourceRef, ResourceStatus } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { ResourceComparison } from '../sync/index.ts';
 import { isHook, isSkipped } from '../sync/annotations.ts';
+import { parseSyncOptions } from '../sync/options.ts';
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
 
@@ -143,6 +144,6 @@ export function syncNeedsAfter(
           .filter((r) => r.requiresPruning)
           .map((r) => ({ group: r.group, kind: r.kind, name: r.name, namespace: r.namespace }))
       : [],
-    createNamespace: opts.syncOptions.includes('CreateNamespace=true') ? opts.destination : undefined,
+    createNamespace: parseSyncOptions(opts.syncOptions).createNamespace ? opts.destination : undefined,
   });
 }

@@ -4,6 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { projectName } from '../api/index.ts';
 import type { WatchedObject } from '../kube/watch.ts';
+import { parseBool } from '../sync/settings.ts';
 import type { AppIndexEntry } from './requeue.ts';
 
 /** Argo CD's refresh request: `normal` or `hard` (a hard refresh asks everything again, reconciler.ts). */
@@ -18,7 +19,7 @@ export const SKIP_RECONCILE_ANNOTATION = 'argocd.argoproj.io/skip-reconcile';
  */
 export function skipsReconcile(raw: { metadata: object }): boolean {
   const v = (raw.metadata as { annotations?: Record<string, string> }).annotations?.[SKIP_RECONCILE_ANNOTATION];
-  return v !== undefined && ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v);
+  return v !== undefined && parseBool(v) === true;
 }
 
 /** What the requeue rules need of an Application. */

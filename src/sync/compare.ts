@@ -254,7 +254,8 @@ async function compareExtra(
   };
 }
 
-function keyOfEntry(e: InventoryEntry): string {
+/** An inventory entry's identity: group/kind/namespace/name. */
+export function keyOfEntry(e: InventoryEntry): string {
   return `${e.group ?? ''}/${e.kind}/${e.namespace ?? ''}/${e.name}`;
 }
 

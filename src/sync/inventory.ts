@@ -4,19 +4,23 @@
 // the controller's refresh and operations, `impersync diff` and deletion alike.
 import type { Application, ResourceStatus } from '../api/index.ts';
 import type { InventoryEntry, ResourceComparison } from './compare.ts';
+import { keyOfEntry } from './compare.ts';
 import { appInstanceName } from './tracking.ts';
 
 /** What the Application's previous status.resources holds: the objects it may own. */
 export function inventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] {
-  return (app.status?.resources ?? [])
-    .filter((r) => r.kind && r.name)
-    .map((r) => ({
-      kind: r.kind,
-      name: r.name,
-      ...(r.group ? { group: r.group } : {}),
-      ...(r.namespace ? { namespace: r.namespace } : {}),
-      ...(r.version ? { version: r.version } : {}),
-    }));
+  return (app.status?.resources ?? []).filter((r) => r.kind && r.name).map(entryOf);
+}
+
+/** A resource of status.resources or of a sync result as an inventory entry. */
+function entryOf(r: Pick<ResourceStatus, 'kind' | 'name' | 'group' | 'namespace' | 'version'>): InventoryEntry {
+  return {
+    kind: r.kind,
+    name: r.name,
+    ...(r.group ? { group: r.group } : {}),
+    ...(r.namespace ? { namespace: r.namespace } : {}),
+    ...(r.version ? { version: r.version } : {}),
+  };
 }
 
 /**
@@ -27,19 +31,12 @@ export function inventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] 
  */
 export function deletionInventoryOf(app: Pick<Application, 'status'>): InventoryEntry[] {
   const out = inventoryOf(app);
-  const key = (e: InventoryEntry) => `${e.group ?? ''}/${e.kind}/${e.namespace ?? ''}/${e.name}`;
-  const seen = new Set(out.map(key));
+  const seen = new Set(out.map(keyOfEntry));
   for (const r of app.status?.operationState?.syncResult?.resources ?? []) {
     if (r.hookType || r.status === 'Pruned' || !r.kind || !r.name) continue;
-    const entry: InventoryEntry = {
-      kind: r.kind,
-      name: r.name,
-      ...(r.group ? { group: r.group } : {}),
-      ...(r.namespace ? { namespace: r.namespace } : {}),
-      ...(r.version ? { version: r.version } : {}),
-    };
-    if (seen.has(key(entry))) continue;
-    seen.add(key(entry));
+    const entry = entryOf(r);
+    if (seen.has(keyOfEntry(entry))) continue;
+    seen.add(keyOfEntry(entry));
     out.push(entry);
   }
   return out;

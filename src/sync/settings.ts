@@ -123,8 +123,8 @@ function readFilter(data: Record<string, string>, key: string, errors: string[])
   }
 }
 
-/** Go's strconv.ParseBool. */
-function parseBool(v: string): boolean | undefined {
+/** Go's strconv.ParseBool: undefined for what it refuses. */
+export function parseBool(v: string): boolean | undefined {
   if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
   if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
   return undefined;
