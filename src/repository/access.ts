@@ -218,16 +218,22 @@ export function dependencyAccess(
   let url = need.url;
   if (url === undefined && need.name !== undefined) url = helmRepos.find((c) => c.name === need.name)?.url;
   if (url === undefined) return undefined;
-  const byURL = helmRepos.find((c) => trim(c.url).replace(/\/+$/, '') === trim(url).replace(/\/+$/, ''));
-  const template = byURL
-    ? undefined
-    : state.configs.find(
-        (c) =>
-          c.secretType === 'repo-creds' &&
-          (c.type === 'helm' || c.type === 'oci') &&
-          trim(url).startsWith(trim(c.url)) &&
-          sourceRepoDecision(sourceRepos, c.url).permitted,
-      );
+  const bare = (u: string): string => trim(u).replace(/\/+$/, '');
+  const byURL = helmRepos.find((c) => bare(c.url) === bare(url));
+  // A template's credentials go only to a dependency URL under its URL at a path boundary
+  // (`https://charts.corp.com` is not a prefix of `https://charts.corp.com.evil.net/`), and only
+  // where the project permits that URL itself: the URL is the tenant's Chart.yaml, not an admin's.
+  const under = (u: string, prefix: string): boolean => u === prefix || u.startsWith(`${prefix}/`);
+  const template =
+    byURL || !sourceRepoDecision(sourceRepos, url).permitted
+      ? undefined
+      : state.configs.find(
+          (c) =>
+            c.secretType === 'repo-creds' &&
+            (c.type === 'helm' || c.type === 'oci') &&
+            under(bare(url), bare(c.url)) &&
+            sourceRepoDecision(sourceRepos, c.url).permitted,
+        );
   const config = byURL ?? template;
   if (!config) return { url };
   return accessFor(

@@ -141,6 +141,23 @@ describe("a chart dependency's credentials", () => {
     assert.equal(oci?.password, 'r');
     assert.equal(oci?.enableOCI, true);
   });
+  it("a template's credentials never go to a host that only begins like its URL, nor to a URL the project does not permit", () => {
+    assert.deepEqual(dependencyAccess(s, { url: 'https://tmpl.example.com.evil.net/' }, 'p', ['*']), {
+      url: 'https://tmpl.example.com.evil.net/',
+    });
+    assert.deepEqual(dependencyAccess(s, { url: 'https://tmpl.example.comevil/x' }, 'p', ['*']), {
+      url: 'https://tmpl.example.comevil/x',
+    });
+    // The template's own URL permitted, the dependency's not: no credentials for it.
+    assert.deepEqual(
+      dependencyAccess(s, { url: 'https://tmpl.example.com/stable' }, 'p', ['https://tmpl.example.com/']),
+      { url: 'https://tmpl.example.com/stable' },
+    );
+    assert.equal(
+      dependencyAccess(s, { url: 'https://tmpl.example.com/stable' }, 'p', ['https://tmpl.example.com/*'])?.password,
+      'x',
+    );
+  });
   it('never a repository scoped to another project', () => {
     assert.equal(dependencyAccess(s, { url: 'https://team.example.com' }, 'other', ['*'])?.password, undefined);
     assert.equal(dependencyAccess(s, { url: 'https://team.example.com' }, 'team', ['*'])?.password, 't');
