@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SourceError } from './errors.ts';
+import { formatBytes, SourceError } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
 import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
@@ -68,6 +68,12 @@ export interface RepoOptions {
    * share it. 0 or absent: ask the remote now.
    */
   maxAgeMs?: number | undefined;
+  /**
+   * A checkout waits for room in the tree cache (the trees in use fill it) until then at the
+   * latest, and then fails as a Timeout: a render that holds one tree while it waits for another
+   * cannot wait on itself, or on another such render, for ever.
+   */
+  deadline?: number | undefined;
 }
 
 /** The files of one commit, on disk until released. */
@@ -193,7 +199,7 @@ export class GitRepoCache {
       if (!(await this.#fetchCommit(repo, revision))) {
         throw new SourceError('RevisionNotFound', `revision '${revision}' not found in '${repo.shown}'`);
       }
-      const { dir, bytes } = await this.#materialise(repo, revision);
+      const { dir, bytes } = await this.#materialise(repo, revision, opts.deadline);
       const created: Tree = { dir, bytes, leases: 1, lastUsed: Date.now() };
       this.#trees.set(treeKey, created);
       return created;
@@ -311,7 +317,7 @@ export class GitRepoCache {
   }
 
   /** Writes the files of `sha` into a directory of their own (materialise.ts). Holds the mutex. */
-  #materialise(repo: Repo, sha: string): Promise<{ dir: string; bytes: number }> {
+  #materialise(repo: Repo, sha: string, deadline: number | undefined): Promise<{ dir: string; bytes: number }> {
     const git: GitRunner = (args, o) =>
       this.#run(args, {
         ...o,
@@ -321,7 +327,7 @@ export class GitRepoCache {
       });
     const target = { gitDir: repo.dir, shown: repo.shown, sha, parent: path.join(this.#treesDir, repo.key) };
     return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits, {
-      reserve: (bytes) => this.#reserveTreeRoom(bytes),
+      reserve: (bytes) => this.#reserveTreeRoom(bytes, repo, deadline),
       unreserve: (bytes) => {
         this.#treeBytes -= bytes;
         this.#wakeRoomWaiters();
@@ -331,13 +337,24 @@ export class GitRepoCache {
 
   /**
    * Room for a tree of `bytes` in the tree cache: unused trees are removed, oldest first, until it
-   * fits; while the trees in use fill it, this waits for one to be released.
+   * fits; while the trees in use fill it, this waits for one to be released, until `deadline`.
    */
-  async #reserveTreeRoom(bytes: number): Promise<void> {
+  async #reserveTreeRoom(bytes: number, repo: Repo, deadline: number | undefined): Promise<void> {
     for (;;) {
       this.#evict(bytes);
       if (this.#treeBytes + bytes <= this.#treeCacheMaxBytes) break;
-      await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
+      const left = deadline === undefined ? Infinity : deadline - Date.now();
+      if (left <= 0)
+        throw new SourceError(
+          'Timeout',
+          `no room in the checkout cache for the ${formatBytes(bytes)} of '${repo.shown}' within the render's time limit: the checkouts in use fill its ${formatBytes(this.#treeCacheMaxBytes)}`,
+        );
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.#roomWaiters.push(resolve);
+        if (left !== Infinity) timer = setTimeout(resolve, left);
+      });
+      clearTimeout(timer);
     }
     this.#treeBytes += bytes;
   }

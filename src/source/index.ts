@@ -146,6 +146,11 @@ export interface RenderTimeOptions {
   timeLimit?: { ms: number; setBy?: string | undefined } | undefined;
 }
 
+/** When a render must be done by: its deadline, else its time limit from now. */
+function renderDeadline(time: RenderTimeOptions, defaultMs: number): number {
+  return time.deadline ?? Date.now() + (time.timeLimit?.ms ?? defaultMs);
+}
+
 export interface RenderResult {
   /** Commit SHA rendered. */
   revision: string;
@@ -236,7 +241,10 @@ export class SourceRenderer {
       input.revision ?? source.targetRevision,
       repoOptions(input),
     );
-    const checkout = await this.#git.checkout(source.repoURL, revision, { access: input.repository });
+    const checkout = await this.#git.checkout(source.repoURL, revision, {
+      access: input.repository,
+      deadline: renderDeadline(time, this.#limits.renderTimeoutMs),
+    });
     try {
       return { revision, ...(await this.#renderDir(checkout.dir, source, input, time)) };
     } finally {
@@ -274,7 +282,10 @@ export class SourceRenderer {
           access: ref.repository,
           maxAgeMs,
         });
-        const checkout = await this.#git.checkout(ref.repoURL, rev, { access: ref.repository });
+        const checkout = await this.#git.checkout(ref.repoURL, rev, {
+          access: ref.repository,
+          deadline: renderDeadline(time, limitMs),
+        });
         refs.push(checkout);
         refRoots[name] = await realpath(checkout.dir);
       }

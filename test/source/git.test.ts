@@ -302,6 +302,35 @@ describe('GitRepoCache', () => {
     third.release();
   });
 
+  test('a checkout waits for room no later than its deadline: a render holding trees cannot wait on itself', async () => {
+    const r = await TestRepo.create(await tempDir('impersync-room-deadline-'));
+    const sha: string[] = [];
+    for (let i = 0; i < 3; i++) sha.push(await r.commit({ 'big.txt': `${i}`.repeat(4096) }));
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: await tempDir('impersync-cache-'),
+      checkoutLimits: { checkoutMaxBytes: 5000 },
+      treeCacheMaxBytes: 10_000,
+    });
+    // As a multi-source render: two trees held while it asks for a third.
+    const a = await cache.checkout(r.dir, sha[0] as string);
+    const b = await cache.checkout(r.dir, sha[1] as string);
+    await assert.rejects(cache.checkout(r.dir, sha[2] as string, { deadline: Date.now() + 200 }), (err: unknown) => {
+      assert.ok(err instanceof SourceError);
+      assert.equal(err.reason, 'Timeout');
+      assert.match(
+        err.message,
+        /^no room in the checkout cache for the 4 KiB of '.*' within the render's time limit: the checkouts in use fill its 10 KiB$/,
+      );
+      return true;
+    });
+    a.release();
+    const third = await cache.checkout(r.dir, sha[2] as string, { deadline: Date.now() + 10_000 });
+    assert.ok(existsSync(third.dir), 'the room the failed checkout asked for was not kept');
+    b.release();
+    third.release();
+  });
+
   test('clones are bounded in bytes: past the budget the least recently used clone nobody uses goes', async () => {
     const x = await TestRepo.create(await tempDir('impersync-clone-x-'));
     const y = await TestRepo.create(await tempDir('impersync-clone-y-'));
