@@ -18,7 +18,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { NeedsRepositories, SourceError } from '../source/errors.ts';
-import type { RenderInput, SourceRenderer } from '../source/index.ts';
+import type { RefSource, RenderInput, SourceRenderer } from '../source/index.ts';
 import { overTimeLimit } from '../source/render.ts';
 import {
   MAX_REQUEST_BYTES,
@@ -84,18 +84,34 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
   const render = async (input: RenderInput, noCache: boolean, limits: RequestLimits | undefined): Promise<Answer> => {
     const deadline = Date.now() + timeLimit(limits).ms;
     const revision = await opts.renderer.resolveRevision(input);
-    const key = cacheKey(input, revision);
+    // The commits of the ref sources too: a moved `$values` branch is a new render, not a cached one.
+    const resolved = input.refSources ? { ...input, refSources: await resolvedRefSources(input) } : input;
+    const key = cacheKey(resolved, revision);
     let answer = noCache ? undefined : cache.get(key);
     if (answer) counts.cacheHits++;
     else {
       counts.renders++;
-      const result = await opts.renderer.render({ ...input, revision }, { deadline, timeLimit: timeLimit(limits) });
+      const result = await opts.renderer.render({ ...resolved, revision }, { deadline, timeLimit: timeLimit(limits) });
       answer = encodeAnswer(result);
       cache.set(key, answer);
     }
     const over = overApplicationLimits(answer, limits, input.source);
     if (over) throw over;
     return { status: 200, body: answer.body, type: 'ndjson' };
+  };
+
+  /** Each ref source at the commit its targetRevision names now. */
+  const resolvedRefSources = async (input: RenderInput): Promise<Record<string, RefSource>> => {
+    const out: Record<string, RefSource> = {};
+    for (const [name, ref] of Object.entries(input.refSources ?? {})) {
+      const targetRevision = await opts.renderer.resolveRevision({
+        source: { repoURL: ref.repoURL, ...(ref.targetRevision ? { targetRevision: ref.targetRevision } : {}) },
+        repository: ref.repository,
+        revisionMaxAgeMs: input.revisionMaxAgeMs,
+      });
+      out[name] = { ...ref, targetRevision };
+    }
+    return out;
   };
 
   /** The time limit of a request: the renderer's, or its Application's when that is lower. */

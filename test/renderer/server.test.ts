@@ -177,6 +177,21 @@ describe('renderer server', () => {
       ['a', 'b', 'c'],
     );
   });
+
+  test("a ref source's branch that moves is a new render, though the source's own commit stays", async () => {
+    const values = await TestRepo.create(path.join(work, 'repos', 'values'));
+    await values.commit({ 'values.yaml': 'a: 1\n' });
+    const withRef = { ...input, appName: 'refs', refSources: { $values: { repoURL: git.url('values') } } };
+    const start = { ...renderer.stats };
+    await client.render(withRef);
+    await client.render(withRef);
+    assert.equal(renderer.stats.renders - start.renders, 1);
+    assert.equal(renderer.stats.cacheHits - start.cacheHits, 1);
+    await values.commit({ 'values.yaml': 'a: 2\n' });
+    await client.render(withRef);
+    assert.equal(renderer.stats.renders - start.renders, 2, 'the ref source moved: rendered again');
+    assert.equal(renderer.stats.cacheHits - start.cacheHits, 1);
+  });
 });
 
 test('a busy renderer queues what it can and refuses the rest with 503, naming the queue', async () => {
