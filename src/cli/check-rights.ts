@@ -4,7 +4,7 @@
 // condition would use. Live only: the source is rendered by a child renderer process, the objects
 // are read and the reviews made through the destination client of that identity, naming the
 // Application and the commit as the controller does.
-import type { KubeObject } from '../api/index.ts';
+import type { ConfigMap, KubeObject } from '../api/index.ts';
 import { madeFor } from '../controller/admission.ts';
 import { RightsCheck, missingRightsMessage } from '../controller/rights.ts';
 import type { MissingRights } from '../controller/rights.ts';
@@ -13,6 +13,7 @@ import type { LiveLookup } from '../controller/rights-needs.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import { ChildRenderer } from '../renderer/child.ts';
+import { readApplicationLimits } from '../controller/app-limits.ts';
 import { renderApplication } from '../controller/render.ts';
 import { loadLiveRepositories } from './live.ts';
 import { parseSyncOptions } from '../sync/index.ts';
@@ -38,6 +39,8 @@ export interface CheckRightsOptions {
   context?: string | undefined;
   /** The controller's namespace: its repository Secrets render private repositories. */
   namespace: string;
+  /** Its argocd-cm: the render is held to the limits the controller holds this Application's to. */
+  settings?: ConfigMap | Error | undefined;
   cacheDir: string;
   allowLocalRepositories: boolean;
   /** Told once per destination when its user may not impersonate the extras (requests go without them). */
@@ -79,7 +82,11 @@ export async function checkRights(
       context: opts.context,
       namespace: opts.namespace,
     });
-    const rendered = await renderApplication(renderer, app, { project: admission.project, repositories });
+    const rendered = await renderApplication(renderer, app, {
+      project: admission.project,
+      repositories,
+      limits: readApplicationLimits(opts.settings).limits,
+    });
     objects = rendered.objects.map((o) => o.object);
     revision = rendered.revisions.join(', ');
   } catch (err) {

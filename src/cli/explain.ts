@@ -87,6 +87,7 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     kubeconfig: typeof flags.values.kubeconfig === 'string' ? flags.values.kubeconfig : undefined,
     context: typeof flags.values.context === 'string' ? flags.values.context : undefined,
     namespace,
+    settings: input.value.inventory.configMap?.value,
     cacheDir: stringFlag(flags.values, 'cache-dir', defaultSourceCacheDir()),
     allowLocalRepositories: flags.values['allow-local-repositories'] === true,
     onExtrasRefused: (server) => io.stderr(extrasRefusedWarning(server)),

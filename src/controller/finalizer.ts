@@ -21,6 +21,7 @@ import type { Semantics } from './semantics.ts';
 import { deletionApprovedSince } from './deletion-approval.ts';
 import type { HealthAssessors } from './health.ts';
 import type { Renderer } from '../renderer/client.ts';
+import type { ApplicationLimitsReader } from './app-limits.ts';
 import { renderApplication } from './render.ts';
 import type { HookStep } from './post-delete.ts';
 import {
@@ -44,6 +45,8 @@ export interface FinalizerDeps {
   semantics: Semantics;
   /** For the PostDelete hooks, rendered from the Application's source when it is deleted. */
   renderer: Renderer;
+  /** argocd-cm's limits on each Application's render (the PostDelete hooks' render too). */
+  limits: ApplicationLimitsReader;
   health: HealthAssessors;
   now?: () => Date;
 }
@@ -117,6 +120,7 @@ export class Finalizer {
         const rendered = await renderApplication(this.d.renderer, ctx.app, {
           project: ctx.project,
           repositories: this.d.cache.repositoryState(),
+          limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
         });
         objects = rendered.objects.map((o) => o.object);
       } catch (err) {
