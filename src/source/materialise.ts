@@ -114,10 +114,10 @@ async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutL
     throw err;
   });
   if (r.code !== 0) throw new SourceError('ToolFailed', `listing the files of ${where} failed: ${tail(r.stderr)}`);
-  const listing = r.stdout.toString('utf8');
-  const over = treeOverLimits(listing, limits);
+  const size = treeSize(r.stdout.toString('utf8'));
+  const over = sizeOverLimits(size, limits);
   if (over) throw new SourceError('TooLarge', `${where} has ${over}`);
-  return treeSize(listing).bytes;
+  return size.bytes;
 }
 
 /** Files and bytes of a tree listing (`git ls-tree -r -l -z`). */
@@ -141,7 +141,13 @@ export function treeListingBytes(limits: CheckoutLimits): number {
 
 /** What of a tree (`git ls-tree -r -l -z` output) is over the limits, e.g. "7 files, over ...", or undefined. */
 export function treeOverLimits(listing: string, limits: CheckoutLimits): string | undefined {
-  const { files, bytes } = treeSize(listing);
+  return sizeOverLimits(treeSize(listing), limits);
+}
+
+function sizeOverLimits(
+  { files, bytes }: { files: number; bytes: number },
+  limits: CheckoutLimits,
+): string | undefined {
   if (files > limits.checkoutMaxFiles) {
     return `${files} files, over the renderer's checkout limit of ${limits.checkoutMaxFiles} files`;
   }
