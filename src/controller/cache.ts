@@ -42,6 +42,7 @@ export class ControllerCache {
   private readonly parsedRepos = new WeakMap<WatchedObject, RepositoryConfig | Error>();
   private readonly appNamespaces: string[];
   private readonly parsedProjects = new WeakMap<WatchedObject, AppProject | Error>();
+  #settings: { raw: WatchedObject; parsed: ConfigMap | Error } | undefined;
 
   constructor(transport: WatchTransport, opts: CacheOptions) {
     this.namespace = opts.namespace;
@@ -242,15 +243,23 @@ export class ControllerCache {
     };
   }
 
-  /** argocd-cm, parsed; a ConfigMap that does not parse is an Error (settings take defaults, spec §4). */
+  /**
+   * argocd-cm, parsed; a ConfigMap that does not parse is an Error (settings take defaults, spec §4).
+   * Parsed once per stored object, as the projects are: a refresh reads it several times, and so
+   * does every live-object change.
+   */
   settingsConfigMap(): ConfigMap | undefined | Error {
     const raw = this.configMaps.get(`${this.namespace}/${ARGOCD_CM}`);
     if (!raw) return undefined;
+    if (this.#settings?.raw === raw) return this.#settings.parsed;
+    let parsed: ConfigMap | Error;
     try {
-      return parseConfigMap(raw);
+      parsed = parseConfigMap(raw);
     } catch (err) {
-      return err as Error;
+      parsed = err as Error;
     }
+    this.#settings = { raw, parsed };
+    return parsed;
   }
 
   /** Cluster Secrets, parsed; a broken one is listed in `errors` with its name and field. */
