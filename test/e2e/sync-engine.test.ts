@@ -21,6 +21,7 @@ import {
   getRaw,
   grantImpersonation,
   grantRole,
+  labelNode,
   request,
   startControlPlane,
   userNameOf,
@@ -348,6 +349,8 @@ test('waves and hooks run in order, each wave healthy before the next, hooks del
       spec: {
         restartPolicy: 'Never',
         automountServiceAccountToken: false,
+        // Placed only once the test labels the node, when the sync says it waits for the hook.
+        nodeSelector: { post: 'ready' },
         containers: [{ name: 'c', image: 'busybox' }],
       },
     },
@@ -362,11 +365,19 @@ test('waves and hooks run in order, each wave healthy before the next, hooks del
     cm('pre', { hook: 'yes' }, hook('PreSync')),
   ];
   const progress: string[] = [];
+  let labelled: Promise<void> | undefined;
   const running = sync(
     client,
     desired,
     [],
-    opts({ appName: 'waves-app', revision: 'abcdef1234', onProgress: (m) => progress.push(m) }),
+    opts({
+      appName: 'waves-app',
+      revision: 'abcdef1234',
+      onProgress: (m) => {
+        progress.push(m);
+        if (m === 'waiting for completion of hook /Pod/post') labelled ??= labelNode(cp.admin, 0, { post: 'ready' });
+      },
+    }),
   );
 
   // Wave 0 holds a LoadBalancer Service: Progressing until it has an address, so wave 1 waits.
@@ -385,6 +396,7 @@ test('waves and hooks run in order, each wave healthy before the next, hooks del
   // The PostSync hook runs once everything is applied and healthy; it succeeds when its Pod does,
   // which runs on the kwok node and exits 0.
   const result = await running;
+  await labelled;
   assert.equal(result.phase, 'Succeeded', result.message);
   assert.equal(result.message, 'successfully synced (all tasks run)');
   assert.deepEqual(

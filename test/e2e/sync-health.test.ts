@@ -20,6 +20,7 @@ import {
   getRaw,
   grantImpersonation,
   grantRole,
+  labelNode,
   request,
   startControlPlane,
   userNameOf,
@@ -152,16 +153,31 @@ after(async () => {
 });
 
 test('a wave waits until its Deployment is Available: pods scheduled and run by the kwok node', async () => {
+  // The pods can only be placed on a node labelled web=ready, a label the test adds once the sync
+  // says it waits: however fast the node is, the wave has to wait for the Deployment.
+  const web = deployment('web');
+  const template = (web['spec'] as { template: { spec: Record<string, unknown> } }).template;
+  template.spec['nodeSelector'] = { web: 'ready' };
   const progress: string[] = [];
-  const result = await sync(client, [cm('after-web', '1'), deployment('web')], [], {
+  let released: Promise<unknown> | undefined;
+  const result = await sync(client, [cm('after-web', '1'), web], [], {
     ...opts('web-app'),
-    onProgress: (m) => progress.push(m),
+    onProgress: (m) => {
+      progress.push(m);
+      released ??= (async () => {
+        const next = await live('v1', 'ConfigMap', 'after-web');
+        await labelNode(cp.admin, 0, { web: 'ready' });
+        return next;
+      })();
+    },
   });
   assert.equal(result.phase, 'Succeeded', result.message);
-  assert.ok(progress.includes('waiting for healthy state of apps/Deployment/web'), JSON.stringify(progress));
-  const web = (await live('apps/v1', 'Deployment', 'web')) as { status?: { availableReplicas?: number } };
-  assert.equal(web.status?.availableReplicas, 2, 'both replicas run');
-  const after = await compare(client, [deployment('web')], [], opts('web-app'));
+  assert.equal(progress[0], 'waiting for healthy state of apps/Deployment/web', JSON.stringify(progress));
+  assert.equal(await released, undefined, 'the next wave was not applied while the Deployment was not Available');
+  const got = (await live('apps/v1', 'Deployment', 'web')) as { status?: { availableReplicas?: number } };
+  assert.equal(got.status?.availableReplicas, 2, 'both replicas run');
+  assert.ok(await live('v1', 'ConfigMap', 'after-web'), 'the next wave ran once it was');
+  const after = await compare(client, [web], [], opts('web-app'));
   assert.deepEqual(after.resources[0]?.health, { status: 'Healthy' });
 });
 

@@ -58,6 +58,7 @@ export {
   applyRaw,
   deleteRaw,
   getRaw,
+  labelNode,
   listRaw,
   pathFor,
   request,

@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type https from 'node:https';
 import { sendRequest } from '../../src/controlplane/http.ts';
 import type { HttpResponse } from '../../src/controlplane/http.ts';
+import { nodeName } from '../../src/controlplane/nodes.ts';
 
 export type KubeObject = {
   apiVersion: string;
@@ -154,6 +155,19 @@ export async function applyRaw(kc: KubeConfig, obj: KubeObject, opts: ApplyOptio
     contentType: 'application/apply-patch+yaml',
     asUser: opts.asUser,
   })) as KubeObject;
+}
+
+/**
+ * Labels the simulated node of that index (startControlPlane({ nodes })). A test whose pods
+ * select a label only it adds decides when they may be placed, so a wait it asserts always happens.
+ */
+export async function labelNode(kc: KubeConfig, index: number, labels: Record<string, string>): Promise<void> {
+  await requestOk(kc, {
+    method: 'PATCH',
+    path: `/api/v1/nodes/${nodeName(index)}`,
+    body: { metadata: { labels } },
+    contentType: 'application/merge-patch+json',
+  });
 }
 
 /** The object, or undefined when it does not exist (404). Other errors throw ApiError. */
