@@ -336,12 +336,13 @@ export class Operator {
       const missing = await this.d.rights.afterRefusals(
         identityClient,
         refusals,
-        syncNeedsAfter(objects, result.comparison?.resources ?? [], {
-          destination,
-          prune: op.prune === true,
-          syncOptions,
-          inventory: ctx.app.status?.resources,
-        }),
+        () =>
+          syncNeedsAfter(objects, result.comparison?.resources ?? [], {
+            destination,
+            prune: op.prune === true,
+            syncOptions,
+            inventory: ctx.app.status?.resources,
+          }),
         { defaultNamespace: destination, onError: (e) => log.info(e) },
       );
       if (missing !== undefined) {

@@ -307,7 +307,7 @@ export class Reconciler {
     const missingRights = await this.d.rights.afterRefusals(
       client,
       watched.refusals,
-      comparisonNeeds(objects, liveFrom(cmp.resources, destination, prev?.resources)),
+      () => comparisonNeeds(objects, liveFrom(cmp.resources, destination, prev?.resources)),
       { defaultNamespace: destination, fresh: hard, onError: (e) => log.info(e) },
     );
     const errors = missingRights ? [missingRights, ...withoutRefusals(cmp.errors, watched.refusals)] : cmp.errors;

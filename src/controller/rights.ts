@@ -128,15 +128,16 @@ export class RightsCheck {
    * After a comparison or sync that met `refusals` (403s; with none, nothing is asked): the message
    * naming every right the identity lacks, or undefined when it lacks none of them (the refusal was
    * something else: an admission policy, the impersonation itself) or the reviews failed (`onError`).
+   * `needs` is only worked out when there was a refusal: the happy path does not pay for it.
    */
   async afterRefusals(
     client: DestinationClient,
     refusals: readonly string[],
-    needs: readonly ObjectNeed[],
+    needs: () => readonly ObjectNeed[],
     opts: { defaultNamespace?: string | undefined; fresh?: boolean; onError?: (error: string) => void } = {},
   ): Promise<string | undefined> {
     if (refusals.length === 0) return undefined;
-    const result = await this.check(client, needs, opts);
+    const result = await this.check(client, needs(), opts);
     if (!result.ok) {
       opts.onError?.(result.error);
       return undefined;
