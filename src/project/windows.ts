@@ -52,8 +52,29 @@ export function parseGoDuration(raw: string): number | Error {
   return sign * total;
 }
 
+// Schedules parsed, by their text: a refresh looks at its windows several times (the status, whether
+// an automated sync may start, when they next change), and every Application of a project shares its
+// windows. A croner Cron that is paused is only asked nextRun(from), so one can be shared.
+const PARSED_SCHEDULES = new Map<string, Cron | Error>();
+const MAX_PARSED_SCHEDULES = 512;
+const MAX_CACHED_SCHEDULE_CHARS = 256;
+
 /** robfig/cron's standard parser: exactly five fields; `?` is `*`; no L, W or # (croner has them). */
 function parseSchedule(schedule: string): Cron | Error {
+  const known = PARSED_SCHEDULES.get(schedule);
+  if (known !== undefined) return known;
+  const parsed = parseScheduleOnce(schedule);
+  if (schedule.length <= MAX_CACHED_SCHEDULE_CHARS) {
+    if (PARSED_SCHEDULES.size >= MAX_PARSED_SCHEDULES) {
+      const oldest = PARSED_SCHEDULES.keys().next();
+      if (!oldest.done) PARSED_SCHEDULES.delete(oldest.value);
+    }
+    PARSED_SCHEDULES.set(schedule, parsed);
+  }
+  return parsed;
+}
+
+function parseScheduleOnce(schedule: string): Cron | Error {
   const fields = schedule
     .trim()
     .split(/\s+/)

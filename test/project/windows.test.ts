@@ -86,6 +86,11 @@ test('an invalid window blocks with the cron or duration error, in Argo CD words
     "Sync operation blocked by sync window: invalid sync windows: cannot parse schedule '0 10 * * * *': expected exactly 5 fields, found 6: [0 10 * * * *]",
   );
   assert.equal(blockedMessage({ canSync: false }), 'Sync operation blocked by sync window');
+  // Schedules are parsed once and remembered: asked again, the same error.
+  assert.deepEqual(
+    canSync([{ ...allow10, schedule: '0 10 * * * *' }], true, undefined, at('2026-03-03T10:30:00Z')),
+    bad,
+  );
   const dur = canSync([{ ...allow10, duration: '1' }], false, undefined, at('2026-03-02T10:30:00Z'));
   assert.equal(
     !dur.canSync && dur.error,
