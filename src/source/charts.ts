@@ -14,9 +14,12 @@ import type { RepositoryAccess } from '../api/repository.ts';
 import { SourceError, redactURL } from './errors.ts';
 import { HelmRepositories } from './helm-repo.ts';
 import { KeyedMutex } from './lock.ts';
-import { OciRegistries, ociReference } from './oci.ts';
+import { HELM_CHART_LAYER, OciRegistries, ociReference } from './oci.ts';
 import { readTgz, writeEntries, type UntarLimits } from './tar.ts';
 import { isVersion, maxVersion } from './versions.ts';
+
+/** Versions remembered as unpacked (charts.ts' #seen), oldest forgotten first. */
+const MAX_SEEN = 4096;
 
 export type SourceKind = 'git' | 'helm' | 'oci-chart' | 'oci';
 
@@ -44,6 +47,8 @@ export class ChartSources {
   readonly #limits: UntarLimits;
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
   readonly #mutex = new KeyedMutex();
+  /** Versions unpacked, by repository, credential, version and the digest their index or manifest gave. */
+  readonly #seen = new Map<string, string>();
 
   constructor(opts: {
     cacheDir: string;
@@ -86,7 +91,23 @@ export class ChartSources {
     }
   }
 
-  /** Downloads (or finds) and unpacks `version` of the source. */
+  /**
+   * `targetRevision` (or `revision`) resolved and unpacked: the index or tag list read once, within
+   * `maxAgeMs` (0: read now), and the archive downloaded only when this version's digest has not
+   * been unpacked for this credential yet.
+   */
+  async get(
+    source: ApplicationSource,
+    revision: string | undefined,
+    access: RepositoryAccess | undefined,
+    maxAgeMs = 0,
+  ): Promise<UnpackedSource> {
+    const version = await this.resolve(source, revision, access, maxAgeMs);
+    // The index the version was just resolved from is the one to find its archive in.
+    return this.unpack(source, version, access, { maxAgeMs: Number.POSITIVE_INFINITY });
+  }
+
+  /** Finds, or downloads and unpacks, `version` of the source. */
   async unpack(
     source: ApplicationSource,
     version: string,
@@ -95,35 +116,50 @@ export class ChartSources {
   ): Promise<UnpackedSource> {
     const kind = sourceKind(source, access);
     const cred = await this.#credentialId(access);
-    let archive: Buffer;
-    let digest: string;
-    let helmLayer = true;
     const shown = `'${redactURL(source.repoURL)}'`;
+    const appPath = kind === 'oci' ? source.path || '.' : chartFolder(source);
+    // What the archive is known by before it is downloaded, and how to download it.
+    let known: string | undefined;
+    let download: () => Promise<{ archive: Buffer; digest: string; helmLayer: boolean }>;
     if (kind === 'helm') {
-      ({ archive, digest } = await this.helm.download(source.repoURL, source.chart as string, version, access, {
-        passCredentials: source.helm?.['passCredentials'] === true,
-        maxAgeMs: opts.maxAgeMs ?? 0,
-      }));
+      const chart = source.chart as string;
+      const entry = await this.helm.entry(source.repoURL, chart, version, access, opts.maxAgeMs ?? 0);
+      if (entry.digest && /^[0-9a-f]{64}$/i.test(entry.digest)) known = entry.digest.toLowerCase();
+      download = async () => ({
+        ...(await this.helm.download(source.repoURL, chart, version, entry, access, {
+          passCredentials: source.helm?.['passCredentials'] === true,
+        })),
+        helmLayer: true,
+      });
     } else {
       const ref = ociReference(
         kind === 'oci-chart' ? `${source.repoURL.replace(/\/+$/, '')}/${source.chart}` : source.repoURL,
         access,
       );
-      const pulled = await this.oci.pull(ref, version, access, { helm: kind === 'oci-chart' });
-      archive = pulled.layer;
-      digest = pulled.digest.replace(/^sha256:/, '');
-      helmLayer = pulled.mediaType === 'application/vnd.cncf.helm.chart.content.v1.tar+gzip';
+      const manifest = await this.oci.manifest(ref, version, access, { helm: kind === 'oci-chart' });
+      known = manifest.digest.replace(/^sha256:/, '');
+      download = async () => ({
+        archive: await this.oci.layer(ref, manifest, access),
+        digest: known as string,
+        helmLayer: manifest.mediaType === HELM_CHART_LAYER,
+      });
     }
-    const key = `${kind}-${cred}-${digest.slice(0, 40)}`;
-    const dir = path.join(this.#root, key);
-    const entries = readTgz(archive, `the archive of ${shown} version '${version}'`, this.#limits);
-    // A chart archive holds one folder, the chart; Argo CD's OCI source unpacks a chart's content at its root.
-    const tops = new Set(entries.map((e) => e.path.split('/')[0]));
-    const top = helmLayer && tops.size === 1 ? [...tops][0] : undefined;
-    if (helmLayer && !top)
-      throw new SourceError('InvalidSource', `the chart archive of ${shown} does not hold one chart folder`);
-    await this.#mutex.with(key, async () => {
+    // Found only by what this very repository said of this version before, when its archive was
+    // downloaded and checked: a digest another index claims names nothing unpacked for it.
+    const seenAs =
+      known === undefined ? undefined : [kind, cred, source.repoURL, source.chart ?? '', version, known].join('\n');
+    const seen = seenAs === undefined ? undefined : this.#seen.get(seenAs);
+    if (seen !== undefined && existsSync(seen)) return { dir: seen, path: appPath, revision: version };
+    const { archive, digest, helmLayer } = await download();
+    const dir = path.join(this.#root, `${kind}-${cred}-${digest.slice(0, 40)}`);
+    await this.#mutex.with(dir, async () => {
       if (existsSync(dir)) return;
+      const entries = readTgz(archive, `the archive of ${shown} version '${version}'`, this.#limits);
+      // A chart archive holds one folder, the chart; Argo CD's OCI source unpacks a chart's content at its root.
+      const tops = new Set(entries.map((e) => e.path.split('/')[0]));
+      const top = helmLayer && tops.size === 1 ? [...tops][0] : undefined;
+      if (helmLayer && !top)
+        throw new SourceError('InvalidSource', `the chart archive of ${shown} does not hold one chart folder`);
       await mkdir(this.#root, { recursive: true });
       const tmp = `${dir}.tmp-${randomBytes(4).toString('hex')}`;
       try {
@@ -135,7 +171,10 @@ export class ChartSources {
         await rm(tmp, { recursive: true, force: true });
       }
     });
-    const appPath = kind === 'oci' ? source.path || '.' : chartFolder(source);
+    if (seenAs !== undefined) {
+      if (this.#seen.size >= MAX_SEEN) this.#seen.delete(this.#seen.keys().next().value as string);
+      this.#seen.set(seenAs, dir);
+    }
     return { dir, path: appPath, revision: version };
   }
 }

@@ -160,8 +160,7 @@ export async function prepareDependencies(opts: {
           ? { url, enableOCI: true }
           : undefined;
       const source: ApplicationSource = { repoURL: oci ? strip(url) : url, chart: d.name };
-      const version = await opts.charts.resolve(source, lock.get(d.name) ?? d.version, access, opts.maxAgeMs);
-      const unpacked = await opts.charts.unpack(source, version, access, { maxAgeMs: opts.maxAgeMs });
+      const unpacked = await opts.charts.get(source, lock.get(d.name) ?? d.version, access, opts.maxAgeMs);
       await cp(path.join(unpacked.dir, unpacked.path), path.join(chartsDir, d.name), { recursive: true });
       used.push(url);
     }

@@ -84,18 +84,31 @@ export class HelmRepositories {
     }
   }
 
-  /** The chart archive of `version`, checked against the index's digest. */
-  async download(
+  /** The index's entry for `version` of the chart: where its archive is, and its digest. */
+  async entry(
     repoURL: string,
     chart: string,
     version: string,
     access: RepositoryAccess | undefined,
-    opts: { passCredentials?: boolean; maxAgeMs?: number } = {},
-  ): Promise<{ archive: Buffer; digest: string }> {
-    const versions = await this.versions(repoURL, chart, access, opts.maxAgeMs ?? 0);
+    maxAgeMs = 0,
+  ): Promise<ChartVersion> {
+    const versions = await this.versions(repoURL, chart, access, maxAgeMs);
     const entry = versions.find((v) => v.version === version);
-    const shown = `chart '${chart}' version '${version}' of '${redactURL(repoURL)}'`;
-    if (!entry || entry.urls.length === 0) throw new SourceError('RevisionNotFound', `${shown} not found in index`);
+    if (!entry || entry.urls.length === 0)
+      throw new SourceError('RevisionNotFound', `${shownChart(repoURL, chart, version)} not found in index`);
+    return entry;
+  }
+
+  /** The chart archive of the index's `entry` for `version`, checked against its digest. */
+  async download(
+    repoURL: string,
+    chart: string,
+    version: string,
+    entry: ChartVersion,
+    access: RepositoryAccess | undefined,
+    opts: { passCredentials?: boolean } = {},
+  ): Promise<{ archive: Buffer; digest: string }> {
+    const shown = shownChart(repoURL, chart, version);
     const base = new URL(repoURL.endsWith('/') ? repoURL : `${repoURL}/`);
     const url = new URL(entry.urls[0] as string, base).href;
     const auth = basicAuth(access);
@@ -186,4 +199,8 @@ export class HelmRepositories {
     }
     return index;
   }
+}
+
+function shownChart(repoURL: string, chart: string, version: string): string {
+  return `chart '${chart}' version '${version}' of '${redactURL(repoURL)}'`;
 }

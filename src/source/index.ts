@@ -255,8 +255,7 @@ export class SourceRenderer {
   /** A chart from a Helm repository or an OCI registry, or an oci:// artifact: unpacked (charts.ts), then rendered. */
   async #renderChart(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
     const maxAgeMs = input.revisionMaxAgeMs ?? 0;
-    const version = await this.#charts.resolve(input.source, input.revision, input.repository, maxAgeMs);
-    const unpacked = await this.#charts.unpack(input.source, version, input.repository, { maxAgeMs });
+    const unpacked = await this.#charts.get(input.source, input.revision, input.repository, maxAgeMs);
     const source = { ...input.source, path: unpacked.path };
     return { revision: unpacked.revision, ...(await this.#renderDir(unpacked.dir, source, input, time)) };
   }

@@ -46,6 +46,15 @@ export function ociReference(url: string, access: RepositoryAccess | undefined):
   return { registry: `${scheme}://${host}`, name, shown: `oci://${bare}` };
 }
 
+export interface OciManifest {
+  /** The manifest's own digest (`sha256:...`): what an unpacked copy is known by. */
+  digest: string;
+  /** `'<registry>/<name>:<tag>'`, for messages. */
+  shown: string;
+  layerDigest: string;
+  mediaType: string;
+}
+
 export class OciRegistries {
   readonly #limits: OciLimits;
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
@@ -81,12 +90,12 @@ export class OciRegistries {
   }
 
   /** The manifest digest of `tag` and its content layer (the Helm chart layer when `helm`). */
-  async pull(
+  async manifest(
     ref: OciReference,
     tag: string,
     access: RepositoryAccess | undefined,
     opts: { helm: boolean },
-  ): Promise<{ digest: string; layer: Buffer; mediaType: string }> {
+  ): Promise<OciManifest> {
     const shown = `'${ref.shown}:${tag}'`;
     const res = await this.#get(
       ref,
@@ -113,15 +122,18 @@ export class OciRegistries {
     if ((layer.size ?? 0) > this.#limits.maxLayerBytes) {
       throw new SourceError('TooLarge', `the layer of ${shown} is larger than the renderer's limit`);
     }
-    const blob = await this.#get(ref, access, `/v2/${ref.name}/blobs/${layer.digest}`, '*/*', `the layer of ${shown}`);
+    return { digest, shown, layerDigest: layer.digest, mediaType: layer.mediaType ?? '' };
+  }
+
+  /** The content layer `manifest` names, checked against its digest. */
+  async layer(ref: OciReference, manifest: OciManifest, access: RepositoryAccess | undefined): Promise<Buffer> {
+    const what = `the layer of ${manifest.shown}`;
+    const blob = await this.#get(ref, access, `/v2/${ref.name}/blobs/${manifest.layerDigest}`, '*/*', what);
     const got = `sha256:${createHash('sha256').update(blob.body).digest('hex')}`;
-    if (got !== layer.digest) {
-      throw new SourceError(
-        'InvalidSource',
-        `the layer of ${shown} has digest ${got}, not the manifest's ${layer.digest}`,
-      );
+    if (got !== manifest.layerDigest) {
+      throw new SourceError('InvalidSource', `${what} has digest ${got}, not the manifest's ${manifest.layerDigest}`);
     }
-    return { digest, layer: blob.body, mediaType: layer.mediaType ?? '' };
+    return blob.body;
   }
 
   /** A GET on the registry, answering its auth challenge once (Basic, or a Bearer token from its realm). */

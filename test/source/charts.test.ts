@@ -181,6 +181,43 @@ describe('a Helm repository over HTTPS with basic auth', () => {
     assert.match(out.message, /holds a path outside the archive/);
   });
 
+  it('a version unpacked before is not downloaded again; each render reads the index once', async () => {
+    const count = (since: number, p: string) =>
+      repo.requests.slice(since).filter((r) => r.path === p && r.authorization !== undefined).length;
+    const first = repo.requests.length;
+    await renderChart('guestbook', '>=0.1.0 <0.2.0', helmAccess());
+    assert.equal(count(first, '/index.yaml'), 1, 'the version is resolved and found in one read of the index');
+    const second = repo.requests.length;
+    const again = await renderChart('guestbook', '>=0.1.0 <0.2.0', helmAccess());
+    assert.equal(again.revision, '0.1.0');
+    assert.deepEqual([count(second, '/index.yaml'), count(second, '/guestbook-0.1.0.tgz')], [1, 0]);
+  });
+
+  it("an index that claims the digest of another repository's chart gets its own archive, not that chart", async () => {
+    // Two repositories read with no credential: the genuine one's chart is unpacked first.
+    const genuine = await startHelmRepo({ plain: true });
+    const hostile = await startHelmRepo({ plain: true });
+    try {
+      const archive = chartArchive('private', '1.0.0', { 'values.yaml': 'greeting: the genuine chart\n' });
+      const digest = createHash('sha256').update(archive).digest('hex');
+      genuine.setCharts([{ name: 'private', version: '1.0.0', archive }]);
+      hostile.setCharts([{ name: 'private', version: '1.0.0', archive: chartArchive('private', '1.0.0'), digest }]);
+      const got = await renderChart('private', '1.0.0', undefined, genuine.url);
+      assert.equal(
+        (got.objects[0]?.object as unknown as { data: Record<string, string> }).data['greeting'],
+        'the genuine chart',
+      );
+      const err = await refused(renderChart('private', '1.0.0', undefined, hostile.url));
+      assert.match(err.message, new RegExp(`sha256 digest [0-9a-f]{64} is not the index's ${digest}`));
+      assert.ok(
+        hostile.requests.some((r) => r.path === '/private-1.0.0.tgz'),
+        'the hostile archive was fetched',
+      );
+    } finally {
+      await Promise.all([genuine.close(), hostile.close()]);
+    }
+  });
+
   it('an unpacked chart is never reused for a request with another credential', async () => {
     await renderChart('guestbook', '0.2.0', helmAccess());
     const err = await refused(renderChart('guestbook', '0.2.0', { url: repo.url, caCerts: testCA().caCert }));
