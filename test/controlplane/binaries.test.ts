@@ -2,6 +2,7 @@
 // message when none can be had (src/controlplane/binaries.ts, scripts/control-plane-binaries).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,29 +111,53 @@ test('while another build holds the lock, the script waits for it and then uses 
   await mkdir(bin, { recursive: true });
   await writeFile(join(bin, 'go'), '#!/bin/sh\necho "go must not run" >&2\nexit 1\n');
   await chmod(join(bin, 'go'), 0o755);
-  // Hold the lock for a second, as a running build would, and finish "building" before releasing.
+  // Hold the lock, as a running build would, until the script says it waits for it; then finish
+  // "building" and release. The holder says when it has the lock (the file `locked`), and the test
+  // says when it may go on (the file `go-on`): however slow the machine, the script finds the lock
+  // held, and the build is not done before the script waits.
+  const locked = join(cache, 'locked');
+  const goOn = join(cache, 'go-on');
   const holder = spawn(
     'flock',
     [
       join(cache, 'control-plane', '.build.lock'),
       'sh',
       '-c',
-      `sleep 1; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\necho Kubernetes v9.9.9\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`,
+      `touch '${locked}'; while [ ! -e '${goOn}' ]; do sleep 0.05; done; mkdir -p '${out}'; for b in ${binaryNames.join(' ')}; do printf '#!/bin/sh\\necho Kubernetes v9.9.9\\n' > '${out}'/$b; chmod +x '${out}'/$b; done`,
     ],
     { stdio: 'ignore' },
   );
   const held = new Promise((resolve) => holder.on('exit', resolve));
-  await new Promise((r) => setTimeout(r, 200));
-  const progress: string[] = [];
-  const env = {
-    PATH: `${bin}:${process.env['PATH']}`,
-    HOME: root,
-    IMPERSYNC_CACHE: cache,
-    IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
-    IMPERSYNC_ETCD_VERSION: 'v7.7.7',
-  };
-  const found = await locateBinaries({ env, onProgress: (c) => progress.push(c) });
-  await held;
-  assert.equal(found.dir, out);
-  assert.match(progress.join(''), /another build is running; waiting for it/);
+  // Should the script never say it waits, the holder goes on after 30 s and the test fails on the
+  // message, instead of hanging.
+  const fallback = setTimeout(() => writeFileSync(goOn, ''), 30_000);
+  try {
+    const end = Date.now() + 30_000;
+    while (!existsSync(locked)) {
+      if (Date.now() > end) assert.fail('flock did not take the lock within 30 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const progress: string[] = [];
+    const env = {
+      PATH: `${bin}:${process.env['PATH']}`,
+      HOME: root,
+      IMPERSYNC_CACHE: cache,
+      IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
+      IMPERSYNC_ETCD_VERSION: 'v7.7.7',
+    };
+    const found = await locateBinaries({
+      env,
+      onProgress: (c) => {
+        progress.push(c);
+        if (/another build is running; waiting for it/.test(progress.join(''))) writeFileSync(goOn, '');
+      },
+    });
+    await held;
+    assert.equal(found.dir, out);
+    assert.match(progress.join(''), /another build is running; waiting for it/);
+  } finally {
+    // Whatever happened, the holder ends (and the lock with it).
+    clearTimeout(fallback);
+    writeFileSync(goOn, '');
+  }
 });

@@ -13,6 +13,7 @@ import { LIVE_WATCH_USER_AGENT } from '../../src/kube/client.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
 import { captureIO } from '../support/cli.ts';
+import { until } from '../support/faults.ts';
 import {
   IN_CLUSTER,
   NS,
@@ -63,6 +64,28 @@ const asDeployer = (ns: string) => (r: AuditRecord) =>
   r.user === cp.controllerUserName &&
   r.impersonatedUser === `system:serviceaccount:${ns}:deployer` &&
   r.userAgent === 'impersync';
+
+/** Whether the API server lets the controller impersonate impersync's extras (a SubjectAccessReview). */
+async function mayImpersonateExtras(): Promise<boolean> {
+  const answer = (await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: cp.controllerUserName,
+        resourceAttributes: {
+          verb: 'impersonate',
+          group: 'authentication.k8s.io',
+          resource: 'userextras',
+          subresource: 'impersync.io/application',
+        },
+      },
+    },
+  })) as { status?: { allowed?: boolean } };
+  return answer.status?.allowed === true;
+}
 
 function extrasOf(r: AuditRecord): Record<string, string[]> {
   return r.impersonatedExtra;
@@ -174,13 +197,22 @@ test('writes, dry-runs and reads made for an Application name it, its project an
 
 test('without the right to impersonate the extras: required, nothing is sent as the ServiceAccount and the comparison says why; optional, said once and synced without them', async () => {
   // Withdraw the right the harness granted as the install does (test/support/rbac.ts grantImpersonation).
+  assert.ok(await mayImpersonateExtras(), 'the harness lets the controller impersonate the extras');
   withdrawnAt = Date.now() - 1000;
   await requestOk(cp.admin, {
     method: 'DELETE',
     path: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/impersync-impersonate-extras',
   });
   await setSettings(cp, { ...ENABLED, 'impersync.impersonation.requireExtras': 'true' });
-  await new Promise((r) => setTimeout(r, 1000));
+  // The Application comes once both have taken effect, however late on a loaded machine: the API
+  // server refuses the extras (its RBAC cache has seen the deletion) and the controller's watch of
+  // argocd-cm has the setting. Else its first requests could still go out with the extras allowed,
+  // or as if they were optional.
+  await until('the extras refused to the controller', async () => !(await mayImpersonateExtras()));
+  await until('the controller to read requireExtras', () => {
+    const settings = fx.controller.cache.settingsConfigMap();
+    return !(settings instanceof Error) && settings?.data?.['impersync.impersonation.requireExtras'] === 'true';
+  });
   await applyRaw(
     cp.admin,
     application('attr-req', fx.repo.url, {

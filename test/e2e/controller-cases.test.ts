@@ -405,7 +405,14 @@ test('a project that maps to a kube-system ServiceAccount is refused with nothin
   });
   await applyRaw(cp.admin, app);
   await applyRaw(cp.admin, { ...app, operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
-  const refused = await waitForApp(cp, 'sys', 'operation Error', (a) => operationPhase(a) === 'Error');
+  // The operation's Error and the refresh's ComparisonError are written by two queues, in either
+  // order: wait for both.
+  const refused = await waitForApp(
+    cp,
+    'sys',
+    'operation Error and ComparisonError',
+    (a) => operationPhase(a) === 'Error' && condition(a, 'ComparisonError') !== undefined,
+  );
   const expected = `refusing to impersonate ${sa}: ServiceAccounts in kube-system, kube-public and kube-node-lease are not impersonated unless argocd-cm sets impersync.impersonation.allowSystemNamespaces: "true"`;
   assert.equal((refused.status?.['operationState'] as { message: string }).message, expected);
   assert.equal(condition(refused, 'ComparisonError'), expected);

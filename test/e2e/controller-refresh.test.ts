@@ -45,7 +45,9 @@ before(async () => {
     ],
   });
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '2s' });
-  fx = await startFixture(cp, guestbookFiles(), { applicationNamespaces: ['team-*'] });
+  // A wave waits longer than any test here takes to act on it: the terminating test's operation must
+  // end terminated, never timed out first because the machine was slow to get to its termination.
+  fx = await startFixture(cp, guestbookFiles(), { applicationNamespaces: ['team-*'], waitTimeoutMs: 120_000 });
 });
 
 after(async () => {
@@ -214,12 +216,10 @@ test('a global project change requeues the Applications of the projects inheriti
       ],
     }),
   );
-  await waitForApp(
-    cp,
-    'inherit',
-    'identity follows the global project',
-    (a) => (condition(a, 'ImpersonationInfo') ?? '').includes('system:serviceaccount:inherit:other-deployer'),
-    20_000,
+  // No periodic refresh runs (timeout.reconciliation 0s): only the requeue can bring the change, so
+  // the default wait, as long as a loaded machine needs, still proves it.
+  await waitForApp(cp, 'inherit', 'identity follows the global project', (a) =>
+    (condition(a, 'ImpersonationInfo') ?? '').includes('system:serviceaccount:inherit:other-deployer'),
   );
 });
 
@@ -264,7 +264,7 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
       if (!(err instanceof ApiError && err.status === 409) || attempt >= 10) throw err;
     }
   }
-  const done = await waitForApp(cp, 'slow', 'Failed: terminated', (a) => operationPhase(a) === 'Failed', 15_000);
+  const done = await waitForApp(cp, 'slow', 'Failed: terminated', (a) => operationPhase(a) === 'Failed');
   assert.equal((done.status?.['operationState'] as { message: string }).message, 'Operation terminated');
   assert.equal(
     await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'later', namespace: 'slow' }),

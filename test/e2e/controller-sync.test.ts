@@ -4,7 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
-import type { TestControlPlane } from '../support/index.ts';
+import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import {
   application,
   condition,
@@ -87,12 +87,25 @@ test('no update loop: a Synced Application is not written again until something 
     'Synced',
     (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' && a['operation'] === undefined,
   );
-  await new Promise((r) => setTimeout(r, 1500)); // let in-flight work settle
+  const appWrite = (r: AuditRecord) =>
+    r.resource === 'applications' && r.name === 'guestbook' && ['update', 'patch'].includes(r.verb);
+  // Work still in flight when the wait above returned may write once more, later on a loaded
+  // machine: settle first, until no write has come for 1.5 s and over several polls (a stalled
+  // process counts as one poll, not as quiet). An update loop never settles.
+  const settleBy = Date.now() + 30_000;
+  let written = (await cp.readAudit()).filter(appWrite).length;
+  let quietSince = Date.now();
+  let quietPolls = 0;
+  while (quietPolls < 6 || Date.now() - quietSince < 1500) {
+    if (Date.now() > settleBy) assert.fail(`the Application was still written to after 30 s: ${written} writes`);
+    await new Promise((r) => setTimeout(r, 250));
+    const now = (await cp.readAudit()).filter(appWrite).length;
+    if (now === written) quietPolls++;
+    else [written, quietSince, quietPolls] = [now, Date.now(), 0];
+  }
   const before = (await cp.readAudit()).length;
   await new Promise((r) => setTimeout(r, 3000));
-  const writes = (await cp.readAudit())
-    .slice(before)
-    .filter((r) => r.resource === 'applications' && r.name === 'guestbook' && ['update', 'patch'].includes(r.verb));
+  const writes = (await cp.readAudit()).slice(before).filter(appWrite);
   assert.deepEqual(
     writes.map((r) => `${r.verb} ${r.subresource ?? ''}`),
     [],
@@ -116,7 +129,14 @@ test('enforced with no match: operation Error with the exact message and no writ
     }),
     operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } },
   });
-  const app = await waitForApp(cp, 'nomatch', 'operation Error', (a) => operationPhase(a) === 'Error');
+  // The operation's Error and the refresh's ComparisonError are written by two queues, in either
+  // order: wait for both.
+  const app = await waitForApp(
+    cp,
+    'nomatch',
+    'operation Error and ComparisonError',
+    (a) => operationPhase(a) === 'Error' && condition(a, 'ComparisonError') !== undefined,
+  );
   const expected = `no matching service account found for destination server ${IN_CLUSTER} and namespace elsewhere`;
   assert.equal((app.status?.['operationState'] as { message: string }).message, expected);
   assert.equal(condition(app, 'ComparisonError'), expected);

@@ -308,9 +308,11 @@ test('strict RBAC: the ServiceAccount creates and holds its Lease, and no other'
     namespace: 'argocd',
     name: 'impersync-controller',
     identity: 'pod-a',
-    leaseDurationMs: 2000,
-    renewDeadlineMs: 1500,
-    retryPeriodMs: 200,
+    // Long enough that a stalled test process or a slow answer does not lose the Lease before the
+    // test checks it is held, as a 1.5 s renew deadline could on a loaded machine.
+    leaseDurationMs: 10_000,
+    renewDeadlineMs: 8000,
+    retryPeriodMs: 500,
     onStartedLeading: () => {
       led = true;
     },

@@ -7,7 +7,7 @@
 // to write as it. Without the controller's `get` on serviceaccounts: faults-sa-check.test.ts.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, deleteRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, deleteRaw, getRaw, requestOk, startControlPlane, untilRefused } from '../support/index.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
@@ -51,13 +51,18 @@ after(async () => {
 
 type Result = { kind: string; name: string; status: string; message?: string };
 const sa = (ns: string) => `system:serviceaccount:${ns}:deployer`;
-const revoke = (ns: string) =>
-  deleteRaw(cp.admin, {
+/** Deletes the ServiceAccount's RoleBinding, and returns once the API server refuses it the rights. */
+async function revoke(ns: string): Promise<void> {
+  await deleteRaw(cp.admin, {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
     name: 'deployer-all',
     namespace: ns,
   });
+  // Else the next write as the ServiceAccount may still be allowed, if the server's RBAC cache
+  // has not yet seen the deletion (later on a loaded machine): the wave after it would be applied.
+  await untilRefused(cp.admin, { serviceAccount: 'deployer', namespace: ns }, 'patch', 'configmaps');
+}
 const realWrite = (ns: string) => (r: AuditRecord) =>
   r.namespace === ns &&
   ['create', 'patch', 'update', 'delete'].includes(r.verb) &&

@@ -61,9 +61,12 @@ async function startReplica(name: string): Promise<Replica> {
       namespace: NS,
       name: 'impersync-controller',
       identity: name,
-      leaseDurationMs: 6000,
-      renewDeadlineMs: 4000,
-      retryPeriodMs: 300,
+      // client-go's defaults but a shorter retry: a test process that stalls, or an API server slow
+      // to answer a renewal, on a loaded machine must not cost the leader its Lease (the standby
+      // would then start a controller the test says it never starts).
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 1000,
       start: async () => {
         replica.starts++;
         current = await startController({
@@ -159,7 +162,8 @@ test('two replicas: exactly one reconciles; when it dies the other takes over; n
   // The leader dies: its controller stops and the Lease is not released, as after a crash.
   await leader.election.stop({ release: false });
   assert.equal(leader.controller(), undefined);
-  await until('the standby to lead', () => standby.controller() !== undefined, 30_000);
+  // Once the lease duration has passed: a generous wait beyond it.
+  await until('the standby to lead', () => standby.controller() !== undefined, 60_000);
   assert.equal(standby.starts, 1);
 
   // Second revision: synced by the new leader, once.

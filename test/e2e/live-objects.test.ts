@@ -4,7 +4,15 @@
 // no dry-run; an identity that may not list or watch gets the GETs and dry-runs of before.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, createNamespace, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
+import {
+  applyRaw,
+  createNamespace,
+  getRaw,
+  grantRole,
+  requestOk,
+  startControlPlane,
+  untilRefused,
+} from '../support/index.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
@@ -87,6 +95,25 @@ async function refresh(name: string, kind: 'normal' | 'hard' = 'normal'): Promis
 const readsAs = (ns: string) => (r: AuditRecord) =>
   r.namespace === ns && r.impersonatedUser === sa(ns) && (r.verb === 'get' || (r.verb === 'patch' && r.dryRun));
 
+/**
+ * Refreshes until a refresh, and the second after it, send no read to the destination: the
+ * refreshes that follow a sync may still read while the watch catches up with the sync's writes,
+ * which takes longer on a loaded machine than any fixed pause. If the watch never serves the
+ * reads, this never settles and fails after 30 s.
+ */
+async function settle(name: string, ns: string): Promise<void> {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const seen = (await cp.readAudit()).length;
+    await refresh(name);
+    await new Promise((r) => setTimeout(r, 1000));
+    const reads = (await cp.readAudit()).slice(seen).filter(readsAs(ns));
+    if (reads.length === 0) return;
+    if (Date.now() > end)
+      assert.fail(`refreshes of ${name} still read after 30 s: ${reads.map((r) => `${r.verb} ${r.requestURI}`)}`);
+  }
+}
+
 test('a live edit of a managed object is seen by the watch and self-healed in seconds, not at the next refresh (1 h)', async () => {
   await deployer(cp, 'heal', 'deployer');
   await syncedApp('heal', true);
@@ -132,8 +159,7 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
     const n = dryRuns.filter((r) => r.name === name).length;
     assert.ok(n >= 1 && n <= 2, `${name}: ${n} dry-runs from creation to Synced (expected 1, at most 2)`);
   }
-  await refresh('rest'); // the first refresh after the sync may still read (the watch catching up)
-  await new Promise((r) => setTimeout(r, 1000));
+  await settle('rest', 'rest');
   const seen = (await cp.readAudit()).length;
   for (let i = 0; i < 3; i++) await refresh('rest');
   await new Promise((r) => setTimeout(r, 1000));
@@ -151,8 +177,7 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
 test('a hard refresh asks the API server again as the ServiceAccount: every dry-run and read, so a revoked right shows', async () => {
   await deployer(cp, 'hard', 'deployer');
   await syncedApp('hard', false);
-  await refresh('hard'); // settles the refreshes that follow the sync
-  await new Promise((r) => setTimeout(r, 1000));
+  await settle('hard', 'hard');
   const seen = (await cp.readAudit()).length;
   await refresh('hard', 'hard');
   await new Promise((r) => setTimeout(r, 1000));
@@ -169,6 +194,8 @@ test('a hard refresh asks the API server again as the ServiceAccount: every dry-
     method: 'DELETE',
     path: '/apis/rbac.authorization.k8s.io/v1/namespaces/hard/rolebindings/deployer-all',
   });
+  // The refusal comes once the API server's RBAC cache has seen the deletion, a moment after it.
+  await untilRefused(cp.admin, { serviceAccount: 'deployer', namespace: 'hard' }, 'get', 'configmaps');
   await refresh('hard', 'hard');
   const app = await getApp(cp, 'hard');
   assert.equal((app.status?.['sync'] as { status?: string }).status, 'Unknown');

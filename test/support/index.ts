@@ -75,6 +75,7 @@ export {
   grantImpersonation,
   grantInstalledControllerRights,
   grantRole,
+  untilRefused,
   userNameOf,
 } from './rbac.ts';
 export type { Grant, PolicyRule, Subject } from './rbac.ts';

@@ -4,7 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { controllerUser } from '../../src/controlplane/identities.ts';
 import { EXTRA_KEYS, serviceAccountToUser } from '../../src/api/index.ts';
 import type { KubeObject } from './kube.ts';
-import { applyRaw } from './kube.ts';
+import { applyRaw, requestOk } from './kube.ts';
 
 /** Who a binding grants to. 'controller' is the harness's controller identity (impersync-controller). */
 export type Subject =
@@ -51,6 +51,43 @@ export async function createNamespace(
 
 export async function createServiceAccount(kc: KubeConfig, namespace: string, name: string): Promise<KubeObject> {
   return applyRaw(kc, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } }, manager);
+}
+
+/**
+ * Waits until the API server's authorizer refuses the ServiceAccount `verb` on `resource` (of the
+ * core group) in its namespace. A deleted RoleBinding takes effect once the server's RBAC cache has
+ * seen the deletion, a moment after the DELETE was answered and longer on a loaded machine: a test
+ * that asserts what the ServiceAccount can no longer do waits for that moment first.
+ */
+export async function untilRefused(
+  kc: KubeConfig,
+  subject: { serviceAccount: string; namespace: string },
+  verb: string,
+  resource: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const { namespace } = subject;
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user: userNameOf(subject),
+      // The groups the API server gives an impersonated ServiceAccount.
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+      resourceAttributes: { namespace, verb, group: '', resource },
+    },
+  };
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = (await requestOk(kc, {
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      body: review,
+    })) as { status?: { allowed?: boolean } };
+    if (answer.status?.allowed !== true) return;
+    if (Date.now() > end) throw new Error(`${review.spec.user} may still ${verb} ${resource} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 export type Grant = {
