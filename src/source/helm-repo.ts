@@ -5,9 +5,9 @@
 // downloaded from the URL the index names (credentials only to the repository's own origin,
 // unless helm.passCredentials), its sha256 digest checked against the index.
 import { createHash } from 'node:crypto';
-import { parse } from 'yaml';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { SourceError, redactURL } from './errors.ts';
+import { IndexParser, type IndexParseLimits } from './helm-index.ts';
 import { basicAuth, httpGet, origin, statusError } from './http.ts';
 import { maxVersion } from './versions.ts';
 
@@ -17,6 +17,8 @@ export interface HelmRepoLimits {
   /** Largest chart archive read. Default 64 MiB. */
   maxChartBytes: number;
   timeoutMs: number;
+  /** How index.yaml is parsed: off the event loop, within these (helm-index.ts). */
+  indexParse?: Partial<IndexParseLimits>;
 }
 
 export const DEFAULT_HELM_REPO_LIMITS: HelmRepoLimits = {
@@ -38,6 +40,7 @@ export class HelmRepositories {
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
   readonly #indexes = new Map<string, { at: number; index: Index }>();
   readonly #inFlight = new Map<string, Promise<Index>>();
+  readonly #parser: IndexParser;
   /** index.yaml downloads so far (tests and bench/repos). */
   indexFetches = 0;
 
@@ -46,6 +49,7 @@ export class HelmRepositories {
     credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
   }) {
     this.#limits = { ...DEFAULT_HELM_REPO_LIMITS, ...opts.limits };
+    this.#parser = new IndexParser(this.#limits.indexParse);
     this.#credentialId = opts.credentialId;
   }
 
@@ -169,35 +173,7 @@ export class HelmRepositories {
       what,
     });
     if (res.status !== 200) throw statusError(what, res.status);
-    let doc: unknown;
-    try {
-      // Aliases are capped (a billion-laughs index fails), and the text is size-capped above.
-      doc = parse(res.body.toString('utf8'), { maxAliasCount: 100 });
-    } catch (err) {
-      throw new SourceError('InvalidSource', `${what}: index.yaml does not parse: ${(err as Error).message}`);
-    }
-    const entries = (doc as { entries?: unknown } | null)?.entries;
-    const index: Index = new Map();
-    if (entries && typeof entries === 'object') {
-      for (const [name, list] of Object.entries(entries as Record<string, unknown>)) {
-        if (!Array.isArray(list)) continue;
-        index.set(
-          name,
-          list.flatMap((e: { version?: unknown; urls?: unknown; digest?: unknown }) =>
-            typeof e?.version === 'string'
-              ? [
-                  {
-                    version: e.version,
-                    urls: Array.isArray(e.urls) ? e.urls.filter((u): u is string => typeof u === 'string') : [],
-                    digest: typeof e.digest === 'string' ? e.digest : undefined,
-                  },
-                ]
-              : [],
-          ),
-        );
-      }
-    }
-    return index;
+    return this.#parser.parse(res.body, what);
   }
 }
 
