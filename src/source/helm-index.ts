@@ -8,7 +8,7 @@ import type { ChartVersion } from './helm-repo.ts';
 import type { IndexReply, IndexRequest } from './helm-index-worker.ts';
 
 export interface IndexParseLimits {
-  /** Heap of the thread that parses one index. Default 768 MiB (a 16 MiB index needs about 700). */
+  /** Heap of the thread that parses one index. Default 512 MiB (a 16 MiB index needs about 200). */
   heapBytes: number;
   /** Time one parse may take. Default 60 s. */
   timeoutMs: number;
@@ -17,7 +17,7 @@ export interface IndexParseLimits {
 }
 
 export const DEFAULT_INDEX_PARSE_LIMITS: IndexParseLimits = {
-  heapBytes: 768 * 1024 * 1024,
+  heapBytes: 512 * 1024 * 1024,
   timeoutMs: 60_000,
   concurrency: 2,
 };
