@@ -10,6 +10,7 @@ import { readFile, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
+import { tarRecords } from './tar.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -92,9 +93,10 @@ async function inArchive(
     return undefined; // not a gzip archive: helm refuses it itself
   }
   budget.bytes -= tar.length;
-  const files = tarFiles(tar);
-  if (files === undefined) return unreadable('not a tar archive the renderer can read');
-  for (const [name, data] of files) {
+  const records = tarRecords(tar);
+  if (typeof records === 'string') return unreadable('not a tar archive the renderer can read');
+  for (const { name, type, data } of records) {
+    if (type !== '0' && type !== '\0' && type !== '7') continue; // regular files only
     const segments = name.split(/[\\/]/);
     const base = segments[segments.length - 1];
     if (base === 'values.schema.json') {
@@ -133,37 +135,6 @@ export function inSchema(text: string, file: string): SchemaReference | undefine
     }
   }
   return undefined;
-}
-
-/** The regular files of a tar archive (ustar, GNU long names, pax paths), or undefined when it is not one. */
-function tarFiles(tar: Buffer): Array<[string, Buffer]> | undefined {
-  const out: Array<[string, Buffer]> = [];
-  const text = (b: Buffer): string => b.toString('utf8').replace(/\0[\s\S]*$/, '');
-  let longName: string | undefined;
-  for (let off = 0; off + 512 <= tar.length;) {
-    const h = tar.subarray(off, off + 512);
-    if (h.every((b) => b === 0)) break;
-    if ((h[124] ?? 0) & 0x80) return undefined; // base-256 sizes: over 8 GiB, never a chart
-    const size = Number.parseInt(text(h.subarray(124, 136)).trim() || '0', 8);
-    if (!Number.isInteger(size) || size < 0 || off + 512 + size > tar.length) return undefined;
-    const data = tar.subarray(off + 512, off + 512 + size);
-    off += 512 + Math.ceil(size / 512) * 512;
-    const type = String.fromCharCode(h[156] ?? 0);
-    if (type === 'L') {
-      longName = text(data);
-      continue;
-    }
-    if (type === 'x') {
-      longName = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(data.toString('utf8'))?.[1] ?? longName;
-      continue;
-    }
-    if (type === 'g') continue;
-    const prefix = h.subarray(257, 262).toString('latin1') === 'ustar' ? text(h.subarray(345, 500)) : '';
-    const name = longName ?? (prefix ? `${prefix}/${text(h.subarray(0, 100))}` : text(h.subarray(0, 100)));
-    longName = undefined;
-    if (type === '0' || type === '\0' || type === '7') out.push([name, data]);
-  }
-  return out;
 }
 
 /** The refusal, for a message that names the chart first (`helm chart 'x': ...`). */

@@ -23,9 +23,47 @@ function str(b: Buffer, start: number, len: number): string {
   return (nul < 0 ? s : s.subarray(0, nul)).toString('utf8');
 }
 
-function octal(b: Buffer, start: number, len: number): number {
-  const t = str(b, start, len).trim();
-  return t === '' ? 0 : Number.parseInt(t, 8);
+/** One member of a tar archive: its name (long names and pax paths applied), type flag and data. */
+export interface TarRecord {
+  name: string;
+  type: string;
+  data: Buffer;
+}
+
+/**
+ * The members of an uncompressed tar (ustar, GNU long names, pax `path`), in order, with nothing
+ * checked but the format; or why it is not a tar the renderer reads. The one walk over tar
+ * headers: unpacking (readTgz) and the schema check (helm-schema.ts) each judge the members.
+ */
+export function tarRecords(tar: Buffer): TarRecord[] | string {
+  const out: TarRecord[] = [];
+  let longName: string | undefined;
+  for (let off = 0; off + 512 <= tar.length;) {
+    const h = tar.subarray(off, off + 512);
+    if (h.every((x) => x === 0)) break;
+    if ((h[124] ?? 0) & 0x80) return 'a member larger than 8 GiB'; // base-256 sizes
+    const sizeText = str(h, 124, 12).trim();
+    const size = sizeText === '' ? 0 : Number.parseInt(sizeText, 8);
+    if (!Number.isInteger(size) || size < 0) return `a member size that is not a number ('${sizeText}')`;
+    if (off + 512 + size > tar.length) return 'a member that runs past the end of the archive';
+    const data = tar.subarray(off + 512, off + 512 + size);
+    off += 512 + Math.ceil(size / 512) * 512;
+    const type = String.fromCharCode(h[156] ?? 0);
+    if (type === 'L') {
+      longName = str(data, 0, data.length);
+      continue;
+    }
+    if (type === 'x') {
+      longName = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(data.toString('utf8'))?.[1] ?? longName;
+      continue;
+    }
+    if (type === 'g') continue;
+    const prefix = h.subarray(257, 262).toString('latin1') === 'ustar' ? str(h, 345, 155) : '';
+    const name = longName ?? (prefix ? `${prefix}/${str(h, 0, 100)}` : str(h, 0, 100));
+    longName = undefined;
+    out.push({ name, type, data });
+  }
+  return out;
 }
 
 /** The regular files of a gzipped tar, their paths checked; `what` names it in messages. */
@@ -42,30 +80,12 @@ export function readTgz(archive: Buffer, what: string, limits: UntarLimits): Tar
       );
     throw new SourceError('InvalidSource', `${what} is not a gzipped tar archive: ${(err as Error).message}`);
   }
+  const records = tarRecords(tar);
+  if (typeof records === 'string') throw new SourceError('InvalidSource', `${what} is not a tar archive: ${records}`);
   const out: TarEntry[] = [];
   let total = 0;
-  let longName: string | undefined;
-  let paxPath: string | undefined;
-  for (let off = 0; off + 512 <= tar.length;) {
-    const h = tar.subarray(off, off + 512);
-    if (h.every((x) => x === 0)) break;
-    const size = octal(h, 124, 12);
-    const type = String.fromCharCode(h[156] ?? 0);
-    const body = tar.subarray(off + 512, off + 512 + size);
-    off += 512 + Math.ceil(size / 512) * 512;
-    if (type === 'L') {
-      longName = str(body, 0, body.length);
-      continue;
-    }
-    if (type === 'x') {
-      const m = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(body.toString('utf8'));
-      paxPath = m?.[1];
-      continue;
-    }
-    if (type === 'g') continue;
-    const prefix = str(h, 345, 155);
-    const name = longName ?? paxPath ?? (prefix ? `${prefix}/${str(h, 0, 100)}` : str(h, 0, 100));
-    longName = paxPath = undefined;
+  for (const { name, type, data: body } of records) {
+    const size = body.length;
     if (type === '5') continue;
     if (type !== '0' && type !== '\0' && type !== '7') {
       const kind = type === '2' ? 'a symlink' : type === '1' ? 'a hard link' : `an entry of type '${type}'`;
