@@ -6,7 +6,12 @@ import { load } from 'js-yaml';
 import type { ChartVersion } from './helm-repo.ts';
 
 export type IndexRequest = { text: Uint8Array };
-export type IndexReply = { ok: true; entries: Array<[string, ChartVersion[]]> } | { ok: false; error: string };
+export type IndexReply =
+  | { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number }
+  | { ok: false; error: string };
+
+/** What a remembered version costs besides its characters (the objects, the array slots). */
+const VERSION_OVERHEAD_BYTES = 96;
 
 const port = parentPort;
 if (!port) throw new Error('helm-index-worker.ts runs as a worker thread');
@@ -25,12 +30,12 @@ port.once('message', (req: IndexRequest) => {
   }
   const entries = (doc as { entries?: unknown } | null)?.entries;
   const out: Array<[string, ChartVersion[]]> = [];
+  // What the index will cost the renderer to remember (strings are two bytes a character).
+  let bytes = 0;
   if (entries && typeof entries === 'object') {
     for (const [name, list] of Object.entries(entries as Record<string, unknown>)) {
       if (!Array.isArray(list)) continue;
-      out.push([
-        name,
-        list.flatMap((e: { version?: unknown; urls?: unknown; digest?: unknown }) =>
+      const versions = list.flatMap((e: { version?: unknown; urls?: unknown; digest?: unknown }) =>
           typeof e?.version === 'string'
             ? [
                 {
@@ -40,9 +45,14 @@ port.once('message', (req: IndexRequest) => {
                 },
               ]
             : [],
-        ),
-      ]);
+      );
+      bytes += name.length * 2 + VERSION_OVERHEAD_BYTES;
+      for (const v of versions)
+        bytes +=
+          VERSION_OVERHEAD_BYTES +
+          2 * (v.version.length + (v.digest?.length ?? 0) + v.urls.reduce((n, u) => n + u.length, 0));
+      out.push([name, versions]);
     }
   }
-  port.postMessage({ ok: true, entries: out } satisfies IndexReply);
+  port.postMessage({ ok: true, entries: out, bytes } satisfies IndexReply);
 });

@@ -33,19 +33,20 @@ export class IndexParser {
     this.#limits = { ...DEFAULT_INDEX_PARSE_LIMITS, ...limits };
   }
 
-  /** The index's charts and their versions; `what` names the repository in errors. */
-  async parse(body: Uint8Array, what: string): Promise<Map<string, ChartVersion[]>> {
+  /** The index's charts and their versions, and about what they take in memory; `what` names the repository in errors. */
+  async parse(body: Uint8Array, what: string): Promise<{ index: Map<string, ChartVersion[]>; bytes: number }> {
     if (this.#running >= this.#limits.concurrency) await new Promise<void>((r) => this.#waiting.push(r));
     this.#running++;
     try {
-      return new Map(await this.#run(body, what));
+      const { entries, bytes } = await this.#run(body, what);
+      return { index: new Map(entries), bytes };
     } finally {
       this.#running--;
       this.#waiting.shift()?.();
     }
   }
 
-  #run(body: Uint8Array, what: string): Promise<Array<[string, ChartVersion[]]>> {
+  #run(body: Uint8Array, what: string): Promise<{ entries: Array<[string, ChartVersion[]]>; bytes: number }> {
     const heapMb = Math.max(16, Math.floor(this.#limits.heapBytes / (1024 * 1024)));
     const worker = new Worker(WORKER_URL, {
       resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: Math.min(64, heapMb / 8) },
@@ -77,7 +78,7 @@ export class IndexParser {
       worker.once('message', (reply: IndexReply) =>
         finish(() =>
           reply.ok
-            ? resolve(reply.entries)
+            ? resolve({ entries: reply.entries, bytes: reply.bytes })
             : reject(new SourceError('InvalidSource', `${what}: index.yaml does not parse: ${reply.error}`)),
         ),
       );

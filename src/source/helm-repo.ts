@@ -19,7 +19,11 @@ export interface HelmRepoLimits {
   timeoutMs: number;
   /** How index.yaml is parsed: off the event loop, within these (helm-index.ts). */
   indexParse?: Partial<IndexParseLimits>;
+  /** Bytes of parsed indexes remembered for all repositories together. Default 128 MiB. */
+  indexCacheBytes?: number;
 }
+
+const DEFAULT_INDEX_CACHE_BYTES = 128 * 1024 * 1024;
 
 export const DEFAULT_HELM_REPO_LIMITS: HelmRepoLimits = {
   maxIndexBytes: 64 * 1024 * 1024,
@@ -38,7 +42,9 @@ type Index = Map<string, ChartVersion[]>;
 export class HelmRepositories {
   readonly #limits: HelmRepoLimits;
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
-  readonly #indexes = new Map<string, { at: number; index: Index }>();
+  /** By repository and credential; oldest used first, at most indexCacheBytes in all. */
+  readonly #indexes = new Map<string, { at: number; index: Index; bytes: number }>();
+  #indexBytes = 0;
   readonly #inFlight = new Map<string, Promise<Index>>();
   readonly #parser: IndexParser;
   /** index.yaml downloads so far (tests and bench/repos). */
@@ -138,13 +144,16 @@ export class HelmRepositories {
   async #index(repoURL: string, access: RepositoryAccess | undefined, maxAgeMs: number): Promise<Index> {
     const key = `${repoURL.replace(/\/+$/, '')}\n${await this.#credentialId(access)}`;
     const known = this.#indexes.get(key);
-    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) return known.index;
+    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) {
+      this.#indexes.delete(key);
+      this.#indexes.set(key, known);
+      return known.index;
+    }
     const running = this.#inFlight.get(key);
     if (running) return running;
     const p = this.#fetchIndex(repoURL, access)
-      .then((index) => {
-        this.#indexes.set(key, { at: Date.now(), index });
-        if (this.#indexes.size > 1000) this.#indexes.delete(this.#indexes.keys().next().value as string);
+      .then(({ index, bytes }) => {
+        this.#remember(key, index, bytes);
         return index;
       })
       .finally(() => this.#inFlight.delete(key));
@@ -152,7 +161,28 @@ export class HelmRepositories {
     return p;
   }
 
-  async #fetchIndex(repoURL: string, access: RepositoryAccess | undefined): Promise<Index> {
+  /** Keeps `index` within the cache's bytes, the least recently used going first; one larger than all is not kept. */
+  #remember(key: string, index: Index, bytes: number): void {
+    const max = this.#limits.indexCacheBytes ?? DEFAULT_INDEX_CACHE_BYTES;
+    const old = this.#indexes.get(key);
+    if (old) {
+      this.#indexes.delete(key);
+      this.#indexBytes -= old.bytes;
+    }
+    if (bytes > max) return;
+    for (const [k, v] of this.#indexes) {
+      if (this.#indexBytes + bytes <= max) break;
+      this.#indexes.delete(k);
+      this.#indexBytes -= v.bytes;
+    }
+    this.#indexes.set(key, { at: Date.now(), index, bytes });
+    this.#indexBytes += bytes;
+  }
+
+  async #fetchIndex(
+    repoURL: string,
+    access: RepositoryAccess | undefined,
+  ): Promise<{ index: Index; bytes: number }> {
     let url: string;
     try {
       url = new URL('index.yaml', repoURL.endsWith('/') ? repoURL : `${repoURL}/`).href;

@@ -8,7 +8,7 @@
 // status and the caches) come from the same requests.
 import { createHash } from 'node:crypto';
 import type { RepositoryAccess } from '../api/repository.ts';
-import { SourceError, redactURL } from './errors.ts';
+import { SourceError, formatBytes, redactURL } from './errors.ts';
 import { basicAuth, httpGet, origin, statusError, type FetchResult } from './http.ts';
 
 export const HELM_CHART_LAYER = 'application/vnd.cncf.helm.chart.content.v1.tar+gzip';
@@ -20,7 +20,16 @@ const MANIFEST_TYPES = [
 export interface OciLimits {
   maxLayerBytes: number;
   timeoutMs: number;
+  /** Bytes of one repository's tag listing, all its pages together. Default 16 MiB. */
+  maxTagListBytes?: number;
+  /** Bytes of tags remembered for all repositories together. Default 64 MiB. */
+  tagCacheBytes?: number;
 }
+
+const DEFAULT_MAX_TAG_LIST_BYTES = 16 * 1024 * 1024;
+const DEFAULT_TAG_CACHE_BYTES = 64 * 1024 * 1024;
+/** What a remembered tag costs besides its characters (the string, the array slot). */
+const TAG_OVERHEAD_BYTES = 32;
 
 export interface OciReference {
   /** `https://host:port` */
@@ -58,7 +67,9 @@ export interface OciManifest {
 export class OciRegistries {
   readonly #limits: OciLimits;
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
-  readonly #tags = new Map<string, { at: number; tags: string[] }>();
+  /** By registry, repository and credential; oldest used first, at most tagCacheBytes in all. */
+  readonly #tags = new Map<string, { at: number; tags: string[]; bytes: number }>();
+  #tagBytes = 0;
   /** Tag listings fetched (tests and bench/repos). */
   tagFetches = 0;
 
@@ -71,22 +82,57 @@ export class OciRegistries {
   async tags(ref: OciReference, access: RepositoryAccess | undefined, maxAgeMs = 0): Promise<string[]> {
     const key = `${ref.registry}/${ref.name}\n${await this.#credentialId(access)}`;
     const known = this.#tags.get(key);
-    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) return known.tags;
+    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) {
+      this.#tags.delete(key);
+      this.#tags.set(key, known);
+      return known.tags;
+    }
     this.tagFetches++;
+    const what = `the tags of '${ref.shown}'`;
+    const budget = this.#limits.maxTagListBytes ?? DEFAULT_MAX_TAG_LIST_BYTES;
     const tags: string[] = [];
+    let read = 0;
     let path: string | undefined = `/v2/${ref.name}/tags/list?n=1000`;
     for (let page = 0; path && page < 50; page++) {
-      const res = await this.#get(ref, access, path, 'application/json', `the tags of '${ref.shown}'`);
-      const body = JSON.parse(res.body.toString('utf8')) as { tags?: unknown };
-      if (Array.isArray(body.tags)) tags.push(...body.tags.filter((t): t is string => typeof t === 'string'));
+      // One budget for all the pages: a registry cannot make the listing large page by page.
+      const res = await this.#get(ref, access, path, 'application/json', what, budget - read).catch((err: unknown) => {
+        if (!(err instanceof SourceError) || err.reason !== 'TooLarge') throw err;
+        throw new SourceError('TooLarge', `${what} are more than the renderer's limit of ${formatBytes(budget)}`);
+      });
+      read += res.body.length;
+      let body: { tags?: unknown };
+      try {
+        body = JSON.parse(res.body.toString('utf8')) as { tags?: unknown };
+      } catch {
+        throw new SourceError('InvalidSource', `${what}: the registry's answer is not JSON`);
+      }
+      if (Array.isArray(body?.tags)) tags.push(...body.tags.filter((t): t is string => typeof t === 'string'));
       const link = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers['link'] ?? ''));
       path = link
         ? new URL(link[1] as string, ref.registry).pathname + new URL(link[1] as string, ref.registry).search
         : undefined;
     }
     const decoded = tags.map((t) => t.replaceAll('_', '+'));
-    this.#tags.set(key, { at: Date.now(), tags: decoded });
+    this.#remember(key, decoded);
     return decoded;
+  }
+
+  #remember(key: string, tags: string[]): void {
+    const max = this.#limits.tagCacheBytes ?? DEFAULT_TAG_CACHE_BYTES;
+    const old = this.#tags.get(key);
+    if (old) {
+      this.#tags.delete(key);
+      this.#tagBytes -= old.bytes;
+    }
+    const bytes = tags.reduce((n, t) => n + t.length * 2 + TAG_OVERHEAD_BYTES, 0);
+    if (bytes > max) return; // used for this request, not remembered
+    for (const [k, v] of this.#tags) {
+      if (this.#tagBytes + bytes <= max) break;
+      this.#tags.delete(k);
+      this.#tagBytes -= v.bytes;
+    }
+    this.#tags.set(key, { at: Date.now(), tags, bytes });
+    this.#tagBytes += bytes;
   }
 
   /** The manifest digest of `tag` and its content layer (the Helm chart layer when `helm`). */
@@ -143,13 +189,14 @@ export class OciRegistries {
     path: string,
     accept: string,
     what: string,
+    maxBytes: number = this.#limits.maxLayerBytes,
   ): Promise<FetchResult> {
     const url = `${ref.registry}${path}`;
     const get = (authorization?: string) =>
       httpGet(url, access, {
         headers: { accept, ...(authorization ? { authorization } : {}) },
         trustedOrigin: origin(url),
-        maxBytes: this.#limits.maxLayerBytes,
+        maxBytes,
         timeoutMs: this.#limits.timeoutMs,
         what,
       });
@@ -189,8 +236,13 @@ export class OciRegistries {
       what: `the token for ${what}`,
     });
     if (res.status !== 200) throw statusError(`the token for ${what}`, res.status);
-    const body = JSON.parse(res.body.toString('utf8')) as { token?: string; access_token?: string };
-    const token = body.token ?? body.access_token;
+    let body: { token?: unknown; access_token?: unknown } | null;
+    try {
+      body = JSON.parse(res.body.toString('utf8')) as typeof body;
+    } catch {
+      throw new SourceError('RepositoryUnreachable', `${what}: the registry's token endpoint answered no JSON`);
+    }
+    const token = [body?.token, body?.access_token].find((t): t is string => typeof t === 'string' && t !== '');
     if (!token) throw new SourceError('RepositoryUnreachable', `${what}: the registry's token endpoint gave no token`);
     return token;
   }

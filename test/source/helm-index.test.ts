@@ -1,11 +1,17 @@
-// A Helm repository's index.yaml is tenant content: whoever writes an Application names the server,
-// and the server says what the index holds. Parsed off the renderer's event loop, under a heap and
-// a time limit, a huge or hostile index is a clear error for its own Application, and the renderer
-// answers everyone else meanwhile.
+// A Helm repository's index.yaml and an OCI registry's tag list are tenant content: whoever writes
+// an Application names the server, and the server says what they hold. An index is parsed off the
+// renderer's event loop, under a heap and a time limit; a tag listing is bounded in bytes over all
+// its pages; what is remembered of both is bounded in bytes. A huge or hostile answer is a clear
+// error for its own Application, and the renderer answers everyone else meanwhile.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { IndexParser } from '../../src/source/helm-index.ts';
 import { SourceError } from '../../src/source/errors.ts';
+import { IndexParser } from '../../src/source/helm-index.ts';
+import { HelmRepositories } from '../../src/source/helm-repo.ts';
+import { OciRegistries, ociReference } from '../../src/source/oci.ts';
+import { chartArchive, startHelmRepo, type HelmRepoServer } from '../support/helm.ts';
 
 /** An index of `charts` charts of one version each: a mapping with that many keys. */
 function index(charts: number): Uint8Array {
@@ -45,7 +51,7 @@ test("the charts and versions of an index, Helm's way: versions that are not str
       '  notalist: 3',
     ].join('\n'),
   );
-  const got = await parser.parse(text, "Helm repository 'https://charts.example'");
+  const { index: got } = await parser.parse(text, "Helm repository 'https://charts.example'");
   // The last of two equal keys wins, as in Helm's reader.
   assert.deepEqual([...got.entries()], [['web', [{ version: '2.0.0', urls: ['web-2.0.0.tgz'], digest: undefined }]]]);
 });
@@ -53,9 +59,9 @@ test("the charts and versions of an index, Helm's way: versions that are not str
 test('a large index is parsed off the event loop: a small one asked after it is answered first', async () => {
   const parser = new IndexParser();
   const order: string[] = [];
-  const big = parser.parse(index(60_000), 'big').then((m) => (order.push('big'), m));
+  const big = parser.parse(index(60_000), 'big').then((m) => (order.push('big'), m.index));
   await new Promise((r) => setImmediate(r));
-  const small = parser.parse(index(3), 'small').then((m) => (order.push('small'), m));
+  const small = parser.parse(index(3), 'small').then((m) => (order.push('small'), m.index));
   const [b, s] = await Promise.all([big, small]);
   assert.equal(b.size, 60_000, 'the large index parses, every chart in it');
   assert.equal(s.size, 3);
@@ -71,7 +77,7 @@ test("an index that needs more memory than the parser's heap fails, naming the r
     "Helm repository 'https://huge.example': index.yaml needs more than the renderer's 32 MiB to parse",
   );
   // The parser goes on: the next index parses.
-  assert.equal((await parser.parse(index(2), 'next')).size, 2);
+  assert.equal((await parser.parse(index(2), 'next')).index.size, 2);
 });
 
 test('an index that takes longer than the time limit fails; an alias bomb costs what its text costs; not YAML fails', async () => {
@@ -94,7 +100,7 @@ test('an index that takes longer than the time limit fails; an alias bomb costs 
     'bomb',
   );
   assert.deepEqual(
-    [...bomb.entries()],
+    [...bomb.index.entries()],
     [
       ['bomb', []],
       ['plain', [{ version: '1.0.0', urls: [], digest: undefined }]],
@@ -103,4 +109,63 @@ test('an index that takes longer than the time limit fails; an alias bomb costs 
   const notYaml = await refusal(new IndexParser().parse(new TextEncoder().encode('entries: [unclosed'), 'broken'));
   assert.equal(notYaml.reason, 'InvalidSource');
   assert.match(notYaml.message, /^broken: index.yaml does not parse: /);
+});
+
+test('remembered indexes are bounded in bytes: past the budget the least recently used is fetched again', async () => {
+  const repos = await Promise.all([1, 2, 3].map(() => startHelmRepo({ plain: true })));
+  try {
+    for (const r of repos) r.setCharts([{ name: 'web', version: '1.0.0', archive: chartArchive('web', '1.0.0') }]);
+    // Each index is counted as 362 bytes remembered: room for two.
+    const helm = new HelmRepositories({ credentialId: async () => 'anonymous', limits: { indexCacheBytes: 800 } });
+    const fetches = (r: HelmRepoServer) => r.requests.filter((q) => q.path === '/index.yaml').length;
+    const ask = (r: HelmRepoServer) => helm.versions(r.url, 'web', undefined, 60_000);
+    const [a, b, c] = repos as [HelmRepoServer, HelmRepoServer, HelmRepoServer];
+    await ask(a);
+    await ask(b);
+    await ask(a); // a is now the most recently used
+    await ask(c); // no room for three: b goes
+    await ask(a);
+    await ask(b);
+    assert.deepEqual([fetches(a), fetches(b), fetches(c)], [1, 2, 1]);
+  } finally {
+    await Promise.all(repos.map((r) => r.close()));
+  }
+});
+
+test("a registry's tag listing is bounded in bytes over all its pages, and its answers must be JSON", async () => {
+  // 50 pages of 512 KiB of tags, each naming the next: 25 MiB, past a 4 MiB budget.
+  const page = JSON.stringify({ name: 'charts/web', tags: Array.from({ length: 40_000 }, (_, i) => `1.0.${i}-pad`) });
+  let mode: 'pages' | 'garbage' = 'pages';
+  const served: string[] = [];
+  const server = http.createServer((req, res) => {
+    served.push(req.url ?? '');
+    if (mode === 'garbage') return void res.end('<html>not a tag list</html>');
+    const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page') ?? '0');
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      link: `</v2/charts/web/tags/list?n=1000&page=${n + 1}>; rel="next"`,
+    });
+    res.end(page);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const access = { url: `${host}/charts`, enableOCI: true, insecureOCIForceHttp: true };
+    const oci = new OciRegistries({
+      credentialId: async () => 'anonymous',
+      limits: { maxLayerBytes: 64 * 1024 * 1024, timeoutMs: 10_000, maxTagListBytes: 4 * 1024 * 1024 },
+    });
+    const ref = ociReference(`${host}/charts/web`, access);
+    const big = await refusal(oci.tags(ref, access));
+    assert.equal(big.reason, 'TooLarge');
+    assert.equal(big.message, `the tags of 'oci://${host}/charts/web' are more than the renderer's limit of 4 MiB`);
+    assert.ok(served.length <= 9, `stopped at the budget, not at the 50th page: ${served.length} pages asked`);
+    mode = 'garbage';
+    const garbage = await refusal(oci.tags(ref, access));
+    assert.equal(garbage.reason, 'InvalidSource');
+    assert.equal(garbage.message, `the tags of 'oci://${host}/charts/web': the registry's answer is not JSON`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
 });
