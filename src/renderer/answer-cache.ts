@@ -1,43 +1,25 @@
 // The renderer's answers for inputs it has rendered, kept by bytes (least recently used first out):
 // an unchanged Application at an unchanged commit is answered without rendering again.
+import { ByteLru } from '../source/byte-lru.ts';
 import type { EncodedAnswer } from './answer.ts';
 
 export class AnswerCache {
-  readonly #maxBytes: number;
-  readonly #entries = new Map<string, EncodedAnswer>();
-  #bytes = 0;
+  readonly #entries: ByteLru<EncodedAnswer>;
 
   constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
+    // One answer may not push out everything else.
+    this.#entries = new ByteLru(maxBytes, maxBytes / 4);
   }
 
   get(key: string): EncodedAnswer | undefined {
-    const hit = this.#entries.get(key);
-    if (hit) {
-      // Most recently used goes last (Map keeps insertion order).
-      this.#entries.delete(key);
-      this.#entries.set(key, hit);
-    }
-    return hit;
+    return this.#entries.get(key);
   }
 
   set(key: string, answer: EncodedAnswer): void {
-    if (answer.body.length > this.#maxBytes / 4) return; // one answer may not push out everything else
-    const old = this.#entries.get(key);
-    if (old) {
-      this.#bytes -= old.body.length;
-      this.#entries.delete(key);
-    }
-    this.#entries.set(key, answer);
-    this.#bytes += answer.body.length;
-    for (const [k, v] of this.#entries) {
-      if (this.#bytes <= this.#maxBytes) break;
-      this.#entries.delete(k);
-      this.#bytes -= v.body.length;
-    }
+    this.#entries.set(key, answer, answer.body.length);
   }
 
   get bytes(): number {
-    return this.#bytes;
+    return this.#entries.bytes;
   }
 }

@@ -34,6 +34,7 @@ import { removeDeadOwners } from './trees.ts';
 import { scrubber, type Scrub } from './scrub.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { ANONYMOUS, credentialId, gitCredentials } from './credentials.ts';
+import { ByteLru } from './byte-lru.ts';
 
 export interface GitRepoCacheOptions {
   cacheDir: string;
@@ -95,6 +96,8 @@ export const DEFAULT_TREE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
 export const DEFAULT_CLONE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
 
 const FULL_SHA = /^[0-9a-f]{40}$/;
+/** Bytes of listed refs remembered for all repositories together (a server lists as many as it likes). */
+const REFS_CACHE_BYTES = 64 * 1024 * 1024;
 const SHORT_SHA = /^[0-9a-f]{7,40}$/i;
 const GIT_HOW_TO = 'install git (for example `apt-get install git`) or set gitBinary';
 
@@ -112,8 +115,8 @@ export class GitRepoCache {
   readonly #checkoutLimits: CheckoutLimits;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
-  /** The last refs listed per clone key, and when (coalescing, RepoOptions.maxAgeMs). */
-  readonly #refs = new Map<string, { at: number; refs: Map<string, string> }>();
+  /** The last refs listed per clone key, and when (coalescing, RepoOptions.maxAgeMs); 64 MiB in all. */
+  readonly #refs = new ByteLru<{ at: number; refs: Map<string, string> }>(REFS_CACHE_BYTES);
   /** `git ls-remote` runs, for tests and the benchmark. */
   lsRemoteCount = 0;
   readonly #trees = new Map<string, Tree>();
@@ -308,8 +311,8 @@ export class GitRepoCache {
         const [sha, name] = line.split('\t');
         if (sha && name && FULL_SHA.test(sha)) refs.set(name, sha);
       }
-      this.#refs.set(repo.key, { at: Date.now(), refs });
-      if (this.#refs.size > 10_000) this.#refs.delete(this.#refs.keys().next().value as string);
+      // Counted as the listing's text twice over (its strings) and a Map entry per ref.
+      this.#refs.set(repo.key, { at: Date.now(), refs }, r.stdout.length * 2 + refs.size * 64);
       return refs;
     })().finally(() => this.#lsRemoteInFlight.delete(repo.key));
     this.#lsRemoteInFlight.set(repo.key, p);

@@ -6,6 +6,7 @@
 // unless helm.passCredentials), its sha256 digest checked against the index.
 import { createHash } from 'node:crypto';
 import type { RepositoryAccess } from '../api/repository.ts';
+import { ByteLru } from './byte-lru.ts';
 import { SourceError, redactURL } from './errors.ts';
 import { IndexParser, type IndexParseLimits } from './helm-index.ts';
 import { basicAuth, httpGet, origin, statusError } from './http.ts';
@@ -42,9 +43,8 @@ type Index = Map<string, ChartVersion[]>;
 export class HelmRepositories {
   readonly #limits: HelmRepoLimits;
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
-  /** By repository and credential; oldest used first, at most indexCacheBytes in all. */
-  readonly #indexes = new Map<string, { at: number; index: Index; bytes: number }>();
-  #indexBytes = 0;
+  /** By repository and credential, at most indexCacheBytes in all. */
+  readonly #indexes: ByteLru<{ at: number; index: Index }>;
   readonly #inFlight = new Map<string, Promise<Index>>();
   readonly #parser: IndexParser;
   /** index.yaml downloads so far (tests and bench/repos). */
@@ -56,6 +56,7 @@ export class HelmRepositories {
   }) {
     this.#limits = { ...DEFAULT_HELM_REPO_LIMITS, ...opts.limits };
     this.#parser = new IndexParser(this.#limits.indexParse);
+    this.#indexes = new ByteLru(this.#limits.indexCacheBytes ?? DEFAULT_INDEX_CACHE_BYTES);
     this.#credentialId = opts.credentialId;
   }
 
@@ -144,16 +145,12 @@ export class HelmRepositories {
   async #index(repoURL: string, access: RepositoryAccess | undefined, maxAgeMs: number): Promise<Index> {
     const key = `${repoURL.replace(/\/+$/, '')}\n${await this.#credentialId(access)}`;
     const known = this.#indexes.get(key);
-    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) {
-      this.#indexes.delete(key);
-      this.#indexes.set(key, known);
-      return known.index;
-    }
+    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) return known.index;
     const running = this.#inFlight.get(key);
     if (running) return running;
     const p = this.#fetchIndex(repoURL, access)
       .then(({ index, bytes }) => {
-        this.#remember(key, index, bytes);
+        this.#indexes.set(key, { at: Date.now(), index }, bytes);
         return index;
       })
       .finally(() => this.#inFlight.delete(key));
@@ -161,28 +158,7 @@ export class HelmRepositories {
     return p;
   }
 
-  /** Keeps `index` within the cache's bytes, the least recently used going first; one larger than all is not kept. */
-  #remember(key: string, index: Index, bytes: number): void {
-    const max = this.#limits.indexCacheBytes ?? DEFAULT_INDEX_CACHE_BYTES;
-    const old = this.#indexes.get(key);
-    if (old) {
-      this.#indexes.delete(key);
-      this.#indexBytes -= old.bytes;
-    }
-    if (bytes > max) return;
-    for (const [k, v] of this.#indexes) {
-      if (this.#indexBytes + bytes <= max) break;
-      this.#indexes.delete(k);
-      this.#indexBytes -= v.bytes;
-    }
-    this.#indexes.set(key, { at: Date.now(), index, bytes });
-    this.#indexBytes += bytes;
-  }
-
-  async #fetchIndex(
-    repoURL: string,
-    access: RepositoryAccess | undefined,
-  ): Promise<{ index: Index; bytes: number }> {
+  async #fetchIndex(repoURL: string, access: RepositoryAccess | undefined): Promise<{ index: Index; bytes: number }> {
     let url: string;
     try {
       url = new URL('index.yaml', repoURL.endsWith('/') ? repoURL : `${repoURL}/`).href;

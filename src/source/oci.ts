@@ -8,6 +8,7 @@
 // status and the caches) come from the same requests.
 import { createHash } from 'node:crypto';
 import type { RepositoryAccess } from '../api/repository.ts';
+import { ByteLru } from './byte-lru.ts';
 import { SourceError, formatBytes, redactURL } from './errors.ts';
 import { basicAuth, httpGet, origin, statusError, type FetchResult } from './http.ts';
 
@@ -67,26 +68,22 @@ export interface OciManifest {
 export class OciRegistries {
   readonly #limits: OciLimits;
   readonly #credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
-  /** By registry, repository and credential; oldest used first, at most tagCacheBytes in all. */
-  readonly #tags = new Map<string, { at: number; tags: string[]; bytes: number }>();
-  #tagBytes = 0;
+  /** By registry, repository and credential, at most tagCacheBytes in all. */
+  readonly #tags: ByteLru<{ at: number; tags: string[] }>;
   /** Tag listings fetched (tests and bench/repos). */
   tagFetches = 0;
 
   constructor(opts: { limits: OciLimits; credentialId: (access: RepositoryAccess | undefined) => Promise<string> }) {
     this.#limits = opts.limits;
     this.#credentialId = opts.credentialId;
+    this.#tags = new ByteLru(opts.limits.tagCacheBytes ?? DEFAULT_TAG_CACHE_BYTES);
   }
 
   /** The repository's tags, `_` read as `+` (helm's encoding of build metadata), at most once per `maxAgeMs`. */
   async tags(ref: OciReference, access: RepositoryAccess | undefined, maxAgeMs = 0): Promise<string[]> {
     const key = `${ref.registry}/${ref.name}\n${await this.#credentialId(access)}`;
     const known = this.#tags.get(key);
-    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) {
-      this.#tags.delete(key);
-      this.#tags.set(key, known);
-      return known.tags;
-    }
+    if (known && maxAgeMs > 0 && Date.now() - known.at < maxAgeMs) return known.tags;
     this.tagFetches++;
     const what = `the tags of '${ref.shown}'`;
     const budget = this.#limits.maxTagListBytes ?? DEFAULT_MAX_TAG_LIST_BYTES;
@@ -113,26 +110,9 @@ export class OciRegistries {
         : undefined;
     }
     const decoded = tags.map((t) => t.replaceAll('_', '+'));
-    this.#remember(key, decoded);
+    const bytes = decoded.reduce((n, t) => n + t.length * 2 + TAG_OVERHEAD_BYTES, 0);
+    this.#tags.set(key, { at: Date.now(), tags: decoded }, bytes);
     return decoded;
-  }
-
-  #remember(key: string, tags: string[]): void {
-    const max = this.#limits.tagCacheBytes ?? DEFAULT_TAG_CACHE_BYTES;
-    const old = this.#tags.get(key);
-    if (old) {
-      this.#tags.delete(key);
-      this.#tagBytes -= old.bytes;
-    }
-    const bytes = tags.reduce((n, t) => n + t.length * 2 + TAG_OVERHEAD_BYTES, 0);
-    if (bytes > max) return; // used for this request, not remembered
-    for (const [k, v] of this.#tags) {
-      if (this.#tagBytes + bytes <= max) break;
-      this.#tags.delete(k);
-      this.#tagBytes -= v.bytes;
-    }
-    this.#tags.set(key, { at: Date.now(), tags, bytes });
-    this.#tagBytes += bytes;
   }
 
   /** The manifest digest of `tag` and its content layer (the Helm chart layer when `helm`). */
