@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RepositoryAccess } from '../../src/api/repository.ts';
-import { SourceError, SourceRenderer } from '../../src/source/index.ts';
+import { SourceRenderer } from '../../src/source/index.ts';
 import { maxVersion } from '../../src/source/versions.ts';
 import {
   chartArchive,
@@ -23,6 +23,7 @@ import {
 } from '../support/helm.ts';
 import { testCA } from '../support/tls.ts';
 import { toolsDir } from './tools.ts';
+import { refused } from '../support/renderer.ts';
 
 const USER = { username: 'chartuser', password: 'chart-Pa55-secret' };
 let repo: HelmRepoServer;
@@ -90,15 +91,6 @@ function renderChart(chart: string, targetRevision: string, repository?: Reposit
     apiVersions: ['v1', 'apps/v1', 'apps/v1/Deployment'],
     ...(repository ? { repository } : {}),
   });
-}
-
-async function refused(p: Promise<unknown>): Promise<SourceError> {
-  const err = await p.then(
-    () => assert.fail('should have been refused'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof SourceError, String(err));
-  return err;
 }
 
 describe('versions as Argo CD resolves targetRevision', () => {

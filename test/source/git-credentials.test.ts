@@ -9,10 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RepositoryAccess } from '../../src/api/repository.ts';
-import { SourceError, SourceRenderer } from '../../src/source/index.ts';
+import { SourceRenderer } from '../../src/source/index.ts';
 import { TestRepo, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
 import { sshKeyPair, startGitSshServer, type GitSshServer } from '../support/ssh.ts';
 import { testCA } from '../support/tls.ts';
+import { refused } from '../support/renderer.ts';
 
 const PASSWORD = 's3cret-Pa55word-xyzzy';
 const TOKEN = 'bearer-token-0123456789';
@@ -60,15 +61,6 @@ function render(repoURL: string, repository?: RepositoryAccess) {
     appName: 'private',
     ...(repository ? { repository } : {}),
   });
-}
-
-async function refused(p: Promise<unknown>): Promise<SourceError> {
-  const err = await p.then(
-    () => assert.fail('the render should have been refused'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof SourceError, String(err));
-  return err;
 }
 
 describe('Git over HTTPS with a private CA', () => {

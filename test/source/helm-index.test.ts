@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { SourceError } from '../../src/source/errors.ts';
 import { IndexParser } from '../../src/source/helm-index.ts';
 import { HelmRepositories } from '../../src/source/helm-repo.ts';
 import { OciRegistries, ociReference } from '../../src/source/oci.ts';
 import { chartArchive, startHelmRepo, type HelmRepoServer } from '../support/helm.ts';
+import { refused } from '../support/renderer.ts';
 
 /** An index of `charts` charts of one version each: a mapping with that many keys. */
 function index(charts: number): Uint8Array {
@@ -25,15 +25,6 @@ function index(charts: number): Uint8Array {
       `    - chart${i}-1.0.${i}.tgz`,
     );
   return new TextEncoder().encode(lines.join('\n') + '\n');
-}
-
-async function refusal(p: Promise<unknown>): Promise<SourceError> {
-  const err = await p.then(
-    () => assert.fail('should have been refused'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof SourceError, String(err));
-  return err;
 }
 
 test("the charts and versions of an index, Helm's way: versions that are not strings left out", async () => {
@@ -70,7 +61,7 @@ test('a large index is parsed off the event loop: a small one asked after it is 
 
 test("an index that needs more memory than the parser's heap fails, naming the repository", async () => {
   const parser = new IndexParser({ heapBytes: 32 * 1024 * 1024 });
-  const err = await refusal(parser.parse(index(100_000), "Helm repository 'https://huge.example'"));
+  const err = await refused(parser.parse(index(100_000), "Helm repository 'https://huge.example'"));
   assert.equal(err.reason, 'TooLarge');
   assert.equal(
     err.message,
@@ -82,7 +73,7 @@ test("an index that needs more memory than the parser's heap fails, naming the r
 
 test('an index that takes longer than the time limit fails; an alias bomb costs what its text costs; not YAML fails', async () => {
   const slow = new IndexParser({ timeoutMs: 50 });
-  const err = await refusal(slow.parse(index(100_000), "Helm repository 'https://slow.example'"));
+  const err = await refused(slow.parse(index(100_000), "Helm repository 'https://slow.example'"));
   assert.equal(err.reason, 'Timeout');
   assert.equal(err.message, "Helm repository 'https://slow.example': index.yaml took longer than 50 ms to parse");
   // Nine levels of ten aliases each: a billion versions if aliases were copies. They are one list,
@@ -106,7 +97,7 @@ test('an index that takes longer than the time limit fails; an alias bomb costs 
       ['plain', [{ version: '1.0.0', urls: [], digest: undefined }]],
     ],
   );
-  const notYaml = await refusal(new IndexParser().parse(new TextEncoder().encode('entries: [unclosed'), 'broken'));
+  const notYaml = await refused(new IndexParser().parse(new TextEncoder().encode('entries: [unclosed'), 'broken'));
   assert.equal(notYaml.reason, 'InvalidSource');
   assert.match(notYaml.message, /^broken: index.yaml does not parse: /);
 });
@@ -156,12 +147,12 @@ test("a registry's tag listing is bounded in bytes over all its pages, and its a
       limits: { maxLayerBytes: 64 * 1024 * 1024, timeoutMs: 10_000, maxTagListBytes: 4 * 1024 * 1024 },
     });
     const ref = ociReference(`${host}/charts/web`, access);
-    const big = await refusal(oci.tags(ref, access));
+    const big = await refused(oci.tags(ref, access));
     assert.equal(big.reason, 'TooLarge');
     assert.equal(big.message, `the tags of 'oci://${host}/charts/web' are more than the renderer's limit of 4 MiB`);
     assert.ok(served.length <= 9, `stopped at the budget, not at the 50th page: ${served.length} pages asked`);
     mode = 'garbage';
-    const garbage = await refusal(oci.tags(ref, access));
+    const garbage = await refused(oci.tags(ref, access));
     assert.equal(garbage.reason, 'InvalidSource');
     assert.equal(garbage.message, `the tags of 'oci://${host}/charts/web': the registry's answer is not JSON`);
   } finally {

@@ -11,12 +11,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RepositoryAccess } from '../../src/api/repository.ts';
-import { SourceError, SourceRenderer } from '../../src/source/index.ts';
+import { SourceRenderer } from '../../src/source/index.ts';
 import { TestRepo, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
 import { chartArchive, startHelmRepo, type HelmRepoServer } from '../support/helm.ts';
 import { startProxy, type TestProxy } from '../support/proxy.ts';
 import { testCA } from '../support/tls.ts';
 import { toolsDir } from './tools.ts';
+import { refused } from '../support/renderer.ts';
 
 const GIT_USER = { username: 'alice', password: 'proxy-test-Pa55word' };
 const HELM_USER = { username: 'charts', password: 'proxy-test-helm-Pa55' };
@@ -93,15 +94,6 @@ function renderChart(repository: RepositoryAccess) {
     destinationNamespace: 'ns',
     repository,
   });
-}
-
-async function refused(p: Promise<unknown>): Promise<SourceError> {
-  const err = await p.then(
-    () => assert.fail('the render should have been refused'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof SourceError, String(err));
-  return err;
 }
 
 const hostPort = (url: string) => new URL(url).host;

@@ -42,3 +42,13 @@ export const failsWith = (reason: string, message: RegExp) => (err: unknown) => 
   assert.match(err.message, message);
   return true;
 };
+
+/** The SourceError `p` is refused with; the test fails when it is not refused, or not with one. */
+export async function refused(p: Promise<unknown>): Promise<SourceError> {
+  const err = await p.then(
+    () => assert.fail('should have been refused'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof SourceError, String(err));
+  return err;
+}
