@@ -7,8 +7,7 @@ import type { ChartVersion } from './helm-repo.ts';
 
 export type IndexRequest = { text: Uint8Array };
 export type IndexReply =
-  | { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number }
-  | { ok: false; error: string };
+  { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number } | { ok: false; error: string };
 
 /** What a remembered version costs besides its characters (the objects, the array slots). */
 const VERSION_OVERHEAD_BYTES = 96;
@@ -36,15 +35,15 @@ port.once('message', (req: IndexRequest) => {
     for (const [name, list] of Object.entries(entries as Record<string, unknown>)) {
       if (!Array.isArray(list)) continue;
       const versions = list.flatMap((e: { version?: unknown; urls?: unknown; digest?: unknown }) =>
-          typeof e?.version === 'string'
-            ? [
-                {
-                  version: e.version,
-                  urls: Array.isArray(e.urls) ? e.urls.filter((u): u is string => typeof u === 'string') : [],
-                  digest: typeof e.digest === 'string' ? e.digest : undefined,
-                },
-              ]
-            : [],
+        typeof e?.version === 'string'
+          ? [
+              {
+                version: e.version,
+                urls: Array.isArray(e.urls) ? e.urls.filter((u): u is string => typeof u === 'string') : [],
+                digest: typeof e.digest === 'string' ? e.digest : undefined,
+              },
+            ]
+          : [],
       );
       bytes += name.length * 2 + VERSION_OVERHEAD_BYTES;
       for (const v of versions)
