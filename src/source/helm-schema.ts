@@ -117,7 +117,8 @@ async function inArchive(
 export function inSchema(text: string, file: string): SchemaReference | undefined {
   let schema: unknown;
   try {
-    schema = JSON.parse(text);
+    // Helm drops a UTF-8 byte order mark before it parses the schema; JSON.parse would refuse it.
+    schema = JSON.parse(text.replace(/^\uFEFF/, ''));
   } catch {
     return undefined; // helm refuses a schema that is not JSON itself, before loading anything
   }

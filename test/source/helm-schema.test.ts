@@ -66,6 +66,8 @@ describe("helm never loads what a chart's schema names outside itself", () => {
       ...chart('url', schema(url)),
       ...chart('metaschema', JSON.stringify({ $schema: url })),
       ...chart('dynamic', JSON.stringify({ properties: { x: { $dynamicRef: `file://${secret}#/password` } } })),
+      // Helm drops a byte order mark before parsing: JSON.parse alone would call this no JSON.
+      ...chart('bom', `\uFEFF${schema(`file://${secret}#/password`)}`),
       ...chart('inner', JSON.stringify({ properties: { x: { items: [{ $ref: `file://${secret}#/password` }] } } })),
       ...chart(
         'fine',
@@ -103,6 +105,7 @@ describe("helm never loads what a chart's schema names outside itself", () => {
       ['metaschema', /values\.schema\.json: \$schema 'http:\/\/127\.0\.0\.1:\d+\/schema\.json' is refused/],
       ['dynamic', /values\.schema\.json: \$dynamicRef 'file:\/\/.*' is refused/],
       ['inner', /values\.schema\.json: \$ref 'file:\/\/.*' is refused/],
+      ['bom', /values\.schema\.json: \$ref 'file:\/\/.*' is refused/],
       ['parent', /charts\/nested\/values\.schema\.json: \$ref 'http:.*' is refused/],
       ['archived', /charts\/sub-0\.1\.0\.tgz: sub\/values\.schema\.json: \$ref 'file:\/\/.*' is refused/],
     ] as const) {
