@@ -5,12 +5,15 @@ import { parentPort } from 'node:worker_threads';
 import { load } from 'js-yaml';
 import type { ChartVersion } from './helm-repo.ts';
 
-export type IndexRequest = { text: Uint8Array };
+export type IndexRequest = { text: Uint8Array; maxBytes: number };
 export type IndexReply =
-  { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number } | { ok: false; error: string };
+  | { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number }
+  | { ok: false; error: string; tooLarge?: boolean };
 
-/** What a remembered version costs besides its characters (the objects, the array slots). */
+/** What a remembered version costs besides its strings (the objects, the array slots). */
 const VERSION_OVERHEAD_BYTES = 96;
+/** What a string costs besides its characters (its header, the slot that holds it). */
+const STRING_OVERHEAD_BYTES = 24;
 
 const port = parentPort;
 if (!port) throw new Error('helm-index-worker.ts runs as a worker thread');
@@ -29,27 +32,37 @@ port.once('message', (req: IndexRequest) => {
   }
   const entries = (doc as { entries?: unknown } | null)?.entries;
   const out: Array<[string, ChartVersion[]]> = [];
-  // What the index will cost the renderer to remember (strings are two bytes a character).
+  // What the index will cost the renderer to remember, and to receive: the structured clone of the
+  // reply copies a string once for each place it is in, however many aliases of one string the
+  // YAML made (strings are two bytes a character).
   let bytes = 0;
+  const cost = (s: string | undefined) => (s === undefined ? 0 : STRING_OVERHEAD_BYTES + 2 * s.length);
   if (entries && typeof entries === 'object') {
     for (const [name, list] of Object.entries(entries as Record<string, unknown>)) {
       if (!Array.isArray(list)) continue;
-      const versions = list.flatMap((e: { version?: unknown; urls?: unknown; digest?: unknown }) =>
-        typeof e?.version === 'string'
-          ? [
-              {
-                version: e.version,
-                urls: Array.isArray(e.urls) ? e.urls.filter((u): u is string => typeof u === 'string') : [],
-                digest: typeof e.digest === 'string' ? e.digest : undefined,
-              },
-            ]
-          : [],
-      );
-      bytes += name.length * 2 + VERSION_OVERHEAD_BYTES;
-      for (const v of versions)
-        bytes +=
-          VERSION_OVERHEAD_BYTES +
-          2 * (v.version.length + (v.digest?.length ?? 0) + v.urls.reduce((n, u) => n + u.length, 0));
+      bytes += cost(name) + VERSION_OVERHEAD_BYTES;
+      const versions: ChartVersion[] = [];
+      for (const e of list as Array<{ version?: unknown; urls?: unknown; digest?: unknown }>) {
+        if (typeof e?.version !== 'string') continue;
+        // Only the first URL is downloaded (helm-repo.ts), so only it is kept: an alias of a list of
+        // a million URLs under every version is one URL each.
+        const url = Array.isArray(e.urls) ? e.urls.find((u): u is string => typeof u === 'string') : undefined;
+        const v = {
+          version: e.version,
+          urls: url === undefined ? [] : [url],
+          digest: typeof e.digest === 'string' ? e.digest : undefined,
+        };
+        bytes += VERSION_OVERHEAD_BYTES + cost(v.version) + cost(v.digest) + cost(url);
+        if (bytes > req.maxBytes) {
+          port.postMessage({
+            ok: false,
+            tooLarge: true,
+            error: `more than ${req.maxBytes} bytes once parsed`,
+          } satisfies IndexReply);
+          return;
+        }
+        versions.push(v);
+      }
       out.push([name, versions]);
     }
   }

@@ -3,7 +3,7 @@
 // index that needs more is a clear error naming the repository; the renderer goes on answering
 // the other Applications meanwhile.
 import { Worker } from 'node:worker_threads';
-import { SourceError } from './errors.ts';
+import { SourceError, formatBytes } from './errors.ts';
 import type { ChartVersion } from './helm-repo.ts';
 import type { IndexReply, IndexRequest } from './helm-index-worker.ts';
 
@@ -14,12 +14,15 @@ export interface IndexParseLimits {
   timeoutMs: number;
   /** Indexes parsed at once. Default 2. */
   concurrency: number;
+  /** What one parsed index may cost the renderer (counted as the worker counts it). Default 256 MiB. */
+  maxResultBytes: number;
 }
 
 export const DEFAULT_INDEX_PARSE_LIMITS: IndexParseLimits = {
   heapBytes: 512 * 1024 * 1024,
   timeoutMs: 60_000,
   concurrency: 2,
+  maxResultBytes: 256 * 1024 * 1024,
 };
 
 const WORKER_URL = new URL(`./helm-index-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -79,7 +82,14 @@ export class IndexParser {
         finish(() =>
           reply.ok
             ? resolve({ entries: reply.entries, bytes: reply.bytes })
-            : reject(new SourceError('InvalidSource', `${what}: index.yaml does not parse: ${reply.error}`)),
+            : reply.tooLarge
+              ? reject(
+                  new SourceError(
+                    'TooLarge',
+                    `${what}: index.yaml holds more than the renderer's limit of ${formatBytes(this.#limits.maxResultBytes)} once parsed`,
+                  ),
+                )
+              : reject(new SourceError('InvalidSource', `${what}: index.yaml does not parse: ${reply.error}`)),
         ),
       );
       worker.once('error', (err: Error & { code?: string }) =>
@@ -96,7 +106,7 @@ export class IndexParser {
       );
       // A copy of its own, moved to the thread rather than copied again.
       const text = new Uint8Array(body);
-      worker.postMessage({ text } satisfies IndexRequest, [text.buffer]);
+      worker.postMessage({ text, maxBytes: this.#limits.maxResultBytes } satisfies IndexRequest, [text.buffer]);
     });
   }
 }

@@ -90,14 +90,17 @@ async function inArchive(
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
       return unreadable(`more than ${MAX_ARCHIVE_BYTES / (1024 * 1024)} MiB once decompressed`);
     }
-    return undefined; // not a gzip archive: helm refuses it itself
+    // Go's gzip reader stops where the archive does, and reads what Node's refuses for what follows it.
+    return unreadable('not a gzip archive the renderer can read');
   }
   budget.bytes -= tar.length;
   const records = tarRecords(tar);
   if (typeof records === 'string') return unreadable('not a tar archive the renderer can read');
   for (const { name, type, data } of records) {
-    if (type !== '0' && type !== '\0' && type !== '7') continue; // regular files only
-    const segments = name.split(/[\\/]/);
+    // Helm loads every member that is not a folder, whatever its type, by its name cleaned (with
+    // either separator, `a/values.schema.json/.` is `a/values.schema.json`).
+    if (type === '5') continue;
+    const segments = path.posix.normalize(name.replaceAll('\\', '/')).replace(/\/+$/, '').split('/');
     const base = segments[segments.length - 1];
     if (base === 'values.schema.json') {
       const bad = inSchema(data.toString('utf8'), `${shown}: ${name}`);
@@ -114,7 +117,8 @@ async function inArchive(
 export function inSchema(text: string, file: string): SchemaReference | undefined {
   let schema: unknown;
   try {
-    schema = JSON.parse(text);
+    // Helm drops a UTF-8 byte order mark before it parses the schema; JSON.parse would refuse it.
+    schema = JSON.parse(text.replace(/^\uFEFF/, ''));
   } catch {
     return undefined; // helm refuses a schema that is not JSON itself, before loading anything
   }

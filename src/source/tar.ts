@@ -30,38 +30,113 @@ export interface TarRecord {
   data: Buffer;
 }
 
+/** Types whose header is all there is: Go's reader gives them no data, whatever their size says. */
+const HEADER_ONLY = new Set(['1', '2', '3', '4', '5', '6']);
+/** Go's reader refuses a pax or GNU long-name record larger than this. */
+const MAX_SPECIAL_BYTES = 1024 * 1024;
+
+/** A numeric field as Go's archive/tar reads it (NULs and spaces trimmed, octal), or undefined when it is not one. */
+function octal(b: Buffer, start: number, len: number): number | undefined {
+  const field = b.subarray(start, start + len).toString('latin1');
+  const t = field.replace(/^[ \0]+|[ \0]+$/g, '');
+  if (t === '') return 0;
+  const digits = t.split('\0')[0] as string;
+  return /^[0-7]+$/.test(digits) ? Number.parseInt(digits, 8) : undefined;
+}
+
+/** A pax extended header's records, as Go's archive/tar parses them (each by its length), or why not. */
+function paxRecords(data: Buffer): Map<string, string> | string {
+  const bad = 'a pax record that is not well formed';
+  const out = new Map<string, string>();
+  for (let at = 0; at < data.length;) {
+    const space = data.indexOf(0x20, at);
+    const nText = space < 0 ? '' : data.subarray(at, space).toString('latin1');
+    const n = /^[+-]?[0-9]+$/.test(nText) ? Number(nText) : Number.NaN;
+    if (!(n >= 5) || n > data.length - at || n <= nText.length + 1) return bad;
+    const rec = data.subarray(space + 1, at + n);
+    if (rec[rec.length - 1] !== 0x0a) return bad;
+    const eq = rec.indexOf(0x3d);
+    if (eq <= 0 || rec.indexOf(0) >= 0) return bad;
+    const key = rec.subarray(0, eq).toString('utf8');
+    // GNU sparse files are read through a map Go's reader applies and this one does not.
+    if (key.startsWith('GNU.sparse.')) return 'a sparse member';
+    out.set(key, rec.subarray(eq + 1, rec.length - 1).toString('utf8'));
+    at += n;
+  }
+  return out;
+}
+
 /**
- * The members of an uncompressed tar (ustar, GNU long names, pax `path`), in order, with nothing
- * checked but the format; or why it is not a tar the renderer reads. The one walk over tar
- * headers: unpacking (readTgz) and the schema check (helm-schema.ts) each judge the members.
+ * The members of an uncompressed tar (ustar, GNU long names, pax `path` and `size`), in order,
+ * with nothing checked but the format; or why it is not a tar the renderer reads. The one walk
+ * over tar headers: unpacking (readTgz) and the schema check (helm-schema.ts) each judge the
+ * members. Headers are read as Go's archive/tar (helm's reader) reads them, so that what is
+ * checked here is what helm loads: sizes with NULs around them, data-less types, the last pax
+ * record of a name, a GNU long name over a pax path, a global header that ends what came before.
  */
 export function tarRecords(tar: Buffer): TarRecord[] | string {
   const out: TarRecord[] = [];
-  let longName: string | undefined;
+  let longName = '';
+  let pax = new Map<string, string>();
   for (let off = 0; off + 512 <= tar.length;) {
     const h = tar.subarray(off, off + 512);
     if (h.every((x) => x === 0)) break;
     if ((h[124] ?? 0) & 0x80) return 'a member larger than 8 GiB'; // base-256 sizes
-    const sizeText = str(h, 124, 12).trim();
-    const size = sizeText === '' ? 0 : Number.parseInt(sizeText, 8);
-    if (!Number.isInteger(size) || size < 0) return `a member size that is not a number ('${sizeText}')`;
+    const type = String.fromCharCode(h[156] ?? 0);
+    const raw = octal(h, 124, 12);
+    if (raw === undefined) return `a member size that is not a number ('${str(h, 124, 12).trim()}')`;
+    const special = type === 'L' || type === 'K' || type === 'x' || type === 'g';
+    if (special && raw > MAX_SPECIAL_BYTES) return 'a long name or pax header larger than 1 MiB';
+    if (type === 'S') return 'a sparse member';
+    let size = raw;
+    let name = str(h, 0, 100);
+    if (!special) {
+      const magic = h.subarray(257, 263).toString('latin1');
+      const version = h.subarray(263, 265).toString('latin1');
+      let prefix = '';
+      if (magic === 'ustar\0')
+        prefix = h.subarray(508, 512).toString('latin1') === 'tar\0' ? str(h, 345, 131) : str(h, 345, 155);
+      else if (magic === 'ustar ' && version === ' \0') {
+        // GNU: no prefix, unless its times do not parse (Go then reads the field as a prefix).
+        const badTime = [345, 357].some(
+          (at) => h[at] !== 0 && !((h[at] ?? 0) & 0x80) && octal(h, at, 12) === undefined,
+        );
+        const gnuPrefix = str(h, 345, 155);
+        if (badTime && [...gnuPrefix].every((c) => c.charCodeAt(0) < 0x80)) prefix = gnuPrefix;
+      }
+      if (prefix) name = `${prefix}/${name}`;
+      const paxPath = pax.get('path');
+      if (paxPath) name = paxPath;
+      const paxSize = pax.get('size');
+      if (paxSize) {
+        if (!/^[+-]?[0-9]+$/.test(paxSize) || Number(paxSize) < 0)
+          return `a pax size that is not a number ('${paxSize}')`;
+        size = Number(paxSize);
+      }
+      if (longName) name = longName;
+    }
+    const effective = type === '\0' && name.endsWith('/') ? '5' : type;
+    if (HEADER_ONLY.has(effective)) size = 0;
     if (off + 512 + size > tar.length) return 'a member that runs past the end of the archive';
     const data = tar.subarray(off + 512, off + 512 + size);
     off += 512 + Math.ceil(size / 512) * 512;
-    const type = String.fromCharCode(h[156] ?? 0);
-    if (type === 'L') {
-      longName = str(data, 0, data.length);
+    if (type === 'L' || type === 'K') {
+      if (type === 'L') longName = str(data, 0, data.length);
       continue;
     }
-    if (type === 'x') {
-      longName = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(data.toString('utf8'))?.[1] ?? longName;
+    if (type === 'x' || type === 'g') {
+      const records = paxRecords(data);
+      if (typeof records === 'string') return records;
+      // A global header is a member of its own to Go's reader: what came before it applies to nothing.
+      if (type === 'g') {
+        longName = '';
+        pax = new Map();
+      } else pax = records;
       continue;
     }
-    if (type === 'g') continue;
-    const prefix = h.subarray(257, 262).toString('latin1') === 'ustar' ? str(h, 345, 155) : '';
-    const name = longName ?? (prefix ? `${prefix}/${str(h, 0, 100)}` : str(h, 0, 100));
-    longName = undefined;
-    out.push({ name, type, data });
+    longName = '';
+    pax = new Map();
+    out.push({ name, type: effective, data });
   }
   return out;
 }

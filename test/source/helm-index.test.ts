@@ -106,8 +106,8 @@ test('remembered indexes are bounded in bytes: past the budget the least recentl
   const repos = await Promise.all([1, 2, 3].map(() => startHelmRepo({ plain: true })));
   try {
     for (const r of repos) r.setCharts([{ name: 'web', version: '1.0.0', archive: chartArchive('web', '1.0.0') }]);
-    // Each index is counted as 362 bytes remembered: room for two.
-    const helm = new HelmRepositories({ credentialId: async () => 'anonymous', limits: { indexCacheBytes: 800 } });
+    // Each index is counted as 458 bytes remembered: room for two.
+    const helm = new HelmRepositories({ credentialId: async () => 'anonymous', limits: { indexCacheBytes: 1000 } });
     const fetches = (r: HelmRepoServer) => r.requests.filter((q) => q.path === '/index.yaml').length;
     const ask = (r: HelmRepoServer) => helm.versions(r.url, 'web', undefined, 60_000);
     const [a, b, c] = repos as [HelmRepoServer, HelmRepoServer, HelmRepoServer];
@@ -159,4 +159,32 @@ test("a registry's tag listing is bounded in bytes over all its pages, and its a
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   }
+});
+
+test('what a parsed index costs the renderer is what it is counted as, and bounded, whatever its aliases', async () => {
+  // 300 KB of YAML: one list of 100,000 URLs, an alias of it under each of 200 versions. Kept
+  // whole, that was 20 million array slots (150 MiB) on the renderer's heap, counted as 23 KB in
+  // the index cache; only the first URL is ever downloaded, so only it is kept.
+  const lines = ['apiVersion: v1', `defs: &u [${Array(100_000).fill('""').join(',')}]`, 'entries:'];
+  for (let c = 0; c < 20; c++) {
+    lines.push(`  c${c}:`);
+    for (let v = 0; v < 10; v++) lines.push(`  - {version: 1.0.${v}, urls: *u}`);
+  }
+  const { index: got, bytes } = await new IndexParser().parse(new TextEncoder().encode(lines.join('\n')), 'urls');
+  const versions = [...got.values()].flat();
+  assert.equal(versions.length, 200);
+  assert.ok(
+    versions.every((v) => v.urls.length === 1 && v.urls[0] === ''),
+    'one URL a version',
+  );
+  assert.ok(bytes >= 200 * 96, String(bytes));
+  // An alias of one long string is one string in the worker, and a copy for each place it is in
+  // once sent to the renderer: 100 versions of a 256 KiB string are 50 MiB there, past the limit.
+  const big = ['apiVersion: v1', `big: &b "${'x'.repeat(256 * 1024)}"`, 'entries:', '  c:'];
+  for (let v = 0; v < 100; v++) big.push('  - {version: *b}');
+  const err = await refused(
+    new IndexParser({ maxResultBytes: 8 * 1024 * 1024 }).parse(new TextEncoder().encode(big.join('\n')), 'aliased'),
+  );
+  assert.equal(err.reason, 'TooLarge');
+  assert.equal(err.message, "aliased: index.yaml holds more than the renderer's limit of 8 MiB once parsed");
 });
