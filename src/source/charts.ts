@@ -151,7 +151,9 @@ export class ChartSources {
     const seen = seenAs === undefined ? undefined : this.#seen.get(seenAs);
     if (seen !== undefined && existsSync(seen)) return { dir: seen, path: appPath, revision: version };
     const { archive, digest, helmLayer } = await download();
-    const dir = path.join(this.#root, `${kind}-${cred}-${digest.slice(0, 40)}`);
+    // A chart is written under a folder of its name: the same archive under two names is two folders.
+    const named = kind === 'oci' ? '' : `-${chartFolder(source)}`;
+    const dir = path.join(this.#root, `${kind}-${cred}-${digest.slice(0, 40)}${named}`);
     await this.#mutex.with(dir, async () => {
       if (existsSync(dir)) return;
       const entries = readTgz(archive, `the archive of ${shown} version '${version}'`, this.#limits);
@@ -181,5 +183,5 @@ export class ChartSources {
 
 /** The folder a chart is unpacked in: its name when that is a plain name (messages then name it). */
 function chartFolder(source: ApplicationSource): string {
-  return source.chart && /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(source.chart) ? source.chart : 'chart';
+  return source.chart && /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(source.chart) ? source.chart : 'chart';
 }

@@ -103,7 +103,8 @@ export class OciRegistries {
       } catch {
         throw new SourceError('InvalidSource', `${what}: the registry's answer is not JSON`);
       }
-      if (Array.isArray(body?.tags)) tags.push(...body.tags.filter((t): t is string => typeof t === 'string'));
+      // One by one: a page of a few hundred thousand tags is more arguments than a call may take.
+      if (Array.isArray(body?.tags)) for (const t of body.tags) if (typeof t === 'string') tags.push(t);
       const link = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers['link'] ?? ''));
       path = link
         ? new URL(link[1] as string, ref.registry).pathname + new URL(link[1] as string, ref.registry).search

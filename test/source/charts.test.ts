@@ -210,6 +210,25 @@ describe('a Helm repository over HTTPS with basic auth', () => {
     }
   });
 
+  it('the same archive served under two chart names renders under each name', async () => {
+    const one = await startHelmRepo({ plain: true });
+    const other = await startHelmRepo({ plain: true });
+    try {
+      // Byte for byte the same archive (one digest), named alpha by one repository and beta by the other.
+      const archive = chartArchive('same', '1.0.0');
+      one.setCharts([{ name: 'alpha', version: '1.0.0', archive }]);
+      other.setCharts([{ name: 'beta', version: '1.0.0', archive }]);
+      const a = await renderChart('alpha', '1.0.0', undefined, one.url);
+      const b = await renderChart('beta', '1.0.0', undefined, other.url);
+      assert.deepEqual(
+        [a, b].map((r) => (r.objects[0]?.object as unknown as { metadata: { name: string } }).metadata.name),
+        ['same-app', 'same-app'],
+      );
+    } finally {
+      await Promise.all([one.close(), other.close()]);
+    }
+  });
+
   it('an unpacked chart is never reused for a request with another credential', async () => {
     await renderChart('guestbook', '0.2.0', helmAccess());
     const err = await refused(renderChart('guestbook', '0.2.0', { url: repo.url, caCerts: testCA().caCert }));

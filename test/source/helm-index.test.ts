@@ -125,12 +125,15 @@ test('remembered indexes are bounded in bytes: past the budget the least recentl
 
 test("a registry's tag listing is bounded in bytes over all its pages, and its answers must be JSON", async () => {
   // 50 pages of 512 KiB of tags, each naming the next: 25 MiB, past a 4 MiB budget.
+  // One page of 300,000 tags: more than a call's arguments may be.
+  const many = JSON.stringify({ name: 'charts/web', tags: Array.from({ length: 300_000 }, (_, i) => `${i}`) });
   const page = JSON.stringify({ name: 'charts/web', tags: Array.from({ length: 40_000 }, (_, i) => `1.0.${i}-pad`) });
-  let mode: 'pages' | 'garbage' = 'pages';
+  let mode: 'pages' | 'garbage' | 'one' = 'pages';
   const served: string[] = [];
   const server = http.createServer((req, res) => {
     served.push(req.url ?? '');
     if (mode === 'garbage') return void res.end('<html>not a tag list</html>');
+    if (mode === 'one') return void res.end(many);
     const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page') ?? '0');
     res.writeHead(200, {
       'content-type': 'application/json',
@@ -151,6 +154,8 @@ test("a registry's tag listing is bounded in bytes over all its pages, and its a
     assert.equal(big.reason, 'TooLarge');
     assert.equal(big.message, `the tags of 'oci://${host}/charts/web' are more than the renderer's limit of 4 MiB`);
     assert.ok(served.length <= 9, `stopped at the budget, not at the 50th page: ${served.length} pages asked`);
+    mode = 'one';
+    assert.equal((await oci.tags(ref, access)).length, 300_000);
     mode = 'garbage';
     const garbage = await refused(oci.tags(ref, access));
     assert.equal(garbage.reason, 'InvalidSource');
