@@ -118,7 +118,10 @@ async function comparable(
   };
 }
 
-function coordinates(o: KubeObject): Pick<ResourceComparison, 'group' | 'version' | 'kind' | 'namespace' | 'name'> {
+/** Where an object is, as a resource's status and a sync result name it. */
+export function coordinates(
+  o: KubeObject,
+): Pick<ResourceComparison, 'group' | 'version' | 'kind' | 'namespace' | 'name'> {
   const slash = o.apiVersion.indexOf('/');
   return {
     group: groupOf(o.apiVersion),

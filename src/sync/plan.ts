@@ -8,7 +8,7 @@ import { groupOf } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import { describeIdentity } from '../kube/types.ts';
 import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare.ts';
-import { compareResources } from './compare.ts';
+import { compareResources, coordinates } from './compare.ts';
 import { builtinAssessor } from './health/index.ts';
 import { expandPhases } from './hooks.ts';
 import { parseSyncOptions, pruneLastOn } from './options.ts';
@@ -99,15 +99,9 @@ function matchesSelection(o: KubeObject, sel: readonly ResourceRef[]): boolean {
 }
 
 export function toResult(t: SyncTask): ResourceResult {
-  const o = taskObject(t);
-  const slash = o.apiVersion.indexOf('/');
   const hookType = hookTypeOf(t);
   return {
-    group: groupOf(o.apiVersion),
-    version: slash < 0 ? o.apiVersion : o.apiVersion.slice(slash + 1),
-    kind: o.kind,
-    namespace: o.metadata.namespace ?? '',
-    name: o.metadata.name,
+    ...coordinates(taskObject(t)),
     status: t.result ?? 'SyncFailed',
     message: t.message,
     ...(hookType ? { hookType } : {}),
