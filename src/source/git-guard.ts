@@ -8,10 +8,9 @@ import { existsSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { redactURL } from './errors.ts';
+import { Refused, runGuard } from './guard-main.ts';
 import { GUARD_POLICY_ENV, type GuardPolicy } from './kustomize-git.ts';
 import { remoteRefusal } from './kustomize-remote.ts';
-
-class Refused extends Error {}
 
 /** Set for the real git: a guard started below it (a misconfigured PATH) refuses instead of recursing. */
 const INSIDE = 'IMPERSYNC_INSIDE_GIT_GUARD';
@@ -126,10 +125,4 @@ async function checkClone(policy: GuardPolicy): Promise<void> {
   });
 }
 
-try {
-  process.exitCode = await guard(process.argv.slice(2));
-} catch (err) {
-  const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`${err instanceof Refused ? 'refused by the renderer: ' : ''}${message}\n`);
-  process.exitCode = 1;
-}
+await runGuard(guard);

@@ -7,13 +7,12 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { redactURL } from './errors.ts';
+import { Refused, runGuard } from './guard-main.ts';
 import { isReleaseName } from './helm.ts';
 import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
 import { HELM_GUARD_POLICY_ENV, type HelmGuardPolicy } from './kustomize-helm.ts';
 import { remoteRefusal } from './kustomize-remote.ts';
 import { isInside, resolvePhysical } from './paths.ts';
-
-class Refused extends Error {}
 
 /** The variables the real helm gets: enough to reach a chart repository, nothing of the renderer's. */
 const KEPT = [
@@ -138,10 +137,4 @@ async function guard(argv: string[]): Promise<number> {
   return r.status ?? 1;
 }
 
-try {
-  process.exitCode = await guard(process.argv.slice(2));
-} catch (err) {
-  const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`${err instanceof Refused ? 'refused by the renderer: ' : ''}${message}\n`);
-  process.exitCode = 1;
-}
+await runGuard(guard);
