@@ -16,6 +16,7 @@ import {
   grantInstalledControllerRights,
   grantRole,
   requestOk,
+  startControlPlane,
 } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
@@ -51,6 +52,35 @@ export async function setSettings(cp: TestControlPlane, data: Record<string, str
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: NS }, data },
     { force: true },
   );
+}
+
+/** Every destination synced as the `deployer` ServiceAccount of its namespace. */
+export const EVERY_DESTINATION_AS_DEPLOYER = {
+  destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
+};
+
+/**
+ * A control plane the controller may run on, argocd-cm set to `settings`, one AppProject named
+ * `project` (every destination as its namespace's deployer, unless `projectSpec` says otherwise),
+ * and a `deployer` in each of `namespaces`. The control plane is stopped when a step fails.
+ */
+export async function startDeployersPlane(opts: {
+  settings: Record<string, string>;
+  project: string;
+  projectSpec?: Record<string, unknown>;
+  namespaces: readonly string[];
+}): Promise<TestControlPlane> {
+  const cp = await startControlPlane();
+  try {
+    await grantControllerRights(cp);
+    await setSettings(cp, opts.settings);
+    await applyRaw(cp.admin, project(opts.project, opts.projectSpec ?? EVERY_DESTINATION_AS_DEPLOYER));
+    for (const ns of opts.namespaces) await deployer(cp, ns, 'deployer');
+    return cp;
+  } catch (err) {
+    await cp.stop();
+    throw err;
+  }
 }
 
 export function project(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): KubeObject {

@@ -4,18 +4,16 @@
 // tests run in order: each sets the compare options it needs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, grantRole, requestOk, startControlPlane, WIDGET_CRD } from '../support/index.ts';
+import { applyRaw, getRaw, grantRole, requestOk, WIDGET_CRD } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
   application,
-  deployer,
-  grantControllerRights,
   operationPhase,
-  project,
   setSettings,
   startFixture,
   waitForApp,
+  startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -63,16 +61,11 @@ async function compareOptionsSeen(yaml: string): Promise<void> {
 }
 
 before(async () => {
-  cp = await startControlPlane();
-  await grantControllerRights(cp);
-  await setSettings(cp, BASE);
-  await applyRaw(
-    cp.admin,
-    project('cmp', {
-      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
-    }),
-  );
-  for (const ns of ['roles', 'status', 'updates']) await deployer(cp, ns, 'deployer');
+  cp = await startDeployersPlane({
+    settings: BASE,
+    project: 'cmp',
+    namespaces: ['roles', 'status', 'updates'],
+  });
   // A ClusterRole with an aggregationRule needs `escalate` (the API server's RBAC storage: "must have
   // cluster-admin privileges to use the aggregationRule" otherwise).
   await grantRole(cp.admin, {

@@ -6,20 +6,18 @@
 // controller/appcontroller.go).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, requestOk } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
   application,
   condition,
-  deployer,
-  grantControllerRights,
   NS,
   operationPhase,
   project,
-  setSettings,
   startFixture,
   waitForApp,
+  startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -59,16 +57,11 @@ async function liveCm(ns: string, name: string) {
 }
 
 before(async () => {
-  cp = await startControlPlane();
-  await grantControllerRights(cp);
-  await setSettings(cp, SETTINGS);
-  await applyRaw(
-    cp.admin,
-    project('sem', {
-      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
-    }),
-  );
-  for (const ns of ['ignore', 'excl', 'shared', 'skip', 'said', 'orph']) await deployer(cp, ns, 'deployer');
+  cp = await startDeployersPlane({
+    settings: SETTINGS,
+    project: 'sem',
+    namespaces: ['ignore', 'excl', 'shared', 'skip', 'said', 'orph'],
+  });
   fx = await startFixture(cp, {
     'ignore/cm.yaml': cm('settings', { byJq: 'git', byCm: 'git', kept: 'git' }),
     'excl/cm.yaml': cm('plain', { a: '1' }),

@@ -5,21 +5,18 @@
 // IgnoreExtraneous compare option, and PostDelete hooks (controller/hook.go).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, requestOk } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
   application,
   deleteApp,
-  deployer,
   getApp,
-  grantControllerRights,
   NS,
   operationPhase,
-  project,
-  setSettings,
   startFixture,
   waitForApp,
+  startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -70,17 +67,11 @@ const finished = (n: number) => (a: { status?: Record<string, unknown> }) =>
   operationPhase(a) === 'Succeeded' && resources(a).length === n;
 
 before(async () => {
-  cp = await startControlPlane();
-  await grantControllerRights(cp);
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  await applyRaw(
-    cp.admin,
-    project('sem', {
-      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
-    }),
-  );
-  for (const ns of ['replace', 'dconfirm', 'orphan', 'strategy', 'history', 'extraneous', 'postdel'])
-    await deployer(cp, ns, 'deployer');
+  cp = await startDeployersPlane({
+    settings: { 'application.sync.impersonation.enabled': 'true' },
+    project: 'sem',
+    namespaces: ['replace', 'dconfirm', 'orphan', 'strategy', 'history', 'extraneous', 'postdel'],
+  });
   fx = await startFixture(cp, {
     'replace/r.yaml': cm('r', { 'argocd.argoproj.io/sync-options': 'Replace=true' }),
     'dconfirm/precious.yaml': cm('precious', { 'argocd.argoproj.io/sync-options': 'Delete=confirm' }),

@@ -4,20 +4,17 @@
 // resource.inclusions, and spec.ignoreDifferences managedFieldsManagers with self-heal.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, requestOk } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
   application,
   condition,
-  deployer,
-  grantControllerRights,
   NS,
   operationPhase,
-  project,
-  setSettings,
   startFixture,
   waitForApp,
+  startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -59,16 +56,11 @@ const get = (ns: string, name: string) =>
   >;
 
 before(async () => {
-  cp = await startControlPlane();
-  await grantControllerRights(cp);
-  await setSettings(cp, SETTINGS);
-  await applyRaw(
-    cp.admin,
-    project('sem', {
-      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
-    }),
-  );
-  for (const ns of ['tracked', 'included', 'managers']) await deployer(cp, ns, 'deployer');
+  cp = await startDeployersPlane({
+    settings: SETTINGS,
+    project: 'sem',
+    namespaces: ['tracked', 'included', 'managers'],
+  });
   fx = await startFixture(cp, {
     'tracked/cm.yaml': cm('both', { a: '1' }),
     'included/cm.yaml': cm('core', { a: '1' }),

@@ -5,19 +5,18 @@
 // windows holding a manual sync, a rollback rendering operation.sync.source, and label tracking.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, requestOk } from '../support/index.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import {
   application,
   deleteApp,
-  deployer,
-  grantControllerRights,
   NS,
   operationPhase,
   project,
   setSettings,
   startFixture,
   waitForApp,
+  startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -64,17 +63,11 @@ const state = (a: { status?: Record<string, unknown> }) =>
   a.status?.['operationState'] as { phase?: string; message?: string; startedAt?: string } | undefined;
 
 before(async () => {
-  cp = await startControlPlane();
-  await grantControllerRights(cp);
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  await applyRaw(
-    cp.admin,
-    project('sem', {
-      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
-    }),
-  );
-  for (const ns of ['keep', 'noprune', 'confirm', 'bg', 'window', 'rollback', 'label'])
-    await deployer(cp, ns, 'deployer');
+  cp = await startDeployersPlane({
+    settings: { 'application.sync.impersonation.enabled': 'true' },
+    project: 'sem',
+    namespaces: ['keep', 'noprune', 'confirm', 'bg', 'window', 'rollback', 'label'],
+  });
   fx = await startFixture(cp, {
     'keep/kept.yaml': cm('kept', 'Delete=false'),
     'keep/gone.yaml': cm('gone'),

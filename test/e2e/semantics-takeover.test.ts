@@ -7,19 +7,16 @@
 // /foreground finalizer.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, getRaw, grantRole, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, grantRole, requestOk } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
   application,
-  deployer,
-  grantControllerRights,
   NS,
   operationPhase,
-  project,
-  setSettings,
   startFixture,
   waitForApp,
+  startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -54,20 +51,18 @@ const get = (ns: string, name: string) =>
   >;
 
 before(async () => {
-  cp = await startControlPlane();
-  await grantControllerRights(cp);
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
-  await applyRaw(
-    cp.admin,
-    project('sem', {
+  cp = await startDeployersPlane({
+    settings: { 'application.sync.impersonation.enabled': 'true' },
+    project: 'sem',
+    projectSpec: {
       destinationServiceAccounts: [
         { server: '*', namespace: 'mnm-new', defaultServiceAccount: 'mnm:deployer' },
         { server: '*', namespace: '*', defaultServiceAccount: 'deployer' },
       ],
       syncWindows: [{ kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['frozen'] }],
-    }),
-  );
-  for (const ns of ['takeover', 'force', 'strategy', 'fg', 'mnm', 'frozen']) await deployer(cp, ns, 'deployer');
+    },
+    namespaces: ['takeover', 'force', 'strategy', 'fg', 'mnm', 'frozen'],
+  });
   // The namespace CreateNamespace=true makes is created and labelled as the ServiceAccount too.
   await grantRole(cp.admin, {
     name: 'mnm-namespaces',
