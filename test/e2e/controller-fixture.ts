@@ -19,6 +19,7 @@ import {
   startControlPlane,
 } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
+import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
 import { toolsDir } from '../source/tools.ts';
 
@@ -32,6 +33,24 @@ export function grantControllerRights(
   opts: { getServiceAccounts?: boolean } = {},
 ): Promise<void> {
   return grantInstalledControllerRights(cp.admin, namespace, opts);
+}
+
+/** The Lease rules of the strict Role (deploy/install/base/role.yaml), for a controller that elects a leader. */
+export function grantControllerLease(cp: TestControlPlane): Promise<void> {
+  return grantRole(cp.admin, {
+    name: 'impersync-controller-lease',
+    namespace: NS,
+    to: 'controller',
+    rules: [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['impersync-controller'],
+        verbs: ['get', 'update'],
+      },
+    ],
+  });
 }
 
 /** A ServiceAccount with full rights in its namespace (a tenant deployer). */
@@ -265,4 +284,15 @@ export async function deleteApp(cp: TestControlPlane, name: string): Promise<voi
     method: 'DELETE',
     path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
   });
+}
+
+/** Waits (60 s at most) until the Application is gone from the API server, its finalizers done. */
+export async function untilAppGone(cp: TestControlPlane, name: string): Promise<void> {
+  await until(
+    `the Application ${name} gone`,
+    async () =>
+      (await getRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name, namespace: NS })) ===
+      undefined,
+    60_000,
+  );
 }

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parse } from 'yaml';
-import { applyRaw, getRaw, grantRole, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { spawnController, until } from '../support/faults.ts';
@@ -32,6 +32,7 @@ import {
   project,
   setSettings,
   waitForApp,
+  grantControllerLease,
 } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
@@ -100,20 +101,7 @@ const hostilePaths = { keys: 'many-keys', alias: 'alias', wide: 'wide' };
 before(async () => {
   cp = await startControlPlane();
   await grantControllerRights(cp);
-  await grantRole(cp.admin, {
-    name: 'impersync-controller-lease',
-    namespace: NS,
-    to: 'controller',
-    rules: [
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      {
-        apiGroups: ['coordination.k8s.io'],
-        resources: ['leases'],
-        resourceNames: ['impersync-controller'],
-        verbs: ['get', 'update'],
-      },
-    ],
-  });
+  await grantControllerLease(cp);
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '3s' });
   for (const tenant of ['noisy', 'quiet']) {
     await deployer(cp, tenant, 'deployer');

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { applyRaw, getRaw, grantRole, startControlPlane } from '../support/index.ts';
+import { applyRaw, getRaw, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import { TestRepo } from '../support/git.ts';
@@ -30,6 +30,7 @@ import {
   project,
   setSettings,
   waitForApp,
+  grantControllerLease,
 } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
@@ -98,21 +99,7 @@ async function startReplica(name: string): Promise<Replica> {
 before(async () => {
   cp = await startControlPlane();
   await grantControllerRights(cp);
-  // The Lease rules of the strict Role (deploy/install/base/role.yaml).
-  await grantRole(cp.admin, {
-    name: 'impersync-controller-lease',
-    namespace: NS,
-    to: 'controller',
-    rules: [
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      {
-        apiGroups: ['coordination.k8s.io'],
-        resources: ['leases'],
-        resourceNames: ['impersync-controller'],
-        verbs: ['get', 'update'],
-      },
-    ],
-  });
+  await grantControllerLease(cp);
   await deployer(cp, 'guestbook', 'generic-deployer');
   await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
   await applyRaw(

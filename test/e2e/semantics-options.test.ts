@@ -17,6 +17,7 @@ import {
   startFixture,
   waitForApp,
   startDeployersPlane,
+  untilAppGone,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -235,17 +236,7 @@ test('PostDelete hooks: their finalizers follow Git; run once the resources are 
   assert.equal(await get('postdel', 'done-hook'), undefined, 'a PostDelete hook is not applied by a sync');
   assert.equal(await get('postdel', 'kept-hook'), undefined);
   await deleteApp(cp, 'postdel');
-  await until(
-    'the Application gone',
-    async () =>
-      (await getRaw(cp.admin, {
-        apiVersion: 'argoproj.io/v1alpha1',
-        kind: 'Application',
-        name: 'postdel',
-        namespace: NS,
-      })) === undefined,
-    60_000,
-  );
+  await untilAppGone(cp, 'postdel');
   assert.equal(await get('postdel', 'app-cm'), undefined);
   assert.equal(await get('postdel', 'done-hook'), undefined, 'HookSucceeded: deleted once healthy');
   const kept = (await get('postdel', 'kept-hook')) as

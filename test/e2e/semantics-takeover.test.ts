@@ -17,6 +17,7 @@ import {
   startFixture,
   waitForApp,
   startDeployersPlane,
+  untilAppGone,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -189,17 +190,7 @@ test('resources-finalizer.argocd.argoproj.io/foreground: the resources go, then 
   // what the sync applied is deleted all the same (Argo CD finds it by its tracking).
   await waitForApp(cp, 'fg', 'synced', (x) => operationPhase(x) === 'Succeeded');
   await requestOk(cp.admin, { method: 'DELETE', path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/fg` });
-  await until(
-    'the Application gone',
-    async () =>
-      (await getRaw(cp.admin, {
-        apiVersion: 'argoproj.io/v1alpha1',
-        kind: 'Application',
-        name: 'fg',
-        namespace: NS,
-      })) === undefined,
-    60_000,
-  );
+  await untilAppGone(cp, 'fg');
   assert.equal(await get('fg', 'one'), undefined);
   const deletes = (await cp.readAudit()).filter((r) => r.verb === 'delete' && r.namespace === 'fg' && !r.dryRun);
   assert.deepEqual(
