@@ -36,7 +36,12 @@ const entry = fc.record({
   fromProject: fc.constantFrom('p', 'global'),
 });
 /** Not empty, and no JavaScript leaking through (zod's "received undefined" names a missing field). */
-const clearMessage = (m: string) => m.trim() !== '' && !/(?<!received )(undefined|NaN)|\[object /.test(m);
+const unclear = /(?<!received )(undefined|NaN)|\[object /;
+const clearMessage = (m: string) => m.trim() !== '' && !unclear.test(m);
+// A message may quote the tenant's value, and a value may itself spell "undefined"; only such values
+// are masked, so that masking a blank or one-letter value cannot mangle the message around it.
+const withoutValues = (m: string, values: readonly string[]) =>
+  values.reduce((acc, v) => (/undefined|NaN|\[object /.test(v) ? acc.replaceAll(v, '<value>') : acc), m);
 
 test('fuzz: the resolver answers found, none or error, and found is always a well-formed ServiceAccount user', () => {
   fc.assert(
@@ -150,12 +155,13 @@ test('fuzz: settings from any argocd-cm data never throw; each problem names the
         String(s.reconciliationTimeoutSeconds),
       );
       for (const e of s.errors) {
-        assert.ok(clearMessage(Object.values(data).reduce((m, v) => (v ? m.replaceAll(v, '<value>') : m), e)), e);
+        assert.ok(clearMessage(withoutValues(e, Object.values(data))), e);
         assert.match(e, /^ConfigMap argocd\/argocd-cm data\.(globalProjects|timeout\.reconciliation): /);
       }
       for (const g of s.globalProjects) assert.ok(typeof g.projectName === 'string' && g.projectName !== '');
     }),
-    runs,
+    // Found by CI: masking the blank value " " turned "received undefined" into "received<value>undefined".
+    { ...runs, examples: [[{ [GLOBAL_PROJECTS_KEY]: '- {}', [IMPERSONATION_ENABLED_KEY]: ' ' }]] },
   );
 });
 
@@ -163,14 +169,10 @@ test('fuzz: globalProjects and durations parse or say why, never throw', () => {
   fc.assert(
     fc.property(settingValue, (text) => {
       const g = parseGlobalProjects(text);
-      if (!g.ok) assert.ok(clearMessage(text ? g.error.replaceAll(text, '<value>') : g.error), g.error);
+      if (!g.ok) assert.ok(clearMessage(withoutValues(g.error, [text])), g.error);
       const d = parseDurationSeconds(text);
       if (d.ok) assert.ok(Number.isFinite(d.seconds) && d.seconds >= 0, `${text} → ${d.seconds}`);
-      else
-        assert.ok(
-          d.error.includes(`'${text}'`) && clearMessage(text ? d.error.replaceAll(text, '<value>') : d.error),
-          d.error,
-        );
+      else assert.ok(d.error.includes(`'${text}'`) && clearMessage(withoutValues(d.error, [text])), d.error);
       const ms = retryDelayMs({ backoff: { duration: text, maxDuration: text } }, 1);
       assert.ok(Number.isFinite(ms) && ms >= 0, `${text} → ${ms}`);
     }),
