@@ -53,29 +53,37 @@ export async function createServiceAccount(kc: KubeConfig, namespace: string, na
   return applyRaw(kc, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } }, manager);
 }
 
+/** The groups the API server gives a subject: a ServiceAccount's own, or the one group named. */
+function reviewIdentity(subject: Subject): { user: string; groups: string[] } {
+  if (subject !== 'controller' && 'group' in subject)
+    return { user: 'impersync-test-member', groups: [subject.group, 'system:authenticated'] };
+  if (subject !== 'controller' && 'serviceAccount' in subject)
+    return {
+      user: userNameOf(subject),
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${subject.namespace}`, 'system:authenticated'],
+    };
+  return { user: userNameOf(subject), groups: ['system:authenticated'] };
+}
+
+type Attributes =
+  { resourceAttributes: Record<string, string> } | { nonResourceAttributes: { path: string; verb: string } };
+
 /**
- * Waits until the API server's authorizer refuses the ServiceAccount `verb` on `resource` (of the
- * core group) in its namespace. A deleted RoleBinding takes effect once the server's RBAC cache has
- * seen the deletion, a moment after the DELETE was answered and longer on a loaded machine: a test
- * that asserts what the ServiceAccount can no longer do waits for that moment first.
+ * Asks the API server's authorizer, as a SubjectAccessReview, until it answers `allowed`, or the
+ * deadline passes. RBAC takes effect once the server's cache has seen a Role and its binding, a
+ * moment after the write was answered and longer on a loaded machine.
  */
-export async function untilRefused(
+async function untilReviewed(
   kc: KubeConfig,
-  subject: { serviceAccount: string; namespace: string },
-  verb: string,
-  resource: string,
-  timeoutMs = 30_000,
+  subject: Subject,
+  attributes: Attributes,
+  allowed: boolean,
+  timeoutMs: number,
 ): Promise<void> {
-  const { namespace } = subject;
   const review = {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
-    spec: {
-      user: userNameOf(subject),
-      // The groups the API server gives an impersonated ServiceAccount.
-      groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-      resourceAttributes: { namespace, verb, group: '', resource },
-    },
+    spec: { ...reviewIdentity(subject), ...attributes },
   };
   const end = Date.now() + timeoutMs;
   for (;;) {
@@ -84,10 +92,52 @@ export async function untilRefused(
       path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
       body: review,
     })) as { status?: { allowed?: boolean } };
-    if (answer.status?.allowed !== true) return;
-    if (Date.now() > end) throw new Error(`${review.spec.user} may still ${verb} ${resource} after ${timeoutMs} ms`);
+    if ((answer.status?.allowed === true) === allowed) return;
+    if (Date.now() > end)
+      throw new Error(
+        `${review.spec.user} is ${allowed ? 'still refused' : 'still allowed'} ${JSON.stringify(attributes)} after ${timeoutMs} ms`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Waits until the API server's authorizer refuses the ServiceAccount `verb` on `resource` (of the
+ * core group) in its namespace: a deleted RoleBinding takes effect once the server's RBAC cache has
+ * seen the deletion. A test that asserts what the ServiceAccount can no longer do waits for that
+ * moment first.
+ */
+export async function untilRefused(
+  kc: KubeConfig,
+  subject: { serviceAccount: string; namespace: string },
+  verb: string,
+  resource: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const attributes = { resourceAttributes: { namespace: subject.namespace, verb, group: '', resource } };
+  await untilReviewed(kc, subject, attributes, false, timeoutMs);
+}
+
+/** One request each rule allows: its first verb, group, resource (and subresource) and name; `*` stands for any. */
+function allowedBy(rule: PolicyRule, namespace: string | undefined): Attributes {
+  const any = (v: string | undefined) => (v === undefined || v === '*' ? 'impersync-any' : v);
+  const verb = rule.verbs[0] === '*' ? 'get' : (rule.verbs[0] ?? 'get');
+  const url = rule.nonResourceURLs?.[0];
+  if (url !== undefined) return { nonResourceAttributes: { path: url.replace(/\*$/, 'any'), verb } };
+  // The subresource is all after the first "/": userextras/impersync.io/application.
+  const [resource = 'impersync-any', ...sub] = any(rule.resources?.[0]).split('/');
+  const subresource = sub.join('/');
+  const group = rule.apiGroups?.[0] === '*' ? 'impersync-any' : (rule.apiGroups?.[0] ?? '');
+  return {
+    resourceAttributes: {
+      verb,
+      group,
+      resource,
+      ...(subresource ? { subresource } : {}),
+      ...(namespace ? { namespace } : {}),
+      ...(rule.resourceNames?.[0] ? { name: rule.resourceNames[0] } : {}),
+    },
+  };
 }
 
 export type Grant = {
@@ -121,6 +171,10 @@ export async function grantRole(kc: KubeConfig, grant: Grant): Promise<void> {
     },
     manager,
   );
+  // The grant is in effect when this returns: a test that uses it at once would otherwise race the
+  // server's RBAC cache (CI saw an impersonation refused right after its Role was bound).
+  for (const subject of Array.isArray(grant.to) ? grant.to : [grant.to])
+    for (const rule of grant.rules) await untilReviewed(kc, subject, allowedBy(rule, grant.namespace), true, 30_000);
 }
 
 /** `impersonate` on impersync's user extras (deploy/install/base/extras.yaml), cluster-wide as the API server asks. */
