@@ -51,6 +51,7 @@ const KUSTOMIZE_HONOURED = [
   'images[]',
   'commonLabels',
   'commonAnnotations',
+  'commonAnnotationsEnvsubst',
   'namespace',
   'version',
 ];

@@ -116,6 +116,7 @@ export async function renderApplication(
         source,
         appName: app.metadata.name,
         destinationNamespace: app.spec.destination?.namespace,
+        project,
         revision: given[i] ? given[i] : undefined,
         ...(opts.kubeVersion ? { kubeVersion: opts.kubeVersion } : {}),
         ...(opts.apiVersions ? { apiVersions: opts.apiVersions } : {}),

@@ -11,6 +11,7 @@ import { isInside, physicalRelative } from './paths.ts';
 import { refuseUnsupported } from './spec.ts';
 import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
 import { run, tail } from './exec.ts';
+import { envsubst, type BuildEnv } from './build-env.ts';
 import { howToGet } from './tools.ts';
 
 type HelmSpec = NonNullable<ApplicationSource['helm']>;
@@ -29,6 +30,8 @@ export interface HelmTemplateInput {
   releaseName: string;
   namespace: string | undefined;
   helm: HelmSpec | undefined;
+  /** Substituted into parameter values and value file paths, as Argo CD does (build-env.ts). */
+  buildEnv?: BuildEnv | undefined;
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
   /** A private folder for the values file, removed by the caller. */
@@ -105,7 +108,8 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     args.push(`--values=${valuesFile}`);
   }
   for (const p of spec.parameters ?? []) {
-    args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(p.value ?? '')}`);
+    const value = envsubst(p.value ?? '', input.buildEnv);
+    args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(value)}`);
   }
   args.push('--', input.releaseName, input.chartDir);
   if (spec.skipSchemaValidation !== true) {
@@ -154,18 +158,21 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
  * stay inside the repository, lexically and physically (no symlink out). Undefined when the file
  * does not exist.
  */
-async function resolveValueFile(input: HelmTemplateInput, file: string): Promise<string | undefined> {
-  const ref = file.startsWith('$') ? file.split('/')[0] : undefined;
-  const refRoot = ref ? input.refRoots?.[ref] : undefined;
+async function resolveValueFile(input: HelmTemplateInput, written: string): Promise<string | undefined> {
+  const ref = written.startsWith('$') ? written.split('/')[0] : undefined;
+  const refRoot = ref && input.refRoots && Object.hasOwn(input.refRoots, ref) ? input.refRoots[ref] : undefined;
+  // Build variables are substituted after a `$ref` is taken off, as Argo CD does; a `$name` that is
+  // no ref source is a variable like any other (an unknown one is "").
+  const file = ref && refRoot ? written : envsubst(written, input.buildEnv);
   if (ref && refRoot) {
     // Multi-source `$ref/path`: inside the ref source's own checkout, physically (Argo CD's getResolvedRefValueFile).
-    const rest = file.slice(ref.length + 1);
+    const rest = envsubst(written.slice(ref.length + 1), input.buildEnv);
     const abs = path.join(refRoot, rest);
     const physical = isInside(refRoot, abs) ? await physicalRelative(refRoot, abs) : undefined;
     if (physical === undefined) {
       throw new SourceError(
         'InvalidSource',
-        `helm value file '${file}' of '${input.shownPath}' is outside the repository of ${ref}`,
+        `helm value file '${written}' of '${input.shownPath}' is outside the repository of ${ref}`,
       );
     }
     const real = path.join(refRoot, physical);
@@ -174,7 +181,7 @@ async function resolveValueFile(input: HelmTemplateInput, file: string): Promise
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
     throw new SourceError(
       'InvalidSource',
-      `helm value file '${file}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`,
+      `helm value file '${written}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`,
     );
   }
   const base = input.valuesDir ?? input.chartDir;
@@ -182,14 +189,14 @@ async function resolveValueFile(input: HelmTemplateInput, file: string): Promise
   if (!isInside(input.repoRoot, abs)) {
     throw new SourceError(
       'InvalidSource',
-      `helm value file '${file}' of '${input.shownPath}' is outside the repository`,
+      `helm value file '${written}' of '${input.shownPath}' is outside the repository`,
     );
   }
   const physical = await physicalRelative(input.repoRoot, abs);
   if (physical === undefined) {
     throw new SourceError(
       'InvalidSource',
-      `helm value file '${file}' of '${input.shownPath}' leads outside the repository through a symlink`,
+      `helm value file '${written}' of '${input.shownPath}' leads outside the repository through a symlink`,
     );
   }
   const real = path.join(input.repoRoot, physical);

@@ -37,6 +37,7 @@ import { GitRepoCache, type Checkout } from './git.ts';
 import { prepareDependencies, type PreparedChart } from './helm-deps.ts';
 import { realpath } from 'node:fs/promises';
 import { ChartSources, sourceKind } from './charts.ts';
+import { buildEnv } from './build-env.ts';
 import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
@@ -100,6 +101,8 @@ export interface RenderInput {
   appName: string;
   /** spec.destination.namespace: Helm's namespace unless source.helm.namespace says otherwise. */
   destinationNamespace?: string | undefined;
+  /** The AppProject's name: ARGOCD_APP_PROJECT_NAME of the build environment (build-env.ts). */
+  project?: string | undefined;
   /** A revision to render instead of source.targetRevision (e.g. operation.sync.revision). */
   revision?: string | undefined;
   /** The destination's Kubernetes version and API versions, for `helm template` (as Argo CD passes them). */
@@ -246,7 +249,7 @@ export class SourceRenderer {
       deadline: renderDeadline(time, this.#limits.renderTimeoutMs),
     });
     try {
-      return { revision, ...(await this.#renderDir(checkout.dir, source, input, time)) };
+      return { revision, ...(await this.#renderDir(checkout.dir, source, input, time, revision)) };
     } finally {
       checkout.release();
     }
@@ -257,15 +260,22 @@ export class SourceRenderer {
     const maxAgeMs = input.revisionMaxAgeMs ?? 0;
     const unpacked = await this.#charts.get(input.source, input.revision, input.repository, maxAgeMs);
     const source = { ...input.source, path: unpacked.path };
-    return { revision: unpacked.revision, ...(await this.#renderDir(unpacked.dir, source, input, time)) };
+    return {
+      revision: unpacked.revision,
+      ...(await this.#renderDir(unpacked.dir, source, input, time, unpacked.revision)),
+    };
   }
 
-  /** Renders `source.path` of a folder (a checkout, an unpacked chart) in a worker, within the deadline. */
+  /**
+   * Renders `source.path` of a folder (a checkout, an unpacked chart) in a worker, within the
+   * deadline. `revision` is the commit or chart version: ARGOCD_APP_REVISION of the build environment.
+   */
   async #renderDir(
     dir: string,
     source: ApplicationSource,
     input: RenderInput,
     time: RenderTimeOptions,
+    revision: string,
   ): Promise<Pick<RenderResult, 'sourceType' | 'objects' | 'dependencies'>> {
     const { deadline, timeLimit } = time;
     const limitMs = timeLimit?.ms ?? this.#limits.renderTimeoutMs;
@@ -304,6 +314,16 @@ export class SourceRenderer {
           source,
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
+          // Of the source as written: an unpacked chart's folder is not its path.
+          buildEnv: buildEnv({
+            appName: input.appName,
+            destinationNamespace: input.destinationNamespace,
+            project: input.project,
+            revision,
+            repoURL: input.source.repoURL,
+            path: input.source.path,
+            targetRevision: input.source.targetRevision,
+          }),
           kubeVersion: input.kubeVersion,
           apiVersions: input.apiVersions,
           sourceRepos: input.sourceRepos,

@@ -16,6 +16,7 @@ import { SourceError } from './errors.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
+import { envsubst, type BuildEnv } from './build-env.ts';
 import { howToGet } from './tools.ts';
 import { checkBuildOptions } from './kustomize-options.ts';
 import { checkKustomization } from './kustomize-check.ts';
@@ -36,6 +37,8 @@ export interface KustomizeBuildInput {
   /** The app path as written in the Application, for messages. */
   shownPath: string;
   kustomize: KustomizeSpec | undefined;
+  /** Substituted into images, commonLabels and (commonAnnotationsEnvsubst) commonAnnotations, and set in kustomize's environment (build-env.ts). */
+  buildEnv?: BuildEnv | undefined;
   /** Extra `kustomize build` flags (argo-cd's kustomize.buildOptions), e.g. ['--enable-helm']. */
   buildOptions?: readonly string[] | undefined;
   /** The AppProject's sourceRepos: the only repositories remote bases and resources may come from. */
@@ -66,6 +69,7 @@ const SUPPORTED = new Set([
   'images',
   'commonLabels',
   'commonAnnotations',
+  'commonAnnotationsEnvsubst',
   'namespace',
   'version',
 ]);
@@ -87,14 +91,15 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   const tmpDir = path.join(input.workDir, 'tmp');
   for (const dir of [overlayDir, binDir, tmpDir]) await mkdir(dir, { recursive: true });
   const fromOverlay = path.relative(overlayDir, input.appDir).split(path.sep).join('/');
-  const overlay = overlayFor(spec, fromOverlay);
+  const overlay = overlayFor(spec, fromOverlay, input.buildEnv);
   let target = input.appDir;
   if (overlay) {
     await writeFile(path.join(overlayDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
     target = overlayDir;
   }
   const shim = await writeGitShim(binDir);
-  const env = kustomizeEnvironment(input.env, binDir, {
+  // Argo CD runs kustomize with the build variables in its environment.
+  const env = kustomizeEnvironment({ ...input.env, ...input.buildEnv }, binDir, {
     git: input.gitBinary,
     sourceRepos: input.sourceRepos ?? null,
     enableHelm: options.enableHelm,
@@ -152,7 +157,11 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
 }
 
 /** The overlay kustomization for the overrides, or undefined when there are none. */
-function overlayFor(spec: KustomizeSpec, base: string): Record<string, unknown> | undefined {
+function overlayFor(
+  spec: KustomizeSpec,
+  base: string,
+  vars: BuildEnv | undefined,
+): Record<string, unknown> | undefined {
   const k: Record<string, unknown> = {
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
@@ -166,14 +175,27 @@ function overlayFor(spec: KustomizeSpec, base: string): Record<string, unknown> 
   if (spec.namePrefix) set('namePrefix', spec.namePrefix);
   if (spec.nameSuffix) set('nameSuffix', spec.nameSuffix);
   if (typeof spec.namespace === 'string' && spec.namespace !== '') set('namespace', spec.namespace);
-  if (spec.images && spec.images.length > 0) set('images', spec.images.map(parseImageOverride));
+  // Build variables go into images and label values always, into annotation values when asked (Argo CD).
+  if (spec.images && spec.images.length > 0)
+    set(
+      'images',
+      spec.images.map((image) => parseImageOverride(envsubst(image, vars))),
+    );
   // `kustomize edit add label` adds to selectors as well, like the old commonLabels.
   if (spec.commonLabels && Object.keys(spec.commonLabels).length > 0)
-    set('labels', [{ pairs: spec.commonLabels, includeSelectors: true }]);
+    set('labels', [{ pairs: substituted(spec.commonLabels, vars), includeSelectors: true }]);
   const annotations = spec.commonAnnotations;
   if (annotations && typeof annotations === 'object' && Object.keys(annotations).length > 0)
-    set('commonAnnotations', annotations);
+    set(
+      'commonAnnotations',
+      spec.commonAnnotationsEnvsubst === true ? substituted(annotations as Record<string, string>, vars) : annotations,
+    );
   return any ? k : undefined;
+}
+
+/** The values of a string map with the build variables substituted. */
+function substituted(map: Record<string, string>, vars: BuildEnv | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, envsubst(String(v), vars)]));
 }
 
 /**

@@ -18,6 +18,7 @@ import { scrubber, type PathRename } from './scrub.ts';
 import { DEFAULT_TOOL_LIMITS, formatBytes, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
+import type { BuildEnv } from './build-env.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 
@@ -96,6 +97,8 @@ export interface RenderRequest {
   /** The Application's name: Helm's release name unless spec.source.helm.releaseName says otherwise. */
   appName: string;
   destinationNamespace?: string | undefined;
+  /** Argo CD's ARGOCD_APP_* variables, for `$VAR` in helm and kustomize fields (build-env.ts). */
+  buildEnv?: BuildEnv | undefined;
   /** Passed to `helm template --kube-version` / `--api-versions` (Argo CD sends the destination's). */
   kubeVersion?: string | undefined;
   apiVersions?: readonly string[] | undefined;
@@ -213,6 +216,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         repoRoot: root,
         appDir,
         kustomize: source.kustomize,
+        buildEnv: req.buildEnv,
         buildOptions: env.kustomizeBuildOptions,
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
@@ -233,6 +237,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       releaseName: source.helm?.releaseName || req.appName,
       namespace: req.destinationNamespace,
       helm: source.helm,
+      buildEnv: req.buildEnv,
       kubeVersion: req.kubeVersion,
       apiVersions: req.apiVersions,
       helmHome: env.helmHome,
