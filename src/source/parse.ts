@@ -98,6 +98,49 @@ function parseYAML(text: string, file: string, opts: ParseOptions, limits: Docum
   return out;
 }
 
+/**
+ * The first document of a YAML 1.1 file as a plain value (null when it has none), read as kubectl's
+ * library reads it and held to the same document limits as manifests; the documents after the
+ * first are ignored, as sigs.k8s.io/yaml's Unmarshal ignores them. For files that are not
+ * manifests (a source parameter file); errors name `file` and are InvalidManifest or TooLarge.
+ */
+export function parseFirstYAMLDocument(text: string, file: string, limits: DocumentLimits): unknown {
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(body, {
+    version: '1.1',
+    customTags: kubectlTags,
+    prettyErrors: true,
+    uniqueKeys: false,
+    lineCounter: lines,
+  });
+  const doc = Array.from(docs)[0];
+  if (!doc) return null;
+  const err = doc.errors[0];
+  if (err) {
+    const line = err.linePos?.[0].line;
+    const reason = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.code;
+    throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, {
+      cause: err,
+    });
+  }
+  const size = doc.range[2] - doc.range[0];
+  if (size > limits.maxDocumentBytes) throw overLimit(`${file}: document 1`, { kind: 'bytes', bytes: size }, limits);
+  const problem = checkAndExpand(doc, limits, lines);
+  if (problem?.kind === 'duplicate')
+    throw new SourceError(
+      'InvalidManifest',
+      `${file}${problem.line === undefined ? '' : `:${problem.line}`}: Map keys must be unique`,
+    );
+  if (problem) throw overLimit(`${file}: document 1`, problem, limits);
+  try {
+    // No alias is left to resolve (checkAndExpand replaced each by its node), hence no count.
+    return doc.toJS({ maxAliasCount: -1 }) ?? null;
+  } catch (e) {
+    throw new SourceError('InvalidManifest', `${file}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
 function parseJSON(text: string, file: string, limits: DocumentLimits): ParsedObject[] {
   // JSON has no aliases: its size is its text (a List's items are its documents' objects).
   if (text.length > limits.maxDocumentBytes)

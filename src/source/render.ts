@@ -15,6 +15,7 @@ import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
 import { parseManifests, type ParsedObject } from './parse.ts';
 import { physicalRelative } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
+import { mergeSourceParameters } from './source-parameters.ts';
 import { DEFAULT_TOOL_LIMITS, formatBytes, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS } from './materialise.ts';
 import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
@@ -159,8 +160,7 @@ export async function renderCheckout(req: RenderRequest, env: RenderEnvironment)
 }
 
 async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: PathRename[]): Promise<RenderedObjects> {
-  const { source } = req;
-  const shownPath = source.path && source.path !== '' ? source.path : '.';
+  const shownPath = req.source.path && req.source.path !== '' ? req.source.path : '.';
   // Everything below works on the physical root, so what is checked is what the tools are given.
   const root = await realpath(req.checkoutDir);
   const rel = path.relative(root, path.join(root, shownPath));
@@ -176,6 +176,17 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
   if (!info) throw new SourceError('InvalidSource', `app path '${shownPath}' does not exist`);
   if (!info.isDirectory()) throw new SourceError('InvalidSource', `app path '${shownPath}' is not a directory`);
 
+  // From here on the source is spec.source with the app folder's source parameter files applied
+  // (source-parameters.ts): its type and every block the tools are given come from it, so what the
+  // files set meets the same checks as what the Application sets.
+  const source = await mergeSourceParameters({
+    root,
+    appDir,
+    source: req.source,
+    appName: req.appName,
+    maxFileBytes: env.limits.maxFileBytes,
+    documents: documentLimits(env.limits),
+  });
   const sourceType = explicitType(source) ?? discoverType(appDir);
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);

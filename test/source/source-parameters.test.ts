@@ -1,0 +1,288 @@
+// Source parameter files (.argocd-source.yaml, .argocd-source-<app>.yaml) through renderCheckout,
+// on a folder made by hand as symlinks.test.ts does, with the pinned helm and kustomize: what the
+// files set reaches the tools, in Argo CD's order, and tenant content that tries more is refused.
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { ApplicationSource } from '../../src/api/application.ts';
+import { SourceError } from '../../src/source/errors.ts';
+import { DEFAULT_DOCUMENT_LIMITS } from '../../src/source/expand.ts';
+import { mergePatch } from '../../src/source/merge-patch.ts';
+import { DEFAULT_LIMITS, renderCheckout, type RenderEnvironment } from '../../src/source/render.ts';
+import { mergeSourceParameters } from '../../src/source/source-parameters.ts';
+import { toolsDir } from './tools.ts';
+
+const REPO = 'https://example.com/r.git';
+const CHART = {
+  'Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n',
+  'values.yaml': 'image:\n  tag: v1\ncolor: blue\n',
+  'templates/cm.yaml':
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  tag: {{ .Values.image.tag | quote }}\n  color: {{ .Values.color | quote }}\n',
+};
+const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
+
+/** Folder → its files; every folder holding a Chart.yaml key gets CHART's files too. */
+const TREE: Record<string, Record<string, string>> = {
+  ordered: {
+    ...CHART,
+    '.argocd-source.yaml':
+      'helm:\n  releaseName: from-repo-file\n  parameters:\n    - {name: image.tag, value: v-repo}\n',
+    // What Argo CD Image Updater's git write-back commits.
+    '.argocd-source-app.yaml': 'helm:\n  parameters:\n  - name: image.tag\n    value: v2\n    forceString: true\n',
+  },
+  nulls: { ...CHART, '.argocd-source.yaml': 'helm:\n  valuesObject:\n    color: null\n  valueFiles: null\n' },
+  kust: {
+    'kustomization.yaml': 'resources: [deploy.yaml]\n',
+    'deploy.yaml':
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.25}]\n',
+    '.argocd-source-app.yaml': 'kustomize:\n  images:\n  - nginx:1.27\n',
+  },
+  kept: {
+    'a.yaml': cm('a'),
+    'nested/b.yaml': cm('b'),
+    '.argocd-source.yaml':
+      'path: elsewhere\nrepoURL: https://evil.example/x.git\nchart: other\ntargetRevision: v9\ndirectory: {recurse: true}\n',
+  },
+  empty: { ...CHART, '.argocd-source.yaml': '' },
+  'bad-helm': { ...CHART, '.argocd-source.yaml': 'helm: x\n' },
+  'bad-params': { ...CHART, '.argocd-source.yaml': 'helm: {parameters: x}\n' },
+  'bad-list': { ...CHART, '.argocd-source.yaml': '- helm\n' },
+  'bad-yaml': { ...CHART, '.argocd-source.yaml': 'helm: {parameters: [\n' },
+  big: { ...CHART, '.argocd-source.yaml': `helm:\n  values: "${'x'.repeat(300)}"\n` },
+  bomb: {
+    ...CHART,
+    '.argocd-source.yaml':
+      'a: &a ["x","x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n',
+  },
+  proto: {
+    ...CHART,
+    '.argocd-source.yaml':
+      '__proto__: {polluted: yes}\nconstructor: {prototype: {polluted: yes}}\nhelm:\n  __proto__: {polluted: yes}\n  parameters: [{name: color, value: green}]\n',
+  },
+  'file-params': { ...CHART, '.argocd-source.yaml': 'helm:\n  fileParameters: [{name: color, path: values.yaml}]\n' },
+  'kust-replicas': {
+    'kustomization.yaml': 'resources: [cm.yaml]\n',
+    'cm.yaml': cm('k'),
+    '.argocd-source.yaml': 'kustomize:\n  replicas: [{name: web, count: 2}]\n',
+  },
+  plugin: { 'a.yaml': cm('a'), '.argocd-source.yaml': 'plugin: {name: my-cmp}\n' },
+  'value-file-out': { ...CHART, '.argocd-source.yaml': 'helm:\n  valueFiles: [../../outside-values.yaml]\n' },
+  'flag-param': { ...CHART, '.argocd-source.yaml': 'helm:\n  releaseName: --post-renderer=/bin/sh\n' },
+  sym: { ...CHART },
+};
+
+describe('renderCheckout applies the source parameter files of the app folder', () => {
+  let top: string;
+  let checkout: string;
+  let env: RenderEnvironment;
+
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-source-params-'));
+    checkout = path.join(top, 'checkout');
+    const write = async (rel: string, text: string) => {
+      await mkdir(path.dirname(path.join(top, rel)), { recursive: true });
+      await writeFile(path.join(top, rel), text);
+    };
+    for (const [dir, files] of Object.entries(TREE))
+      for (const [rel, text] of Object.entries(files)) await write(`checkout/${dir}/${rel}`, text);
+    // Beside the checkout: what no render may read.
+    await write('outside.yaml', 'helm:\n  parameters: [{name: color, value: secret}]\n');
+    await write('outside-values.yaml', 'color: secret\n');
+    await symlink('../../outside.yaml', path.join(checkout, 'sym', '.argocd-source-app.yaml'));
+    const cacheDir = path.join(top, 'cache');
+    env = {
+      tools: { dir: toolsDir() },
+      limits: DEFAULT_LIMITS,
+      workRoot: path.join(cacheDir, 'work'),
+      helmHome: path.join(cacheDir, 'helm'),
+      env: process.env,
+    };
+  });
+  after(async () => {
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  const render = (source: Record<string, unknown>, appName = 'app', limits = env.limits) =>
+    renderCheckout(
+      { checkoutDir: checkout, source: { repoURL: REPO, ...source } as ApplicationSource, appName },
+      {
+        ...env,
+        limits,
+      },
+    );
+  const data = async (source: Record<string, unknown>, appName = 'app') =>
+    (await render(source, appName)).objects.map((o) => ({
+      name: o.object.metadata.name,
+      ...(o.object.data as Record<string, string>),
+    }));
+  const refused = (reason: string, message: RegExp) => (err: unknown) => {
+    assert.ok(err instanceof SourceError, String(err));
+    assert.equal(err.reason, reason, err.message);
+    assert.match(err.message, message);
+    assert.doesNotMatch(err.message, new RegExp(top), 'no absolute path in the message');
+    return true;
+  };
+
+  test('.argocd-source.yaml, then .argocd-source-<app>.yaml on top: the app file wins', async () => {
+    // Image Updater's file: a forced-string image.tag; releaseName still from the repository file.
+    assert.deepEqual(await data({ path: 'ordered' }), [{ name: 'from-repo-file-cfg', tag: 'v2', color: 'blue' }]);
+    // Another Application of the same folder gets only the repository file.
+    assert.deepEqual(await data({ path: 'ordered' }, 'other'), [
+      { name: 'from-repo-file-cfg', tag: 'v-repo', color: 'blue' },
+    ]);
+    // The files win over spec.source, field by field.
+    assert.deepEqual(
+      await data({ path: 'ordered', helm: { parameters: [{ name: 'color', value: 'red' }], releaseName: 'spec' } }),
+      [{ name: 'from-repo-file-cfg', tag: 'v2', color: 'blue' }],
+    );
+  });
+
+  test('kustomize images from the app file', async () => {
+    const r = await render({ path: 'kust' });
+    assert.equal(r.sourceType, 'Kustomize');
+    const deploy = r.objects[0]?.object as unknown as {
+      spec: { template: { spec: { containers: { image: string }[] } } };
+    };
+    assert.equal(deploy.spec.template.spec.containers[0]?.image, 'nginx:1.27');
+  });
+
+  test('a null deletes inside helm.valuesObject; elsewhere it leaves spec.source as it is, as in Argo CD', async () => {
+    // spec's valuesObject sets color red; the file's `color: null` removes it: the chart's blue.
+    assert.deepEqual(await data({ path: 'nulls', helm: { valuesObject: { color: 'red' } } }), [
+      { name: 'app-cfg', tag: 'v1', color: 'blue' },
+    ]);
+    const merged = await mergeSourceParameters({
+      root: checkout,
+      appDir: path.join(checkout, 'nulls'),
+      source: { repoURL: REPO, path: 'nulls', helm: { valueFiles: ['a.yaml'], valuesObject: { color: 'red', n: 1 } } },
+      appName: 'app',
+      maxFileBytes: 1024,
+      documents: DEFAULT_DOCUMENT_LIMITS,
+    });
+    // Argo CD decodes the patched JSON into the source it had (Go keeps fields the JSON lacks).
+    assert.deepEqual(merged.helm, { valueFiles: ['a.yaml'], valuesObject: { n: 1 } });
+  });
+
+  test('path, repoURL, chart and targetRevision stay what the Application says', async () => {
+    const source = { repoURL: REPO, path: 'kept', targetRevision: 'main' };
+    const merged = await mergeSourceParameters({
+      root: checkout,
+      appDir: path.join(checkout, 'kept'),
+      source,
+      appName: 'app',
+      maxFileBytes: 1024,
+      documents: DEFAULT_DOCUMENT_LIMITS,
+    });
+    assert.deepEqual(merged, { ...source, directory: { recurse: true } });
+    // The rest of the file is honoured: directory.recurse reads nested/.
+    const r = await render({ path: 'kept' });
+    assert.deepEqual(
+      r.objects.map((o) => o.object.metadata.name),
+      ['a', 'b'],
+    );
+  });
+
+  test('an empty file changes nothing', async () => {
+    assert.deepEqual(await data({ path: 'empty' }), [{ name: 'app-cfg', tag: 'v1', color: 'blue' }]);
+  });
+
+  test('a symlink to a file outside the repository is refused, naming the file', async () => {
+    await assert.rejects(
+      render({ path: 'sym' }),
+      refused(
+        'InvalidSource',
+        /^error while parsing source parameters: sym\/\.argocd-source-app\.yaml: it is a symlink that leads outside the repository$/,
+      ),
+    );
+  });
+
+  test('a wrong shape names the file and the field', async () => {
+    await assert.rejects(
+      render({ path: 'bad-helm' }),
+      refused('InvalidSource', /^error while parsing source parameters: bad-helm\/\.argocd-source\.yaml: helm: /),
+    );
+    await assert.rejects(
+      render({ path: 'bad-params' }),
+      refused(
+        'InvalidSource',
+        /^error while parsing source parameters: bad-params\/\.argocd-source\.yaml: helm\.parameters: /,
+      ),
+    );
+    await assert.rejects(
+      render({ path: 'bad-list' }),
+      refused(
+        'InvalidSource',
+        /^error while parsing source parameters: bad-list\/\.argocd-source\.yaml: it holds a list/,
+      ),
+    );
+    await assert.rejects(
+      render({ path: 'bad-yaml' }),
+      refused('InvalidSource', /^error while parsing source parameters: bad-yaml\/\.argocd-source\.yaml:\d+: /),
+    );
+  });
+
+  test('a file over the file limit, or expanding past the document limits, is TooLarge', async () => {
+    await assert.rejects(
+      render({ path: 'big' }, 'app', { ...DEFAULT_LIMITS, maxFileBytes: 256 }),
+      refused(
+        'TooLarge',
+        /^error while parsing source parameters: big\/\.argocd-source\.yaml: it is \d+ bytes, over the 256 bytes limit/,
+      ),
+    );
+    await assert.rejects(
+      render({ path: 'bomb' }, 'app', { ...DEFAULT_LIMITS, maxDocumentNodes: 10_000 }),
+      refused('TooLarge', /^error while parsing source parameters: bomb\/\.argocd-source\.yaml: document 1 expands to/),
+    );
+  });
+
+  test('__proto__ and constructor keys pollute nothing', async () => {
+    assert.deepEqual(await data({ path: 'proto' }), [{ name: 'app-cfg', tag: 'v1', color: 'green' }]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);
+    const patched = mergePatch(
+      { a: 1 },
+      JSON.parse('{"__proto__": {"polluted": true}, "b": {"__proto__": null}}'),
+    ) as object;
+    assert.equal(Object.getPrototypeOf(patched), Object.prototype);
+    assert.deepEqual(Object.keys(patched), ['a', '__proto__', 'b']);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  });
+
+  test("what the renderer refuses in spec.source it refuses from the files, with the renderer's message", async () => {
+    await assert.rejects(
+      render({ path: 'file-params' }),
+      refused('InvalidSource', /^spec\.source\.helm\.fileParameters is not supported by impersync$/),
+    );
+    await assert.rejects(
+      render({ path: 'kust-replicas' }),
+      refused('InvalidSource', /^spec\.source\.kustomize\.replicas is not supported by impersync$/),
+    );
+    await assert.rejects(
+      render({ path: 'value-file-out' }),
+      refused(
+        'InvalidSource',
+        /^helm value file '\.\.\/\.\.\/outside-values\.yaml' of 'value-file-out' is outside the repository$/,
+      ),
+    );
+    await assert.rejects(render({ path: 'flag-param' }), refused('InvalidSource', /release name/i));
+  });
+
+  test('a plugin set by a file is refused, not rendered as a Directory', async () => {
+    await assert.rejects(
+      render({ path: 'plugin' }),
+      refused(
+        'InvalidSource',
+        /^error while parsing source parameters: plugin\/\.argocd-source\.yaml: plugin: config management plugins are not run by impersync$/,
+      ),
+    );
+  });
+
+  test('an application name cannot make the file name leave the folder', async () => {
+    await assert.rejects(
+      render({ path: 'ordered' }, '../../x'),
+      refused('InvalidSource', /does not make a source parameter file name in its folder/),
+    );
+  });
+});
