@@ -46,22 +46,24 @@ const SPECIAL = new Set('*#$@!?-0123456789');
 const isNameChar = (c: string) => /^[A-Za-z0-9_]$/.test(c);
 
 /**
- * The name after a `$` at the start of `s`, and how many characters it takes (Go's getShellName):
+ * The name after the `$` before `s[at]`, and how many characters it takes (Go's getShellName):
  * `{name}`, one special character, or a run of letters, digits and `_`. An empty name with a width
- * is bad syntax to drop; an empty name of width 0 leaves the `$` as it is.
+ * is bad syntax to drop; an empty name of width 0 leaves the `$` as it is. Indexes, not slices, so
+ * that a long run of `$` stays linear.
  */
-function shellName(s: string): [string, number] {
-  if (s[0] === '{') {
-    if (s.length > 2 && SPECIAL.has(s[1] ?? '') && s[2] === '}') return [s.slice(1, 2), 3];
-    const close = s.indexOf('}', 1);
-    if (close === 1) return ['', 2];
-    if (close > 1) return [s.slice(1, close), close + 1];
+function shellName(s: string, at: number, noCloseAfter: boolean): [string, number] {
+  if (s[at] === '{') {
+    if (at + 2 < s.length && SPECIAL.has(s[at + 1] ?? '') && s[at + 2] === '}') return [s.slice(at + 1, at + 2), 3];
+    // Go scans to the end for a `}` every time; knowing there is none left keeps `${${${…` linear.
+    const close = noCloseAfter ? -1 : s.indexOf('}', at + 1);
+    if (close === at + 1) return ['', 2];
+    if (close > at + 1) return [s.slice(at + 1, close), close - at + 1];
     return ['', 1];
   }
-  if (SPECIAL.has(s[0] ?? '')) return [s.slice(0, 1), 1];
-  let i = 0;
+  if (SPECIAL.has(s[at] ?? '')) return [s.slice(at, at + 1), 1];
+  let i = at;
   while (i < s.length && isNameChar(s[i] ?? '')) i++;
-  return [s.slice(0, i), i];
+  return [s.slice(at, i), i - at];
 }
 
 /** `s` with the build variables substituted, as Argo CD's Env.Envsubst (os.Expand) does. */
@@ -69,10 +71,11 @@ export function envsubst(s: string, env: BuildEnv | undefined): string {
   if (env === undefined || !s.includes('$')) return s;
   let out = '';
   let from = 0;
+  const lastClose = s.lastIndexOf('}');
   for (let j = 0; j < s.length; j++) {
     if (s[j] !== '$' || j + 1 >= s.length) continue;
     out += s.slice(from, j);
-    const [name, width] = shellName(s.slice(j + 1));
+    const [name, width] = shellName(s, j + 1, j + 1 >= lastClose);
     if (name === '' && width === 0) out += '$';
     else if (name !== '') out += name === '$' ? '$' : Object.hasOwn(env, name) ? (env[name] ?? '') : '';
     j += width;

@@ -9,8 +9,10 @@
 // counted at every use), and the result held to the Application's schema. Whatever it sets then
 // meets the same checks as spec.source itself (refused fields, flag-like values, value files
 // outside the repository), because those run on the merged source.
-import { lstat, readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { ApplicationSourceSchema, type ApplicationSource } from '../api/application.ts';
 import { SourceError, formatBytes } from './errors.ts';
 import type { DocumentLimits } from './expand.ts';
@@ -20,7 +22,35 @@ import { isInside, physicalRelative } from './paths.ts';
 import { isZero } from './spec.ts';
 
 export const REPO_SOURCE_FILE = '.argocd-source.yaml';
+/** Largest source parameter file read (what Image Updater writes is a few hundred bytes). */
+export const SOURCE_PARAMETERS_MAX_BYTES = 1024 * 1024;
 export const appSourceFile = (appName: string): string => `.argocd-source-${appName}.yaml`;
+
+const flag = z.boolean().optional();
+/** The fields of helm and kustomize the renderer reads that ApplicationSourceSchema leaves untyped. */
+const TYPED_FIELDS = z.looseObject({
+  helm: z
+    .looseObject({
+      namespace: z.string().optional(),
+      kubeVersion: z.string().optional(),
+      apiVersions: z.array(z.string()).optional(),
+      version: z.string().optional(),
+      skipCrds: flag,
+      skipTests: flag,
+      skipSchemaValidation: flag,
+      ignoreMissingValueFiles: flag,
+      passCredentials: flag,
+    })
+    .optional(),
+  kustomize: z
+    .looseObject({
+      namespace: z.string().optional(),
+      version: z.string().optional(),
+      commonAnnotations: z.record(z.string(), z.string()).optional(),
+      commonAnnotationsEnvsubst: flag,
+    })
+    .optional(),
+});
 
 /** What the files may not change: where the source comes from (Argo CD puts these back too). */
 const KEPT = ['repoURL', 'path', 'chart', 'targetRevision'] as const;
@@ -47,13 +77,9 @@ export async function mergeSourceParameters(input: SourceParameterInput): Promis
   for (const name of names) {
     const file = path.join(input.appDir, name);
     const shown = path.relative(input.root, file).split(path.sep).join('/');
-    // A name with a `/` or `..` in it (no Kubernetes name has one) must not reach another folder.
-    if (path.dirname(file) !== input.appDir || path.basename(file) !== name || !isInside(input.appDir, file)) {
-      throw new SourceError(
-        'InvalidSource',
-        `the application name '${input.appName}' does not make a source parameter file name in its folder`,
-      );
-    }
+    // A name with a `/` or `..` in it (no Kubernetes name has one) names no file of this folder: there
+    // is none to read, and the name meets its own check (the release name's) afterwards.
+    if (path.dirname(file) !== input.appDir || path.basename(file) !== name || !isInside(input.appDir, file)) continue;
     const patch = await readPatch(file, shown, input);
     if (patch === undefined) continue;
     merged = applyPatch(merged, patch, input.source, shown);
@@ -64,20 +90,43 @@ export async function mergeSourceParameters(input: SourceParameterInput): Promis
 /** The file's first document (null when empty), or undefined when there is no such file. */
 async function readPatch(file: string, shown: string, input: SourceParameterInput): Promise<unknown> {
   if (!(await lstat(file).catch(() => undefined))) return undefined;
-  if ((await physicalRelative(input.root, file)) === undefined) {
+  const physical = await physicalRelative(input.root, file);
+  if (physical === undefined) {
     throw new SourceError('InvalidSource', `${prefix(shown)}it is a symlink that leads outside the repository`);
   }
   const info = await stat(file).catch(() => undefined);
   // As Argo CD: a link to nothing is no file, and a folder of that name is passed over.
   if (!info || info.isDirectory()) return undefined;
   if (!info.isFile()) throw new SourceError('InvalidSource', `${prefix(shown)}it is not a regular file`);
-  if (info.size > input.maxFileBytes) {
+  const max = Math.min(input.maxFileBytes, SOURCE_PARAMETERS_MAX_BYTES);
+  const tooLarge = (size: number) =>
+    new SourceError('TooLarge', `${prefix(shown)}it is ${formatBytes(size)}, over the ${formatBytes(max)} limit`);
+  if (info.size > max) throw tooLarge(info.size);
+  // What is read is the file checked: its physical path, opened without following a link (one put
+  // there since is refused) and without blocking, and no more than the limit read from the handle.
+  let handle;
+  try {
+    handle = await open(
+      path.join(input.root, physical),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
+  } catch (err) {
     throw new SourceError(
-      'TooLarge',
-      `${prefix(shown)}it is ${formatBytes(info.size)}, over the ${formatBytes(input.maxFileBytes)} limit for one file`,
+      'InvalidSource',
+      `${prefix(shown)}it cannot be read (${(err as NodeJS.ErrnoException).code})`,
     );
   }
-  const text = await readFile(file, 'utf8');
+  let text: string;
+  try {
+    const opened = await handle.stat();
+    if (!opened.isFile()) throw new SourceError('InvalidSource', `${prefix(shown)}it is not a regular file`);
+    const buffer = Buffer.alloc(max + 1);
+    const { bytesRead } = await handle.read(buffer, 0, max + 1, 0);
+    if (bytesRead > max) throw tooLarge(opened.size);
+    text = buffer.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await handle.close();
+  }
   try {
     return parseFirstYAMLDocument(text, shown, input.documents);
   } catch (err) {
@@ -117,8 +166,11 @@ function applyPatch(
     else setOwn(next, key, original[key]);
   }
   const checked = ApplicationSourceSchema.safeParse(next);
-  if (!checked.success) {
-    const issue = checked.error.issues[0];
+  // The CRD's types hold spec.source to its shape at admission; nothing holds a file to it, so
+  // the fields the renderer reads are typed here (Argo CD's decoding refuses a wrong type too).
+  const wrong = checked.success ? TYPED_FIELDS.safeParse(next).error : checked.error;
+  if (wrong || !checked.success) {
+    const issue = wrong?.issues[0];
     const field = issue?.path.map(String).join('.') || '(the whole file)';
     throw new SourceError('InvalidSource', `${prefix(shown)}${field}: ${issue?.message ?? 'invalid'}`);
   }

@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import fc from 'fast-check';
 import type { ApplicationSource } from '../../src/api/application.ts';
 import { buildEnv, envsubst } from '../../src/source/build-env.ts';
 import { SourceError, SourceRenderer, type RenderInput } from '../../src/source/index.ts';
@@ -53,6 +54,48 @@ test('envsubst reads `$` as Go os.Expand does: unknown names are "", $$ is $, ba
   ];
   for (const [text, expected] of goSays) assert.equal(envsubst(text, env), expected, JSON.stringify(text));
   assert.equal(envsubst('$ARGOCD_APP_NAME', undefined), '$ARGOCD_APP_NAME', 'no environment: nothing substituted');
+});
+
+/** Go's os.Expand as written (rescanning for `}` and slicing each time): the reference envsubst is held to. */
+function goExpand(s: string, env: Record<string, string>): string {
+  const special = (c: string | undefined) => c !== undefined && '*#$@!?-0123456789'.includes(c);
+  const shellName = (r: string): [string, number] => {
+    if (r[0] === '{') {
+      if (r.length > 2 && special(r[1]) && r[2] === '}') return [r.slice(1, 2), 3];
+      for (let i = 1; i < r.length; i++) if (r[i] === '}') return i === 1 ? ['', 2] : [r.slice(1, i), i + 1];
+      return ['', 1];
+    }
+    if (special(r[0])) return [r.slice(0, 1), 1];
+    let i = 0;
+    while (i < r.length && /[A-Za-z0-9_]/.test(r[i] ?? '')) i++;
+    return [r.slice(0, i), i];
+  };
+  let buf: string | undefined;
+  let i = 0;
+  for (let j = 0; j < s.length; j++) {
+    if (s[j] === '$' && j + 1 < s.length) {
+      buf = (buf ?? '') + s.slice(i, j);
+      const [name, w] = shellName(s.slice(j + 1));
+      if (name === '' && w > 0) {
+        // dropped
+      } else if (name === '') buf += s[j];
+      else buf += name === '$' ? '$' : (env[name] ?? '');
+      j += w;
+      i = j + 1;
+    }
+  }
+  return buf === undefined ? s : buf + s.slice(i);
+}
+
+test('property: envsubst agrees with a transcription of Go os.Expand on any text of $, braces and names', () => {
+  const env = { A: 'x', ARGOCD_APP_NAME: 'guestbook', _1: 'u' };
+  const text = fc.string({
+    unit: fc.constantFrom('$', '{', '}', 'A', '_', '1', '-', '/', 'é', ' ', 'ARGOCD_APP_NAME'),
+  });
+  fc.assert(
+    fc.property(text, (s) => envsubst(s, env) === goExpand(s, env)),
+    { numRuns: 3000 },
+  );
 });
 
 test("the build environment has Argo CD's names and values", () => {

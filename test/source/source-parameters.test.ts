@@ -3,6 +3,7 @@
 // files set reaches the tools, in Argo CD's order, and tenant content that tries more is refused.
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -71,6 +72,14 @@ const TREE: Record<string, Record<string, string>> = {
   'value-file-out': { ...CHART, '.argocd-source.yaml': 'helm:\n  valueFiles: [../../outside-values.yaml]\n' },
   'flag-param': { ...CHART, '.argocd-source.yaml': 'helm:\n  releaseName: --post-renderer=/bin/sh\n' },
   sym: { ...CHART },
+  'typed-helm': { ...CHART, '.argocd-source.yaml': 'helm:\n  skipCrds: "true"\n' },
+  'typed-kust': {
+    'kustomization.yaml': 'resources: [cm.yaml]\n',
+    'cm.yaml': cm('k'),
+    '.argocd-source.yaml': 'kustomize:\n  commonAnnotations: [a, b]\n',
+  },
+  fifo: { 'a.yaml': cm('a') },
+  huge: { 'a.yaml': cm('a'), '.argocd-source.yaml': `helm:\n  values: "${'x'.repeat(1024 * 1024)}"\n` },
 };
 
 describe('renderCheckout applies the source parameter files of the app folder', () => {
@@ -91,6 +100,7 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     await write('outside.yaml', 'helm:\n  parameters: [{name: color, value: secret}]\n');
     await write('outside-values.yaml', 'color: secret\n');
     await symlink('../../outside.yaml', path.join(checkout, 'sym', '.argocd-source-app.yaml'));
+    execFileSync('mkfifo', [path.join(checkout, 'fifo', '.argocd-source.yaml')]);
     const cacheDir = path.join(top, 'cache');
     env = {
       tools: { dir: toolsDir() },
@@ -279,10 +289,43 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     );
   });
 
-  test('an application name cannot make the file name leave the folder', async () => {
+  test('an application name cannot make the file name leave the folder: no such file is read', async () => {
+    // `.argocd-source-../../x.yaml` would be checkout/x.yaml: it is not read, and the name then
+    // meets the release name's own check.
+    await assert.rejects(render({ path: 'empty' }, '../../x'), refused('InvalidSource', /invalid release name/));
+  });
+
+  test('a field the renderer reads, of the wrong type in a file, is refused naming it', async () => {
     await assert.rejects(
-      render({ path: 'ordered' }, '../../x'),
-      refused('InvalidSource', /does not make a source parameter file name in its folder/),
+      render({ path: 'typed-helm' }),
+      refused(
+        'InvalidSource',
+        /^error while parsing source parameters: typed-helm\/\.argocd-source\.yaml: helm\.skipCrds: /,
+      ),
+    );
+    await assert.rejects(
+      render({ path: 'typed-kust' }),
+      refused(
+        'InvalidSource',
+        /^error while parsing source parameters: typed-kust\/\.argocd-source\.yaml: kustomize\.commonAnnotations: /,
+      ),
+    );
+  });
+
+  test('attack: a FIFO named .argocd-source.yaml is refused at once, not waited on', async () => {
+    await assert.rejects(
+      render({ path: 'fifo' }),
+      refused('InvalidSource', /fifo\/\.argocd-source\.yaml: it is not a regular file/),
+    );
+  });
+
+  test('a source parameter file over 1 MiB is TooLarge even under a larger file limit', async () => {
+    await assert.rejects(
+      render({ path: 'huge' }),
+      refused(
+        'TooLarge',
+        /^error while parsing source parameters: huge\/\.argocd-source\.yaml: it is .* over the 1 MiB limit/,
+      ),
     );
   });
 });
