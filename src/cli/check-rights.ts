@@ -84,6 +84,7 @@ export async function checkRights(
     });
     const rendered = await renderApplication(renderer, app, {
       project: admission.project,
+      controllerNamespace: opts.namespace,
       repositories,
       limits: readApplicationLimits(opts.settings).limits,
     });

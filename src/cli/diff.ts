@@ -173,6 +173,7 @@ async function compareLive(
     const limits = readApplicationLimits(inventory.configMap?.value).limits;
     const rendered = await renderApplication(renderer, app, {
       project: admission.project,
+      controllerNamespace: opts.namespace,
       repositories,
       limits,
     }).finally(() => renderer.close());

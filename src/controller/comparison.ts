@@ -111,6 +111,7 @@ export async function compareApplication(
     const versions = await d.capabilities?.for(d.factory.forIdentity(ctx.cluster, ctx.actsAs));
     rendered = await renderApplication(d.renderer, app, {
       project: ctx.project,
+      controllerNamespace: d.cache.namespace,
       repositories,
       ...versions,
       // A periodic refresh reuses refs and Helm indexes fetched within the interval (one ls-remote

@@ -119,6 +119,7 @@ export class Finalizer {
       try {
         const rendered = await renderApplication(this.d.renderer, ctx.app, {
           project: ctx.project,
+          controllerNamespace: this.d.cache.namespace,
           repositories: this.d.cache.repositoryState(),
           limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
         });

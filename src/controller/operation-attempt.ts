@@ -88,6 +88,7 @@ export async function attemptStep(
     // does; every later step renders the commits it resolved: a push meanwhile does not change the sync.
     rendered = await renderApplication(env.d.renderer, ctx.app, {
       project: ctx.project,
+      controllerNamespace: env.d.cache.namespace,
       repositories: env.d.cache.repositoryState(),
       operation: resolvedOperation(op, state.syncResult),
       limits: env.d.limits.for(env.d.cache.settingsConfigMap()),

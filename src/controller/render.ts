@@ -5,6 +5,7 @@
 // revision is resolved for status.sync.revisions, as Argo CD does. A chart whose dependencies live
 // in repositories the request did not cover is answered with their names (NeedsRepositories); their
 // credentials are resolved here, against the project, and the render asked again once.
+import { appInstanceName } from '../sync/tracking.ts';
 import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { sourceRepoDecision } from '../project/repos.ts';
@@ -28,6 +29,8 @@ export interface RenderedApplication {
 
 export interface RenderApplicationOptions {
   project: AppProject;
+  /** The controller's namespace: an Application elsewhere is `<namespace>_<name>` to its render, as in Argo CD. */
+  controllerNamespace: string;
   repositories: RepositoryState;
   /** An operation's sync: its revision(s) and, for a rollback, its source(s). */
   operation?: SyncOperation | undefined;
@@ -115,6 +118,7 @@ export async function renderApplication(
       const input: RenderInput = {
         source,
         appName: app.metadata.name,
+        instanceName: appInstanceName(app, opts.controllerNamespace),
         destinationNamespace: app.spec.destination?.namespace,
         project,
         revision: given[i] ? given[i] : undefined,

@@ -275,11 +275,13 @@ export class RendererClient implements Renderer {
 
 /** Only the protocol's fields go over the wire (an AbortSignal or anything else added locally does not). */
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
-  const { source, appName, destinationNamespace, project, revision, kubeVersion, apiVersions, sourceRepos } = input;
+  const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
+  const { sourceRepos } = input;
   const { repository, refSources, dependencyRepositories, revisionMaxAgeMs } = input;
   return {
     source,
     appName,
+    instanceName,
     destinationNamespace,
     project,
     revision,

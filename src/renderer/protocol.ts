@@ -35,6 +35,7 @@ export const RenderInputSchema = z.strictObject({
   appName: z.string().min(1).max(253),
   destinationNamespace: z.string().max(253).optional(),
   project: z.string().max(253).optional(),
+  instanceName: z.string().max(507).optional(),
   revision: z.string().max(1024).optional(),
   kubeVersion: z.string().max(64).optional(),
   apiVersions: z.array(z.string().max(512)).max(10_000).optional(),

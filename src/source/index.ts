@@ -101,6 +101,12 @@ export interface RenderInput {
   appName: string;
   /** spec.destination.namespace: Helm's namespace unless source.helm.namespace says otherwise. */
   destinationNamespace?: string | undefined;
+  /**
+   * Argo CD's instance name: the name, or `<namespace>_<name>` for an Application outside the
+   * controller's namespace. ARGOCD_APP_NAME and the `.argocd-source-<name>.yaml` read are of it
+   * (the release name is appName). Absent: appName.
+   */
+  instanceName?: string | undefined;
   /** The AppProject's name: ARGOCD_APP_PROJECT_NAME of the build environment (build-env.ts). */
   project?: string | undefined;
   /** A revision to render instead of source.targetRevision (e.g. operation.sync.revision). */
@@ -315,8 +321,9 @@ export class SourceRenderer {
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
           // Of the source as written: an unpacked chart's folder is not its path.
+          ...(input.instanceName ? { instanceName: input.instanceName } : {}),
           buildEnv: buildEnv({
-            appName: input.appName,
+            appName: input.instanceName ?? input.appName,
             destinationNamespace: input.destinationNamespace,
             project: input.project,
             revision,

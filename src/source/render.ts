@@ -98,6 +98,8 @@ export interface RenderRequest {
   /** The Application's name: Helm's release name unless spec.source.helm.releaseName says otherwise. */
   appName: string;
   destinationNamespace?: string | undefined;
+  /** The name `.argocd-source-<name>.yaml` is read by (index.ts RenderInput.instanceName); absent: appName. */
+  instanceName?: string | undefined;
   /** Argo CD's ARGOCD_APP_* variables, for `$VAR` in helm and kustomize fields (build-env.ts). */
   buildEnv?: BuildEnv | undefined;
   /** Passed to `helm template --kube-version` / `--api-versions` (Argo CD sends the destination's). */
@@ -183,7 +185,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     root,
     appDir,
     source: req.source,
-    appName: req.appName,
+    appName: req.instanceName ?? req.appName,
     maxFileBytes: env.limits.maxFileBytes,
     documents: documentLimits(env.limits),
   });

@@ -62,6 +62,7 @@ describe('rendering an Application', () => {
     const r = fakeRenderer();
     const out = await renderApplication(r, app({ source: { repoURL: 'https://git.example.com/app', path: '.' } }), {
       project,
+      controllerNamespace: 'argocd',
       repositories,
       revisionMaxAgeMs: 180_000,
     });
@@ -70,6 +71,17 @@ describe('rendering an Application', () => {
     assert.equal(r.inputs[0]?.repository?.password, 'app-pw');
     assert.equal(r.inputs[0]?.revisionMaxAgeMs, 180_000);
     assert.equal(r.inputs[0]?.destinationNamespace, 'team');
+    assert.equal(r.inputs[0]?.project, 'p', 'ARGOCD_APP_PROJECT_NAME');
+    assert.equal(r.inputs[0]?.instanceName, 'guestbook');
+  });
+
+  it("an Application outside the controller's namespace is <namespace>_<name> to its render (Argo CD's InstanceName)", async () => {
+    const r = fakeRenderer();
+    const elsewhere = app({ source: { repoURL: 'https://git.example.com/app', path: '.' } });
+    elsewhere.metadata.namespace = 'team-apps';
+    await renderApplication(r, elsewhere, { project, controllerNamespace: 'argocd', repositories });
+    assert.equal(r.inputs[0]?.appName, 'guestbook', 'the release name');
+    assert.equal(r.inputs[0]?.instanceName, 'team-apps_guestbook', 'ARGOCD_APP_NAME and .argocd-source-<name>.yaml');
   });
 
   it("multi-source: a ref source is resolved, not rendered; only the refs a source's value files name travel with it", async () => {
@@ -84,7 +96,7 @@ describe('rendering an Application', () => {
       { repoURL: 'https://git.example.com/values', targetRevision: 'main', ref: 'values' },
       { repoURL: 'https://git.example.com/app', path: 'x', ref: 'unused' },
     ];
-    const out = await renderApplication(r, app({ sources }), { project, repositories });
+    const out = await renderApplication(r, app({ sources }), { project, controllerNamespace: 'argocd', repositories });
     assert.equal(out.multiSource, true);
     assert.deepEqual(out.sourceTypes, ['Helm', '', 'Helm']);
     assert.deepEqual(out.revisions, [
@@ -108,6 +120,7 @@ describe('rendering an Application', () => {
     ];
     await renderApplication(r, app({ sources: [{ repoURL: 'https://other.example.com/x', path: 'y' }] }), {
       project,
+      controllerNamespace: 'argocd',
       repositories,
       operation: { sources, revisions: ['aaa', 'bbb'] },
     });
@@ -120,6 +133,7 @@ describe('rendering an Application', () => {
     const r = fakeRenderer([{ url: 'https://charts.example.com' }]);
     const out = await renderApplication(r, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
       project,
+      controllerNamespace: 'argocd',
       repositories,
     });
     assert.equal(r.inputs.length, 2);
@@ -129,6 +143,7 @@ describe('rendering an Application', () => {
     const r2 = fakeRenderer([{ url: 'https://charts.example.com' }]);
     await renderApplication(r2, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
       project: narrow,
+      controllerNamespace: 'argocd',
       repositories,
     });
     assert.equal(
@@ -148,6 +163,7 @@ describe('rendering an Application', () => {
     await assert.rejects(
       renderApplication(unreachable, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
         project: narrow,
+        controllerNamespace: 'argocd',
         repositories,
       }),
       (e: unknown) =>
@@ -160,7 +176,7 @@ describe('rendering an Application', () => {
     const refused = async (spec: Record<string, unknown>, message: RegExp) => {
       const r = fakeRenderer();
       await assert.rejects(
-        renderApplication(r, app(spec), { project, repositories }),
+        renderApplication(r, app(spec), { project, controllerNamespace: 'argocd', repositories }),
         (e: unknown) => e instanceof SourceError && message.test(e.message),
       );
       assert.equal(r.inputs.length, 0);

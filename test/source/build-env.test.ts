@@ -178,6 +178,16 @@ describe('build variables in a render', () => {
     });
   });
 
+  test('an Application outside the controller namespace: ARGOCD_APP_NAME is <namespace>_<name>, the release name is not', async () => {
+    const r = await renderer.render({
+      ...app({ path: 'chart', helm: { parameters: [{ name: 'who', value: '$ARGOCD_APP_NAME' }] } }),
+      instanceName: 'team-apps_shop',
+    });
+    const data = (r.objects[0]?.object as unknown as { data: Record<string, string> }).data;
+    assert.equal(data['who'], 'team-apps_shop');
+    // Rendered at all: helm refuses '_' in a release name, so the release name was 'shop'.
+  });
+
   test('helm: `$$` keeps a dollar and an unknown variable is empty, as in Argo CD', async () => {
     const r = await renderer.render(
       app({

@@ -72,6 +72,11 @@ const TREE: Record<string, Record<string, string>> = {
   'value-file-out': { ...CHART, '.argocd-source.yaml': 'helm:\n  valueFiles: [../../outside-values.yaml]\n' },
   'flag-param': { ...CHART, '.argocd-source.yaml': 'helm:\n  releaseName: --post-renderer=/bin/sh\n' },
   sym: { ...CHART },
+  instance: {
+    ...CHART,
+    '.argocd-source-app.yaml': 'helm:\n  parameters: [{name: image.tag, value: by-name}]\n',
+    '.argocd-source-team_app.yaml': 'helm:\n  parameters: [{name: image.tag, value: by-instance-name}]\n',
+  },
   'typed-helm': { ...CHART, '.argocd-source.yaml': 'helm:\n  skipCrds: "true"\n' },
   'typed-kust': {
     'kustomization.yaml': 'resources: [cm.yaml]\n',
@@ -293,6 +298,22 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     // `.argocd-source-../../x.yaml` would be checkout/x.yaml: it is not read, and the name then
     // meets the release name's own check.
     await assert.rejects(render({ path: 'empty' }, '../../x'), refused('InvalidSource', /invalid release name/));
+  });
+
+  test("an Application outside the controller's namespace reads .argocd-source-<namespace>_<name>.yaml, as Argo CD", async () => {
+    const r = await renderCheckout(
+      {
+        checkoutDir: checkout,
+        source: { repoURL: REPO, path: 'instance' } as ApplicationSource,
+        appName: 'app',
+        instanceName: 'team_app',
+      },
+      env,
+    );
+    assert.deepEqual(
+      r.objects.map((o) => [o.object.metadata.name, (o.object.data as Record<string, string>)['tag']]),
+      [['app-cfg', 'by-instance-name']],
+    );
   });
 
   test('a field the renderer reads, of the wrong type in a file, is refused naming it', async () => {
