@@ -140,6 +140,7 @@ export async function renderApplication(
       const refSources: Record<string, RefSource> = {};
       for (const [key, ref] of refs) if (named.has(key)) refSources[key] = { ...ref, repository: access(ref.repoURL) };
       if (Object.keys(refSources).length > 0) input.refSources = refSources;
+      if (refs.size > 0) input.refNames = [...refs.keys()];
       let rendered;
       try {
         rendered = await renderer.render(input, renderOptions);

@@ -277,7 +277,7 @@ export class RendererClient implements Renderer {
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
   const { sourceRepos } = input;
-  const { repository, refSources, dependencyRepositories, revisionMaxAgeMs } = input;
+  const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs } = input;
   return {
     source,
     appName,
@@ -290,6 +290,7 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
     sourceRepos,
     repository,
     refSources,
+    refNames,
     dependencyRepositories,
     revisionMaxAgeMs,
   };

@@ -51,6 +51,10 @@ export const RenderInputSchema = z.strictObject({
       }),
     )
     .optional(),
+  refNames: z
+    .array(z.string().regex(/^\$[a-zA-Z0-9_-]+$/))
+    .max(1000)
+    .optional(),
   dependencyRepositories: z
     .array(
       z.strictObject({

@@ -25,6 +25,8 @@ export interface HelmTemplateInput {
   valuesDir?: string | undefined;
   /** Multi-source: `$name` → the physical root of that ref source's checkout. */
   refRoots?: Readonly<Record<string, string>> | undefined;
+  /** Every ref source's `$name`, those without a root included. */
+  refNames?: readonly string[] | undefined;
   /** The app path as written in the Application, for messages. */
   shownPath: string;
   releaseName: string;
@@ -161,6 +163,14 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
 async function resolveValueFile(input: HelmTemplateInput, written: string): Promise<string | undefined> {
   const ref = written.startsWith('$') ? written.split('/')[0] : undefined;
   const refRoot = ref && input.refRoots && Object.hasOwn(input.refRoots, ref) ? input.refRoots[ref] : undefined;
+  if (ref && !refRoot && input.refNames?.includes(ref)) {
+    // Only a ref spec.source.helm.valueFiles names is checked out: one a source parameter file adds
+    // has no checkout here (Argo CD: "failed to find repo"), and must not be read from this source.
+    throw new SourceError(
+      'InvalidSource',
+      `helm value file '${written}' of '${input.shownPath}': the ref source ${ref} is not checked out for this source, because its spec.source.helm.valueFiles do not name it`,
+    );
+  }
   // Build variables are substituted after a `$ref` is taken off, as Argo CD does; a `$name` that is
   // no ref source is a variable like any other (an unknown one is "").
   const file = ref && refRoot ? written : envsubst(written, input.buildEnv);

@@ -127,6 +127,11 @@ export interface RenderInput {
    */
   refSources?: Readonly<Record<string, RefSource>> | undefined;
   /**
+   * Every `$name` of the Application's ref sources, sent or not: a `$name/...` value file that a
+   * source parameter file adds, of a ref not sent, is refused rather than read from this source.
+   */
+  refNames?: readonly string[] | undefined;
+  /**
    * Credentials for the repositories of a Helm chart's dependencies, as the controller resolved them
    * for the needs the renderer named (NeedsRepositories). Undefined: not resolved yet, so a chart with
    * dependencies to fetch is answered with its needs first; an entry without `repository`: anonymous.
@@ -335,6 +340,7 @@ export class SourceRenderer {
           apiVersions: input.apiVersions,
           sourceRepos: input.sourceRepos,
           ...(Object.keys(refRoots).length > 0 ? { refRoots } : {}),
+          ...(input.refNames?.length ? { refNames: input.refNames } : {}),
           ...(prepared ? { chartDir: prepared.chartDir } : {}),
         },
         {

@@ -109,6 +109,8 @@ export interface RenderRequest {
   sourceRepos?: readonly string[] | undefined;
   /** Multi-source: `$name` → the root of that ref source's checkout (for `$name/...` value files). */
   refRoots?: Readonly<Record<string, string>> | undefined;
+  /** Every ref source's `$name` (index.ts RenderInput.refNames). */
+  refNames?: readonly string[] | undefined;
   /** A copy of the chart with its dependencies fetched (helm-deps.ts), templated instead of the app folder. */
   chartDir?: string | undefined;
 }
@@ -247,6 +249,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       chartDir: req.chartDir ?? appDir,
       valuesDir: appDir,
       refRoots: req.refRoots,
+      refNames: req.refNames,
       releaseName: source.helm?.releaseName || req.appName,
       namespace: req.destinationNamespace,
       helm: source.helm,

@@ -110,6 +110,9 @@ describe('rendering an Application', () => {
     assert.deepEqual(Object.keys(chart.refSources ?? {}), ['$values']);
     assert.equal(chart.refSources?.['$values']?.repository?.password, 'values-pw');
     assert.equal(r.inputs[1]?.refSources, undefined, 'the third source names no ref');
+    // Every ref's name travels, so a `$ref/...` a source parameter file adds is refused, not misread.
+    assert.deepEqual(chart.refNames, ['$values', '$unused']);
+    assert.deepEqual(r.inputs[1]?.refNames, ['$values', '$unused']);
   });
 
   it("a rollback renders the operation's sources at the operation's revisions", async () => {

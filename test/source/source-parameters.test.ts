@@ -72,6 +72,11 @@ const TREE: Record<string, Record<string, string>> = {
   'value-file-out': { ...CHART, '.argocd-source.yaml': 'helm:\n  valueFiles: [../../outside-values.yaml]\n' },
   'flag-param': { ...CHART, '.argocd-source.yaml': 'helm:\n  releaseName: --post-renderer=/bin/sh\n' },
   sym: { ...CHART },
+  addref: {
+    ...CHART,
+    'x.yaml': 'color: from-this-repo\n',
+    '.argocd-source.yaml': 'helm:\n  valueFiles: [$values/x.yaml]\n',
+  },
   instance: {
     ...CHART,
     '.argocd-source-app.yaml': 'helm:\n  parameters: [{name: image.tag, value: by-name}]\n',
@@ -313,6 +318,26 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     assert.deepEqual(
       r.objects.map((o) => [o.object.metadata.name, (o.object.data as Record<string, string>)['tag']]),
       [['app-cfg', 'by-instance-name']],
+    );
+  });
+
+  test('a `$ref/...` value file a file adds, of a ref source not checked out for it, is refused, not read from this source', async () => {
+    const request = {
+      checkoutDir: checkout,
+      source: { repoURL: REPO, path: 'addref' } as ApplicationSource,
+      appName: 'app',
+    };
+    await assert.rejects(
+      renderCheckout({ ...request, refNames: ['$values'] }, env),
+      refused(
+        'InvalidSource',
+        /helm value file '\$values\/x\.yaml' of 'addref': the ref source \$values is not checked out/,
+      ),
+    );
+    // No such ref at all: `$values` is a build variable like any other, "" (Argo CD), so /x.yaml of this repository.
+    await assert.rejects(
+      renderCheckout(request, env),
+      refused('InvalidSource', /'\$values\/x\.yaml' of 'addref' does not exist/),
     );
   });
 
