@@ -4,7 +4,7 @@
 // error naming the file and the document. Every document is held to the document limits
 // (expand.ts) before it is built: its size and node count, aliases counted at every use, so a
 // tenant's file costs the renderer time and memory in proportion to what it really holds.
-import { LineCounter, parseAllDocuments, type Tags } from 'yaml';
+import { LineCounter, parseAllDocuments, type Document, type Tags } from 'yaml';
 import type { KubeObject, SourceLocation } from '../api/manifest.ts';
 import { SourceError, formatBytes } from './errors.ts';
 import { checkAndExpand, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, type ExpansionProblem } from './expand.ts';
@@ -45,7 +45,8 @@ export function parseManifests(text: string, file: string, opts: ParseOptions = 
   return file.toLowerCase().endsWith('.json') ? parseJSON(body, file, limits) : parseYAML(body, file, opts, limits);
 }
 
-function parseYAML(text: string, file: string, opts: ParseOptions, limits: DocumentLimits): ParsedObject[] {
+/** The documents of a YAML 1.1 text, as kubectl's library reads them, and the line counter of their errors. */
+function readDocuments(text: string): { docs: Document.Parsed[]; lines: LineCounter } {
   const lines = new LineCounter();
   // Duplicate keys are found by checkAndExpand, in one pass: the parser's own check is quadratic.
   const docs = parseAllDocuments(text, {
@@ -55,38 +56,54 @@ function parseYAML(text: string, file: string, opts: ParseOptions, limits: Docum
     uniqueKeys: false,
     lineCounter: lines,
   });
+  // `docs` is empty for a file of only comments (an EmptyStream), which is fine: no documents.
+  return { docs: Array.from(docs), lines };
+}
+
+/**
+ * One document's plain value, held to the document limits: its first syntax error, a duplicate
+ * key, or too many bytes or nodes (aliases counted at every use) is an error naming `file`
+ * (`where` for the limits: the file and the document's number).
+ */
+function documentValue(
+  doc: Document.Parsed,
+  lines: LineCounter,
+  file: string,
+  where: string,
+  limits: DocumentLimits,
+): unknown {
+  const err = doc.errors[0];
+  if (err) {
+    const line = err.linePos?.[0].line;
+    const reason = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.code;
+    throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, {
+      cause: err,
+    });
+  }
+  const size = doc.range[2] - doc.range[0];
+  if (size > limits.maxDocumentBytes) throw overLimit(where, { kind: 'bytes', bytes: size }, limits);
+  const problem = checkAndExpand(doc, limits, lines);
+  if (problem?.kind === 'duplicate')
+    throw new SourceError(
+      'InvalidManifest',
+      `${file}${problem.line === undefined ? '' : `:${problem.line}`}: Map keys must be unique`,
+    );
+  if (problem) throw overLimit(where, problem, limits);
+  try {
+    // No alias is left to resolve (checkAndExpand replaced each by its node), hence no count.
+    return doc.toJS({ maxAliasCount: -1 });
+  } catch (e) {
+    throw new SourceError('InvalidManifest', `${where}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+function parseYAML(text: string, file: string, opts: ParseOptions, limits: DocumentLimits): ParsedObject[] {
+  const { docs, lines } = readDocuments(text);
   const out: ParsedObject[] = [];
   const perTemplate = new Map<string, number>();
-  // `docs` is empty for a file of only comments (an EmptyStream), which is fine: no objects.
-  for (const [i, doc] of Array.from(docs).entries()) {
-    const err = doc.errors[0];
-    if (err) {
-      const line = err.linePos?.[0].line;
-      const reason = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.code;
-      throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, {
-        cause: err,
-      });
-    }
+  for (const [i, doc] of docs.entries()) {
     const commented = opts.sourceComments ? sourceComment(doc.commentBefore ?? doc.contents?.commentBefore) : undefined;
-    const where = `${commented ?? file}: document ${i + 1}`;
-    const size = doc.range[2] - doc.range[0];
-    if (size > limits.maxDocumentBytes) throw overLimit(where, { kind: 'bytes', bytes: size }, limits);
-    const problem = checkAndExpand(doc, limits, lines);
-    if (problem?.kind === 'duplicate')
-      throw new SourceError(
-        'InvalidManifest',
-        `${file}${problem.line === undefined ? '' : `:${problem.line}`}: Map keys must be unique`,
-      );
-    if (problem) throw overLimit(where, problem, limits);
-    let value: unknown;
-    try {
-      // No alias is left to resolve (checkAndExpand replaced each by its node), hence no count.
-      value = doc.toJS({ maxAliasCount: -1 });
-    } catch (e) {
-      throw new SourceError('InvalidManifest', `${commented ?? file}: document ${i + 1}: ${(e as Error).message}`, {
-        cause: e,
-      });
-    }
+    const value = documentValue(doc, lines, file, `${commented ?? file}: document ${i + 1}`, limits);
     let location: SourceLocation = { file, document: i + 1 };
     if (commented) {
       const n = (perTemplate.get(commented) ?? 0) + 1;
@@ -105,40 +122,9 @@ function parseYAML(text: string, file: string, opts: ParseOptions, limits: Docum
  * manifests (a source parameter file); errors name `file` and are InvalidManifest or TooLarge.
  */
 export function parseFirstYAMLDocument(text: string, file: string, limits: DocumentLimits): unknown {
-  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
-  const lines = new LineCounter();
-  const docs = parseAllDocuments(body, {
-    version: '1.1',
-    customTags: kubectlTags,
-    prettyErrors: true,
-    uniqueKeys: false,
-    lineCounter: lines,
-  });
-  const doc = Array.from(docs)[0];
-  if (!doc) return null;
-  const err = doc.errors[0];
-  if (err) {
-    const line = err.linePos?.[0].line;
-    const reason = err.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? err.code;
-    throw new SourceError('InvalidManifest', `${file}${line === undefined ? '' : `:${line}`}: ${reason}`, {
-      cause: err,
-    });
-  }
-  const size = doc.range[2] - doc.range[0];
-  if (size > limits.maxDocumentBytes) throw overLimit(`${file}: document 1`, { kind: 'bytes', bytes: size }, limits);
-  const problem = checkAndExpand(doc, limits, lines);
-  if (problem?.kind === 'duplicate')
-    throw new SourceError(
-      'InvalidManifest',
-      `${file}${problem.line === undefined ? '' : `:${problem.line}`}: Map keys must be unique`,
-    );
-  if (problem) throw overLimit(`${file}: document 1`, problem, limits);
-  try {
-    // No alias is left to resolve (checkAndExpand replaced each by its node), hence no count.
-    return doc.toJS({ maxAliasCount: -1 }) ?? null;
-  } catch (e) {
-    throw new SourceError('InvalidManifest', `${file}: ${(e as Error).message}`, { cause: e });
-  }
+  const { docs, lines } = readDocuments(text.startsWith('\uFEFF') ? text.slice(1) : text);
+  const doc = docs[0];
+  return doc ? (documentValue(doc, lines, file, `${file}: document 1`, limits) ?? null) : null;
 }
 
 function parseJSON(text: string, file: string, limits: DocumentLimits): ParsedObject[] {
