@@ -13,7 +13,7 @@ import { DEFAULT_DOCUMENT_LIMITS } from '../../src/source/expand.ts';
 import { mergePatch } from '../../src/source/merge-patch.ts';
 import { DEFAULT_LIMITS, renderCheckout, type RenderEnvironment } from '../../src/source/render.ts';
 import { mergeSourceParameters } from '../../src/source/source-parameters.ts';
-import { toolsDir } from './tools.ts';
+import { renderEnvironment } from './tools.ts';
 
 const REPO = 'https://example.com/r.git';
 const CHART = {
@@ -111,14 +111,7 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     await write('outside-values.yaml', 'color: secret\n');
     await symlink('../../outside.yaml', path.join(checkout, 'sym', '.argocd-source-app.yaml'));
     execFileSync('mkfifo', [path.join(checkout, 'fifo', '.argocd-source.yaml')]);
-    const cacheDir = path.join(top, 'cache');
-    env = {
-      tools: { dir: toolsDir() },
-      limits: DEFAULT_LIMITS,
-      workRoot: path.join(cacheDir, 'work'),
-      helmHome: path.join(cacheDir, 'helm'),
-      env: process.env,
-    };
+    env = renderEnvironment(path.join(top, 'cache'));
   });
   after(async () => {
     if (top) await rm(top, { recursive: true, force: true });

@@ -11,7 +11,7 @@ import type { ApplicationSource } from '../../src/api/application.ts';
 import { SourceError } from '../../src/source/errors.ts';
 import { findEscapingSymlink } from '../../src/source/paths.ts';
 import { DEFAULT_LIMITS, renderCheckout, type RenderEnvironment } from '../../src/source/render.ts';
-import { toolsDir } from './tools.ts';
+import { renderEnvironment, toolsDir } from './tools.ts';
 
 const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
 
@@ -41,14 +41,7 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
     await symlink('.', path.join(checkout, 'l'));
     await symlink('l/..', path.join(checkout, 'x'));
     await symlink('../x/secret.yaml', path.join(checkout, 'plain/leak.yaml'));
-    const cacheDir = path.join(top, 'cache');
-    env = {
-      tools: { dir: toolsDir() },
-      limits: DEFAULT_LIMITS,
-      workRoot: path.join(cacheDir, 'work'),
-      helmHome: path.join(cacheDir, 'helm'),
-      env: process.env,
-    };
+    env = renderEnvironment(path.join(top, 'cache'));
   });
   after(async () => {
     if (top) await rm(top, { recursive: true, force: true });

@@ -2,6 +2,7 @@
 // (once per machine, minutes). When it cannot provide them, the test fails with how to get them.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { DEFAULT_LIMITS, type RenderEnvironment } from '../../src/source/render.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 let cached: string | undefined;
@@ -22,4 +23,15 @@ export function toolsDir(): string {
   }
   cached = dir;
   return dir;
+}
+
+/** The environment renderCheckout runs in, with the pinned tools and its folders under `cacheDir`. */
+export function renderEnvironment(cacheDir: string): RenderEnvironment {
+  return {
+    tools: { dir: toolsDir() },
+    limits: DEFAULT_LIMITS,
+    workRoot: path.join(cacheDir, 'work'),
+    helmHome: path.join(cacheDir, 'helm'),
+    env: process.env,
+  };
 }
