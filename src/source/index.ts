@@ -325,8 +325,8 @@ export class SourceRenderer {
           source,
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
-          // Of the source as written: an unpacked chart's folder is not its path.
           ...(input.instanceName ? { instanceName: input.instanceName } : {}),
+          // Of the source as written: an unpacked chart's folder is not its path.
           buildEnv: buildEnv({
             appName: input.instanceName ?? input.appName,
             destinationNamespace: input.destinationNamespace,
