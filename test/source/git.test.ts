@@ -278,9 +278,10 @@ describe('GitRepoCache', () => {
     b.release();
   });
 
-  test('checked-out commits are bounded in bytes: unused ones go first, a new one waits for room', async () => {
-    const r = await TestRepo.create(await tempDir('impersync-bytes-'));
-    const sha = [];
+  /** Three commits of a 4 KiB file each, and a cache with room for two of their trees (10,000 bytes). */
+  async function threeCommitsOver10000Bytes(prefix: string) {
+    const r = await TestRepo.create(await tempDir(prefix));
+    const sha: string[] = [];
     for (let i = 0; i < 3; i++) sha.push(await r.commit({ 'big.txt': `${i}`.repeat(4096) }));
     const cache = new GitRepoCache({
       allowLocalRepositories: true,
@@ -288,6 +289,11 @@ describe('GitRepoCache', () => {
       checkoutLimits: { checkoutMaxBytes: 5000 },
       treeCacheMaxBytes: 10_000,
     });
+    return { r, sha, cache };
+  }
+
+  test('checked-out commits are bounded in bytes: unused ones go first, a new one waits for room', async () => {
+    const { r, sha, cache } = await threeCommitsOver10000Bytes('impersync-bytes-');
     const a = await cache.checkout(r.dir, sha[0] as string);
     const b = await cache.checkout(r.dir, sha[1] as string);
     const got: { third?: Awaited<ReturnType<GitRepoCache['checkout']>> } = {};
@@ -303,15 +309,7 @@ describe('GitRepoCache', () => {
   });
 
   test('a checkout waits for room no later than its deadline: a render holding trees cannot wait on itself', async () => {
-    const r = await TestRepo.create(await tempDir('impersync-room-deadline-'));
-    const sha: string[] = [];
-    for (let i = 0; i < 3; i++) sha.push(await r.commit({ 'big.txt': `${i}`.repeat(4096) }));
-    const cache = new GitRepoCache({
-      allowLocalRepositories: true,
-      cacheDir: await tempDir('impersync-cache-'),
-      checkoutLimits: { checkoutMaxBytes: 5000 },
-      treeCacheMaxBytes: 10_000,
-    });
+    const { r, sha, cache } = await threeCommitsOver10000Bytes('impersync-room-deadline-');
     // As a multi-source render: two trees held while it asks for a third.
     const a = await cache.checkout(r.dir, sha[0] as string);
     const b = await cache.checkout(r.dir, sha[1] as string);

@@ -130,6 +130,9 @@ describe('renderCheckout applies the source parameter files of the app folder', 
       name: o.object.metadata.name,
       ...(o.object.data as Record<string, string>),
     }));
+  /** The start of a refusal of a source parameter file in `folder`, then `rest`. */
+  const inFile = (folder: string, rest: RegExp, file = '.argocd-source.yaml') =>
+    new RegExp(`^error while parsing source parameters: ${folder}/${file.replaceAll('.', '\\.')}: ${rest.source}`);
   const refused = (reason: string, message: RegExp) => (err: unknown) => {
     assert.ok(err instanceof SourceError, String(err));
     assert.equal(err.reason, reason, err.message);
@@ -206,30 +209,18 @@ describe('renderCheckout applies the source parameter files of the app folder', 
       render({ path: 'sym' }),
       refused(
         'InvalidSource',
-        /^error while parsing source parameters: sym\/\.argocd-source-app\.yaml: it is a symlink that leads outside the repository$/,
+        inFile('sym', /it is a symlink that leads outside the repository$/, '.argocd-source-app.yaml'),
       ),
     );
   });
 
   test('a wrong shape names the file and the field', async () => {
-    await assert.rejects(
-      render({ path: 'bad-helm' }),
-      refused('InvalidSource', /^error while parsing source parameters: bad-helm\/\.argocd-source\.yaml: helm: /),
-    );
+    await assert.rejects(render({ path: 'bad-helm' }), refused('InvalidSource', inFile('bad-helm', /helm: /)));
     await assert.rejects(
       render({ path: 'bad-params' }),
-      refused(
-        'InvalidSource',
-        /^error while parsing source parameters: bad-params\/\.argocd-source\.yaml: helm\.parameters: /,
-      ),
+      refused('InvalidSource', inFile('bad-params', /helm\.parameters: /)),
     );
-    await assert.rejects(
-      render({ path: 'bad-list' }),
-      refused(
-        'InvalidSource',
-        /^error while parsing source parameters: bad-list\/\.argocd-source\.yaml: it holds a list/,
-      ),
-    );
+    await assert.rejects(render({ path: 'bad-list' }), refused('InvalidSource', inFile('bad-list', /it holds a list/)));
     await assert.rejects(
       render({ path: 'bad-yaml' }),
       refused('InvalidSource', /^error while parsing source parameters: bad-yaml\/\.argocd-source\.yaml:\d+: /),
@@ -239,14 +230,11 @@ describe('renderCheckout applies the source parameter files of the app folder', 
   test('a file over the file limit, or expanding past the document limits, is TooLarge', async () => {
     await assert.rejects(
       render({ path: 'big' }, 'app', { ...DEFAULT_LIMITS, maxFileBytes: 256 }),
-      refused(
-        'TooLarge',
-        /^error while parsing source parameters: big\/\.argocd-source\.yaml: it is \d+ bytes, over the 256 bytes limit/,
-      ),
+      refused('TooLarge', inFile('big', /it is \d+ bytes, over the 256 bytes limit/)),
     );
     await assert.rejects(
       render({ path: 'bomb' }, 'app', { ...DEFAULT_LIMITS, maxDocumentNodes: 10_000 }),
-      refused('TooLarge', /^error while parsing source parameters: bomb\/\.argocd-source\.yaml: document 1 expands to/),
+      refused('TooLarge', inFile('bomb', /document 1 expands to/)),
     );
   });
 
@@ -285,10 +273,7 @@ describe('renderCheckout applies the source parameter files of the app folder', 
   test('a plugin set by a file is refused, not rendered as a Directory', async () => {
     await assert.rejects(
       render({ path: 'plugin' }),
-      refused(
-        'InvalidSource',
-        /^error while parsing source parameters: plugin\/\.argocd-source\.yaml: plugin: config management plugins are not run by impersync$/,
-      ),
+      refused('InvalidSource', inFile('plugin', /plugin: config management plugins are not run by impersync$/)),
     );
   });
 
@@ -337,17 +322,11 @@ describe('renderCheckout applies the source parameter files of the app folder', 
   test('a field the renderer reads, of the wrong type in a file, is refused naming it', async () => {
     await assert.rejects(
       render({ path: 'typed-helm' }),
-      refused(
-        'InvalidSource',
-        /^error while parsing source parameters: typed-helm\/\.argocd-source\.yaml: helm\.skipCrds: /,
-      ),
+      refused('InvalidSource', inFile('typed-helm', /helm\.skipCrds: /)),
     );
     await assert.rejects(
       render({ path: 'typed-kust' }),
-      refused(
-        'InvalidSource',
-        /^error while parsing source parameters: typed-kust\/\.argocd-source\.yaml: kustomize\.commonAnnotations: /,
-      ),
+      refused('InvalidSource', inFile('typed-kust', /kustomize\.commonAnnotations: /)),
     );
   });
 
@@ -361,10 +340,7 @@ describe('renderCheckout applies the source parameter files of the app folder', 
   test('a source parameter file over 1 MiB is TooLarge even under a larger file limit', async () => {
     await assert.rejects(
       render({ path: 'huge' }),
-      refused(
-        'TooLarge',
-        /^error while parsing source parameters: huge\/\.argocd-source\.yaml: it is .* over the 1 MiB limit/,
-      ),
+      refused('TooLarge', inFile('huge', /it is .* over the 1 MiB limit/)),
     );
   });
 });
