@@ -1,12 +1,14 @@
 // Which credentials a repository URL gets, with Argo CD's rules (util/db/repository.go,
-// repository_secrets.go), pure: the repository Secret whose URL is the same URL (normalised) and
-// whose `project` is the Application's project, else one with no project; when it holds no
-// credentials, those of the credential template (`repo-creds`) with the longest URL prefix. The
-// result is what one render request carries for that repository (api/repository.ts
-// RepositoryAccess), with the host's known_hosts lines and CA certificates.
+// repository_secrets.go), pure: the repository Secret whose URL is the same repository and whose
+// `project` is the Application's project, else one with no project; when it holds no credentials,
+// those of the credential template (`repo-creds`) that covers the URL most deeply. Both are
+// matched by url.ts's rule (same scheme, host, port and user, a path at a `/` boundary), stricter
+// than Argo CD's string prefix. The result is what one render request carries for that repository
+// (api/repository.ts RepositoryAccess), with the host's known_hosts lines and CA certificates.
 import type { RepositoryAccess, RepositoryConfig } from '../api/repository.ts';
 import { normalizeGitURL, sourceRepoDecision } from '../project/repos.ts';
 import { knownHostsFor } from './known-hosts.ts';
+import { sameRepository, templateCoverage } from './url.ts';
 
 export interface RepositoryState {
   configs: readonly RepositoryConfig[];
@@ -87,27 +89,53 @@ export function repositorySecretFor(
 ): RepositoryConfig | undefined {
   let fallback: RepositoryConfig | undefined;
   for (const c of configs) {
-    if (c.secretType !== 'repository' || !sameURL(c.url, url)) continue;
+    if (c.secretType !== 'repository' || !sameRepository(c.url, url)) continue;
     if (c.project === project) return c;
     if (c.project === '') fallback ??= c;
   }
   return fallback;
 }
 
-/** Argo CD's getRepositoryCredentialIndex: the template whose normalised URL is the longest prefix. */
-export function credentialTemplateFor(configs: readonly RepositoryConfig[], url: string): RepositoryConfig | undefined {
-  const repo = normalizeGitURL(url);
+/**
+ * Argo CD's getRepositoryCredentialIndex, with url.ts's rule for "covers": of the templates that
+ * may go to `url`, the one whose path reaches deepest (the first of equals).
+ */
+export function credentialTemplateFor(
+  configs: readonly RepositoryConfig[],
+  url: string,
+  types?: ReadonlySet<string>,
+): RepositoryConfig | undefined {
   let best: RepositoryConfig | undefined;
-  let max = 0;
+  let max = -1;
   for (const c of configs) {
-    if (c.secretType !== 'repo-creds') continue;
-    const prefix = normalizeGitURL(c.url);
-    if (repo.startsWith(prefix) && prefix.length > max) {
-      max = prefix.length;
+    if (c.secretType !== 'repo-creds' || (types && !types.has(c.type))) continue;
+    const depth = templateCoverage(c.url, url);
+    if (depth !== undefined && depth > max) {
+      max = depth;
       best = c;
     }
   }
   return best;
+}
+
+/**
+ * The template Argo CD's plain string prefix would give `url` when url.ts's rule gives it another
+ * or none: named in the message of a failed fetch, so that a user whose templates relied on the
+ * loose rule sees which one no longer applies.
+ */
+export function looseTemplateFor(configs: readonly RepositoryConfig[], url: string): RepositoryConfig | undefined {
+  const repo = normalizeGitURL(url);
+  let loose: RepositoryConfig | undefined;
+  let max = 0;
+  for (const c of configs) {
+    if (c.secretType !== 'repo-creds') continue;
+    const prefix = normalizeGitURL(c.url);
+    if (prefix !== '' && repo.startsWith(prefix) && prefix.length > max) {
+      max = prefix.length;
+      loose = c;
+    }
+  }
+  return loose && loose !== credentialTemplateFor(configs, url) ? loose : undefined;
 }
 
 /** The repository Secret and the credential template (when the Secret has no credentials) that `url` reads. */
@@ -119,6 +147,26 @@ export function repositorySecretsFor(
   const secret = repositorySecretFor(configs, url, project);
   if (secret && hasCredentials(secret)) return { secret };
   return { secret, template: credentialTemplateFor(configs, url) };
+}
+
+/**
+ * For the message of a failed fetch of `url`: the credential template Argo CD would have used and
+ * impersync did not, with why, or undefined.
+ */
+export function templateNotUsedNote(
+  configs: readonly RepositoryConfig[],
+  url: string,
+  project: string,
+): string | undefined {
+  const secret = repositorySecretFor(configs, url, project);
+  if (secret && hasCredentials(secret)) return undefined;
+  const loose = looseTemplateFor(configs, url);
+  if (!loose) return undefined;
+  return (
+    `credential template ${loose.secret} was not used: Argo CD matches templates by string prefix, ` +
+    `impersync sends a template's credentials only to its own scheme, host and port, under its path at a '/' boundary, ` +
+    `and not to a URL naming another user`
+  );
 }
 
 /** The repository as Argo CD's db.GetRepository builds it: the Secret's fields, credentials from a template if it has none. */
@@ -188,6 +236,8 @@ export function accessFor(state: RepositoryState, url: string, project: string):
   return out;
 }
 
+const HELM_TYPES: ReadonlySet<string> = new Set(['helm', 'oci']);
+
 /** A Chart.yaml dependency repository the renderer needs credentials for: a URL or `@name` / `alias:name`. */
 export interface DependencyNeed {
   url?: string | undefined;
@@ -196,8 +246,8 @@ export interface DependencyNeed {
 
 /**
  * Credentials for a chart dependency's repository, as Argo CD gives them to `helm dependency build`:
- * a Helm (or OCI) repository Secret matched by URL (oci:// trimmed) or by name, else a Helm
- * credential template by prefix, only when the project's sourceRepos permit that repository
+ * a Helm (or OCI) repository Secret matched by URL (url.ts's rule) or by name, else the Helm
+ * credential template that covers it, only when the project's sourceRepos permit that repository
  * (GetPermittedRepos). Stricter than Argo CD: a repository Secret scoped to another project is
  * never used. Undefined: the dependency is fetched without credentials.
  */
@@ -214,25 +264,20 @@ export function dependencyAccess(
       (c.project === '' || c.project === project) &&
       sourceRepoDecision(sourceRepos, c.url).permitted,
   );
-  const trim = (u: string): string => u.replace(/^oci:\/\//, '');
   let url = need.url;
   if (url === undefined && need.name !== undefined) url = helmRepos.find((c) => c.name === need.name)?.url;
   if (url === undefined) return undefined;
-  const bare = (u: string): string => trim(u).replace(/\/+$/, '');
-  const byURL = helmRepos.find((c) => bare(c.url) === bare(url));
-  // A template's credentials go only to a dependency URL under its URL at a path boundary
-  // (`https://charts.corp.com` is not a prefix of `https://charts.corp.com.evil.net/`), and only
-  // where the project permits that URL itself: the URL is the tenant's Chart.yaml, not an admin's.
-  const under = (u: string, prefix: string): boolean => u === prefix || u.startsWith(`${prefix}/`);
+  const target = url;
+  const byURL = helmRepos.find((c) => sameRepository(c.url, target));
+  // A template's credentials go only where url.ts's rule lets them, and only where the project
+  // permits that URL itself: the URL is the tenant's Chart.yaml, not an admin's.
   const template =
     byURL || !sourceRepoDecision(sourceRepos, url).permitted
       ? undefined
-      : state.configs.find(
-          (c) =>
-            c.secretType === 'repo-creds' &&
-            (c.type === 'helm' || c.type === 'oci') &&
-            under(bare(url), bare(c.url)) &&
-            sourceRepoDecision(sourceRepos, c.url).permitted,
+      : credentialTemplateFor(
+          state.configs.filter((c) => sourceRepoDecision(sourceRepos, c.url).permitted),
+          url,
+          HELM_TYPES,
         );
   const config = byURL ?? template;
   if (!config) return { url };
@@ -245,8 +290,14 @@ export function dependencyAccess(
 
 /** Whether a change of this Secret can change what `url` resolves to (for requeueing the Applications using it). */
 export function configAffects(config: RepositoryConfig, url: string): boolean {
-  if (config.secretType === 'repository') return sameURL(config.url, url) || trimOCI(config.url) === trimOCI(url);
-  return normalizeGitURL(url).startsWith(normalizeGitURL(config.url)) || trimOCI(url).startsWith(trimOCI(config.url));
+  if (config.secretType === 'repository')
+    return sameRepository(config.url, url) || sameURL(config.url, url) || trimOCI(config.url) === trimOCI(url);
+  // The loose prefix too: a template that stopped matching is named in a failed fetch's message.
+  return (
+    templateCoverage(config.url, url) !== undefined ||
+    normalizeGitURL(url).startsWith(normalizeGitURL(config.url)) ||
+    trimOCI(url).startsWith(trimOCI(config.url))
+  );
 }
 
 function trimOCI(u: string): string {
