@@ -9,7 +9,7 @@ import { appInstanceName } from '../sync/tracking.ts';
 import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { sourceRepoDecision } from '../project/repos.ts';
-import { accessFor, dependencyAccess, RepositoryRefused } from '../repository/access.ts';
+import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } from '../repository/access.ts';
 import type { RepositoryState } from '../repository/access.ts';
 import { NeedsRepositories, SourceError, redactURL } from '../source/errors.ts';
 import type { RenderInput, RenderedObject, RefSource } from '../source/index.ts';
@@ -175,7 +175,14 @@ export async function renderApplication(
       out.revisions.push(rendered.revision);
       out.sourceTypes.push(rendered.sourceType);
       out.dependencies.push(...(rendered.dependencies ?? []));
-    } catch (err) {
+    } catch (caught) {
+      let err = caught;
+      const note =
+        err instanceof SourceError && err.reason === 'RepositoryUnreachable'
+          ? templateNotUsedNote(opts.repositories.configs, source.repoURL, project)
+          : undefined;
+      if (note && err instanceof SourceError)
+        err = new SourceError(err.reason, `${err.message} (${note})`, { cause: err });
       if (err instanceof SourceError && label !== '') {
         throw new SourceError(err.reason, `failed to generate manifest for ${label.slice(0, -2)}: ${err.message}`, {
           cause: err,

@@ -7,6 +7,7 @@ import type { Application } from '../api/application.ts';
 import type { KubeObject, SourceLocation } from '../api/manifest.ts';
 import { groupOf } from '../api/manifest.ts';
 import { destinationDecision } from './destinations.ts';
+import { repositoryURLRefusal } from '../repository/url.ts';
 import { sourceRepoDecision } from './repos.ts';
 import { resourceDecision, type ResourceListRule } from './resources.ts';
 
@@ -50,6 +51,16 @@ export function checkApplicationLimits(
   const sources =
     app.spec.sources && app.spec.sources.length > 0 ? app.spec.sources : app.spec.source ? [app.spec.source] : [];
   for (const source of sources) {
+    // Beyond Argo CD: a URL that leads elsewhere than it reads is not judged at all.
+    const refusal = repositoryURLRefusal(source.repoURL);
+    if (refusal) {
+      out.push({
+        rule: 'sourceRepos',
+        message: `application repo ${source.repoURL} is refused: ${refusal}`,
+        detail: 'a repository URL must say which repository it is',
+      });
+      continue;
+    }
     const d = sourceRepoDecision(project.spec.sourceRepos, source.repoURL);
     if (!d.permitted) {
       out.push({

@@ -6,6 +6,7 @@
 // that does NOT match the URL also counts as allowing (so `['!https://evil/*']` alone allows every
 // other repository); a `!pattern` that matches the URL denies at once, whatever came before.
 import { globMatch } from '../impersonation/glob.ts';
+import { resolveDotSegments } from '../repository/url.ts';
 
 /**
  * Argo CD's git.NormalizeGitURL, for comparison only: trimmed, lower-cased, without a `.git`
@@ -41,7 +42,8 @@ export interface RepoDecision {
 }
 
 export function sourceRepoDecision(sourceRepos: readonly string[] | undefined, repoURL: string): RepoDecision {
-  const src = normalizeGitURL(repoURL);
+  // Judged as what a client would fetch: `https://host/team-a/../evil` is under `https://host/`, not team-a.
+  const src = normalizeGitURL(resolveDotSegments(repoURL));
   let allowedBy: string | undefined;
   for (const entry of sourceRepos ?? []) {
     const deny = entry.startsWith('!');

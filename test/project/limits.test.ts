@@ -105,6 +105,30 @@ describe('sourceRepos', () => {
     assert.ok(!permitted(['!https://github.com/evil/*'], 'https://github.com/evil/app'));
   });
 
+  test("a '..' in a URL is judged as where it leads, not as where it starts", () => {
+    assert.ok(!permitted(['https://host/team-a/*'], 'https://host/team-a/../evil'));
+    assert.ok(!permitted(['https://host/team-a/*'], 'https://host/team-a/%2e%2e/evil'));
+    assert.ok(permitted(['https://host/evil'], 'https://host/team-a/../evil'));
+    assert.ok(!permitted(['git@host:team-a/*'], 'git@host:team-a/../evil'));
+  });
+
+  test('an Application whose repoURL leads elsewhere than it reads is refused, saying where it leads', () => {
+    const v = checkApplicationLimits(
+      project({ sourceRepos: ['https://host/team-a/*'], destinations: [{ server: '*', namespace: '*' }] }),
+      application({
+        source: { repoURL: 'https://host/team-a/../team-b/app.git' },
+        destination: { server: IN_CLUSTER.server, namespace: 'x' },
+      }),
+      IN_CLUSTER,
+    );
+    assert.equal(v.length, 1);
+    assert.equal(v[0]?.rule, 'sourceRepos');
+    assert.equal(
+      v[0]?.message,
+      "application repo https://host/team-a/../team-b/app.git is refused: its path has a '..' segment, so it does not say which repository it is (it would be read as 'https://host/team-b/app.git')",
+    );
+  });
+
   test("the Application-level message is Argo CD's", () => {
     const v = checkApplicationLimits(
       project({ sourceRepos: ['https://github.com/org/*'], destinations: [{ server: '*', namespace: '*' }] }),

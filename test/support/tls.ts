@@ -1,5 +1,5 @@
 // A private certificate authority for the repository tests (issue 13): a CA and a server
-// certificate for 127.0.0.1 and localhost signed by it, made with openssl (a test-time tool, like
+// certificate for 127.0.0.1, 127.0.0.2, 127.0.0.10 and localhost signed by it, made with openssl (a test-time tool, like
 // git). The servers of test/support serve with the certificate; a renderer trusts it only when
 // argocd-tls-certs-cm holds the CA for 127.0.0.1.
 import { execFileSync } from 'node:child_process';
@@ -72,7 +72,12 @@ export function testCA(): TestCA {
     '-out',
     'ca.pem',
   );
-  signed(dir, 'server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  signed(
+    dir,
+    'server',
+    '/CN=127.0.0.1',
+    'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.10,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+  );
   signed(dir, 'client', '/CN=impersync renderer', 'extendedKeyUsage=clientAuth\n');
   const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
   made = {
