@@ -6,9 +6,10 @@
 //
 // In order, as a refusal names the first problem: the Application parses; its destination resolves
 // (spec §6); its project exists and parses; the project admits the Application's namespace
-// (sourceNamespaces); the project's destinationServiceAccounts are valid (spec §8); the project
-// permits its source and destination (spec §9); the identity decision (spec §3–§7) neither denies
-// nor fails. The last is the one decision of the identity rule (ARCHITECTURE.md): an admitted
+// (sourceNamespaces); the project permits its source and destination (spec §9); the identity
+// decision (spec §3–§7) neither denies nor fails. As in Argo CD's controller, an invalid
+// destinationServiceAccounts entry refuses only an Application whose walk reaches it (spec §3.1);
+// every invalid entry is a warning (spec §8 as impersync validate checks it). The last is the one decision of the identity rule (ARCHITECTURE.md): an admitted
 // context says whom the destination client acts as, and nothing else decides it.
 import { CONDITION, parseApplication, projectName } from '../api/index.ts';
 import type { AppCondition, AppProject, Application, Cluster } from '../api/index.ts';
@@ -125,6 +126,25 @@ function actingIdentity(identity: IdentityDecision): Identity | string {
   }
 }
 
+/**
+ * Every invalid destinationServiceAccounts entry of the project and of the global projects it
+ * inherits from, as a warning. Argo CD's controller validates no project: it walks the entries and
+ * fails only on an invalid one it visits before the match (the decision does the same), so a typo
+ * in a later entry refuses nothing; this says so before a sync that reaches it fails.
+ */
+function invalidEntryWarnings(identity: IdentityDecision, project: AppProject, state: ControlState): string[] {
+  const checked = [
+    project,
+    ...identity.globalProjects.flatMap((name) => state.projects.filter((p) => p.metadata.name === name)),
+  ];
+  return checked.flatMap((p) =>
+    validateProject(p).failures.map(
+      (f) =>
+        `AppProject ${p.metadata.name}: spec.destinationServiceAccounts[${f.index}].${f.field}: ${f.message} (Argo CD's API server would refuse this project; a sync whose walk reaches this entry fails)`,
+    ),
+  );
+}
+
 export function admit(state: ControlState, raw: unknown): Admission {
   const { settings } = state;
   const refuse = (app: Application | undefined, message: string): Admission => ({
@@ -162,23 +182,16 @@ export function admit(state: ControlState, raw: unknown): Admission {
       `application '${app.metadata.name}' in namespace '${appNs}' is not permitted to use project '${name}' (spec.sourceNamespaces)`,
     );
   }
-  const validation = validateProject(project);
-  if (!validation.valid) {
-    const first = validation.failures[0];
-    return refuse(
-      app,
-      `AppProject ${name}: spec.destinationServiceAccounts[${first?.index ?? 0}].${first?.field ?? 'server'}: ${first?.message ?? 'invalid'}`,
-    );
-  }
   const limits = checkApplicationLimits(project, app, dest.cluster).map(describeViolation);
   if (limits.length > 0) return refuse(app, limits.join('; '));
-  const identity = decideIdentity({
+  const decision = decideIdentity({
     application: app,
     project,
     projects: state.projects,
     settings,
     resolvedServer: dest.cluster.server,
   });
+  const identity = { ...decision, warnings: [...decision.warnings, ...invalidEntryWarnings(decision, project, state)] };
   const decided: Decided = {
     app,
     project,

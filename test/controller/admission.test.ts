@@ -153,20 +153,50 @@ const rows: Array<{ name: string; state?: ControlState; app?: unknown; expect: O
     expect: { actsAs: 'system:serviceaccount:team-a:deployer' },
   },
   {
-    name: 'spec §8: an invalid entry refuses the Application even when an earlier entry would decide',
+    name: 'an invalid entry after the match is never read: the earlier entry decides (Argo CD never validates a project)',
     state: state({
       projects: [
         project('team', {
           destinationServiceAccounts: [
             { server: IN, namespace: 'team-*', defaultServiceAccount: 'deployer' },
-            { server: '!x', namespace: '*', defaultServiceAccount: 'other' },
+            { server: '!x', namespace: '[z-a]', defaultServiceAccount: 'bad*sa' },
+          ],
+        }),
+      ],
+    }),
+    expect: { actsAs: 'system:serviceaccount:team-a:deployer' },
+  },
+  {
+    name: "an invalid defaultServiceAccount in the entry that matches is Argo CD's derive error",
+    state: state({
+      projects: [
+        project('team', {
+          destinationServiceAccounts: [{ server: IN, namespace: '*', defaultServiceAccount: 'bad*sa' }],
+        }),
+      ],
+    }),
+    expect: {
+      refused: 'identity',
+      message:
+        "failed to derive service account to impersonate: default service account contains invalid chars 'bad*sa'",
+    },
+  },
+  {
+    name: 'an invalid server glob in an entry visited before the match is the derive error, whatever follows',
+    state: state({
+      projects: [
+        project('team', {
+          destinationServiceAccounts: [
+            { server: '[z-a]', namespace: '*', defaultServiceAccount: 'other' },
+            { server: IN, namespace: 'team-*', defaultServiceAccount: 'deployer' },
           ],
         }),
       ],
     }),
     expect: {
-      refused: 'spec',
-      message: "AppProject team: spec.destinationServiceAccounts[1].server: server has an invalid format, '!x'",
+      refused: 'identity',
+      message:
+        "failed to derive service account to impersonate: invalid glob pattern for destination server: hi character 'a' should be greater than lo 'z'",
     },
   },
   {
@@ -216,6 +246,41 @@ test('an admitted or identity-refused Application carries its project, cluster a
   assert.ok(!invalid.admitted && invalid.by === 'spec');
   assert.equal(invalid.condition.type, 'InvalidSpecError');
   assert.equal(invalid.app?.metadata.name, 'web');
+});
+
+test('every invalid entry of the project and of its global projects is an ImpersonationWarning naming it', () => {
+  const a = admit(
+    state({
+      settings: settings({
+        ...ENABLED,
+        globalProjects: '- projectName: shared\n  labelSelector: {matchLabels: {tenant: "true"}}\n',
+      }),
+      projects: [
+        project(
+          'team',
+          {
+            destinationServiceAccounts: [
+              { server: IN, namespace: 'team-*', defaultServiceAccount: 'deployer' },
+              { server: IN, namespace: '*', defaultServiceAccount: 'bad*sa' },
+            ],
+          },
+          { tenant: 'true' },
+        ),
+        project('shared', {
+          destinationServiceAccounts: [{ server: '!x', namespace: '*', defaultServiceAccount: 'sa' }],
+        }),
+      ],
+    }),
+    app(),
+  );
+  assert.ok(a.admitted, 'the first entry decides');
+  assert.deepEqual(
+    a.conditions.find((c) => c.type === 'ImpersonationWarning')?.message,
+    [
+      "AppProject team: spec.destinationServiceAccounts[1].defaultServiceAccount: defaultServiceAccount has an invalid format, 'bad*sa' (Argo CD's API server would refuse this project; a sync whose walk reaches this entry fails)",
+      "AppProject shared: spec.destinationServiceAccounts[0].server: server has an invalid format, '!x' (Argo CD's API server would refuse this project; a sync whose walk reaches this entry fails)",
+    ].join('; '),
+  );
 });
 
 test('the identity condition names the decision and the ServiceAccount; warnings become their own condition', () => {
