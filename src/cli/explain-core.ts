@@ -1,8 +1,9 @@
 // The pure part of `impersync explain`: from an inventory of objects to the explanation of which
-// identity one Application syncs as (spec §3–§7, §10), or to the reason the input is unusable.
-// The Application goes through the controller's admission gate (controller/admission.ts), so what
-// the controller refuses is refused here too, with its message.
-import { applicationKey, type AppProject, type Application } from '../api/index.ts';
+// identity one Application syncs as (spec §3–§7, §10), to the controller's refusal of it, or to the
+// reason the input is unusable. The Application goes through the controller's admission gate
+// (controller/admission.ts), so what the controller refuses is refused here too, with its message:
+// an answer about the Application, not a fault of the input.
+import { applicationKey, projectName, type AppProject, type Application } from '../api/index.ts';
 import type { SyncWindowsStatus } from '../api/index.ts';
 import { admit, type Admission, type ControlState, type IdentityDecision } from '../controller/admission.ts';
 import { syncWindowsStatus } from '../controller/sync-windows.ts';
@@ -40,6 +41,23 @@ export interface ExplainReport {
   warnings: string[];
   /** The AppProject's sync windows for this Application now (only when some apply): controller/sync-windows.ts. */
   syncWindows?: SyncWindowsStatus;
+}
+
+/** The JSON document of `explain -o json` for an Application the controller refuses before deciding its identity. */
+export interface RefusalReport {
+  application: string;
+  project: string;
+  decision: 'refused';
+  /** The condition the controller sets on it (InvalidSpecError). */
+  condition: string;
+  message: string;
+}
+
+/** explain()'s answer when the admission gate refuses the Application; `error` is the same as one line. */
+export interface Refused {
+  ok: false;
+  refused: RefusalReport;
+  error: string;
 }
 
 export interface Explanation {
@@ -113,15 +131,25 @@ export function inventoryState(inventory: Inventory, namespace: string): Control
   };
 }
 
-/** Explains one Application's identity, or says why it cannot be explained (unusable input, or refused). */
-export function explain(inventory: Inventory, options: ExplainOptions): Loaded<Explanation> {
+/** Explains one Application's identity, or the controller's refusal of it, or says why the input is unusable. */
+export function explain(inventory: Inventory, options: ExplainOptions): Loaded<Explanation> | Refused {
   const selected = selectApplication(inventory, options);
   if (!selected.ok) return selected;
   const app: Application = selected.value.value;
   const appRef = `${describeWhere(selected.value.where)}: Application ${applicationKey(app)}`;
   const admission = admit(inventoryState(inventory, options.namespace), app);
   if (!admission.admitted && admission.by === 'spec')
-    return { ok: false, error: `${appRef}: ${admission.condition.message}` };
+    return {
+      ok: false,
+      refused: {
+        application: applicationKey(app),
+        project: projectName(app),
+        decision: 'refused',
+        condition: admission.condition.type,
+        message: admission.condition.message,
+      },
+      error: `${appRef}: ${admission.condition.message}`,
+    };
   const { identity, settings, cluster, project } = admission;
   const warnings: string[] = [];
   if (settings.source === 'absent') warnings.push(missingConfigMapWarning(options.source));

@@ -1,6 +1,6 @@
 // The text trace of `impersync explain`: each entry tried in order, whether its server and namespace
 // matched, the entry that decided, and the outcome, in words a person can check against spec §3/§5.
-import type { Explanation } from './explain-core.ts';
+import type { Explanation, RefusalReport } from './explain-core.ts';
 
 const q = (s: string) => `'${s}'`;
 
@@ -100,4 +100,16 @@ function windowsLine(w: NonNullable<Explanation['report']['syncWindows']>): stri
   const active = w.activeWindows.length > 0 ? w.activeWindows.map(describe).join(', ') : 'none';
   const verdict = w.error ? w.error : `a manual sync ${w.canSync ? 'may' : 'may not'} run now`;
   return `${w.assignedWindows.length} assigned, active now: ${active}; ${verdict}`;
+}
+
+/** The text answer for an Application the controller refuses before deciding its identity. */
+export function formatRefusal(r: RefusalReport): string {
+  return [
+    `Application:   ${r.application}`,
+    `Project:       ${r.project}`,
+    '',
+    `REFUSED: the controller neither compares nor syncs it, and decides no identity for it (${r.condition})`,
+    `  message: ${r.message}`,
+    '',
+  ].join('\n');
 }

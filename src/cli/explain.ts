@@ -1,13 +1,14 @@
 // `impersync explain`: which ServiceAccount an Application syncs as, and why (spec §3–§7, §10).
-// Exit 0 whenever an explanation was produced, whatever the decision; 2 when the input is unusable
-// or the controller's admission gate refuses the Application before its identity is decided. With
-// --check-rights (check-rights.ts), 1 when the identity lacks a right a sync needs.
+// Exit 0 whenever an explanation was produced, whatever the decision; 3 when the controller's
+// admission gate refuses the Application before its identity is decided (printed as the answer);
+// 2 when the input is unusable. With --check-rights (check-rights.ts), 1 when the identity lacks a
+// right a sync needs.
 import { defaultSourceCacheDir } from '../renderer/child.ts';
 import { listFlag, startCommand, stringFlag } from './args.ts';
 import { checkRights, formatRights } from './check-rights.ts';
 import { extrasRefusedWarning } from './extras.ts';
 import { explain } from './explain-core.ts';
-import { formatExplanation } from './explain-format.ts';
+import { formatExplanation, formatRefusal } from './explain-format.ts';
 import { processIO, type CommandIO } from './io.ts';
 import { DEFAULT_CONTROL_NAMESPACE, INPUT_FLAGS, loadInput } from './load.ts';
 
@@ -32,12 +33,17 @@ tried in order, the one that decided, and the outcome (disabled, impersonate, fa
       --allow-local-repositories   with --check-rights: render file:// and local repoURLs too
 
 The Application is admitted as the controller admits it: one the controller refuses before deciding
-its identity (its project missing or invalid under spec §8, a source or destination the project does
-not permit, a namespace its sourceNamespaces do not list) is refused here with the controller's message.
+its identity (its project missing, a source or destination the project does not permit, a namespace
+its sourceNamespaces do not list) is answered with the controller's refusal and message.
 
-Exit status: 0 when an explanation was produced, 2 when the input is unusable or the Application refused;
-with --check-rights, 1 when a right is missing and 2 when the rights could not be checked.
+Exit status: 0 when the identity was explained (whatever the decision: impersonate, disabled,
+fallback, deny or error), 3 when the controller refuses the Application before deciding its
+identity, 2 when the input is unusable; with --check-rights, 1 when a right is missing and 2 when
+the rights could not be checked.
 `;
+
+/** The exit status of an Application the controller refuses before deciding its identity. */
+export const REFUSED_EXIT = 3;
 
 const FLAGS = {
   ...INPUT_FLAGS,
@@ -73,6 +79,10 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
     return 2;
   }
   const result = explain(input.value.inventory, { app, namespace, source: input.value.source });
+  if (!result.ok && 'refused' in result) {
+    io.stdout(flags.format === 'json' ? JSON.stringify(result.refused, null, 2) + '\n' : formatRefusal(result.refused));
+    return REFUSED_EXIT;
+  }
   if (!result.ok) {
     io.stderr(`impersync explain: ${oneLine(result.error)}\n`);
     return 2;

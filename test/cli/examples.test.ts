@@ -108,10 +108,13 @@ describe("examples/: the design document's cases give their documented outcome",
 
   test("07: refused as the controller refuses it, before any ServiceAccount is looked for: the project's destinations do not allow the empty namespace (spec §9)", async () => {
     const r = await runCommand(run, ['-f', CM, '-f', repoFile('examples/07-no-destination-namespace.yaml')]);
-    assert.equal(r.code, 2);
+    assert.equal(r.code, 3, r.stderr);
+    assert.ok(
+      readFileSync(repoFile('examples/07-no-destination-namespace.yaml'), 'utf8').includes('-> exit 3, REFUSED'),
+    );
     assert.match(
-      r.stderr,
-      /Application argocd\/guestbook: application destination server 'https:\/\/kubernetes\.default\.svc' and namespace '' do not match any of the allowed destinations in project 'my-project'/,
+      r.stdout,
+      /REFUSED: [^\n]*\(InvalidSpecError\)\n  message: application destination server 'https:\/\/kubernetes\.default\.svc' and namespace '' do not match any of the allowed destinations in project 'my-project'/,
     );
     assert.ok(readFileSync(repoFile('examples/07-no-destination-namespace.yaml'), 'utf8').includes("and namespace ''"));
   });

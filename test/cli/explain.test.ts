@@ -41,6 +41,24 @@ const json = async (argv: string[], stdin?: string) => {
   return JSON.parse(r.stdout) as Record<string, unknown>;
 };
 
+/** The controller refuses the Application before deciding its identity: the answer on stdout, exit 3. */
+const refusedAnswer = async (argv: string[]) => {
+  const text = await runCommand(run, argv);
+  assert.equal(text.code, 3, `expected exit 3, got ${text.code}: ${text.stdout}${text.stderr}`);
+  assert.equal(text.stderr, '');
+  assert.match(
+    text.stdout,
+    /\nREFUSED: the controller neither compares nor syncs it, and decides no identity for it \(InvalidSpecError\)\n/,
+  );
+  const json = await runCommand(run, [...argv, '-o', 'json']);
+  assert.equal(json.code, 3);
+  const report = JSON.parse(json.stdout) as { decision: string; condition: string; message: string };
+  assert.equal(report.decision, 'refused');
+  assert.equal(report.condition, 'InvalidSpecError');
+  assert.ok(text.stdout.includes(`  message: ${report.message}\n`), text.stdout);
+  return report.message;
+};
+
 const unusable = async (argv: string[], stdin?: string) => {
   const r = await runCommand(run, argv, stdin);
   assert.equal(r.code, 2, `expected exit 2, got ${r.code}: ${r.stdout}`);
@@ -223,29 +241,44 @@ stringData: {name: remote-cluster, server: 'https://remote:6443'}
 
   test('the project "default" left out is refused as the controller refuses it: no built-in one stands in', async () => {
     const f = files({ 'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: guestbook}`, '""') });
-    assert.match(
-      await unusable(['-f', f['cm.yaml']!, '-f', f['app.yaml']!]),
-      /Application argocd\/guestbook: Application referencing project default which does not exist$/,
+    assert.equal(
+      await refusedAnswer(['-f', f['cm.yaml']!, '-f', f['app.yaml']!]),
+      'Application referencing project default which does not exist',
     );
   });
 
-  test("what the controller refuses before deciding is refused with the controller's message (spec §8, §9, sourceNamespaces)", async () => {
-    const invalid = files({
-      'project.yaml': projectYaml(
-        'my-project',
-        ENTRIES + `\n    - {server: '!x', namespace: '*', defaultServiceAccount: other}`,
-      ),
-    });
-    assert.match(
-      await unusable(['-f', invalid['cm.yaml']!, '-f', invalid['app.yaml']!, '-f', invalid['project.yaml']!]),
-      /: AppProject my-project: spec\.destinationServiceAccounts\[2\]\.server: server has an invalid format, '!x'$/,
-    );
+  test("what the controller refuses before deciding is answered with the controller's message, exit 3", async () => {
     const elsewhere = files({
       'app.yaml': appYaml('guestbook', `{server: '${IN}', namespace: guestbook}`, 'my-project', 'team'),
     });
-    assert.match(
-      await unusable(['-f', elsewhere['cm.yaml']!, '-f', elsewhere['app.yaml']!, '-f', elsewhere['project.yaml']!]),
-      /application 'guestbook' in namespace 'team' is not permitted to use project 'my-project' \(spec\.sourceNamespaces\)$/,
+    assert.equal(
+      await refusedAnswer([
+        '-f',
+        elsewhere['cm.yaml']!,
+        '-f',
+        elsewhere['app.yaml']!,
+        '-f',
+        elsewhere['project.yaml']!,
+      ]),
+      "application 'guestbook' in namespace 'team' is not permitted to use project 'my-project' (spec.sourceNamespaces)",
+    );
+  });
+
+  test('an invalid entry after the one that decides refuses nothing, and is named in the warnings', async () => {
+    const invalid = files({
+      'project.yaml': projectYaml(
+        'my-project',
+        ENTRIES + `\n    - {server: '!x', namespace: '*', defaultServiceAccount: 'bad*sa'}`,
+      ),
+    });
+    const out = await json(['-f', invalid['cm.yaml']!, '-f', invalid['app.yaml']!, '-f', invalid['project.yaml']!]);
+    assert.equal(out.decision, 'impersonate');
+    assert.deepEqual(
+      (out.warnings as string[]).filter((w) => w.startsWith('AppProject my-project:')),
+      [
+        "AppProject my-project: spec.destinationServiceAccounts[2].server: server has an invalid format, '!x' (Argo CD's API server would refuse this project; a sync whose walk reaches this entry fails)",
+        "AppProject my-project: spec.destinationServiceAccounts[2].defaultServiceAccount: defaultServiceAccount has an invalid format, 'bad*sa' (Argo CD's API server would refuse this project; a sync whose walk reaches this entry fails)",
+      ],
     );
   });
 });
@@ -380,19 +413,19 @@ describe('explain: unusable input exits 2 with one stderr line naming file, docu
     );
   });
 
-  test("the project not found names the Application's document and field", async () => {
+  test("the project not found is the controller's refusal, not unusable input", async () => {
     const f = files();
-    assert.match(
-      await unusable(['-f', f['app.yaml']!]),
-      /app\.yaml: document 1: Application argocd\/guestbook: Application referencing project my-project which does not exist$/,
+    assert.equal(
+      await refusedAnswer(['-f', f['app.yaml']!]),
+      'Application referencing project my-project which does not exist',
     );
   });
 
-  test("the destination cluster not found names the Application's document and field", async () => {
+  test("the destination cluster not found is the controller's refusal, naming the field", async () => {
     const f = files({ 'app.yaml': appYaml('guestbook', '{name: remote-cluster, namespace: guestbook}') });
     assert.match(
-      await unusable(['-f', f['app.yaml']!, '-f', f['project.yaml']!]),
-      /app\.yaml: document 1: Application argocd\/guestbook: spec\.destination\.name: destination cluster name 'remote-cluster' not found/,
+      await refusedAnswer(['-f', f['app.yaml']!, '-f', f['project.yaml']!]),
+      /^spec\.destination\.name: destination cluster name 'remote-cluster' not found/,
     );
   });
 
