@@ -67,7 +67,7 @@ export interface GitCredentials {
 
 const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** git configuration values are quoted in the file as git reads them. */
+/** git configuration values (and subsection names) are quoted in the file as git reads them. */
 function configValue(v: string): string {
   if (/[\n\r\0]/.test(v)) throw new Error('a credential value holds a line break');
   return `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
@@ -120,7 +120,8 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
       env.GIT_SSH_VARIANT = 'ssh';
     } else if (access) {
       const origin = originOf(url);
-      const scope = origin ? `http "${origin}/"` : 'http';
+      // A URL's host may hold `"` and `\\` (WHATWG URL allows them): quoted as git reads them.
+      const scope = origin ? `http ${configValue(`${origin}/`)}` : 'http';
       const section: string[] = [];
       // As Argo CD: variables (paths only) that win over any GIT_SSL_* the operator set for the machine.
       if (access.insecure) env.GIT_SSL_NO_VERIFY = 'true';
@@ -142,12 +143,14 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
         await write('username', username);
         await write('password', access.password);
         // git asks "Username for 'https://host': " and "Password for 'https://user@host': ": answer
-        // only for the repository's own origin, so a redirect elsewhere gets nothing.
+        // only for the repository's own origin, so a redirect elsewhere gets nothing. The host is
+        // single-quoted: a URL's host may hold `$(...)`, backticks, `"` and `*`, which the shell
+        // would otherwise run or read as a pattern.
         const host = origin ? origin.replace(/^https?:\/\//, '') : '';
         const askpass = [
           '#!/bin/sh',
           `case "$1" in`,
-          `  *"://${host}'"*|*"@${host}'"*) ;;`,
+          `  *${quote(`://${host}'`)}*|*${quote(`@${host}'`)}*) ;;`,
           '  *) exit 0 ;;',
           'esac',
           `case "$1" in`,
