@@ -1,7 +1,7 @@
 // The files git gets for one repository's credentials (source/credentials.ts): the askpass answers
 // only for the repository's own origin (a redirect to another host gets nothing) and runs nothing
-// of the host's name, the folder is private and goes away, and the cache identity of a credential
-// names nothing of it.
+// of the host's name, git follows no redirect while it carries a credential, the folder is private
+// and goes away, and the cache identity of a credential names nothing of it.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ANONYMOUS, credentialId, gitCredentials } from '../../src/source/credentials.ts';
+import { withGitConfig } from '../../src/source/git-env.ts';
 
 test("the askpass answers for the repository's origin only, from files of a private folder that go away", async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'impersync-askpass-'));
@@ -72,6 +73,39 @@ test("the askpass runs nothing of the URL's host and reads no pattern in it", as
     assert.equal(ask("Password for 'https://x-access-token@git.example.evil.net': ").trim(), '');
     assert.equal(ask(`Password for 'https://x-access-token@git.example"*"': `).trim(), 'pw-123');
     await creds.dispose();
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('git follows no redirect while it carries a credential, whatever a configuration file says', async () => {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'impersync-redirects-'));
+  try {
+    const url = 'https://git.example.com/org/app';
+    const ca = { tlsClientCertData: 'CERT', tlsClientCertKey: 'KEY' };
+    for (const access of [
+      { url, password: 'pw' },
+      { url, bearerToken: 'tok' },
+      { url, ...ca },
+    ]) {
+      const creds = await gitCredentials(root, access);
+      assert.deepEqual(creds.config, [['http.followRedirects', 'false']], JSON.stringify(Object.keys(access)));
+      await creds.dispose();
+    }
+    for (const access of [undefined, { url }, { url, username: 'alice' }, { url: 'git@git.example.com:org/app' }]) {
+      const creds = await gitCredentials(root, access);
+      assert.deepEqual(creds.config, [], 'without a credential git keeps its default');
+      await creds.dispose();
+    }
+    // GIT_CONFIG_COUNT entries, appended last, win over the file of GIT_CONFIG_GLOBAL and earlier entries.
+    const file = path.join(root, 'gitconfig');
+    await writeFile(file, '[http]\n\tfollowRedirects = initial\n');
+    const base = { ...process.env, GIT_CONFIG_GLOBAL: file, GIT_CONFIG_NOSYSTEM: '1' };
+    const env = withGitConfig(withGitConfig({ ...base, GIT_CONFIG_COUNT: '0' }, [['http.followRedirects', 'true']]), [
+      ['http.followRedirects', 'false'],
+    ]);
+    const got = spawnSync('git', ['config', '--get', 'http.followRedirects'], { env, encoding: 'utf8', cwd: root });
+    assert.equal(got.stdout.trim(), 'false', got.stderr);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
