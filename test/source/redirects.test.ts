@@ -11,8 +11,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RepositoryAccess } from '../../src/api/repository.ts';
+import { createHash } from 'node:crypto';
+import { HelmRepositories } from '../../src/source/helm-repo.ts';
 import { SourceRenderer } from '../../src/source/index.ts';
+import { OciRegistries, ociReference } from '../../src/source/oci.ts';
 import { TestRepo, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
+import { chartArchive, startHelmRepo, type HelmRepoServer } from '../support/helm.ts';
 import { refused } from '../support/renderer.ts';
 import { testCA } from '../support/tls.ts';
 
@@ -23,7 +27,7 @@ const files = { 'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  na
 let repo: TestRepo;
 let cacheDir: string;
 let renderer: SourceRenderer;
-const servers: GitHttpServer[] = [];
+const servers: Array<GitHttpServer | HelmRepoServer> = [];
 
 /** A git server over HTTPS with the test CA (recording every request's Authorization). */
 async function gitServer(opts: Parameters<typeof startGitHttpServer>[1] = {}): Promise<GitHttpServer> {
@@ -72,6 +76,7 @@ function assertCrossOrigin(message: string, from: GitHttpServer, target: GitHttp
 }
 
 const sent = (s: GitHttpServer) => s.authorizations().filter((a) => a !== undefined);
+const sentHelm = (s: HelmRepoServer) => s.requests.filter((r) => r.authorization !== undefined);
 
 /** Waits for `p` either way: what the servers received is checked before how it ended. */
 const settled = (p: Promise<unknown>): Promise<unknown> => p.catch(() => undefined);
@@ -149,5 +154,88 @@ describe('a redirect within the origin', () => {
     const err = await refused(outcome);
     assertCrossOrigin(err.message, server, target, TOKEN);
     assert.ok(err.message.includes(`${server.baseURL}/hop${repoPath()}`), err.message);
+  });
+});
+
+const HELM_USER = { username: 'charts', password: 'redirect-helm-Pa55' };
+const archive = chartArchive('guestbook', '0.1.0');
+
+/** A chart repository at another origin (its requests recorded), open or asking for `auth`. */
+async function chartsElsewhere(auth?: typeof HELM_USER): Promise<HelmRepoServer> {
+  const charts = await startHelmRepo(auth ? { auth } : {});
+  charts.setCharts([{ name: 'guestbook', version: '0.1.0', archive }]);
+  servers.push(charts);
+  return charts;
+}
+
+// The git test server's auth and redirect rules answer before git is involved: here it is the
+// front of a Helm repository or registry that sends its requests to another origin.
+describe('Helm repositories and OCI registries over HTTP', () => {
+  const helm = new HelmRepositories({ credentialId: async () => 'test' });
+  const oci = new OciRegistries({
+    limits: { maxLayerBytes: 1 << 20, timeoutMs: 10_000 },
+    credentialId: async () => 't',
+  });
+
+  it("a Helm repository's index redirected to another origin gets no credential there, and a refusal says why", async () => {
+    const target = await chartsElsewhere(HELM_USER);
+    const from = await gitServer({ redirects: [{ prefix: '/', to: `${target.url}/` }] });
+    const access = { url: from.baseURL, type: 'helm' as const, ...HELM_USER, caCerts: testCA().caCert };
+    const outcome = helm.resolve(from.baseURL, 'guestbook', '0.1.0', access);
+    await settled(outcome);
+    assert.deepEqual(sentHelm(target), [], 'the other origin received a credential');
+    assert.equal(sent(from).length, 1, 'the repository itself was sent the credentials');
+    const err = await refused(outcome);
+    assert.equal(err.reason, 'RepositoryUnreachable');
+    assert.ok(err.message.includes(`was redirected from ${from.baseURL} to ${target.url}`), err.message);
+    assert.match(err.message, /where its credentials are not sent, and answered 401 there/);
+    assert.ok(!err.message.includes(HELM_USER.password));
+  });
+
+  it('a Helm index that another origin serves openly is read there, without the credential', async () => {
+    const target = await chartsElsewhere();
+    const from = await gitServer({ redirects: [{ prefix: '/', to: `${target.url}/` }] });
+    const access = { url: from.baseURL, type: 'helm' as const, ...HELM_USER, caCerts: testCA().caCert };
+    assert.equal(await helm.resolve(from.baseURL, 'guestbook', '0.1.x', access), '0.1.0');
+    assert.deepEqual(sentHelm(target), [], 'the other origin received a credential');
+  });
+
+  it('an OCI registry that sends its requests to another origin: no credential there, a refusal naming both', async () => {
+    const target = await chartsElsewhere(HELM_USER);
+    const from = await gitServer({ redirects: [{ prefix: '/', to: `${target.url}/` }] });
+    const access = {
+      url: `${new URL(from.baseURL).host}/charts`,
+      enableOCI: true,
+      ...HELM_USER,
+      caCerts: testCA().caCert,
+    };
+    const outcome = oci.tags(ociReference(`${access.url}/guestbook`, access), access);
+    await settled(outcome);
+    assert.deepEqual(sentHelm(target), [], 'the other origin received a credential');
+    assert.ok(sent(from).length > 0, 'the registry itself was sent the credentials');
+    const err = await refused(outcome);
+    assert.ok(err.message.includes(`was redirected from ${from.baseURL} to ${target.url}`), err.message);
+    assert.ok(!err.message.includes(HELM_USER.password));
+  });
+
+  it("an OCI registry's blob sent to a CDN is downloaded from there, without the credential", async () => {
+    const cdn = await chartsElsewhere();
+    const layerDigest = `sha256:${createHash('sha256').update(archive).digest('hex')}`;
+    const blob = `/v2/charts/guestbook/blobs/${layerDigest}`;
+    const registry = await gitServer({
+      auth: HELM_USER,
+      redirects: [{ prefix: blob, to: `${cdn.url}/guestbook-0.1.0.tgz` }],
+    });
+    const access = {
+      url: `${new URL(registry.baseURL).host}/charts`,
+      enableOCI: true,
+      ...HELM_USER,
+      caCerts: testCA().caCert,
+    };
+    const ref = ociReference(`${access.url}/guestbook`, access);
+    const manifest = { digest: 'sha256:unused', shown: 'guestbook', layerDigest, mediaType: '' };
+    assert.deepEqual(await oci.layer(ref, manifest, access), archive);
+    assert.ok(sent(registry).length > 0, 'the registry was sent the credentials');
+    assert.deepEqual(sentHelm(cdn), [], 'the CDN received a credential');
   });
 });
