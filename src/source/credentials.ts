@@ -4,8 +4,11 @@
 // removed when it ends. git finds them through its configuration (GIT_CONFIG_GLOBAL, a file in that
 // folder): an askpass program that answers only for the repository's own host, an Authorization
 // header scoped to that host (bearer tokens, forceHttpBasicAuth), the client certificate, the CA
-// bundle of argocd-tls-certs-cm; for SSH, GIT_SSH_COMMAND names the key and the known_hosts lines
-// of argocd-ssh-known-hosts-cm, with strict host key checking unless the repository says otherwise.
+// bundle of argocd-tls-certs-cm. With any of these git follows no redirect (`config`): followed,
+// git sends its later requests, the Authorization header included, to wherever the first answer
+// pointed (git-redirect.ts finds out where instead). For SSH, GIT_SSH_COMMAND names the key and
+// the known_hosts lines of argocd-ssh-known-hosts-cm, with strict host key checking unless the
+// repository says otherwise.
 //
 // The cache of clones is keyed by credentialId(): an HMAC of everything here under a key kept in
 // the cache folder, so that a clone made with one credential is never used for a request with
@@ -61,16 +64,35 @@ export async function credentialId(cacheDir: string, access: RepositoryAccess | 
 export interface GitCredentials {
   /** Variables for the one git process (paths only, no secret). */
   env: NodeJS.ProcessEnv;
+  /** Configuration that must win over every other (git-env.ts withGitConfig): no redirect followed. */
+  config: [string, string][];
   /** Removes the folder and every file in it. */
   dispose(): Promise<void>;
 }
 
 const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** git configuration values are quoted in the file as git reads them. */
+/** git configuration values (and subsection names) are quoted in the file as git reads them. */
 function configValue(v: string): string {
   if (/[\n\r\0]/.test(v)) throw new Error('a credential value holds a line break');
   return `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+}
+
+/** Whether git sends something of `access` that must stay on its origin (SSH aside). */
+export function carriesCredential(access: RepositoryAccess | undefined): boolean {
+  return Boolean(access?.password || access?.bearerToken || (access?.tlsClientCertData && access.tlsClientCertKey));
+}
+
+/**
+ * The Authorization git sends the repository's origin: Basic with its username and password (as
+ * answered to a challenge, or up front with forceHttpBasicAuth), else its bearer token.
+ */
+export function gitAuthorization(access: RepositoryAccess | undefined): string | undefined {
+  if (access?.password && (access.forceHttpBasicAuth || !access.bearerToken)) {
+    const username = access.username || 'x-access-token';
+    return `Basic ${Buffer.from(`${username}:${access.password}`).toString('base64')}`;
+  }
+  return access?.bearerToken ? `Bearer ${access.bearerToken}` : undefined;
 }
 
 /**
@@ -92,6 +114,7 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
     const url = access?.url ?? '';
     const ssh = isSSHURL(url) || /^ssh:\/\//i.test(url);
     const config: string[] = [];
+    const command: [string, string][] = [];
     if (ssh) {
       const args = ['ssh', '-F', '/dev/null', '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes'];
       if (access?.sshPrivateKey) {
@@ -120,7 +143,9 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
       env.GIT_SSH_VARIANT = 'ssh';
     } else if (access) {
       const origin = originOf(url);
-      const scope = origin ? `http "${origin}/"` : 'http';
+      // A URL's host may hold `"` and `\\` (WHATWG URL allows them): quoted as git reads them.
+      const scope = origin ? `http ${configValue(`${origin}/`)}` : 'http';
+      if (carriesCredential(access)) command.push(['http.followRedirects', 'false']);
       const section: string[] = [];
       // As Argo CD: variables (paths only) that win over any GIT_SSL_* the operator set for the machine.
       if (access.insecure) env.GIT_SSL_NO_VERIFY = 'true';
@@ -131,23 +156,22 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
       }
       if (access.proxy) section.push(`proxy = ${configValue(access.proxy)}`);
       const username = access.username || 'x-access-token';
-      if (access.password && access.forceHttpBasicAuth) {
-        const basic = Buffer.from(`${username}:${access.password}`).toString('base64');
-        section.push(`extraHeader = ${configValue(`Authorization: Basic ${basic}`)}`);
-      } else if (access.bearerToken) {
-        section.push(`extraHeader = ${configValue(`Authorization: Bearer ${access.bearerToken}`)}`);
+      if (access.bearerToken || (access.password && access.forceHttpBasicAuth)) {
+        section.push(`extraHeader = ${configValue(`Authorization: ${gitAuthorization(access)}`)}`);
       }
       if (section.length > 0) config.push(`[${scope}]`, ...section.map((l) => `\t${l}`));
       if (access.password) {
         await write('username', username);
         await write('password', access.password);
         // git asks "Username for 'https://host': " and "Password for 'https://user@host': ": answer
-        // only for the repository's own origin, so a redirect elsewhere gets nothing.
+        // only for the repository's own origin, so a redirect elsewhere gets nothing. The host is
+        // single-quoted: a URL's host may hold `$(...)`, backticks, `"` and `*`, which the shell
+        // would otherwise run or read as a pattern.
         const host = origin ? origin.replace(/^https?:\/\//, '') : '';
         const askpass = [
           '#!/bin/sh',
           `case "$1" in`,
-          `  *"://${host}'"*|*"@${host}'"*) ;;`,
+          `  *${quote(`://${host}'`)}*|*${quote(`@${host}'`)}*) ;;`,
           '  *) exit 0 ;;',
           'esac',
           `case "$1" in`,
@@ -161,7 +185,7 @@ export async function gitCredentials(root: string, access: RepositoryAccess | un
       if (access.noProxy) env.NO_PROXY = env.no_proxy = access.noProxy;
     }
     if (config.length > 0) env.GIT_CONFIG_GLOBAL = await write('gitconfig', `${config.join('\n')}\n`);
-    return { env, dispose };
+    return { env, config: command, dispose };
   } catch (err) {
     await dispose();
     throw err;

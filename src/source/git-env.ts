@@ -63,11 +63,21 @@ export function gitEnvironment(base: NodeJS.ProcessEnv, opts: GitEnvOptions): No
   env.GIT_CONFIG_GLOBAL = '/dev/null';
   env.GIT_TERMINAL_PROMPT = '0';
   env.LC_ALL = 'C';
-  const config = gitConfig(opts);
-  env.GIT_CONFIG_COUNT = String(config.length);
+  env.GIT_CONFIG_COUNT = '0';
+  return withGitConfig(env, gitConfig(opts));
+}
+
+/**
+ * `env` with `config` appended to its GIT_CONFIG_COUNT entries. Appended last, they win over the
+ * renderer's own entries and over any file (GIT_CONFIG_GLOBAL) for one-valued keys.
+ */
+export function withGitConfig(env: NodeJS.ProcessEnv, config: readonly [string, string][]): NodeJS.ProcessEnv {
+  const out = { ...env };
+  const first = Number.parseInt(env.GIT_CONFIG_COUNT ?? '0', 10) || 0;
   config.forEach(([key, value], i) => {
-    env[`GIT_CONFIG_KEY_${i}`] = key;
-    env[`GIT_CONFIG_VALUE_${i}`] = value;
+    out[`GIT_CONFIG_KEY_${first + i}`] = key;
+    out[`GIT_CONFIG_VALUE_${first + i}`] = value;
   });
-  return env;
+  out.GIT_CONFIG_COUNT = String(first + config.length);
+  return out;
 }

@@ -13,7 +13,8 @@
 // Each instance keeps its trees in a folder of its own (trees/<pid>-<random>/); folders of
 // processes that are gone are removed on first use. Only network repositories are fetched unless
 // local ones are allowed (repo-url.ts), and every git runs with the renderer's own configuration
-// (git-env.ts), under the tool limits (limits.ts), its messages scrubbed (scrub.ts).
+// (git-env.ts), under the tool limits (limits.ts), its messages scrubbed (scrub.ts). A git that
+// carries the repository's credentials follows no redirect off its origin (git-redirect.ts).
 //
 // Concurrency: git commands on one clone run one at a time (a mutex per repository, within this
 // process); different repositories run in parallel. Two processes sharing a cacheDir rely on git's
@@ -29,11 +30,12 @@ import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
 import { DEFAULT_CHECKOUT_LIMITS, materialise, type CheckoutLimits, type GitRunner } from './materialise.ts';
 import { checkRevision, matchRef } from './refs.ts';
 import { repoLocation } from './repo-url.ts';
-import { gitEnvironment } from './git-env.ts';
+import { gitEnvironment, withGitConfig } from './git-env.ts';
+import { redirectStatus, redirectedRemote } from './git-redirect.ts';
 import { removeDeadOwners } from './trees.ts';
 import { scrubber, type Scrub } from './scrub.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
-import { ANONYMOUS, credentialId, gitCredentials } from './credentials.ts';
+import { ANONYMOUS, carriesCredential, credentialId, gitCredentials } from './credentials.ts';
 import { ByteLru } from './byte-lru.ts';
 
 export interface GitRepoCacheOptions {
@@ -266,15 +268,10 @@ export class GitRepoCache {
   }
 
   async #fetch(repo: Repo, refspecs: string[], mustSucceed: boolean): Promise<void> {
-    const r = await this.#run(
-      ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', repo.remote, ...refspecs],
-      {
-        cwd: repo.dir,
-        env: { GIT_DIR: repo.dir },
-        timeoutMs: this.#networkTimeoutMs,
-        label: `git fetch of '${repo.shown}'`,
-        access: repo.access,
-      },
+    const r = await this.#remoteGit(
+      repo,
+      (remote) => ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', remote, ...refspecs],
+      { cwd: repo.dir, env: { GIT_DIR: repo.dir }, label: `git fetch of '${repo.shown}'` },
     );
     await this.#measureClone(repo);
     if (r.code !== 0 && mustSucceed) {
@@ -294,11 +291,9 @@ export class GitRepoCache {
     const p = (async () => {
       await mkdir(this.#cacheDir, { recursive: true });
       this.lsRemoteCount++;
-      const r = await this.#run(['ls-remote', '--', repo.remote], {
+      const r = await this.#remoteGit(repo, (remote) => ['ls-remote', '--', remote], {
         cwd: this.#cacheDir,
-        timeoutMs: this.#networkTimeoutMs,
         label: `git ls-remote of '${repo.shown}'`,
-        access: repo.access,
       });
       if (r.code !== 0) {
         throw new SourceError(
@@ -429,6 +424,26 @@ export class GitRepoCache {
     if (r.code !== 0) throw new SourceError('ToolFailed', `${o.label} failed: ${tail(r.stderr)}`);
   }
 
+  /**
+   * A git that talks to the repository, with its credentials. Carrying them, git follows no
+   * redirect; one within the origin is followed here by running git again at the new URL, one to
+   * another origin is refused (git-redirect.ts).
+   */
+  async #remoteGit(
+    repo: Repo,
+    argsFor: (remote: string) => string[],
+    o: { cwd: string; label: string; env?: NodeJS.ProcessEnv },
+  ): Promise<RunResult> {
+    let remote = repo.remote;
+    for (let hops = 0; ; hops++) {
+      const r = await this.#run(argsFor(remote), { ...o, timeoutMs: this.#networkTimeoutMs, access: repo.access });
+      const status = r.code !== 0 && carriesCredential(repo.access) ? redirectStatus(r.stderr) : undefined;
+      if (status === undefined) return r;
+      const timeoutMs = this.#networkTimeoutMs;
+      remote = await redirectedRemote(repo.shown, remote, status, repo.access, { hops, timeoutMs });
+    }
+  }
+
   /** Every git of the cache: the renderer's environment (plus `env`), its limits, its scrubber unless given one. */
   async #run(
     args: string[],
@@ -444,10 +459,10 @@ export class GitRepoCache {
     },
   ): Promise<RunResult> {
     const { access, ...rest } = o;
-    const go = (extra: NodeJS.ProcessEnv) =>
+    const go = (extra: NodeJS.ProcessEnv, config: [string, string][] = []) =>
       run(this.#git, args, {
         ...rest,
-        env: { ...this.#env, ...rest.env, ...extra },
+        env: withGitConfig({ ...this.#env, ...rest.env, ...extra }, config),
         howToGet: GIT_HOW_TO,
         scrub: rest.scrub ?? this.#scrub,
         limits: this.#toolLimits,
@@ -455,7 +470,7 @@ export class GitRepoCache {
     if (!access) return go({});
     const creds = await gitCredentials(path.join(this.#cacheDir, 'creds'), access);
     try {
-      return await go(creds.env);
+      return await go(creds.env, creds.config);
     } finally {
       await creds.dispose();
     }

@@ -2,8 +2,8 @@
 // certificates (argocd-tls-certs-cm replaces the system's for that server, as Argo CD does),
 // client certificate, `insecure`, `proxy` and `noProxy`. Credentials stay in this process's memory:
 // they go in an Authorization header, only to the origin they were configured for (a redirect or a
-// chart URL on another host gets none, unless the source asks for helm.passCredentials), and never
-// in a URL, an argument or a file. Answers are read within a size limit and a time limit.
+// chart URL on another origin gets none, unless the source asks for helm.passCredentials; a failure
+// after such a redirect names both origins), and never in a URL, an argument or a file. Answers are read within a size limit and a time limit.
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { SourceError, formatBytes, redactURL } from './errors.ts';
@@ -70,8 +70,10 @@ export function origin(url: string): string {
 }
 
 /**
- * GET `url`, following up to 5 redirects; headers named in `credentialed` (Authorization) are sent
- * only while the request stays on `trustedOrigin`.
+ * GET `url`, following up to 5 redirects; the Authorization header is sent only while the request
+ * stays on `trustedOrigin`. A request that carried it and was redirected off that origin is
+ * answered as is when it succeeds (registries send blobs to a CDN), and otherwise refused naming
+ * both origins: the failure is most likely the credentials left behind.
  */
 export async function httpGet(
   url: string,
@@ -79,9 +81,17 @@ export async function httpGet(
   opts: FetchOptions & { trustedOrigin?: string | undefined },
 ): Promise<FetchResult> {
   let current = url;
+  /** Where a request that carried credentials left the trusted origin, without them. */
+  let leftBehind: { from: string; to: string } | undefined;
+  let carried = false;
   for (let hop = 0; hop < 6; hop++) {
     const headers: Record<string, string> = { 'user-agent': 'impersync', ...opts.headers };
-    if (opts.trustedOrigin === undefined || origin(current) !== opts.trustedOrigin) delete headers['authorization'];
+    if (opts.trustedOrigin !== undefined && origin(current) === opts.trustedOrigin) {
+      carried ||= headers['authorization'] !== undefined;
+    } else {
+      if (carried) leftBehind ??= { from: opts.trustedOrigin as string, to: origin(current) };
+      delete headers['authorization'];
+    }
     let res;
     try {
       res = await request(current, {
@@ -99,6 +109,13 @@ export async function httpGet(
       await res.body.dump();
       current = new URL(String(res.headers['location']), current).href;
       continue;
+    }
+    if (leftBehind && (res.statusCode < 200 || res.statusCode >= 300)) {
+      await res.body.dump();
+      throw new SourceError(
+        'RepositoryUnreachable',
+        `${opts.what} was redirected from ${leftBehind.from} to ${leftBehind.to}, where its credentials are not sent, and answered ${res.statusCode} there: if the repository moved, set its URL to where it now lives`,
+      );
     }
     const chunks: Buffer[] = [];
     let size = 0;

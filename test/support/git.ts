@@ -119,6 +119,8 @@ export interface GitHttpServer {
   requests(): number;
   /** The last requests' method, path and query (`GET /x/info/refs?service=git-upload-pack`), newest last. */
   requestLog(): string[];
+  /** The Authorization header of each request so far (undefined: none), oldest first. */
+  authorizations(): Array<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -134,15 +136,24 @@ export interface GitHttpServerOptions {
   auth?: { username: string; password: string } | { bearer: string };
   /** Answer a request without the credential 404 instead of 401, as servers that never challenge do. */
   noChallenge?: boolean;
+  /**
+   * Answer 302 to every request (after the auth check) whose path starts with a `prefix`, sending
+   * it to `to` (a path on this server, or a URL of another) followed by the rest of the path and
+   * query; the first rule that matches wins.
+   */
+  redirects?: Array<{ prefix: string; to: string }>;
 }
 
 export async function startGitHttpServer(root: string, opts: GitHttpServerOptions = {}): Promise<GitHttpServer> {
   let count = 0;
   const log: string[] = [];
+  const authorizations: Array<string | undefined> = [];
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     count++;
     log.push(`${req.method} ${req.url ?? '/'}`);
     if (log.length > 100_000) log.shift();
+    authorizations.push(req.headers.authorization);
+    if (authorizations.length > 100_000) authorizations.shift();
     if (opts.auth) {
       const given = req.headers.authorization ?? '';
       const want =
@@ -154,6 +165,11 @@ export async function startGitHttpServer(root: string, opts: GitHttpServerOption
         else res.writeHead(401, { 'www-authenticate': 'Basic realm="impersync test"' }).end('unauthorized');
         return;
       }
+    }
+    const moved = opts.redirects?.find((r) => (req.url ?? '/').startsWith(r.prefix));
+    if (moved) {
+      res.writeHead(302, { location: `${moved.to}${(req.url ?? '/').slice(moved.prefix.length)}` }).end('moved');
+      return;
     }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const env: NodeJS.ProcessEnv = {
@@ -230,6 +246,7 @@ export async function startGitHttpServer(root: string, opts: GitHttpServerOption
     url: (name) => `${baseURL}/${name}`,
     requests: () => count,
     requestLog: () => [...log],
+    authorizations: () => [...authorizations],
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
