@@ -7,10 +7,9 @@
 // private repository), with the credential git sent, to that same origin only. Within the origin, git is asked again at the
 // new URL (again following nothing, so a second redirect elsewhere is caught the same way); to
 // another origin, the render is refused naming both, since the credentials are the origin's only.
-import { request } from 'undici';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { SourceError, redactURL } from './errors.ts';
-import { dispatcherFor } from './http.ts';
+import { redirectOf } from './http.ts';
 import { gitAuthorization, originOf } from './credentials.ts';
 
 const INFO_REFS = '/info/refs?service=git-upload-pack';
@@ -84,25 +83,17 @@ async function askWhere(
   probe.username = '';
   probe.password = '';
   try {
-    const res = await request(probe.href, {
-      method: 'GET',
-      headers: {
-        'user-agent': 'impersync',
-        'git-protocol': 'version=2',
-        ...(authorization ? { authorization } : {}),
-      },
-      dispatcher: dispatcherFor(access, probe.href),
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    await res.body.dump();
-    const location = res.headers['location'];
-    if (res.statusCode < 300 || res.statusCode >= 400 || typeof location !== 'string') {
+    const { status, location } = await redirectOf(
+      probe.href,
+      access,
+      { 'git-protocol': 'version=2', ...(authorization ? { authorization } : {}) },
+      timeoutMs,
+    );
+    if (status < 300 || status >= 400 || location === undefined) {
       const asked = authorization ? 'a request there with its credentials' : 'an anonymous request there';
       return {
-        why: `${asked} is not redirected (HTTP ${res.statusCode})`,
-        refused: res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 404,
+        why: `${asked} is not redirected (HTTP ${status})`,
+        refused: status === 401 || status === 403 || status === 404,
       };
     }
     return { url: new URL(location, probe) };

@@ -70,6 +70,30 @@ export function origin(url: string): string {
 }
 
 /**
+ * One GET of `url` that follows no redirect, for where it points: the status and the Location
+ * header only (the body is dropped unread). For git-redirect.ts, which asks where a repository
+ * sends git.
+ */
+export async function redirectOf(
+  url: string,
+  access: RepositoryAccess | undefined,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; location: string | undefined }> {
+  const res = await request(url, {
+    method: 'GET',
+    headers: { 'user-agent': 'impersync', ...headers },
+    dispatcher: dispatcherFor(access, url),
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  await res.body.dump();
+  const location = res.headers['location'];
+  return { status: res.statusCode, location: typeof location === 'string' ? location : undefined };
+}
+
+/**
  * GET `url`, following up to 5 redirects; the Authorization header is sent only while the request
  * stays on `trustedOrigin`. A request that carried it and was redirected off that origin is
  * answered as is when it succeeds (registries send blobs to a CDN), and otherwise refused naming
