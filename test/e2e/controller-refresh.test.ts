@@ -272,7 +272,7 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
   );
 });
 
-test('an invalid spec (missing project, unknown cluster, invalid destinationServiceAccounts) is an InvalidSpecError and nothing is synced', async () => {
+test('an invalid spec (missing project, unknown cluster) is an InvalidSpecError, an invalid destinationServiceAccounts entry what Argo CD makes of it, and nothing is synced', async () => {
   await applyRaw(
     cp.admin,
     application('no-project', fx.repo.url, {
@@ -319,16 +319,23 @@ test('an invalid spec (missing project, unknown cluster, invalid destinationServ
     condition(b, 'InvalidSpecError') ?? '',
     /spec\.destination\.name: destination cluster name 'mars' not found/,
   );
+  // Argo CD's controller never validates the project: `!https://...` is a glob that matches no
+  // server, so no entry matches and enforcement denies; the invalid entry is named as a warning.
   const c = await waitForApp(
     cp,
     'invalid-project',
-    'InvalidSpecError',
-    (x) => condition(x, 'InvalidSpecError') !== undefined,
+    'ComparisonError and ImpersonationWarning',
+    (x) => condition(x, 'ComparisonError') !== undefined && condition(x, 'ImpersonationWarning') !== undefined,
   );
   assert.equal(
-    condition(c, 'InvalidSpecError'),
-    "AppProject invalid: spec.destinationServiceAccounts[0].server: server has an invalid format, '!https://kubernetes.default.svc'",
+    condition(c, 'ComparisonError'),
+    'no matching service account found for destination server https://kubernetes.default.svc and namespace nowhere',
   );
+  assert.match(
+    condition(c, 'ImpersonationWarning') ?? '',
+    /AppProject invalid: spec\.destinationServiceAccounts\[0\]\.server: server has an invalid format, '!https:\/\/kubernetes\.default\.svc'/,
+  );
+  assert.equal(condition(c, 'InvalidSpecError'), undefined);
   for (const x of [a, b, c]) {
     assert.equal((x.status?.['sync'] as { status: string }).status, 'Unknown');
     assert.equal(x['operation'], undefined, 'no automated sync started');
@@ -337,6 +344,51 @@ test('an invalid spec (missing project, unknown cluster, invalid destinationServ
     (await cp.readAudit()).filter((r) => r.namespace === 'nowhere').map((r) => r.requestURI),
     [],
   );
+});
+
+test('a typo in the fifth destinationServiceAccounts entry refuses nothing the first entry decides: it syncs as that ServiceAccount, warned', async () => {
+  await deployer(cp, 'typo', 'deployer');
+  await applyRaw(
+    cp.admin,
+    project('typo', {
+      destinationServiceAccounts: [
+        { server: IN_CLUSTER, namespace: 'typo', defaultServiceAccount: 'deployer' },
+        { server: IN_CLUSTER, namespace: 'a', defaultServiceAccount: 'a' },
+        { server: IN_CLUSTER, namespace: 'b', defaultServiceAccount: 'b' },
+        { server: IN_CLUSTER, namespace: 'c', defaultServiceAccount: 'c' },
+        { server: IN_CLUSTER, namespace: '*', defaultServiceAccount: 'bad*sa' },
+      ],
+    }),
+  );
+  const before = (await cp.readAudit()).length;
+  await applyRaw(
+    cp.admin,
+    application('typo-app', fx.repo.url, {
+      project: 'typo',
+      destination: { server: IN_CLUSTER, namespace: 'typo' },
+      automated: true,
+    }),
+  );
+  const app = await waitForApp(
+    cp,
+    'typo-app',
+    'Synced after an automated sync',
+    (x) =>
+      (x.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' &&
+      (x.status?.['operationState'] as { phase?: string } | undefined)?.phase === 'Succeeded',
+  );
+  assert.match(
+    condition(app, 'ImpersonationWarning') ?? '',
+    /^AppProject typo: spec\.destinationServiceAccounts\[4\]\.defaultServiceAccount: defaultServiceAccount has an invalid format, 'bad\*sa'/,
+  );
+  // The controller's own requests in the namespace since the Application was created (the test's
+  // setup and kube-controller-manager write there too).
+  const writes = (await cp.readAudit())
+    .slice(before)
+    .filter((r) => r.user === 'impersync-controller' && r.namespace === 'typo')
+    .filter((r) => !['get', 'list', 'watch'].includes(r.verb));
+  assert.ok(writes.length > 0, 'the sync wrote to the destination');
+  assert.deepEqual([...new Set(writes.map((r) => r.impersonatedUser))], ['system:serviceaccount:typo:deployer']);
 });
 
 test('a graceful stop during a sync leaves the operation Running (no waiting on waves); the next controller finishes it', async () => {
