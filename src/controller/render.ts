@@ -4,15 +4,16 @@
 // files, the `ref` sources it names with theirs. `ref`-only sources are not rendered; their
 // revision is resolved for status.sync.revisions, as Argo CD does. A chart whose dependencies live
 // in repositories the request did not cover is answered with their names (NeedsRepositories); their
-// credentials are resolved here, against the project, and the render asked again once.
+// credentials are resolved here, against the project, those the project does not permit refused,
+// and the render asked again once.
 import { appInstanceName } from '../sync/tracking.ts';
 import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
 import type { Renderer } from '../renderer/client.ts';
-import { sourceRepoDecision } from '../project/repos.ts';
+import { fetchDecision } from '../project/fetch-repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } from '../repository/access.ts';
 import type { RepositoryState } from '../repository/access.ts';
-import { NeedsRepositories, SourceError, redactURL } from '../source/errors.ts';
-import type { RenderInput, RenderedObject, RefSource } from '../source/index.ts';
+import { NeedsRepositories, SourceError, redactURL, type RepositoryNeed } from '../source/errors.ts';
+import type { DependencyRepository, RenderInput, RenderedObject, RefSource } from '../source/index.ts';
 
 export interface RenderedApplication {
   objects: RenderedObject[];
@@ -154,22 +155,8 @@ export async function renderApplication(
             ...(repository ? { repository } : {}),
           };
         });
-        try {
-          rendered = await renderer.render(input, renderOptions);
-        } catch (again) {
-          // Argo CD's nicer message when a dependency could not be fetched and the project does not permit its repository.
-          const refused = input.dependencyRepositories
-            .map((d) => d.url)
-            .filter((u): u is string => u !== undefined && !sourceRepoDecision(sourceRepos, u).permitted);
-          if (again instanceof SourceError && again.reason === 'RepositoryUnreachable' && refused.length > 0) {
-            throw new SourceError(
-              'RepositoryUnreachable',
-              `helm repos ${refused.map(redactURL).join(', ')} are not permitted in project '${project}'`,
-              { cause: again },
-            );
-          }
-          throw again;
-        }
+        refuseDependencies(err.needs, input.dependencyRepositories, opts.repositories, project, sourceRepos);
+        rendered = await renderer.render(input, renderOptions);
       }
       out.objects.push(...rendered.objects);
       out.revisions.push(rendered.revision);
@@ -192,6 +179,41 @@ export async function renderApplication(
     }
   }
   return out;
+}
+
+/**
+ * Refuses, before the render that would fetch them, the dependency repositories the project does
+ * not permit (Argo CD's message, which Argo CD gives only once the fetch has failed): a URL as
+ * Chart.yaml writes it, an `@name` as the URL of the repository Secret of that name, permitted or
+ * not. The renderer judges them again (source/helm-deps.ts).
+ */
+function refuseDependencies(
+  needs: readonly RepositoryNeed[],
+  resolved: readonly DependencyRepository[],
+  state: RepositoryState,
+  project: string,
+  sourceRepos: readonly string[],
+): void {
+  const named = (name: string | undefined) =>
+    state.configs.find(
+      (c) =>
+        c.secretType === 'repository' &&
+        (c.type === 'helm' || c.type === 'oci') &&
+        (c.project === '' || c.project === project) &&
+        c.name === name,
+    )?.url;
+  const refused = [
+    ...new Set(
+      needs
+        .map((n, i) => n.url ?? resolved[i]?.url ?? named(n.name))
+        .filter((u): u is string => u !== undefined && !fetchDecision(sourceRepos, u).permitted),
+    ),
+  ];
+  if (refused.length === 0) return;
+  throw new SourceError(
+    'InvalidSource',
+    `helm repos ${refused.map(redactURL).join(', ')} are not permitted in project '${project}': add them to its sourceRepos, or vendor the charts in charts/`,
+  );
 }
 
 /** For messages: the sources' repositories, passwords hidden. */

@@ -39,6 +39,20 @@ export function redactURL(url: string): string {
   });
 }
 
+/**
+ * A fetched document (an index.yaml, a registry's JSON, a file of a downloaded chart) that does not
+ * parse as `format`: `what` it is, naming its URL redacted, and its size, never what it says. The
+ * server may be one a tenant made the renderer reach, and parsers quote what they read.
+ */
+export function unparsable(
+  what: string,
+  format: string,
+  bytes: number,
+  reason: SourceErrorReason = 'InvalidSource',
+): SourceError {
+  return new SourceError(reason, `${what} does not parse as ${format} (${bytes} bytes; its content is not shown)`);
+}
+
 /** A size for a message: `32 MiB`, `64 KiB`, `100 bytes`. */
 export function formatBytes(n: number): string {
   if (n >= 1024 * 1024) return `${Math.round(n / (1024 * 1024))} MiB`;

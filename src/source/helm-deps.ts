@@ -3,8 +3,10 @@
 // a lock, each from its repository (https, oci://, `@name` / `alias:name` for a repository Secret
 // by name) with the credentials the controller resolved for it (NeedsRepositories: the renderer
 // names the repositories, the controller decides what credentials, if any, each gets), `file://`
-// ones from inside the repository only. The checkout is shared and read-only, so the chart is
-// copied to a private work folder first and its charts/ filled there.
+// ones from inside the repository only. Every repository is held to the project's sourceRepos
+// before the first request (the controller refuses first; this is the renderer's own check). The
+// checkout is shared and read-only, so the chart is copied to a private work folder first and its
+// charts/ filled there.
 import { cp, mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -12,9 +14,10 @@ import { parse } from 'yaml';
 import type { ApplicationSource } from '../api/application.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
 import type { ChartSources } from './charts.ts';
-import { NeedsRepositories, SourceError, redactURL, type RepositoryNeed } from './errors.ts';
+import { NeedsRepositories, SourceError, redactURL, unparsable, type RepositoryNeed } from './errors.ts';
 import { KUSTOMIZATION_FILES } from './kustomize.ts';
 import { isInside, physicalRelative } from './paths.ts';
+import { sourceRepoRefusal } from './permitted.ts';
 import { explicitType } from './spec.ts';
 
 interface Dependency {
@@ -48,13 +51,17 @@ function need(repository: string): RepositoryNeed | 'file' | undefined {
   return undefined;
 }
 
-async function readYaml(file: string, shown: string): Promise<unknown> {
+/** `archive`: the chart was downloaded from there, so a parse error is not quoted (it could be any server's answer). */
+async function readYaml(file: string, shown: string, archive: string | undefined): Promise<unknown> {
   const info = await stat(file).catch(() => undefined);
   if (!info) return undefined;
   if (info.size > MAX_CHART_YAML) throw new SourceError('TooLarge', `${shown} is larger than 1 MiB`);
+  const text = await readFile(file, 'utf8');
   try {
-    return parse(await readFile(file, 'utf8'), { maxAliasCount: 100 });
+    return parse(text, { maxAliasCount: 100 });
   } catch (err) {
+    if (archive !== undefined)
+      throw unparsable(`${shown} of the chart downloaded from '${redactURL(archive)}'`, 'YAML', info.size);
     throw new SourceError('InvalidSource', `${shown} does not parse: ${(err as Error).message}`);
   }
 }
@@ -75,6 +82,8 @@ function dependenciesOf(doc: unknown): Dependency[] {
   );
 }
 
+const strip = (u: string) => u.replace(/^oci:\/\//, '').replace(/\/+$/, '');
+
 async function vendored(chartsDir: string, name: string): Promise<boolean> {
   if (existsSync(path.join(chartsDir, name, 'Chart.yaml'))) return true;
   const files = await readdir(chartsDir).catch(() => [] as string[]);
@@ -89,6 +98,10 @@ export async function prepareDependencies(opts: {
   entries: readonly DependencyRepositoryEntry[] | undefined;
   charts: ChartSources;
   maxAgeMs: number;
+  /** The AppProject's sourceRepos: the only repositories dependencies may come from (absent: none). */
+  sourceRepos: readonly string[] | undefined;
+  /** The URL the chart was downloaded from, when it is not a checkout. */
+  archive?: string | undefined;
 }): Promise<PreparedChart | undefined> {
   const shownPath = opts.source.path || '.';
   const rel = await physicalRelative(opts.root, path.join(opts.root, shownPath));
@@ -103,12 +116,11 @@ export async function prepareDependencies(opts: {
   const hasChart = existsSync(path.join(appDir, 'Chart.yaml'));
   if (!hasChart || type === 'Kustomize' || type === 'Directory') return undefined;
   if (!type && KUSTOMIZATION_FILES.some((f) => existsSync(path.join(appDir, f)))) return undefined;
-  const deps = dependenciesOf(await readYaml(path.join(appDir, 'Chart.yaml'), `${shownPath}/Chart.yaml`));
+  const deps = dependenciesOf(await readYaml(path.join(appDir, 'Chart.yaml'), `${shownPath}/Chart.yaml`, opts.archive));
   const lock = new Map(
-    dependenciesOf(await readYaml(path.join(appDir, 'Chart.lock'), `${shownPath}/Chart.lock`)).map((d) => [
-      d.name,
-      d.version,
-    ]),
+    dependenciesOf(await readYaml(path.join(appDir, 'Chart.lock'), `${shownPath}/Chart.lock`, opts.archive)).map(
+      (d) => [d.name, d.version],
+    ),
   );
   const missing: Dependency[] = [];
   for (const d of deps)
@@ -121,6 +133,33 @@ export async function prepareDependencies(opts: {
     const seen = new Set<string>();
     throw new NeedsRepositories(needs.filter((n) => !seen.has(JSON.stringify(n)) && seen.add(JSON.stringify(n))));
   }
+  // Every repository judged, and every @name resolved, before the first request is made.
+  const fetches: Array<{ d: Dependency; url: string; entry: DependencyRepositoryEntry | undefined }> = [];
+  const refusals: string[] = [];
+  for (const d of missing) {
+    const kind = need(d.repository);
+    const where = `dependency '${d.name}' of '${shownPath}'`;
+    if (kind === undefined) {
+      throw new SourceError(
+        'InvalidSource',
+        `${where}: repository '${redactURL(d.repository)}' is not https://, oci://, file://, @name or alias:name`,
+      );
+    }
+    if (kind === 'file') continue;
+    const entry = opts.entries?.find((e) =>
+      kind.url !== undefined ? e.url !== undefined && strip(e.url) === strip(kind.url) : e.name === kind.name,
+    );
+    const url = kind.url ?? entry?.url;
+    if (!url) throw new SourceError('InvalidSource', `${where}: no repository definition for @${kind.name}`);
+    const why = sourceRepoRefusal(url, opts.sourceRepos);
+    if (why) refusals.push(`${where}: ${why}`);
+    fetches.push({ d, url, entry });
+  }
+  if (refusals.length > 0)
+    throw new SourceError(
+      'InvalidSource',
+      `${refusals.join('; ')}: add the repository to the AppProject's sourceRepos, or vendor the chart in charts/`,
+    );
   await mkdir(opts.workRoot, { recursive: true });
   const work = await mkdtemp(path.join(opts.workRoot, 'deps-'));
   const dispose = () => rm(work, { recursive: true, force: true });
@@ -129,30 +168,19 @@ export async function prepareDependencies(opts: {
     await cp(appDir, chartDir, { recursive: true, dereference: true });
     const chartsDir = path.join(chartDir, 'charts');
     await mkdir(chartsDir, { recursive: true });
-    const used: string[] = [];
     for (const d of missing) {
-      const kind = need(d.repository);
-      const where = `dependency '${d.name}' of '${shownPath}'`;
-      if (kind === undefined) {
+      if (need(d.repository) !== 'file') continue;
+      const target = path.resolve(appDir, d.repository.slice('file://'.length));
+      const inside = isInside(opts.root, target) ? await physicalRelative(opts.root, target) : undefined;
+      if (inside === undefined)
         throw new SourceError(
           'InvalidSource',
-          `${where}: repository '${redactURL(d.repository)}' is not https://, oci://, file://, @name or alias:name`,
+          `dependency '${d.name}' of '${shownPath}': '${d.repository}' is outside the repository`,
         );
-      }
-      if (kind === 'file') {
-        const target = path.resolve(appDir, d.repository.slice('file://'.length));
-        const inside = isInside(opts.root, target) ? await physicalRelative(opts.root, target) : undefined;
-        if (inside === undefined)
-          throw new SourceError('InvalidSource', `${where}: '${d.repository}' is outside the repository`);
-        await cp(path.join(opts.root, inside), path.join(chartsDir, d.name), { recursive: true, dereference: true });
-        continue;
-      }
-      const strip = (u: string) => u.replace(/^oci:\/\//, '').replace(/\/+$/, '');
-      const entry = opts.entries?.find((e) =>
-        kind.url !== undefined ? e.url !== undefined && strip(e.url) === strip(kind.url) : e.name === kind.name,
-      );
-      const url = kind.url ?? entry?.url;
-      if (!url) throw new SourceError('InvalidSource', `${where}: no repository definition for @${kind.name}`);
+      await cp(path.join(opts.root, inside), path.join(chartsDir, d.name), { recursive: true, dereference: true });
+    }
+    const used: string[] = [];
+    for (const { d, url, entry } of fetches) {
       const oci = /^oci:\/\//.test(url) || entry?.repository?.enableOCI === true;
       const access = entry?.repository
         ? { ...entry.repository, ...(oci ? { enableOCI: true } : {}) }

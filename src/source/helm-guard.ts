@@ -11,7 +11,7 @@ import { Refused, runGuard } from './guard-main.ts';
 import { isReleaseName } from './helm.ts';
 import { findSchemaReference, schemaRefusal } from './helm-schema.ts';
 import { HELM_GUARD_POLICY_ENV, type HelmGuardPolicy } from './kustomize-helm.ts';
-import { remoteRefusal } from './kustomize-remote.ts';
+import { chartRepositoryRefusal } from './kustomize-remote.ts';
 import { isInside, resolvePhysical } from './paths.ts';
 
 /** The variables the real helm gets: enough to reach a chart repository, nothing of the renderer's. */
@@ -52,9 +52,7 @@ async function inside(policy: HelmGuardPolicy, p: string | undefined, what: stri
 
 function chartRepository(policy: HelmGuardPolicy, url: string | undefined): string {
   if (url === undefined || url === '') throw new Refused('helm pull names no chart repository');
-  const why = /^oci:\/\//i.test(url)
-    ? remoteRefusal(url.replace(/^oci:/i, 'https:'), policy.sourceRepos ?? undefined)
-    : remoteRefusal(url, policy.sourceRepos ?? undefined);
+  const why = chartRepositoryRefusal(url, policy.sourceRepos ?? undefined);
   if (why) throw new Refused(`helm chart repository '${redactURL(url)}' is refused: ${why}`);
   return url;
 }

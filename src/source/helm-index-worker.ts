@@ -7,8 +7,7 @@ import type { ChartVersion } from './helm-repo.ts';
 
 export type IndexRequest = { text: Uint8Array; maxBytes: number };
 export type IndexReply =
-  | { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number }
-  | { ok: false; error: string; tooLarge?: boolean };
+  { ok: true; entries: Array<[string, ChartVersion[]]>; bytes: number } | { ok: false; tooLarge?: boolean };
 
 /** What a remembered version costs besides its strings (the objects, the array slots). */
 const VERSION_OVERHEAD_BYTES = 96;
@@ -26,8 +25,9 @@ port.once('message', (req: IndexRequest) => {
     // equal keys, as Helm's reader does. Aliases are references to one value, never copies, so
     // an alias bomb costs what its text costs.
     doc = load(new TextDecoder().decode(req.text), { json: true });
-  } catch (err) {
-    port.postMessage({ ok: false, error: (err as Error).message } satisfies IndexReply);
+  } catch {
+    // Not its message: js-yaml quotes the lines around the error, and the index is any server's answer.
+    port.postMessage({ ok: false } satisfies IndexReply);
     return;
   }
   const entries = (doc as { entries?: unknown } | null)?.entries;
@@ -54,11 +54,7 @@ port.once('message', (req: IndexRequest) => {
         };
         bytes += VERSION_OVERHEAD_BYTES + cost(v.version) + cost(v.digest) + cost(url);
         if (bytes > req.maxBytes) {
-          port.postMessage({
-            ok: false,
-            tooLarge: true,
-            error: `more than ${req.maxBytes} bytes once parsed`,
-          } satisfies IndexReply);
+          port.postMessage({ ok: false, tooLarge: true } satisfies IndexReply);
           return;
         }
         versions.push(v);

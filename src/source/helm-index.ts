@@ -3,7 +3,7 @@
 // index that needs more is a clear error naming the repository; the renderer goes on answering
 // the other Applications meanwhile.
 import { Worker } from 'node:worker_threads';
-import { SourceError, formatBytes } from './errors.ts';
+import { SourceError, formatBytes, unparsable } from './errors.ts';
 import type { ChartVersion } from './helm-repo.ts';
 import type { IndexReply, IndexRequest } from './helm-index-worker.ts';
 
@@ -89,7 +89,7 @@ export class IndexParser {
                     `${what}: index.yaml holds more than the renderer's limit of ${formatBytes(this.#limits.maxResultBytes)} once parsed`,
                   ),
                 )
-              : reject(new SourceError('InvalidSource', `${what}: index.yaml does not parse: ${reply.error}`)),
+              : reject(unparsable(`the index.yaml of ${what}`, 'YAML', body.length)),
         ),
       );
       worker.once('error', (err: Error & { code?: string }) =>

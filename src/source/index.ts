@@ -24,8 +24,9 @@
 // - Everything in the input and the repository is treated as hostile (issue 11, section 2): only
 //   network repoURLs unless opts.allowLocalRepositories; symlinks resolved physically and kept
 //   inside the checkout; no value reaches a tool's argv as a flag; kustomize reads only the
-//   checkout and the remote bases input.sourceRepos allows; git, helm and kustomize run under
-//   memory and file-size limits, and a commit over the checkout limits is never written. Messages
+//   checkout and the remote bases input.sourceRepos allows, a chart's dependencies come only from
+//   repositories it allows; git, helm and kustomize run under memory and file-size limits, and a
+//   commit over the checkout limits is never written. Messages
 //   name paths relative to the repository root, never the renderer's folders (scrub.ts).
 // - Concurrency: many renders may run at once; git work on one repository is serialised. One
 //   SourceRenderer per cacheDir per process.
@@ -116,7 +117,7 @@ export interface RenderInput {
   apiVersions?: readonly string[] | undefined;
   /**
    * The AppProject's spec.sourceRepos globs (Argo CD's semantics): the repositories kustomize remote
-   * bases and resources may come from. Absent: no remote kustomize reference is allowed.
+   * bases and resources, and a chart's dependencies, may come from. Absent: none is allowed.
    */
   sourceRepos?: readonly string[] | undefined;
   /** Credentials and TLS/SSH settings for source.repoURL (none: anonymous). */
@@ -273,13 +274,14 @@ export class SourceRenderer {
     const source = { ...input.source, path: unpacked.path };
     return {
       revision: unpacked.revision,
-      ...(await this.#renderDir(unpacked.dir, source, input, time, unpacked.revision)),
+      ...(await this.#renderDir(unpacked.dir, source, input, time, unpacked.revision, input.source.repoURL)),
     };
   }
 
   /**
    * Renders `source.path` of a folder (a checkout, an unpacked chart) in a worker, within the
-   * deadline. `revision` is the commit or chart version: ARGOCD_APP_REVISION of the build environment.
+   * deadline. `revision` is the commit or chart version: ARGOCD_APP_REVISION of the build environment;
+   * `archive` the repository an unpacked chart was downloaded from.
    */
   async #renderDir(
     dir: string,
@@ -287,6 +289,7 @@ export class SourceRenderer {
     input: RenderInput,
     time: RenderTimeOptions,
     revision: string,
+    archive?: string,
   ): Promise<Pick<RenderResult, 'sourceType' | 'objects' | 'dependencies'>> {
     const { deadline, timeLimit } = time;
     const limitMs = timeLimit?.ms ?? this.#limits.renderTimeoutMs;
@@ -316,6 +319,8 @@ export class SourceRenderer {
         entries: input.dependencyRepositories,
         charts: this.#charts,
         maxAgeMs,
+        sourceRepos: input.sourceRepos,
+        archive,
       });
       const remainingMs = deadline === undefined ? limitMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, limitMs, timeLimit?.setBy);

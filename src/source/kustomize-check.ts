@@ -15,7 +15,14 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { SourceError, redactURL } from './errors.ts';
-import { hasScheme, isRemoteFile, parseRemoteRepo, remoteRefusal, repositoryOfFile } from './kustomize-remote.ts';
+import {
+  chartRepositoryRefusal,
+  hasScheme,
+  isRemoteFile,
+  parseRemoteRepo,
+  remoteRefusal,
+  repositoryOfFile,
+} from './kustomize-remote.ts';
 import { physicalRelative } from './paths.ts';
 
 export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
@@ -189,9 +196,7 @@ class Checker {
       // helmCharts[] and the older helmChartInflationGenerator[] (chartRepoUrl, values, helmHome).
       for (const repo of [...fieldValues(chart, 'repo'), ...fieldValues(chart, 'chartRepoUrl')]) {
         if (typeof repo !== 'string' || repo === '') continue;
-        const why = /^oci:\/\//i.test(repo)
-          ? remoteRefusal(repo.replace(/^oci:/i, 'https:'), this.#o.sourceRepos)
-          : remoteRefusal(repo, this.#o.sourceRepos);
+        const why = chartRepositoryRefusal(repo, this.#o.sourceRepos);
         if (why) this.#fail(file, `helm chart repository '${redactURL(repo)}' is refused: ${why}`);
       }
       for (const key of ['valuesFile', 'values', 'chartHome', 'helmHome'])

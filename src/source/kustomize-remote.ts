@@ -2,10 +2,10 @@
 // word on each. kustomize fetches two kinds: git repositories (`github.com/org/repo//path?ref=v1`,
 // `https://host/org/repo.git//path`, `git@host:org/repo`, `file:///srv/repo`), which it clones
 // with git, and http(s) files, which it downloads itself. Both are allowed only when the
-// AppProject's sourceRepos allows their repository URL (Argo CD's matcher, project/repos.ts), and
+// AppProject's sourceRepos allows their repository URL (Argo CD's matcher, permitted.ts), and
 // only over the network: file:// and every other scheme is refused.
-import { sourceRepoDecision } from '../project/repos.ts';
 import { redactURL } from './errors.ts';
+import { sourceRepoRefusal } from './permitted.ts';
 import { classifyRepoURL } from './repo-url.ts';
 
 export interface RemoteRepo {
@@ -96,12 +96,18 @@ export function hasScheme(value: string): boolean {
  * undefined when it does. `sourceRepos` absent means no remote reference is allowed.
  */
 export function remoteRefusal(url: string, sourceRepos: readonly string[] | undefined): string | undefined {
-  if (classifyRepoURL(url).kind !== 'network' || /^git:\/\//i.test(url)) {
-    return `'${redactURL(url)}' is not a network repository (https, http or ssh)`;
-  }
-  const decision = sourceRepoDecision(sourceRepos ?? [], url);
-  if (decision.permitted) return undefined;
-  return `the project's sourceRepos do not allow '${redactURL(url)}' (${decision.because})`;
+  return notNetwork(url, url) ?? sourceRepoRefusal(url, sourceRepos);
+}
+
+/** The same for a helmCharts repository: an oci:// one is pulled over https, and judged as the OCI repository it is. */
+export function chartRepositoryRefusal(url: string, sourceRepos: readonly string[] | undefined): string | undefined {
+  if (!/^oci:\/\//i.test(url)) return remoteRefusal(url, sourceRepos);
+  return notNetwork(url.replace(/^oci:/i, 'https:'), url) ?? sourceRepoRefusal(url, sourceRepos);
+}
+
+function notNetwork(url: string, shown: string): string | undefined {
+  if (classifyRepoURL(url).kind === 'network' && !/^git:\/\//i.test(url)) return undefined;
+  return `'${redactURL(shown)}' is not a network repository (https, http or ssh)`;
 }
 
 /** The repository URL an http(s) file is judged by: the repository kustomize would see in it, else the URL itself. */

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { ByteLru } from './byte-lru.ts';
-import { SourceError, formatBytes, redactURL } from './errors.ts';
+import { SourceError, formatBytes, redactURL, unparsable } from './errors.ts';
 import { basicAuth, httpGet, origin, statusError, type FetchResult } from './http.ts';
 
 export const HELM_CHART_LAYER = 'application/vnd.cncf.helm.chart.content.v1.tar+gzip';
@@ -101,7 +101,7 @@ export class OciRegistries {
       try {
         body = JSON.parse(res.body.toString('utf8')) as { tags?: unknown };
       } catch {
-        throw new SourceError('InvalidSource', `${what}: the registry's answer is not JSON`);
+        throw unparsable(`${what}: the registry's answer`, 'JSON', res.body.length);
       }
       // One by one: a page of a few hundred thousand tags is more arguments than a call may take.
       if (Array.isArray(body?.tags)) for (const t of body.tags) if (typeof t === 'string') tags.push(t);
@@ -136,7 +136,7 @@ export class OciRegistries {
     try {
       manifest = JSON.parse(res.body.toString('utf8')) as typeof manifest;
     } catch {
-      throw new SourceError('InvalidSource', `the manifest of ${shown} is not JSON`);
+      throw unparsable(`the manifest of ${shown}`, 'JSON', res.body.length);
     }
     const layers = manifest.layers ?? [];
     const layer = opts.helm
@@ -221,7 +221,13 @@ export class OciRegistries {
     try {
       body = JSON.parse(res.body.toString('utf8')) as typeof body;
     } catch {
-      throw new SourceError('RepositoryUnreachable', `${what}: the registry's token endpoint answered no JSON`);
+      const endpoint = redactURL(`${realm.origin}${realm.pathname}`);
+      throw unparsable(
+        `${what}: the answer of the token endpoint '${endpoint}'`,
+        'JSON',
+        res.body.length,
+        'RepositoryUnreachable',
+      );
     }
     const token = [body?.token, body?.access_token].find((t): t is string => typeof t === 'string' && t !== '');
     if (!token) throw new SourceError('RepositoryUnreachable', `${what}: the registry's token endpoint gave no token`);

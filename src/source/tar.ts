@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { SourceError, formatBytes } from './errors.ts';
+import { SourceError, formatBytes, unparsable } from './errors.ts';
 
 export interface UntarLimits {
   maxBytes: number;
@@ -84,7 +84,7 @@ export function tarRecords(tar: Buffer): TarRecord[] | string {
     if ((h[124] ?? 0) & 0x80) return 'a member larger than 8 GiB'; // base-256 sizes
     const type = String.fromCharCode(h[156] ?? 0);
     const raw = octal(h, 124, 12);
-    if (raw === undefined) return `a member size that is not a number ('${str(h, 124, 12).trim()}')`;
+    if (raw === undefined) return 'a member size that is not a number';
     const special = type === 'L' || type === 'K' || type === 'x' || type === 'g';
     if (special && raw > MAX_SPECIAL_BYTES) return 'a long name or pax header larger than 1 MiB';
     if (type === 'S') return 'a sparse member';
@@ -109,8 +109,7 @@ export function tarRecords(tar: Buffer): TarRecord[] | string {
       if (paxPath) name = paxPath;
       const paxSize = pax.get('size');
       if (paxSize) {
-        if (!/^[+-]?[0-9]+$/.test(paxSize) || Number(paxSize) < 0)
-          return `a pax size that is not a number ('${paxSize}')`;
+        if (!/^[+-]?[0-9]+$/.test(paxSize) || Number(paxSize) < 0) return 'a pax size that is not a number';
         size = Number(paxSize);
       }
       if (longName) name = longName;
@@ -153,7 +152,7 @@ export function readTgz(archive: Buffer, what: string, limits: UntarLimits): Tar
         'TooLarge',
         `${what} unpacks to more than the renderer's limit of ${formatBytes(limits.maxBytes)}`,
       );
-    throw new SourceError('InvalidSource', `${what} is not a gzipped tar archive: ${(err as Error).message}`);
+    throw unparsable(what, 'a gzipped tar archive', archive.length);
   }
   const records = tarRecords(tar);
   if (typeof records === 'string') throw new SourceError('InvalidSource', `${what} is not a tar archive: ${records}`);

@@ -24,7 +24,12 @@ const repositories: RepositoryState = {
   configs: [
     secret('app', 'repository', { url: 'https://git.example.com/app', password: 'app-pw' }),
     secret('values', 'repository', { url: 'https://git.example.com/values', password: 'values-pw' }),
-    secret('charts', 'repository', { url: 'https://charts.example.com', type: 'helm', password: 'charts-pw' }),
+    secret('charts', 'repository', {
+      url: 'https://charts.example.com',
+      type: 'helm',
+      name: 'charts',
+      password: 'charts-pw',
+    }),
     secret('gh', 'repository', { url: 'https://github.com/org/gh', githubAppPrivateKey: 'k', githubAppID: '1' }),
   ],
   errors: [],
@@ -142,36 +147,45 @@ describe('rendering an Application', () => {
     assert.equal(r.inputs.length, 2);
     assert.equal(r.inputs[1]?.dependencyRepositories?.[0]?.repository?.password, 'charts-pw');
     assert.equal(out.revisions.length, 1);
+    // A dependency repository the project does not permit is refused before the second request, in
+    // Argo CD's words (Argo CD gives them only once the fetch has failed).
     const narrow = { ...project, spec: { sourceRepos: ['https://git.example.com/*'] } } as AppProject;
     const r2 = fakeRenderer([{ url: 'https://charts.example.com' }]);
-    await renderApplication(r2, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
-      project: narrow,
-      controllerNamespace: 'argocd',
-      repositories,
-    });
-    assert.equal(
-      r2.inputs[1]?.dependencyRepositories?.[0]?.repository?.password,
-      undefined,
-      'not permitted: no credentials',
-    );
-    // When such a dependency then cannot be fetched, the message says why, as Argo CD's does.
-    const unreachable: Renderer = {
-      ...r2,
-      render: async (input) => {
-        if (input.dependencyRepositories === undefined)
-          throw new NeedsRepositories([{ url: 'https://charts.example.com' }]);
-        throw new SourceError('RepositoryUnreachable', 'the server answered 401');
-      },
-    };
     await assert.rejects(
-      renderApplication(unreachable, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
+      renderApplication(r2, app({ source: { repoURL: 'https://git.example.com/app', path: 'chart' } }), {
         project: narrow,
         controllerNamespace: 'argocd',
         repositories,
       }),
       (e: unknown) =>
         e instanceof SourceError &&
-        e.message === "helm repos https://charts.example.com are not permitted in project 'p'",
+        e.reason === 'InvalidSource' &&
+        e.message ===
+          "helm repos https://charts.example.com are not permitted in project 'p': add them to its sourceRepos, or vendor the charts in charts/",
+    );
+    assert.equal(r2.inputs.length, 1, 'only the request that named the needs was sent');
+  });
+
+  it("a chart's @name dependency is judged by its repository Secret's URL, an oci:// one in either form", async () => {
+    const judged = async (needs: Array<{ url?: string; name?: string }>, sourceRepos: string[]) => {
+      const r = fakeRenderer(needs as Array<{ url: string }>);
+      const p = { ...project, spec: { sourceRepos } } as AppProject;
+      const source = { repoURL: 'https://git.example.com/app', path: 'chart' };
+      return renderApplication(r, app({ source }), { project: p, controllerNamespace: 'argocd', repositories }).then(
+        () => r.inputs.length,
+        (e: unknown) => (e instanceof SourceError ? e.message : String(e)),
+      );
+    };
+    // `@charts`: the repository Secret named `charts`, https://charts.example.com.
+    assert.match(
+      String(await judged([{ name: 'charts' }], ['https://git.example.com/*'])),
+      /^helm repos https:\/\/charts\.example\.com are not permitted in project 'p'/,
+    );
+    assert.equal(await judged([{ url: 'oci://registry.example.com/charts' }], ['registry.example.com/*']), 2);
+    assert.equal(await judged([{ url: 'oci://registry.example.com/charts' }], ['oci://registry.example.com/*']), 2);
+    assert.match(
+      String(await judged([{ url: 'oci://registry.example.com/charts' }], ['*', '!registry.example.com/*'])),
+      /^helm repos oci:\/\/registry\.example\.com\/charts are not permitted in project 'p'/,
     );
   });
 

@@ -29,6 +29,8 @@ let values: TestRepo;
 let cacheDir: string;
 let renderer: SourceRenderer;
 
+/** The project's sourceRepos: the chart repository and the registry the dependencies come from. */
+const permitted = () => [charts.url, `oci://${registry.host}/*`];
 const chartYaml = (deps: string) => `apiVersion: v2\nname: umbrella\nversion: 1.0.0\ndependencies:\n${deps}`;
 const template =
   'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: umbrella\ndata:\n  greeting: {{ .Values.greeting | quote }}\n';
@@ -85,6 +87,7 @@ describe("a Git chart's dependencies", () => {
     const out = await renderer.render({
       source: source(),
       appName: 'app',
+      sourceRepos: permitted(),
       dependencyRepositories: [{ url: charts.url, repository: { url: charts.url, ...USER, caCerts: testCA().caCert } }],
     });
     const names = out.objects.map((o) => o.object.metadata.name).sort();
@@ -97,6 +100,7 @@ describe("a Git chart's dependencies", () => {
       .render({
         source: source(),
         appName: 'app',
+        sourceRepos: permitted(),
         dependencyRepositories: [{ url: charts.url, repository: { url: charts.url, caCerts: testCA().caCert } }],
       })
       .then(
@@ -120,11 +124,17 @@ describe("a Git chart's dependencies", () => {
     const out = await renderer.render({
       source,
       appName: 'app',
+      sourceRepos: permitted(),
       dependencyRepositories: [{ url, repository: { ...access, ...USER } }],
     });
     assert.deepEqual(out.objects.map((o) => o.object.metadata.name).sort(), ['ocilib-app', 'umbrella']);
     const err = await renderer
-      .render({ source, appName: 'app', dependencyRepositories: [{ url, repository: access }] })
+      .render({
+        source,
+        appName: 'app',
+        sourceRepos: permitted(),
+        dependencyRepositories: [{ url, repository: access }],
+      })
       .then(
         () => assert.fail('refused'),
         (e: unknown) => e,
@@ -138,6 +148,7 @@ describe("a Git chart's dependencies", () => {
       .render({
         source: { repoURL: repo.url, path: 'escape', targetRevision: 'main' },
         appName: 'app',
+        sourceRepos: permitted(),
         dependencyRepositories: [],
       })
       .then(
@@ -167,6 +178,7 @@ describe('multi-source $ref value files', () => {
       },
       appName: 'app',
       refSources: { $values: { repoURL: values.url, targetRevision: 'main' } },
+      sourceRepos: permitted(),
       dependencyRepositories: [{ url: charts.url, repository: { url: charts.url, ...USER, caCerts: testCA().caCert } }],
     });
     const cm = out.objects.find((o) => o.object.metadata.name === 'umbrella')?.object as unknown as {

@@ -97,9 +97,14 @@ test('an index that takes longer than the time limit fails; an alias bomb costs 
       ['plain', [{ version: '1.0.0', urls: [], digest: undefined }]],
     ],
   );
-  const notYaml = await refused(new IndexParser().parse(new TextEncoder().encode('entries: [unclosed'), 'broken'));
+  // js-yaml's own message quotes the lines around the error: an index is any server's answer.
+  const junk = new TextEncoder().encode('entries: [unclosed index-secret-marker');
+  const notYaml = await refused(new IndexParser().parse(junk, "Helm repository 'https://broken.example'"));
   assert.equal(notYaml.reason, 'InvalidSource');
-  assert.match(notYaml.message, /^broken: index.yaml does not parse: /);
+  assert.equal(
+    notYaml.message,
+    `the index.yaml of Helm repository 'https://broken.example' does not parse as YAML (${junk.length} bytes; its content is not shown)`,
+  );
 });
 
 test('remembered indexes are bounded in bytes: past the budget the least recently used is fetched again', async () => {
@@ -132,7 +137,7 @@ test("a registry's tag listing is bounded in bytes over all its pages, and its a
   const served: string[] = [];
   const server = http.createServer((req, res) => {
     served.push(req.url ?? '');
-    if (mode === 'garbage') return void res.end('<html>not a tag list</html>');
+    if (mode === 'garbage') return void res.end('<html>not a tag list: tags-secret-marker</html>');
     if (mode === 'one') return void res.end(many);
     const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page') ?? '0');
     res.writeHead(200, {
@@ -159,7 +164,10 @@ test("a registry's tag listing is bounded in bytes over all its pages, and its a
     mode = 'garbage';
     const garbage = await refused(oci.tags(ref, access));
     assert.equal(garbage.reason, 'InvalidSource');
-    assert.equal(garbage.message, `the tags of 'oci://${host}/charts/web': the registry's answer is not JSON`);
+    assert.equal(
+      garbage.message,
+      `the tags of 'oci://${host}/charts/web': the registry's answer does not parse as JSON (47 bytes; its content is not shown)`,
+    );
   } finally {
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));

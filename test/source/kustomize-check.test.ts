@@ -58,6 +58,9 @@ describe('kustomizations are checked before kustomize runs', () => {
       'fn-configs/fn.yaml': fn('in-a-folder'),
       'helm/kustomization.yaml':
         'helmCharts:\n- name: nginx\n  repo: https://charts.example.com/stable\n  version: 1.0.0\n  releaseName: x\n',
+      // Port 9 of loopback: were it let through, nothing leaves the machine.
+      'helmoci/kustomization.yaml':
+        'helmCharts:\n- name: nginx\n  repo: oci://127.0.0.1:9/charts\n  version: 1.0.0\n  releaseName: x\n',
       // kustomize reads field names as Go's encoding/json does: case-insensitively, with Unicode folding.
       'case/kustomization.yaml': `Resources: ['${'../'.repeat(40)}${secretDir.slice(1)}']\n`,
       'fold/kustomization.yaml': `re\u017fources: ['${secretDir}']\n`,
@@ -188,6 +191,15 @@ describe('kustomizations are checked before kustomize runs', () => {
       refused(
         'InvalidSource',
         /^helm\/kustomization\.yaml: helm chart repository 'https:\/\/charts\.example\.com\/stable' is refused: the project's sourceRepos do not allow/,
+      ),
+    );
+    // An oci:// chart repository is the OCI repository it is: a `!` entry written as Argo CD writes
+    // OCI repositories (no scheme) denies it, as it denies a chart dependency's.
+    await assert.rejects(
+      render(renderer({ kustomizeBuildOptions: ['--enable-helm'] }), 'helmoci', ['*', '!127.0.0.1:9/*']),
+      refused(
+        'InvalidSource',
+        /^helmoci\/kustomization\.yaml: helm chart repository 'oci:\/\/127\.0\.0\.1:9\/charts' is refused: the project's sourceRepos do not allow 'oci:\/\/127\.0\.0\.1:9\/charts' \(denied by sourceRepos entry '!127\.0\.0\.1:9\/\*'\)$/,
       ),
     );
   });
