@@ -114,7 +114,7 @@ describe("examples/: the design document's cases give their documented outcome",
     );
     assert.match(
       r.stdout,
-      /REFUSED: [^\n]*\(InvalidSpecError\)\n  message: application destination server 'https:\/\/kubernetes\.default\.svc' and namespace '' do not match any of the allowed destinations in project 'my-project'/,
+      /REFUSED: [^\n]*\(InvalidSpecError\)\n {2}message: application destination server 'https:\/\/kubernetes\.default\.svc' and namespace '' do not match any of the allowed destinations in project 'my-project'/,
     );
     assert.ok(readFileSync(repoFile('examples/07-no-destination-namespace.yaml'), 'utf8').includes("and namespace ''"));
   });
