@@ -80,6 +80,24 @@ function parseBool(ref: string, field: string, value: string | undefined): boole
   );
 }
 
+/** The Secret's values a render request carries (RepositoryAccessSchema), each within that schema's length. */
+const CARRIED = [
+  'url',
+  'username',
+  'password',
+  'bearerToken',
+  'sshPrivateKey',
+  'tlsClientCertData',
+  'tlsClientCertKey',
+  'proxy',
+  'noProxy',
+] as const;
+
+function maxLength(field: (typeof CARRIED)[number]): number {
+  const schema = RepositoryAccessSchema.shape[field];
+  return (schema instanceof z.ZodOptional ? schema.unwrap() : schema).maxLength ?? Infinity;
+}
+
 /** Reads a repository or repo-creds Secret (`data` base64 as the API server returns it, `stringData` wins). */
 export function parseRepositorySecret(raw: unknown): RepositoryConfig {
   const secret = parseObject('Secret', SecretSchema, raw);
@@ -95,6 +113,18 @@ export function parseRepositorySecret(raw: unknown): RepositoryConfig {
     .map(([field, what]) => ({ field, what }));
   if (s('url') === '')
     throw new DocumentError('Secret', ref, 'data.url', 'a repository Secret needs the repository URL');
+  // Refused here, naming the field, rather than by the renderer as a request it cannot read (which
+  // the controller takes for a renderer that is unavailable, and waits for).
+  for (const k of CARRIED) {
+    const max = maxLength(k);
+    if (s(k).length > max)
+      throw new DocumentError(
+        'Secret',
+        ref,
+        `data.${k}`,
+        `longer than ${max} characters, more than a render request carries`,
+      );
+  }
   return {
     secretType,
     secret: ref,
