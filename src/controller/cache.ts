@@ -142,11 +142,14 @@ export class ControllerCache {
       if (parsed instanceof Error) errors.push(parsed.message);
       else configs.push(parsed);
     }
+    // Without a prototype: a host is looked up by name, and a repository URL's host may be `constructor`.
     const data = (watch: Watch, name: string): Record<string, string> => {
       const raw = watch.get(`${this.namespace}/${name}`);
       const d = (raw as { data?: unknown } | undefined)?.data;
-      if (!d || typeof d !== 'object') return {};
-      return Object.fromEntries(Object.entries(d).filter((e): e is [string, string] => typeof e[1] === 'string'));
+      const out = Object.create(null) as Record<string, string>;
+      if (!d || typeof d !== 'object') return out;
+      for (const [k, v] of Object.entries(d)) if (typeof v === 'string') out[k] = v;
+      return out;
     };
     return {
       configs,
