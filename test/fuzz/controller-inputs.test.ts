@@ -16,7 +16,13 @@ import {
   type AppProject,
   type ApplicationStatus,
 } from '../../src/api/index.ts';
-import { RepositoryAccessSchema, parseRepositorySecret, type RepositoryConfig } from '../../src/api/repository.ts';
+import {
+  RepositoryAccessSchema,
+  RepositorySecretError,
+  parseRepositorySecret,
+  type RepositoryConfig,
+} from '../../src/api/repository.ts';
+import { unreadableRefusal } from '../../src/repository/unreadable.ts';
 import {
   RepositoryRefused,
   accessFor,
@@ -182,13 +188,14 @@ function assertNoCredential(message: string, raw: unknown[]): void {
 }
 
 /** Parsed repository Secrets, or the DocumentError each one is, checked on the way. */
-function parseAll(raws: unknown[]): RepositoryConfig[] {
+function parseAll(raws: unknown[], unreadable: RepositorySecretError[] = []): RepositoryConfig[] {
   const configs: RepositoryConfig[] = [];
   for (const raw of raws) {
     try {
       configs.push(parseRepositorySecret(raw));
     } catch (err) {
-      assert.ok(err instanceof DocumentError, `not a DocumentError: ${String(err)}`);
+      assert.ok(err instanceof RepositorySecretError, `not a RepositorySecretError: ${String(err)}`);
+      unreadable.push(err);
       assert.equal(err.kind, 'Secret');
       assert.ok(err.message.startsWith(`Secret ${err.objectName || '<unnamed>'}: ${err.path}: `), err.message);
       assert.match(err.path, /^(data|stringData|metadata|kind|apiVersion)\b/, err.message);
@@ -288,12 +295,22 @@ test('fuzz: accessFor and dependencyAccess on any URL give a request the rendere
       fc.nat({ max: 9 }),
       fc.constantFrom('', '/app', '.git'),
       (raws, anyURL, proj, repos, anyNeed, knownHosts, pick, suffix) => {
-        const configs = parseAll(raws);
+        const unreadable: RepositorySecretError[] = [];
+        const configs = parseAll(raws, unreadable);
         // Mostly a URL one of the Secrets is for (or under), so that they match and refuse.
         const theirs = configs[pick % 5] ? `${configs[pick % 5]?.url}${suffix}` : undefined;
         const target = pick < 5 && theirs ? theirs : anyURL;
         const need = pick >= 5 && theirs ? { url: theirs } : anyNeed;
         const st = state(configs, knownHosts, { 'git.example': '-----BEGIN CERTIFICATE-----\n' });
+        // A Secret that does not parse refuses the URL it was for, naming it; nothing of its values.
+        const refusal = unreadableRefusal(configs, unreadable, [target], proj);
+        if (refusal !== undefined) {
+          assert.ok(
+            unreadable.some((e) => refusal === `unreadable repository ${e.message}`),
+            refusal,
+          );
+          assertNoCredential(refusal, raws);
+        }
         for (const call of [() => accessFor(st, target, proj), () => dependencyAccess(st, need, proj, repos)]) {
           let out;
           try {
