@@ -27,7 +27,8 @@ export const ApplicationSchema = z.looseObject({
     ignoreDifferences: z.array(ResourceIgnoreDifferencesSchema).optional(),
   }),
   operation: OperationSchema.optional(),
-  // Written by the controller; one it cannot read is refused like a bad spec, naming the field.
+  // Written by the controller; one that does not fit is refused here, naming the field (the
+  // controller's admission reads such a status as none and replaces it: controller/admission.ts).
   status: ApplicationStatusSchema.optional(),
 });
 export type Application = z.infer<typeof ApplicationSchema>;

@@ -67,7 +67,9 @@ export function parseClusterSecret(raw: unknown): Cluster {
     try {
       json = JSON.parse(fields['config']);
     } catch (err) {
-      throw new DocumentError('Secret', ref, where('config'), `not valid JSON: ${(err as Error).message}`);
+      // Only where: V8's message quotes the text around the error, and this text holds the credentials.
+      const at = /at position \d+(?: \(line \d+ column \d+\))?/.exec((err as Error).message)?.[0];
+      throw new DocumentError('Secret', ref, where('config'), `not valid JSON${at ? ` (${at})` : ''}`);
     }
     const parsed = ClusterConfigSchema.safeParse(json);
     if (!parsed.success) {

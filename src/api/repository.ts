@@ -80,8 +80,63 @@ function parseBool(ref: string, field: string, value: string | undefined): boole
   );
 }
 
-/** Reads a repository or repo-creds Secret (`data` base64 as the API server returns it, `stringData` wins). */
+/** The Secret's values a render request carries (RepositoryAccessSchema), each within that schema's length. */
+const CARRIED = [
+  'url',
+  'username',
+  'password',
+  'bearerToken',
+  'sshPrivateKey',
+  'tlsClientCertData',
+  'tlsClientCertKey',
+  'proxy',
+  'noProxy',
+] as const;
+
+function maxLength(field: (typeof CARRIED)[number]): number {
+  const schema = RepositoryAccessSchema.shape[field];
+  return (schema instanceof z.ZodOptional ? schema.unwrap() : schema).maxLength ?? Infinity;
+}
+
+/**
+ * A repository Secret or credential template that does not parse, with what can still be read of
+ * it: which URL (and project) it is for, so that a repository it would have served is refused
+ * naming it (repository/unreadable.ts) rather than fetched without what it meant to give.
+ */
+export class RepositorySecretError extends DocumentError {
+  readonly secretType: RepositorySecretType;
+  /** Its `url` as written ('' when missing). */
+  readonly url: string;
+  readonly project: string;
+  constructor(err: DocumentError, raw: unknown) {
+    super(err.kind, err.objectName, err.path, err.reason);
+    this.name = 'RepositorySecretError';
+    this.secretType = repositorySecretType(raw) ?? 'repository';
+    const field = (k: string): string => {
+      const r = raw as { data?: unknown; stringData?: unknown } | null;
+      const plain = (r?.stringData as Record<string, unknown> | undefined)?.[k];
+      if (typeof plain === 'string') return plain;
+      const encoded = (r?.data as Record<string, unknown> | undefined)?.[k];
+      return typeof encoded === 'string' ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+    };
+    this.url = field('url');
+    this.project = this.secretType === 'repository' ? field('project') : '';
+  }
+}
+
+/**
+ * Reads a repository or repo-creds Secret (`data` base64 as the API server returns it, `stringData`
+ * wins). Throws a RepositorySecretError naming the Secret and field.
+ */
 export function parseRepositorySecret(raw: unknown): RepositoryConfig {
+  try {
+    return readRepositorySecret(raw);
+  } catch (err) {
+    throw err instanceof DocumentError ? new RepositorySecretError(err, raw) : err;
+  }
+}
+
+function readRepositorySecret(raw: unknown): RepositoryConfig {
   const secret = parseObject('Secret', SecretSchema, raw);
   const ref = `${secret.metadata.namespace ?? ''}/${secret.metadata.name}`;
   const secretType = repositorySecretType(raw) ?? 'repository';
@@ -95,6 +150,18 @@ export function parseRepositorySecret(raw: unknown): RepositoryConfig {
     .map(([field, what]) => ({ field, what }));
   if (s('url') === '')
     throw new DocumentError('Secret', ref, 'data.url', 'a repository Secret needs the repository URL');
+  // Refused here, naming the field, rather than by the renderer as a request it cannot read (which
+  // the controller takes for a renderer that is unavailable, and waits for).
+  for (const k of CARRIED) {
+    const max = maxLength(k);
+    if (s(k).length > max)
+      throw new DocumentError(
+        'Secret',
+        ref,
+        `data.${k}`,
+        `longer than ${max} characters, more than a render request carries`,
+      );
+  }
   return {
     secretType,
     secret: ref,

@@ -151,7 +151,8 @@ export async function loadLiveRepositories(source: LiveSource): Promise<Reposito
         method: 'GET',
         path: `/api/v1/namespaces/${ns}/configmaps/${name}`,
       });
-      return cm.ok ? (cm.value?.data ?? {}) : {};
+      // Without a prototype, as the controller's cache holds it: a URL's host may be `constructor`.
+      return Object.assign(Object.create(null) as Record<string, string>, cm.ok ? cm.value?.data : {});
     };
     const knownHosts = (await data(SSH_KNOWN_HOSTS_CM))[SSH_KNOWN_HOSTS_KEY] ?? '';
     return { configs, errors, knownHosts, tlsCerts: await data(TLS_CERTS_CM) };

@@ -11,7 +11,7 @@
 // destinationServiceAccounts entry refuses only an Application whose walk reaches it (spec §3.1);
 // every invalid entry is a warning (spec §8 as impersync validate checks it). The last is the one decision of the identity rule (ARCHITECTURE.md): an admitted
 // context says whom the destination client acts as, and nothing else decides it.
-import { CONDITION, parseApplication, projectName } from '../api/index.ts';
+import { CONDITION, parseApplication, projectName, readStatus } from '../api/index.ts';
 import type { AppCondition, AppProject, Application, Cluster } from '../api/index.ts';
 import { decideIdentity, globMatch, resolveDestination, validateProject } from '../impersonation/index.ts';
 import type { Identity as ImpersonationIdentity, ImpersonationSettings } from '../impersonation/index.ts';
@@ -145,6 +145,17 @@ function invalidEntryWarnings(identity: IdentityDecision, project: AppProject, s
   );
 }
 
+/**
+ * The status is the controller's to write: one another writer left in a shape the schema rejects
+ * (`sync.status: ""`) is read as none (readStatus) and replaced by this reconcile's, not a reason
+ * to refuse the Application, which would leave it unsynced until its next periodic refresh.
+ */
+function withoutUnreadableStatus(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || !('status' in raw)) return raw;
+  const { status, ...rest } = raw as Record<string, unknown>;
+  return status === undefined || readStatus({ status }) !== undefined ? raw : rest;
+}
+
 export function admit(state: ControlState, raw: unknown): Admission {
   const { settings } = state;
   const refuse = (app: Application | undefined, message: string): Admission => ({
@@ -156,7 +167,7 @@ export function admit(state: ControlState, raw: unknown): Admission {
   });
   let app: Application;
   try {
-    app = parseApplication(raw);
+    app = parseApplication(withoutUnreadableStatus(raw));
   } catch (err) {
     return refuse(undefined, (err as Error).message);
   }

@@ -16,8 +16,13 @@ import {
   TLS_CERTS_CM,
   parseRepositorySecret,
 } from '../api/repository.ts';
-import type { RepositoryConfig } from '../api/repository.ts';
+import { RepositorySecretError, type RepositoryConfig } from '../api/repository.ts';
 import type { RepositoryState } from '../repository/access.ts';
+
+/** The repository state a render is given, and the Secrets that do not parse, with the URL each is for. */
+export interface ControllerRepositoryState extends RepositoryState {
+  unreadable: readonly RepositorySecretError[];
+}
 
 export interface CacheOptions {
   /** The control namespace (argocd): projects, argocd-cm, cluster Secrets, and Applications. */
@@ -126,9 +131,10 @@ export class ControllerCache {
    * Repository Secrets, credential templates, known hosts and CA certificates as the caches hold
    * them now: a change takes effect at the next render, no restart.
    */
-  repositoryState(): RepositoryState {
+  repositoryState(): ControllerRepositoryState {
     const configs: RepositoryConfig[] = [];
     const errors: string[] = [];
+    const unreadable: RepositorySecretError[] = [];
     for (const raw of this.repoSecrets.list()) {
       let parsed = this.parsedRepos.get(raw);
       if (parsed === undefined) {
@@ -139,18 +145,23 @@ export class ControllerCache {
         }
         this.parsedRepos.set(raw, parsed);
       }
+      if (parsed instanceof RepositorySecretError) unreadable.push(parsed);
       if (parsed instanceof Error) errors.push(parsed.message);
       else configs.push(parsed);
     }
+    // Without a prototype: a host is looked up by name, and a repository URL's host may be `constructor`.
     const data = (watch: Watch, name: string): Record<string, string> => {
       const raw = watch.get(`${this.namespace}/${name}`);
       const d = (raw as { data?: unknown } | undefined)?.data;
-      if (!d || typeof d !== 'object') return {};
-      return Object.fromEntries(Object.entries(d).filter((e): e is [string, string] => typeof e[1] === 'string'));
+      const out = Object.create(null) as Record<string, string>;
+      if (!d || typeof d !== 'object') return out;
+      for (const [k, v] of Object.entries(d)) if (typeof v === 'string') out[k] = v;
+      return out;
     };
     return {
       configs,
       errors,
+      unreadable,
       knownHosts: data(this.knownHostsCM, SSH_KNOWN_HOSTS_CM)[SSH_KNOWN_HOSTS_KEY] ?? '',
       tlsCerts: data(this.tlsCertsCM, TLS_CERTS_CM),
     };

@@ -18,6 +18,7 @@ import { postDeleteFinalizers } from './post-delete.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { watchRefusals, withoutRefusals } from './refusals.ts';
+import { refuseUnreadableRepositories } from './repositories.ts';
 import { renderApplication } from './render.ts';
 import { comparisonNeeds, liveFrom } from './rights-needs.ts';
 import { mergeConditions } from './status.ts';
@@ -107,6 +108,7 @@ export async function compareApplication(
   const repositories = d.cache.repositoryState();
   let rendered;
   try {
+    refuseUnreadableRepositories(app, undefined, repositories, ctx.project);
     // The destination's versions, shared by its Applications (capabilities.ts): read naming none.
     const versions = await d.capabilities?.for(d.factory.forIdentity(ctx.cluster, ctx.actsAs));
     rendered = await renderApplication(d.renderer, app, {

@@ -23,6 +23,7 @@ import type { HealthAssessors } from './health.ts';
 import type { Renderer } from '../renderer/client.ts';
 import type { ApplicationLimitsReader } from './app-limits.ts';
 import { renderApplication } from './render.ts';
+import { refuseUnreadableRepositories } from './repositories.ts';
 import type { HookStep } from './post-delete.ts';
 import {
   cleanupPostDeleteHooks,
@@ -117,10 +118,12 @@ export class Finalizer {
     if (!cascade && hooks) {
       let objects;
       try {
+        const repositories = this.d.cache.repositoryState();
+        refuseUnreadableRepositories(ctx.app, undefined, repositories, ctx.project);
         const rendered = await renderApplication(this.d.renderer, ctx.app, {
           project: ctx.project,
           controllerNamespace: this.d.cache.namespace,
-          repositories: this.d.cache.repositoryState(),
+          repositories,
           limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
         });
         objects = rendered.objects.map((o) => o.object);

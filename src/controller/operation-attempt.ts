@@ -16,6 +16,7 @@ import type { OperatorDeps } from './operation.ts';
 import type { Attempt } from './operation-machine.ts';
 import { watchRefusals } from './refusals.ts';
 import { renderApplication } from './render.ts';
+import { refuseUnreadableRepositories } from './repositories.ts';
 import { syncNeedsAfter } from './rights-needs.ts';
 import type { ServiceAccountCheck } from './sa-check.ts';
 import { syncStep } from './sync-step.ts';
@@ -86,11 +87,14 @@ export async function attemptStep(
   try {
     // The first step resolves the revisions (no reuse of refs listed earlier), as Argo CD's sync
     // does; every later step renders the commits it resolved: a push meanwhile does not change the sync.
+    const repositories = env.d.cache.repositoryState();
+    const operation = resolvedOperation(op, state.syncResult);
+    refuseUnreadableRepositories(ctx.app, operation, repositories, ctx.project);
     rendered = await renderApplication(env.d.renderer, ctx.app, {
       project: ctx.project,
       controllerNamespace: env.d.cache.namespace,
-      repositories: env.d.cache.repositoryState(),
-      operation: resolvedOperation(op, state.syncResult),
+      repositories,
+      operation,
       limits: env.d.limits.for(env.d.cache.settingsConfigMap()),
       ...(await env.d.capabilities?.for(env.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
     });

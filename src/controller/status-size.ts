@@ -42,7 +42,11 @@ export function fitStatus<S extends Record<string, unknown>>(status: S, budget =
   const build = (kept: SyncResource[]): S => {
     const omitted = already + all.length - kept.length;
     const note = `${omitted} resource result(s) not listed: the Application's status would exceed the API server's size limit`;
-    const base = (op.message ?? '').replace(/ \(\d+ resource result\(s\) not listed: [^)]*\)$/, '');
+    // The note of an earlier fit is replaced, whether it followed a message or was the whole of it.
+    const base = (op.message ?? '').replace(
+      /^\d+ resource result\(s\) not listed: [^)]*$| \(\d+ resource result\(s\) not listed: [^)]*\)$/,
+      '',
+    );
     return {
       ...status,
       operationState: {

@@ -226,7 +226,8 @@ export function accessFor(state: RepositoryState, url: string, project: string):
   if (repo.enableOCI) out.enableOCI = true;
   if (repo.insecureOCIForceHttp) out.insecureOCIForceHttp = true;
   if (where && !ssh) {
-    const ca = state.tlsCerts[where.host];
+    // An own property only: a host named `constructor` or `__proto__` finds nothing.
+    const ca = Object.hasOwn(state.tlsCerts, where.host) ? state.tlsCerts[where.host] : undefined;
     if (ca && ca.trim() !== '') out.caCerts = ca;
   }
   if (where && ssh) {

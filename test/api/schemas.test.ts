@@ -262,6 +262,20 @@ describe('cluster Secrets', () => {
     );
   });
 
+  test('a config that is not JSON is refused without quoting it: it holds the credentials', () => {
+    for (const config of [
+      '{"bearerToken": s3cr3t-token}',
+      '{"bearerToken": "s3cr3t-token"',
+      '{"password": "s3cr3t-token\u0001"}',
+    ]) {
+      const message = catchError(() =>
+        parseClusterSecret(secret({ stringData: { server: 'https://x', config } })),
+      ).message;
+      assert.match(message, /^Secret argocd\/remote: stringData\.config: not valid JSON( \(at position \d+.*\))?$/);
+      assert.ok(!message.includes('s3cr3t'), message);
+    }
+  });
+
   test('the in-cluster destination is built in', () => {
     assert.deepEqual([IN_CLUSTER.name, IN_CLUSTER.server], ['in-cluster', 'https://kubernetes.default.svc']);
   });

@@ -217,6 +217,16 @@ const rows: Array<{ name: string; state?: ControlState; app?: unknown; expect: O
       ),
     },
   },
+  {
+    name: 'a status another writer left in a shape the schema rejects is no reason to refuse: it is replaced',
+    app: { ...app(), status: { sync: { status: '' }, health: { status: 'Great' }, conditions: 'none' } },
+    expect: { actsAs: 'system:serviceaccount:team-a:deployer' },
+  },
+  {
+    name: 'a bad spec is still refused, whatever the status',
+    app: { ...app(), spec: { ...app().spec, source: { repoURL: 7 } }, status: { sync: { status: '' } } },
+    expect: { refused: 'spec', message: /^Application argocd\/web: spec\.source\.repoURL: / },
+  },
 ];
 
 for (const row of rows) {

@@ -64,6 +64,20 @@ test('10,000 resources: the fine results are left out, the failures kept, the co
   assert.equal(op2.message.match(/not listed/g)?.length, 1);
 });
 
+test('an operation with no message of its own gets the note once, however often it is fitted', () => {
+  const s = status(10_000, [7]);
+  delete (s.operationState as { message?: string }).message;
+  const first = fitStatus(s).operationState as unknown as Op;
+  assert.deepEqual(
+    first.syncResult.resources.map((r) => r.name),
+    ['cm-7'],
+  );
+  assert.match(first.message, /^9999 resource result\(s\) not listed: [^(]*$/);
+  // A later fit of that state (status.resources grew meanwhile) replaces the note, not appends one.
+  const again = fitStatus({ ...s, operationState: first } as typeof s, 1).operationState as unknown as Op;
+  assert.match(again.message, /^10000 resource result\(s\) not listed: [^(]*$/);
+});
+
 test('budget 0 (the server still refused): no result is listed at all', () => {
   const op = fitStatus(status(10, [1]), 0).operationState as unknown as Op;
   assert.deepEqual(op.syncResult.resources, []);

@@ -1,14 +1,16 @@
 // Bad input to a running controller (a real `impersync run` process): malformed argocd-cm values,
 // Applications and AppProjects that are wrong (the CRDs refuse wrong types, so: wrong values),
-// manifests that are not Kubernetes, and a repository of 10,000 manifests. Each gets a clear
-// condition on its Application; the process never dies and keeps syncing a good Application.
+// manifests that are not Kubernetes, repository and repo-creds Secrets that do not parse, an
+// AppProject with garbage in sourceRepos and destinations, a status another writer left in a shape
+// impersync rejects, and a repository of 10,000 manifests. Each gets a clear condition on its
+// Application; the process never dies and keeps syncing a good Application.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiError, applyRaw, getRaw, startControlPlane } from '../support/index.ts';
-import type { TestControlPlane } from '../support/index.ts';
+import { ApiError, applyRaw, getRaw, requestOk, startControlPlane } from '../support/index.ts';
+import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { spawnController } from '../support/faults.ts';
 import type { ControllerProcess } from '../support/faults.ts';
@@ -29,6 +31,7 @@ let cp: TestControlPlane;
 let repo: TestRepo;
 let cacheDir: string;
 let ctl: ControllerProcess;
+const extraRepos: TestRepo[] = [];
 const GOOD_SETTINGS = { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '3s' };
 
 const manyConfigMaps = (n: number): string => {
@@ -85,6 +88,7 @@ before(async () => {
 after(async () => {
   await ctl?.kill();
   await repo?.remove();
+  for (const r of extraRepos) await r.remove();
   if (cacheDir) await rm(cacheDir, { recursive: true, force: true });
   await cp?.stop();
 });
@@ -258,6 +262,174 @@ test('manifests that are not Kubernetes: a ComparisonError naming the file and d
     'no partial write of the valid document',
   );
   await stillWorking('good-after-manifests');
+});
+
+/** A repository Secret or credential template as an admin writes it (`data`, base64). */
+function repoSecret(name: string, type: 'repository' | 'repo-creds', data: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: 'argocd', labels: { 'argocd.argoproj.io/secret-type': type } },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+  } as unknown as KubeObject;
+}
+
+test('malformed repository and repo-creds Secrets: the Applications reading them get a condition naming Secret and field; the rest sync', async () => {
+  const PASSWORD = 'bad-input-Pa55word-never-shown';
+  const [viaRepo, viaCreds] = [await TestRepo.create(), await TestRepo.create()];
+  extraRepos.push(viaRepo, viaCreds);
+  for (const r of [viaRepo, viaCreds]) await r.commit(guestbookFiles());
+  await applyRaw(
+    cp.admin,
+    repoSecret('bad-repo', 'repository', { url: viaRepo.url, insecure: 'maybe', password: PASSWORD }),
+  );
+  await applyRaw(
+    cp.admin,
+    repoSecret('bad-creds', 'repo-creds', {
+      url: viaCreds.url,
+      forceHttpBasicAuth: 'sometimes',
+      username: 'u',
+      password: PASSWORD,
+    }),
+  );
+  // A Secret of no URL at all concerns no Application.
+  await applyRaw(cp.admin, repoSecret('no-url', 'repository', { password: PASSWORD }));
+  const cases: Record<string, [string, RegExp]> = {
+    'reads-bad-repo': [
+      viaRepo.url,
+      /^failed to render desired manifests: unreadable repository Secret argocd\/bad-repo: data\.insecure: strconv\.ParseBool: parsing "maybe": invalid syntax$/,
+    ],
+    'reads-bad-creds': [
+      viaCreds.url,
+      /^failed to render desired manifests: unreadable repository Secret argocd\/bad-creds: data\.forceHttpBasicAuth: strconv\.ParseBool: parsing "sometimes": invalid syntax$/,
+    ],
+    // A repository URL whose host is a name every JavaScript object has.
+    'prototype-host': ['https://constructor/x.git', /^failed to render desired manifests: /],
+  };
+  for (const [name, [url]] of Object.entries(cases))
+    await applyRaw(
+      cp.admin,
+      application(name, url, { project: 'tenant', destination: { server: IN_CLUSTER, namespace: 'good' } }),
+    );
+  for (const [name, [, re]] of Object.entries(cases)) {
+    const app = await waitForApp(
+      cp,
+      name,
+      'ComparisonError',
+      (a) => condition(a, 'ComparisonError') !== undefined,
+      30_000,
+    );
+    const message = condition(app, 'ComparisonError') ?? '';
+    assert.match(message, re, name);
+    assert.ok(clear(message) && !/is not a function|TypeError/.test(message), `${name}: ${message}`);
+    assert.ok(!JSON.stringify(app).includes(PASSWORD), `${name}: a password in the Application`);
+    assert.equal(app['operation'], undefined, `${name}: no automated sync of a repository refused`);
+  }
+  assert.ok(!ctl.output().includes(PASSWORD), 'no password in the log');
+  await stillWorking('good-after-secrets');
+  // Fixed, the Secret takes effect without a restart and its Application syncs.
+  await applyRaw(cp.admin, repoSecret('bad-repo', 'repository', { url: viaRepo.url, insecure: 'false' }));
+  await waitForApp(
+    cp,
+    'reads-bad-repo',
+    'synced once the Secret is fixed',
+    (a) => operationPhase(a) === 'Succeeded',
+    30_000,
+  );
+});
+
+test('an AppProject with garbage in sourceRepos and destinations: a condition, not a crash', async () => {
+  await applyRaw(
+    cp.admin,
+    project('garbage', {
+      sourceRepos: ['[', '{a,', '', '**/x', '!*', '\\'],
+      destinations: [
+        { server: '[', namespace: '{' },
+        { server: '', namespace: '' },
+        { name: '!*', namespace: '!' },
+        { server: 'https://kubernetes.default.svc', namespace: '[z-a]' },
+      ],
+      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  await applyRaw(
+    cp.admin,
+    application('in-garbage', repo.url, { project: 'garbage', destination: { server: IN_CLUSTER, namespace: 'bad' } }),
+  );
+  const app = await waitForApp(
+    cp,
+    'in-garbage',
+    'InvalidSpecError',
+    (a) => condition(a, 'InvalidSpecError') !== undefined,
+    30_000,
+  );
+  const message = condition(app, 'InvalidSpecError') ?? '';
+  assert.match(message, /in project 'garbage'/);
+  assert.ok(clear(message), message);
+  assert.equal(app['operation'], undefined);
+  await stillWorking('good-after-garbage');
+});
+
+test('a status another writer left in a shape impersync rejects: the Application is reconciled and synced anyway, its status replaced', async () => {
+  await applyRaw(
+    cp.admin,
+    application('stray-status', repo.url, {
+      project: 'tenant',
+      destination: { server: IN_CLUSTER, namespace: 'good' },
+    }),
+  );
+  await waitForApp(cp, 'stray-status', 'synced', (a) => operationPhase(a) === 'Succeeded', 30_000);
+  const appPath = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/stray-status';
+  const patch = (path: string, body: unknown) =>
+    requestOk(cp.admin, { method: 'PATCH', path, body, contentType: 'application/merge-patch+json' });
+  const stray = async () => {
+    const patched = (await patch(`${appPath}/status`, {
+      status: {
+        sync: { status: '' },
+        health: { status: 'Great' },
+        conditions: 'none',
+        operationState: { phase: 'Dancing' },
+      },
+    })) as { status: { sync: { status: string } } };
+    assert.equal(patched.status.sync.status, '', 'the API server keeps the stray status');
+  };
+  const replaced = (a: { status?: Record<string, unknown> }) =>
+    (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced' &&
+    Array.isArray(a.status?.['conditions']) &&
+    (a.status?.['health'] as { status?: string } | undefined)?.status === 'Healthy';
+  // A refresh (what a change of the Application, its project or settings starts) reads it.
+  await stray();
+  await patch(appPath, { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } });
+  let app = await waitForApp(
+    cp,
+    'stray-status',
+    'refreshed, its status replaced',
+    (a) =>
+      !(a.metadata as { annotations?: Record<string, string> }).annotations?.['argocd.argoproj.io/refresh'] &&
+      replaced(a),
+    30_000,
+  );
+  // A sync asked for while the stray status is there.
+  await stray();
+  await patch(appPath, { operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } } });
+  app = await waitForApp(
+    cp,
+    'stray-status',
+    'synced again, its status replaced',
+    (a) => a['operation'] === undefined && operationPhase(a) === 'Succeeded' && replaced(a),
+    30_000,
+  );
+  assert.equal(condition(app, 'InvalidSpecError'), undefined, JSON.stringify(app.status?.['conditions']));
+  // Not refused even for a moment: a refusal is an InvalidSpecError event.
+  const events = (await requestOk(cp.admin, {
+    method: 'GET',
+    path: '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dstray-status',
+  })) as { items: Array<{ reason: string; message: string }> };
+  assert.deepEqual(
+    events.items.filter((e) => /Error$/.test(e.reason)).map((e) => `${e.reason}: ${e.message}`),
+    [],
+  );
+  assert.equal(ctl.child.exitCode, null);
 });
 
 async function rssKiB(pid: number): Promise<{ rss: number; peak: number }> {
