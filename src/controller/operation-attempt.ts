@@ -220,6 +220,8 @@ export async function attemptStep(
     };
   }
   log.info({ revision, identity: who }, 'sync succeeded');
-  const message = `successfully synced (all tasks run) as ${who}`;
+  // gitops-engine's words ("successfully synced (all tasks run)", or "(no more tasks)" when
+  // nothing was left to apply), and whom the sync ran as.
+  const message = `${result.message} as ${who}`;
   return { kind: 'succeeded', revision, message, syncResult: syncResult(result.resources) };
 }
