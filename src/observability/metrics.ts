@@ -37,7 +37,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     }),
     identityDecisions: new Counter({
       name: 'impersync_identity_decisions_total',
-      help: 'Identity decisions (spec §5), by outcome: impersonate, controller (disabled), fallback, deny, error.',
+      help: 'Identity decisions, by outcome: impersonate, controller (disabled), fallback, deny, error.',
       labelNames: ['outcome'],
       registers,
     }),
