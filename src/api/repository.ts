@@ -80,9 +80,8 @@ function parseBool(ref: string, field: string, value: string | undefined): boole
   );
 }
 
-/** The Secret's values a render request carries (RepositoryAccessSchema), each within that schema's length. */
-const CARRIED = [
-  'url',
+/** The string fields a credential template gives a repository that has none, and a request carries when set. */
+export const CREDENTIAL_FIELDS = [
   'username',
   'password',
   'bearerToken',
@@ -92,6 +91,9 @@ const CARRIED = [
   'proxy',
   'noProxy',
 ] as const;
+
+/** The Secret's values a render request carries (RepositoryAccessSchema), each within that schema's length. */
+const CARRIED = ['url', ...CREDENTIAL_FIELDS] as const;
 
 function maxLength(field: (typeof CARRIED)[number]): number {
   const schema = RepositoryAccessSchema.shape[field];

@@ -5,7 +5,7 @@
 // matched by url.ts's rule (same scheme, host, port and user, a path at a `/` boundary), stricter
 // than Argo CD's string prefix. The result is what one render request carries for that repository
 // (api/repository.ts RepositoryAccess), with the host's known_hosts lines and CA certificates.
-import type { RepositoryAccess, RepositoryConfig } from '../api/repository.ts';
+import { CREDENTIAL_FIELDS, type RepositoryAccess, type RepositoryConfig } from '../api/repository.ts';
 import { normalizeGitURL, sourceRepoDecision } from '../project/repos.ts';
 import { knownHostsFor } from './known-hosts.ts';
 import { sameRepository, templateCoverage } from './url.ts';
@@ -57,18 +57,6 @@ export function hostOf(url: string): { host: string; port: number | undefined } 
 function stripBrackets(h: string): string {
   return h.startsWith('[') && h.endsWith(']') ? h.slice(1, -1) : h;
 }
-
-/** The string fields a template gives a repository that has none, and a request carries when set. */
-const CREDENTIAL_FIELDS = [
-  'username',
-  'password',
-  'bearerToken',
-  'sshPrivateKey',
-  'tlsClientCertData',
-  'tlsClientCertKey',
-  'proxy',
-  'noProxy',
-] as const;
 
 function hasCredentials(c: RepositoryConfig): boolean {
   return (
