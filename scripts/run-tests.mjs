@@ -11,11 +11,11 @@
 //
 // One after the other on small machines, in parallel chains on larger ones. A `go build` already
 // compiles as many packages at once as there are cores (-p defaults to GOMAXPROCS), so on 2 cores
-// one build keeps both busy and a second one would
-// only share them, and hold more memory. With 4 or more cores the builds' serial stretches (linking,
-// the largest packages, downloads) leave cores idle that an independent build can use. kwok's script
-// stays after the control plane's: its kube-scheduler reuses the k8s.io/kubernetes packages that
-// build leaves in the Go build cache, which two builds at once would both compile.
+// one build keeps both busy and a second one would only share them, and hold more memory. With 4 or
+// more cores the builds' serial stretches (linking, the largest packages, downloads) leave cores
+// idle that an independent build can use. kwok's script stays after the control plane's: its
+// kube-scheduler reuses the k8s.io/kubernetes packages that build leaves in the Go build cache,
+// which two builds at once would both compile.
 import { spawn, spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -248,7 +248,7 @@ test('a build that takes a while shows the step and the time so far on the progr
   await fakeBinaries(join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v5.5.5'), ['etcd']);
   await locateBinaries({ env, names: withoutControllerManager, onProgress: (c) => progress.push(c) });
   const text = progress.join('');
-  assert.match(text, /control-plane-binaries: building kube-apiserver v9\.9\.9 \(.*2-core.*\)\n/);
+  assert.match(text, /control-plane-binaries: building kube-apiserver v9\.9\.9 \(.* min on 2 cores.*\)\n/);
   assert.match(text, /control-plane-binaries: still building kube-apiserver v9\.9\.9: \d+ s so far, \d+ s in all \(/);
   assert.match(text, /control-plane-binaries: built kube-apiserver in \d+ s\n/);
 });
