@@ -4,10 +4,20 @@
 //
 // The binaries the tests need (control plane; helm and kustomize for rendering; kwok and
 // kube-scheduler for simulated nodes; the distribution registry for the OCI tests) are obtained first,
-// one build at a time, so that a fresh machine builds them once with its progress visible instead of
-// inside a test. A failure here does not stop the run: the tests that need a binary then fail with a
-// message saying how to get it.
-import { spawnSync } from 'node:child_process';
+// each once, so that a fresh machine builds them with their progress visible instead of inside a
+// test (`npm start` builds only etcd and kube-apiserver; the control-plane script then adds
+// kube-controller-manager alone). A failure here does not stop the run: the tests that need a binary
+// then fail with a message saying how to get it.
+//
+// One after the other on small machines, in parallel chains on larger ones. A `go build` already
+// compiles as many packages at once as there are cores (-p defaults to GOMAXPROCS), so on 2 cores
+// one build keeps both busy and a second one would only share them, and hold more memory. With 4 or
+// more cores the builds' serial stretches (linking, the largest packages, downloads) leave cores
+// idle that an independent build can use. kwok's script stays after the control plane's: its
+// kube-scheduler reuses the k8s.io/kubernetes packages that build leaves in the Go build cache,
+// which two builds at once would both compile.
+import { spawn, spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -18,25 +28,45 @@ const exported = {
   'scripts/tool-binaries': 'IMPERSYNC_TOOLS_DIR',
   'scripts/registry-binary': 'IMPERSYNC_REGISTRY_DIR',
 };
+const chains = [
+  ['scripts/control-plane-binaries', 'scripts/kwok-binary'],
+  ['scripts/tool-binaries'],
+  ['scripts/registry-binary'],
+];
+const parallel = availableParallelism() >= 4;
 const env = { ...process.env };
-for (const script of [
-  'scripts/control-plane-binaries',
-  'scripts/tool-binaries',
-  'scripts/kwok-binary',
-  'scripts/registry-binary',
-]) {
+
+function prepare(script) {
   const started = Date.now();
-  const built = spawnSync('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  if (built.status === 0) {
-    const folder = built.stdout.trim().split('\n').pop();
-    if (exported[script]) env[exported[script]] ??= folder;
-    process.stderr.write(`run-tests: ${script} ready in ${seconds} s: ${folder}\n`);
-  } else {
-    process.stderr.write(
-      `run-tests: ${script} failed after ${seconds} s; the tests that need it will fail and say how to get it\n`,
-    );
-  }
+  return new Promise((resolve) => {
+    let stdout = '';
+    const child = spawn('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+    child.on('error', (err) => process.stderr.write(`run-tests: ${script}: ${err.message}\n`));
+    child.on('close', (code) => {
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      const folder = stdout.trim().split('\n').pop();
+      if (code === 0 && folder) {
+        if (exported[script]) env[exported[script]] ??= folder;
+        process.stderr.write(`run-tests: ${script} ready in ${seconds} s: ${folder}\n`);
+      } else {
+        process.stderr.write(
+          `run-tests: ${script} failed after ${seconds} s; the tests that need it will fail and say how to get it\n`,
+        );
+      }
+      resolve();
+    });
+  });
+}
+
+if (parallel) {
+  await Promise.all(
+    chains.map(async (chain) => {
+      for (const script of chain) await prepare(script);
+    }),
+  );
+} else {
+  for (const script of chains.flat()) await prepare(script);
 }
 
 const args = [

@@ -1,6 +1,8 @@
 // Finding etcd, kube-apiserver and kube-controller-manager. The script scripts/control-plane-binaries
 // owns the rules (KUBEBUILDER_ASSETS first, then a cached build, then a build with Go) and the
-// pinned versions; this module runs it and turns its failure into an actionable error.
+// pinned versions; this module runs it for the binaries a caller needs (the demo of `npm start`
+// needs no controller manager, so a first run builds none) and turns its failure into an
+// actionable error.
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +10,11 @@ import { fileURLToPath } from 'node:url';
 
 export const binaryNames = ['etcd', 'kube-apiserver', 'kube-controller-manager'] as const;
 export type BinaryName = (typeof binaryNames)[number];
-export type Binaries = Record<BinaryName, string> & { dir: string };
+/** Paths of the binaries asked for; kube-controller-manager only when it was. */
+export type Binaries = { dir: string; etcd: string; 'kube-apiserver': string; 'kube-controller-manager'?: string };
+
+/** What a control plane without kube-controller-manager (`npm start`'s demo) runs. */
+export const withoutControllerManager = ['etcd', 'kube-apiserver'] as const satisfies readonly BinaryName[];
 
 /** The script's path, the same from src/controlplane/ and from dist/controlplane/. */
 export const binariesScript = fileURLToPath(new URL('../../scripts/control-plane-binaries', import.meta.url));
@@ -16,12 +22,13 @@ export const binariesScript = fileURLToPath(new URL('../../scripts/control-plane
 export const howToGetBinaries = [
   'etcd, kube-apiserver and kube-controller-manager are needed to run the local control plane.',
   `Get them with: ${binariesScript}  (builds them with Go 1.24+ from the Go module proxy into`,
-  '~/.cache/impersync/control-plane/, once: 15-30 minutes on 2 cores, seconds to check afterwards),',
-  'or set KUBEBUILDER_ASSETS to a folder that holds all three (the envtest convention).',
+  '~/.cache/impersync/control-plane/, once: 4-15 minutes on 2 cores, seconds to check afterwards;',
+  'name the ones you need, e.g. etcd kube-apiserver), or set KUBEBUILDER_ASSETS to a folder that holds',
+  'them (the envtest convention).',
 ].join('\n');
 
-function missingIn(dir: string): BinaryName[] {
-  return binaryNames.filter((name) => {
+function missingIn(dir: string, names: readonly BinaryName[]): BinaryName[] {
+  return names.filter((name) => {
     try {
       accessSync(join(dir, name), constants.X_OK);
       return false;
@@ -31,8 +38,8 @@ function missingIn(dir: string): BinaryName[] {
   });
 }
 
-export function binariesIn(dir: string): Binaries {
-  const missing = missingIn(dir);
+export function binariesIn(dir: string, names: readonly BinaryName[] = binaryNames): Binaries {
+  const missing = missingIn(dir, [...new Set([...withoutControllerManager, ...names])]);
   if (missing.length > 0) {
     throw new Error(`${dir} lacks ${missing.join(', ')}.\n${howToGetBinaries}`);
   }
@@ -40,11 +47,15 @@ export function binariesIn(dir: string): Binaries {
     dir,
     etcd: join(dir, 'etcd'),
     'kube-apiserver': join(dir, 'kube-apiserver'),
-    'kube-controller-manager': join(dir, 'kube-controller-manager'),
+    ...(names.includes('kube-controller-manager')
+      ? { 'kube-controller-manager': join(dir, 'kube-controller-manager') }
+      : {}),
   };
 }
 
 export type LocateOptions = {
+  /** The binaries needed (default: all three); only these are built when missing. */
+  names?: readonly BinaryName[];
   /** Where the script's progress goes while it builds; by default this process's stderr. */
   onProgress?: (chunk: string) => void;
   env?: NodeJS.ProcessEnv;
@@ -52,13 +63,15 @@ export type LocateOptions = {
 };
 
 /**
- * Returns the folder with the three binaries, building them if needed (the script serialises
- * concurrent builds with a lock, so parallel test files wait for one build).
+ * Returns the folder with the binaries asked for, building them if needed (the script serialises
+ * concurrent builds with a lock, so parallel test files wait for one build). The script's progress
+ * (a line at least every 30 s during a build) goes to `onProgress`.
  */
 export async function locateBinaries(opts: LocateOptions = {}): Promise<Binaries> {
+  const names = opts.names ?? binaryNames;
   const env = opts.env ?? process.env;
   const assets = env['KUBEBUILDER_ASSETS'];
-  if (assets && missingIn(assets).length === 0) return binariesIn(assets);
+  if (assets && missingIn(assets, names).length === 0) return binariesIn(assets, names);
 
   const script = opts.script ?? binariesScript;
   const onProgress = opts.onProgress ?? ((chunk: string) => process.stderr.write(chunk));
@@ -66,7 +79,7 @@ export async function locateBinaries(opts: LocateOptions = {}): Promise<Binaries
     (resolve) => {
       let out = '';
       let err = '';
-      const child = spawn(script, [], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(script, [...names], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       child.stdout.setEncoding('utf8').on('data', (d: string) => {
         out += d;
       });
@@ -83,5 +96,5 @@ export async function locateBinaries(opts: LocateOptions = {}): Promise<Binaries
     const tail = stderr.trim().split('\n').slice(-15).join('\n');
     throw new Error(`${script} failed (exit ${code ?? 'error'}):\n${tail}\n\n${howToGetBinaries}`);
   }
-  return binariesIn(dir);
+  return binariesIn(dir, names);
 }

@@ -1,14 +1,15 @@
 // Starts and stops one local Kubernetes control plane: etcd, kube-apiserver (RBAC, ServiceAccount
-// tokens, static-token identities, audit log) and kube-controller-manager, on free loopback ports,
-// with all state in one folder. Used by the test harness and by `impersync cluster`.
+// tokens, static-token identities, audit log) and kube-controller-manager (unless asked not to), on
+// free loopback ports, with all state in one folder. Used by the test harness, by `impersync cluster`
+// and, without the controller manager, by the demo of `impersync run`.
 import { generateKeyPair, X509Certificate } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Binaries, BinaryName } from './binaries.ts';
-import { locateBinaries } from './binaries.ts';
+import type { Binaries } from './binaries.ts';
+import { binaryNames, howToGetBinaries, locateBinaries, withoutControllerManager } from './binaries.ts';
 import { installCrds } from './crds.ts';
 import type { Ports } from './flags.ts';
 import { apiserverArgs, controllerManagerArgs, etcdArgs } from './flags.ts';
@@ -40,6 +41,12 @@ export type ControlPlaneOptions = {
   keepDir?: boolean;
   /** Default: located (and built if needed) by scripts/control-plane-binaries. */
   binaries?: Binaries;
+  /**
+   * Run kube-controller-manager: namespaces finish deleting, owner references cascade, Deployments
+   * get ReplicaSets, ServiceAccount token Secrets are filled. Default: true. Without it the binary is
+   * neither needed nor built (the demo of `impersync run`, whose objects need none of that).
+   */
+  controllerManager?: boolean;
   /** More static-token users besides the admin and the controller identity. */
   users?: StaticUser[];
   /** Install deploy/crds/ and wait until Established. Default: true. */
@@ -103,7 +110,11 @@ function removeAtExit(dir: string): void {
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const started = performance.now();
-  const binaries = opts.binaries ?? (await locateBinaries());
+  const controllerManager = opts.controllerManager ?? true;
+  const binaries =
+    opts.binaries ?? (await locateBinaries({ names: controllerManager ? binaryNames : withoutControllerManager }));
+  if (controllerManager && !binaries['kube-controller-manager'])
+    throw new Error(`${binaries.dir}: no kube-controller-manager was given.\n${howToGetBinaries}`);
   const nodeBinaries = (opts.nodes ?? 0) > 0 ? (opts.nodeBinaries ?? (await locateNodeBinaries())) : undefined;
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'impersync-cp-')));
   const keepDir = opts.keepDir ?? opts.dir !== undefined;
@@ -186,7 +197,7 @@ async function startOnce(
     processes.push(p);
     return p;
   };
-  const start = (name: BinaryName, args: string[]) => startNamed(name, binaries[name], args);
+  const start = (name: 'etcd' | 'kube-apiserver', args: string[]) => startNamed(name, binaries[name], args);
 
   let halted: Promise<void> | undefined;
   const halt = () => {
@@ -230,19 +241,22 @@ async function startOnce(
       if (!user) throw new Error(`no static user ${userName}; known: ${[...byName.keys()].join(', ')}`);
       return kubeconfigYaml({ server, caPem, name: userName, token: user.token, ...o });
     };
-    await writeFile(l.controllerManagerKubeconfig, kubeconfig(controllerManagerUser.name), { mode: 0o600 });
-    const kcm = start('kube-controller-manager', controllerManagerArgs(l, ports));
     const crdsInstalled = opts.crds === false ? Promise.resolve([]) : installCrds(admin, { timeoutMs });
-    // Its serving certificate is self-signed, and /healthz needs no credential.
-    const kcmServer = `https://127.0.0.1:${ports.controllerManager}`;
-    await waitFor(kcm, 'kube-controller-manager to become healthy (/healthz)', timeoutMs, async () => {
-      const res = await sendRequest(
-        kcmServer,
-        { rejectUnauthorized: false, agent: false },
-        { path: '/healthz', timeoutMs: 5000 },
-      ).catch(() => undefined);
-      return res?.status === 200;
-    });
+    const kcmBinary = opts.controllerManager === false ? undefined : binaries['kube-controller-manager'];
+    if (kcmBinary) {
+      await writeFile(l.controllerManagerKubeconfig, kubeconfig(controllerManagerUser.name), { mode: 0o600 });
+      const kcm = startNamed('kube-controller-manager', kcmBinary, controllerManagerArgs(l, ports));
+      // Its serving certificate is self-signed, and /healthz needs no credential.
+      const kcmServer = `https://127.0.0.1:${ports.controllerManager}`;
+      await waitFor(kcm, 'kube-controller-manager to become healthy (/healthz)', timeoutMs, async () => {
+        const res = await sendRequest(
+          kcmServer,
+          { rejectUnauthorized: false, agent: false },
+          { path: '/healthz', timeoutMs: 5000 },
+        ).catch(() => undefined);
+        return res?.status === 200;
+      });
+    }
     await crdsInstalled;
     if (opts.nodeBinaries && (opts.nodes ?? 0) > 0) {
       await startNodes({

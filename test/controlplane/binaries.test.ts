@@ -1,13 +1,18 @@
-// Finding the control-plane binaries: KUBEBUILDER_ASSETS, the cache, the build lock, and the
-// message when none can be had (src/controlplane/binaries.ts, scripts/control-plane-binaries).
+// Finding the control-plane binaries: KUBEBUILDER_ASSETS, the cache, the build lock, only the ones
+// asked for, progress during a build (with a fake `go`), and the message when none can be had (src/controlplane/binaries.ts, scripts/control-plane-binaries).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { binariesScript, binaryNames, locateBinaries } from '../../src/controlplane/binaries.ts';
+import {
+  binariesScript,
+  binaryNames,
+  locateBinaries,
+  withoutControllerManager,
+} from '../../src/controlplane/binaries.ts';
 
 const root = await mkdtemp(join(tmpdir(), 'binaries-test-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -160,4 +165,96 @@ test('while another build holds the lock, the script waits for it and then uses 
     clearTimeout(fallback);
     writeFileSync(goOn, '');
   }
+});
+
+/**
+ * A `go` that builds in a blink: it answers the script's module commands, and `go build -o DIR/
+ * PKG...` writes a binary per package that reports `version`, after `seconds`. Its arguments go to
+ * `log`, one call per line.
+ */
+async function fakeGo(dir: string, log: string, version: string, seconds = 0): Promise<string> {
+  const bin = join(dir, 'fake-go-bin');
+  await mkdir(bin, { recursive: true });
+  const gomod = join(dir, 'upstream.go.mod');
+  await writeFile(gomod, 'module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n)\n');
+  await writeFile(
+    join(bin, 'go'),
+    `#!/bin/bash
+echo "$*" >> '${log}'
+case "$1 $2" in
+  "mod download") printf '{\\n\\t"GoMod": "%s",\\n}\\n' '${gomod}' ;;
+  build*)
+    sleep ${seconds}
+    out=""; prev=""
+    for a in "$@"; do
+      if [ "$prev" = -o ]; then out="$a"
+      elif [ "$a" = . ]; then printf '#!/bin/sh\\necho etcd\\n' > "$out"; chmod +x "$out"
+      elif [[ "$a" == k8s.io/kubernetes/cmd/* ]]; then
+        printf '#!/bin/sh\\necho "Kubernetes ${version}"\\n' > "$out/\${a##*/}"; chmod +x "$out/\${a##*/}"
+      fi
+      prev="$a"
+    done ;;
+esac
+`,
+  );
+  await chmod(join(bin, 'go'), 0o755);
+  return bin;
+}
+
+test("npm start's demo asks for etcd and kube-apiserver: only those are built, and no kube-controller-manager is returned", async () => {
+  const cache = join(root, 'demo-cache');
+  const log = join(root, 'demo-go.log');
+  const env = {
+    PATH: `${await fakeGo(root, log, 'v9.9.9')}:${process.env['PATH']}`,
+    HOME: root,
+    IMPERSYNC_CACHE: cache,
+    IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
+    IMPERSYNC_ETCD_VERSION: 'v6.6.6',
+  };
+  const found = await locateBinaries({ ...quiet, env, names: withoutControllerManager });
+  const out = join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v6.6.6');
+  assert.deepEqual(found, { dir: out, etcd: join(out, 'etcd'), 'kube-apiserver': join(out, 'kube-apiserver') });
+  const builds = (await readFile(log, 'utf8')).split('\n').filter((l) => l.startsWith('build '));
+  assert.equal(builds.length, 2, builds.join('\n'));
+  assert.match(builds[0] ?? '', / k8s\.io\/kubernetes\/cmd\/kube-apiserver$/);
+  assert.doesNotMatch(builds.join('\n'), /kube-controller-manager/);
+  assert.equal(existsSync(join(out, 'kube-controller-manager')), false);
+
+  // The test suite then asks for all three: kube-controller-manager alone is built, beside the others.
+  await writeFile(log, '');
+  const all = await locateBinaries({ ...quiet, env });
+  assert.equal(all['kube-controller-manager'], join(out, 'kube-controller-manager'));
+  const more = (await readFile(log, 'utf8')).split('\n').filter((l) => l.startsWith('build '));
+  assert.equal(more.length, 1, more.join('\n'));
+  assert.match(more[0] ?? '', / -o \S+\/ k8s\.io\/kubernetes\/cmd\/kube-controller-manager$/);
+  // And once all are there, asking again builds nothing.
+  await writeFile(log, '');
+  await locateBinaries({ ...quiet, env });
+  assert.equal(await readFile(log, 'utf8'), '');
+});
+
+test('a build that takes a while shows the step and the time so far on the progress channel', async () => {
+  const cache = join(root, 'slow-cache');
+  const progress: string[] = [];
+  const env = {
+    PATH: `${await fakeGo(root, join(root, 'slow-go.log'), 'v9.9.9', 1)}:${process.env['PATH']}`,
+    HOME: root,
+    IMPERSYNC_CACHE: cache,
+    IMPERSYNC_KUBERNETES_VERSION: 'v9.9.9',
+    IMPERSYNC_ETCD_VERSION: 'v5.5.5',
+    IMPERSYNC_PROGRESS_INTERVAL: '0.3',
+  };
+  // etcd is there already: the one build is kube-apiserver's, slowed to a second.
+  await fakeBinaries(join(cache, 'control-plane', 'kubernetes-v9.9.9-etcd-v5.5.5'), ['etcd']);
+  await locateBinaries({ env, names: withoutControllerManager, onProgress: (c) => progress.push(c) });
+  const text = progress.join('');
+  assert.match(text, /control-plane-binaries: building kube-apiserver v9\.9\.9 \(.* min on 2 cores.*\)\n/);
+  assert.match(text, /control-plane-binaries: still building kube-apiserver v9\.9\.9: \d+ s so far, \d+ s in all \(/);
+  assert.match(text, /control-plane-binaries: built kube-apiserver in \d+ s\n/);
+});
+
+test('an unknown binary name is refused', async () => {
+  const r = spawnSync('bash', [binariesScript, 'kubelet'], { encoding: 'utf8', env: { PATH: await pathWithoutGo() } });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /unknown binary 'kubelet'; this script provides etcd kube-apiserver kube-controller-manager/);
 });

@@ -1,11 +1,11 @@
 // `impersync run` with no flag and no in-cluster environment: the README's first command. It must
-// start a local control plane, install the examples, sync the one whose ServiceAccount may deploy,
-// print which ServiceAccount it synced as and which Applications were refused and why, and stop
-// everything on SIGINT.
+// start a local control plane (etcd and kube-apiserver: the demo needs no controller manager),
+// install the examples, sync the one whose ServiceAccount may deploy, print which ServiceAccount it
+// synced as and which Applications were refused and why, and stop everything on SIGINT.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +64,12 @@ test(
         out,
         /✖ argocd\/guestbook-dev refused: ServiceAccount guestbook-dev:guestbook-generic-deployer may not: /,
       );
+      // The demo needs no kube-controller-manager, so a first run neither builds nor starts one.
+      assert.match(
+        out,
+        /^impersync: no cluster given: starting a local control plane \(etcd, kube-apiserver\)\.\.\.$/m,
+      );
+      assert.deepEqual((await readdir(path.join(cwd, '.state/run/logs'))).sort(), ['etcd.log', 'kube-apiserver.log']);
       child.kill('SIGINT');
       assert.equal(await exited, 0, `exit status; stderr:\n${err.slice(-2000)}`);
       assert.match(out, /impersync: stopping/);
