@@ -2,7 +2,7 @@
 // where it ranks: argocd-cm keys > the operator's folder > the default library > built-in checks,
 // per kind, as Argo CD ranks an argocd-cm customization above its bundled script.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -80,4 +80,9 @@ test('where the default library is found: the variable, else the download cache 
   const cached = join(root, 'health-scripts', `argo-cd-${ARGOCD_HEALTH_VERSION}`);
   await mkdir(cached, { recursive: true });
   assert.equal(defaultHealthScriptsDir({ IMPERSYNC_CACHE: root }), cached);
+});
+
+test('the code and scripts/health-scripts pin the same Argo CD release', async () => {
+  const script = await readFile(new URL('../../scripts/health-scripts', import.meta.url), 'utf8');
+  assert.equal(/ARGOCD_VERSION="\$\{IMPERSYNC_ARGOCD_VERSION:-(v[0-9.]+)\}"/.exec(script)?.[1], ARGOCD_HEALTH_VERSION);
 });
