@@ -53,7 +53,8 @@ function asObject(doc: RawDocument): Result<KubeObject> {
   return { ok: true, value: o as unknown as KubeObject };
 }
 
-async function readSettings(file: string, io: CommandIO): Promise<Result<Record<string, string>>> {
+/** The data of the first ConfigMap in an argocd-cm file, as --argocd-cm reads it. */
+export async function readSettings(file: string, io: CommandIO): Promise<Result<Record<string, string>>> {
   const docs = await readDocuments([file], io);
   if (!docs.ok) return docs;
   const cm = docs.value.find((d) => d.object.kind === 'ConfigMap');
@@ -100,6 +101,8 @@ export interface AssessFilesOptions {
   files: readonly string[];
   /** The argocd-cm file whose customizations apply. */
   argocdCm?: string | undefined;
+  /** That file's data, when already read with readSettings (several calls with one file). */
+  settings?: Record<string, string> | undefined;
   /** The default library of Argo CD's bundled checks (default: defaultHealthScriptsDir()). */
   defaultLibraryDir?: string | undefined;
   /** Runs the Lua checks; the caller closes it. */
@@ -112,7 +115,11 @@ export interface AssessFilesOptions {
 /** The health of every object in the files, in input order, as `impersync health` reports it. */
 export async function assessFiles(opts: AssessFilesOptions): Promise<Result<HealthReport[]>> {
   const { argocdCm: cmFile, io } = opts;
-  const data: Result<Record<string, string>> = cmFile ? await readSettings(cmFile, io) : { ok: true, value: {} };
+  const data: Result<Record<string, string>> = opts.settings
+    ? { ok: true, value: opts.settings }
+    : cmFile
+      ? await readSettings(cmFile, io)
+      : { ok: true, value: {} };
   if (!data.ok) return data;
   const customizations = readHealthCustomizations(data.value);
   if (customizations.error) return { ok: false, error: `${cmFile}: ${customizations.error}` };

@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { assessFiles } from '../../src/cli/health.ts';
+import { assessFiles, readSettings } from '../../src/cli/health.ts';
 import type { CommandIO } from '../../src/cli/io.ts';
-import { HealthLibraries, LuaRunner } from '../../src/sync/index.ts';
+import { DEFAULT_BUDGET, HealthLibraries, LuaRunner } from '../../src/sync/index.ts';
+import type { LuaRunResult } from '../../src/sync/health/lua/vm.ts';
 import type { SuiteCase } from '../support/health-scripts.ts';
 import { argocdCmOf, healthScriptsDir, suiteCases } from '../support/health-scripts.ts';
 import { writeFiles } from './helpers.ts';
@@ -18,7 +19,16 @@ const MIN_PASSING = 1110;
 
 let dir: string;
 let cases: SuiteCase[];
-const runner = new LuaRunner();
+/** Records the most instructions any bundled check executed, to hold against the budget. */
+class MeasuringRunner extends LuaRunner {
+  most = 0;
+  override async run(script: string, useOpenLibs: boolean, obj: unknown): Promise<LuaRunResult> {
+    const r = await super.run(script, useOpenLibs, obj);
+    this.most = Math.max(this.most, r.instructions ?? 0);
+    return r;
+  }
+}
+const runner = new MeasuringRunner();
 // The default library read once, as one controller reads it, not once per case.
 const libraries = new HealthLibraries();
 before(() => {
@@ -45,7 +55,11 @@ async function isDeleting(file: string): Promise<boolean> {
 }
 
 /** Each case that does not give Argo CD's status and message, with what impersync gave. */
-async function differing(opts: { argocdCm?: string; defaultLibraryDir?: string }): Promise<Difference[]> {
+async function differing(opts: {
+  argocdCm?: string;
+  settings?: Record<string, string>;
+  defaultLibraryDir?: string | undefined;
+}): Promise<Difference[]> {
   const out: Difference[] = [];
   for (const c of cases) {
     const r = await assessFiles({ files: [c.input], runner, libraries, io: quiet, ...opts });
@@ -80,6 +94,17 @@ test("with no argocd-cm, the default library gives Argo CD's status and message 
 });
 
 test('with the scripts supplied through an argocd-cm file (and no default library), the same', async () => {
-  const files = writeFiles({ 'argocd-cm.yaml': argocdCmOf(dir) });
-  check('argocd-cm', await differing({ argocdCm: files['argocd-cm.yaml'] as string, defaultLibraryDir: undefined }));
+  const file = writeFiles({ 'argocd-cm.yaml': argocdCmOf(dir) })['argocd-cm.yaml'] as string;
+  // Read once as --argocd-cm reads it, not once per case: the file holds every script.
+  const settings = await readSettings(file, quiet);
+  assert.ok(settings.ok, settings.ok ? '' : settings.error);
+  check('argocd-cm', await differing({ argocdCm: file, settings: settings.value, defaultLibraryDir: undefined }));
+});
+
+test('no bundled check comes near the instruction budget: a busy machine cannot make one fail', () => {
+  assert.ok(runner.most > 0, 'no case reported the instructions it executed');
+  process.stderr.write(
+    `the costliest case executed about ${runner.most} instructions of ${DEFAULT_BUDGET.instructions}\n`,
+  );
+  assert.ok(runner.most * 1000 <= DEFAULT_BUDGET.instructions, `${runner.most} instructions`);
 });

@@ -43,8 +43,12 @@ const T = { nil: 0, boolean: 1, number: 3, string: 4, table: 5 } as const;
 const TYPE_NAMES = ['nil', 'boolean', 'userdata', 'number', 'string', 'table', 'function', 'userdata', 'thread'];
 const LUA_MULTRET = -1;
 const MASK_COUNT = 8;
-/** The hook counts instructions, and looks at the clock, every this many VM instructions. */
-const HOOK_EVERY = 1000;
+/**
+ * The hook counts instructions, and looks at the clock, every this many VM instructions: often
+ * enough that a run's count says something about short scripts too, rarely enough that a run of
+ * the whole budget spends little of its time in the hook.
+ */
+const HOOK_EVERY = 100;
 const PRINT_LINES = 100;
 const PRINT_CHARS = 2000;
 const MARSHAL = 'json: error calling MarshalJSON for type json.jsonValue: ';
