@@ -1,6 +1,7 @@
 // `impersync health`: the health of every object in the files, exactly as the controller assesses
-// it (built-in checks, and the Lua customizations of an argocd-cm file), so that an admin can try
-// a Lua check before rolling it out (Argo CD: `argocd admin settings resource-overrides health`).
+// it (built-in checks, Argo CD's bundled checks, the Lua customizations of an argocd-cm file), so
+// that an admin can try a Lua check before rolling it out (Argo CD: `argocd admin settings
+// resource-overrides health`).
 // Exit 0 when every object was assessed, 2 when the input is unusable.
 import { parseConfigMap } from '../api/index.ts';
 import type { KubeObject } from '../api/index.ts';
@@ -14,8 +15,10 @@ import { processIO, type CommandIO } from './io.ts';
 export const HEALTH_USAGE = `usage: impersync health -f FILE [-f FILE ...] [--argocd-cm FILE] [-o json|text]
 
 Assesses the health of every object in the files as the controller would: Argo CD's built-in
-checks, and the Lua checks of resource.customizations in the given argocd-cm (and of the folder
-its impersync.health.customizationsDir names). What a Lua check prints goes to stderr.
+checks, the Lua checks Argo CD bundles (the default library: IMPERSYNC_HEALTH_SCRIPTS_DIR, or
+scripts/health-scripts' download; 'none' for none), and the Lua checks of resource.customizations
+in the given argocd-cm (and of the folder its impersync.health.customizationsDir names), which win.
+Any object with an apiVersion and a kind is assessed. What a Lua check prints goes to stderr.
 
   -f, --filename FILE   YAML or JSON documents, several per file; '-' reads stdin
       --argocd-cm FILE  the argocd-cm ConfigMap whose customizations apply (default: none)
