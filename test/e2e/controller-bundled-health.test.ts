@@ -114,7 +114,7 @@ test("a wave waits for a cert-manager Certificate that Argo CD's bundled check f
     'waiting for healthy state of cert-manager.io/Certificate/web',
   );
 
-  await setReady('True', 'Certificate is up to date and has not expired');
+  await setReady('True', 'the certificate was issued');
   const synced = await waitForApp(
     cp,
     'certs',
@@ -125,7 +125,7 @@ test("a wave waits for a cert-manager Certificate that Argo CD's bundled check f
   // Argo CD writes a resource's health as status and message only.
   assert.deepEqual(resourceHealth(synced, 'Certificate'), {
     status: 'Healthy',
-    message: 'Certificate is up to date and has not expired',
+    message: 'the certificate was issued',
   });
   assert.match(health(synced)?.lastTransitionTime ?? '', /^\d{4}-\d\d-\d\dT/);
 });
@@ -134,7 +134,7 @@ test('a Certificate that is not Ready degrades its Application through the bundl
   const before = health(await getApp(cp, 'certs'));
   assert.equal(before?.status, 'Healthy');
   await sleep(1100); // lastTransitionTime has a resolution of one second
-  await setReady('False', 'Issuing certificate as Secret does not exist');
+  await setReady('False', 'the issuer refused the request');
   const degraded = await waitForApp(
     cp,
     'certs',
@@ -149,7 +149,7 @@ test('a Certificate that is not Ready degrades its Application through the bundl
   );
   assert.deepEqual(resourceHealth(degraded, 'Certificate'), {
     status: 'Degraded',
-    message: 'Issuing certificate as Secret does not exist',
+    message: 'the issuer refused the request',
   });
   // The same code again (another message): the time stays.
   await setReady('False', 'the issuer is not ready');

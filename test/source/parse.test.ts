@@ -130,9 +130,9 @@ describe('parseManifests', () => {
       cm('q').trimEnd(),
       'status:',
       '  conditions:',
-      "    - message: '0/3 clusters didn''t match the placement",
-      '      cluster affinity',
-      "constraint.'",
+      "    - message: 'a long message that doesn''t fit",
+      '      on one line',
+      "goes on at the left margin.'",
       '      reason: "first \\',
       '  second"',
       '      type: Scheduled',
@@ -142,7 +142,7 @@ describe('parseManifests', () => {
     assert.deepEqual((p?.object as unknown as { status: unknown }).status, {
       conditions: [
         {
-          message: "0/3 clusters didn't match the placement cluster affinity constraint.",
+          message: "a long message that doesn't fit on one line goes on at the left margin.",
           reason: 'first second',
           type: 'Scheduled',
         },
