@@ -1,7 +1,10 @@
 # syntax=docker/dockerfile:1
-# The impersync controller image. Three stages:
+# The impersync controller image. Its stages:
 #   tools:   helm and kustomize built with Go from the Go module proxy, at the versions
 #            scripts/tool-binaries pins (renders in the cluster match renders in the tests);
+#   health:  Argo CD's bundled health checks (resource_customizations/**/health.lua) from the
+#            release scripts/health-scripts pins, its Go module zip checked against its sha256:
+#            the controller's default health library;
 #   build:   the TypeScript compiled to dist/ (npm ci with dev dependencies, npm run build);
 #   runtime: Node.js 24 (slim), git, tini, the production node_modules and dist/. Runs as uid 65532.
 #
@@ -31,6 +34,21 @@ RUN go install -trimpath \
       -ldflags="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${KUSTOMIZE_VERSION}" \
       "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}" \
  && /out/helm version --short && /out/kustomize version
+
+FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS health
+# The Go module proxy to download from (the script takes GOPROXY's first entry).
+ARG GOPROXY
+# unzip for the module zip (curl, sha256sum and flock are in the image already).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends unzip \
+ && rm -rf /var/lib/apt/lists/*
+COPY scripts/health-scripts /src/scripts/health-scripts
+# Only the scripts go into the image: Argo CD's test tables and test data stay behind.
+RUN dir="$(IMPERSYNC_CACHE=/cache bash /src/scripts/health-scripts | tail -n 1)" \
+ && mkdir -p /out \
+ && cp -r "$dir" /out/health-scripts \
+ && find /out/health-scripts \( -name testdata -o -name health_test.yaml \) -prune -exec rm -rf {} + \
+ && test -f /out/health-scripts/cert-manager.io/Certificate/health.lua
 
 FROM node:${NODE_VERSION}-${DEBIAN_RELEASE} AS build
 WORKDIR /src
@@ -62,6 +80,7 @@ RUN apt-get update \
  && mkdir -p /var/cache/impersync \
  && chown 65532:65532 /var/cache/impersync
 COPY --from=tools /out/helm /out/kustomize /usr/local/bin/
+COPY --from=health /out/health-scripts /usr/share/impersync/health-scripts
 WORKDIR /app
 COPY --from=deps /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
@@ -72,6 +91,7 @@ ENV NODE_ENV=production \
     IMPERSYNC_CACHE_DIR=/var/cache/impersync \
     XDG_CACHE_HOME=/var/cache/impersync \
     IMPERSYNC_TOOLS_DIR=/usr/local/bin \
+    IMPERSYNC_HEALTH_SCRIPTS_DIR=/usr/share/impersync/health-scripts \
     HELM_CACHE_HOME=/var/cache/impersync/helm/cache \
     HELM_CONFIG_HOME=/var/cache/impersync/helm/config \
     HELM_DATA_HOME=/var/cache/impersync/helm/data \

@@ -3,9 +3,10 @@
 // Test files are TypeScript, run directly by Node 24's type stripping.
 //
 // The binaries the tests need (control plane; helm and kustomize for rendering; kwok and
-// kube-scheduler for simulated nodes; the distribution registry for the OCI tests) are obtained first,
-// each once, so that a fresh machine builds them with their progress visible instead of inside a
-// test (`npm start` builds only etcd and kube-apiserver; the control-plane script then adds
+// kube-scheduler for simulated nodes; the distribution registry for the OCI tests; Argo CD's bundled
+// health checks, the controller's default library and their test suite) are obtained first, each
+// once, so that a fresh machine builds them with their progress visible instead of inside a test
+// (`npm start` builds only etcd and kube-apiserver; the control-plane script then adds
 // kube-controller-manager alone). A failure here does not stop the run: the tests that need a binary
 // then fail with a message saying how to get it.
 //
@@ -27,11 +28,13 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const exported = {
   'scripts/tool-binaries': 'IMPERSYNC_TOOLS_DIR',
   'scripts/registry-binary': 'IMPERSYNC_REGISTRY_DIR',
+  'scripts/health-scripts': 'IMPERSYNC_HEALTH_SCRIPTS_DIR',
 };
 const chains = [
   ['scripts/control-plane-binaries', 'scripts/kwok-binary'],
   ['scripts/tool-binaries'],
   ['scripts/registry-binary'],
+  ['scripts/health-scripts'],
 ];
 const parallel = availableParallelism() >= 4;
 const env = { ...process.env };

@@ -19,6 +19,10 @@ export const HealthStatusSchema = z.looseObject({
 });
 export type HealthStatus = z.infer<typeof HealthStatusSchema>;
 
+/** status.health: Argo CD's AppHealthStatus, the resources' health and when its status code last changed. */
+export const AppHealthStatusSchema = HealthStatusSchema.extend({ lastTransitionTime: z.string().optional() });
+export type AppHealthStatus = z.infer<typeof AppHealthStatusSchema>;
+
 /** Where an operation stands (operationState.phase). Terminating: `argocd app terminate-op` asked it to stop. */
 export const OperationPhaseSchema = z.enum(['Running', 'Terminating', 'Succeeded', 'Failed', 'Error']);
 export type OperationPhase = z.infer<typeof OperationPhaseSchema>;
@@ -193,7 +197,7 @@ export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
 export const ApplicationStatusSchema = z.looseObject({
   sync: SyncStatusSchema.optional(),
-  health: HealthStatusSchema.optional(),
+  health: AppHealthStatusSchema.optional(),
   resources: z.array(ResourceStatusSchema).optional(),
   reconciledAt: z.string().optional(),
   sourceType: z.string().optional(),

@@ -50,6 +50,10 @@ export async function dispatch(argv: string[]): Promise<number> {
     process.stdout.write(usage() + '\n');
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version' || name === 'version') {
+    process.stdout.write((await import('./version.ts')).versionText());
+    return 0;
+  }
   const command = commands[name];
   if (!command) {
     process.stderr.write(`impersync: unknown command '${name}'\n${usage()}\n`);

@@ -1,6 +1,7 @@
 // Reading the documents given with -f: files or `-` (stdin), each any mix of YAML 1.1 and JSON
 // documents (source/parse.ts reads them as kubectl does). Every object keeps its file and document
 // number so that an error can name them.
+import type { ParseOptions } from '../source/parse.ts';
 import { parseManifests } from '../source/parse.ts';
 import type { CommandIO } from './io.ts';
 
@@ -26,6 +27,7 @@ export function describeWhere(where: Where): string {
 export async function readDocuments(
   files: readonly string[],
   io: Pick<CommandIO, 'readFile' | 'readStdin'>,
+  opts: Pick<ParseOptions, 'anyObject'> = {},
 ): Promise<Loaded<RawDocument[]>> {
   const out: RawDocument[] = [];
   let stdinUsed = false;
@@ -51,7 +53,7 @@ export async function readDocuments(
       return { ok: false, error: `${name}: cannot read: ${reason}` };
     }
     try {
-      for (const parsed of parseManifests(text, name)) {
+      for (const parsed of parseManifests(text, name, opts)) {
         out.push({
           object: parsed.object as unknown as Record<string, unknown>,
           where: { file: name, document: parsed.location.document },

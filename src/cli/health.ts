@@ -1,11 +1,12 @@
 // `impersync health`: the health of every object in the files, exactly as the controller assesses
-// it (built-in checks, and the Lua customizations of an argocd-cm file), so that an admin can try
-// a Lua check before rolling it out (Argo CD: `argocd admin settings resource-overrides health`).
+// it (built-in checks, Argo CD's bundled checks, the Lua customizations of an argocd-cm file), so
+// that an admin can try a Lua check before rolling it out (Argo CD: `argocd admin settings
+// resource-overrides health`).
 // Exit 0 when every object was assessed, 2 when the input is unusable.
 import { parseConfigMap } from '../api/index.ts';
 import type { KubeObject } from '../api/index.ts';
-import type { HealthStatus } from '../sync/index.ts';
-import { LuaRunner, createHealthAssessor, readHealthCustomizations } from '../sync/index.ts';
+import type { HealthLibraries, HealthStatus } from '../sync/index.ts';
+import { LuaRunner, createHealthAssessor, defaultHealthScriptsDir, readHealthCustomizations } from '../sync/index.ts';
 import { listFlag, startCommand } from './args.ts';
 import type { RawDocument } from './documents.ts';
 import { describeWhere, readDocuments } from './documents.ts';
@@ -14,8 +15,10 @@ import { processIO, type CommandIO } from './io.ts';
 export const HEALTH_USAGE = `usage: impersync health -f FILE [-f FILE ...] [--argocd-cm FILE] [-o json|text]
 
 Assesses the health of every object in the files as the controller would: Argo CD's built-in
-checks, and the Lua checks of resource.customizations in the given argocd-cm (and of the folder
-its impersync.health.customizationsDir names). What a Lua check prints goes to stderr.
+checks, the Lua checks Argo CD bundles (the default library: IMPERSYNC_HEALTH_SCRIPTS_DIR, or
+scripts/health-scripts' download; 'none' for none), and the Lua checks of resource.customizations
+in the given argocd-cm (and of the folder its impersync.health.customizationsDir names), which win.
+Any object with an apiVersion and a kind is assessed. What a Lua check prints goes to stderr.
 
   -f, --filename FILE   YAML or JSON documents, several per file; '-' reads stdin
       --argocd-cm FILE  the argocd-cm ConfigMap whose customizations apply (default: none)
@@ -53,7 +56,8 @@ function asObject(doc: RawDocument): Result<KubeObject> {
   return { ok: true, value: o as unknown as KubeObject };
 }
 
-async function readSettings(file: string, io: CommandIO): Promise<Result<Record<string, string>>> {
+/** The data of the first ConfigMap in an argocd-cm file, as --argocd-cm reads it. */
+export async function readSettings(file: string, io: CommandIO): Promise<Result<Record<string, string>>> {
   const docs = await readDocuments([file], io);
   if (!docs.ok) return docs;
   const cm = docs.value.find((d) => d.object.kind === 'ConfigMap');
@@ -96,6 +100,54 @@ export function formatHealth(reports: readonly HealthReport[]): string {
     .join('');
 }
 
+export interface AssessFilesOptions {
+  files: readonly string[];
+  /** The argocd-cm file whose customizations apply. */
+  argocdCm?: string | undefined;
+  /** That file's data, when already read with readSettings (several calls with one file). */
+  settings?: Record<string, string> | undefined;
+  /** The default library of Argo CD's bundled checks (default: defaultHealthScriptsDir()). */
+  defaultLibraryDir?: string | undefined;
+  /** Runs the Lua checks; the caller closes it. */
+  runner: LuaRunner;
+  /** Folders of checks already read (several calls in one process); default: read them afresh. */
+  libraries?: HealthLibraries | undefined;
+  io: CommandIO;
+}
+
+/** The health of every object in the files, in input order, as `impersync health` reports it. */
+export async function assessFiles(opts: AssessFilesOptions): Promise<Result<HealthReport[]>> {
+  const { argocdCm: cmFile, io } = opts;
+  const data: Result<Record<string, string>> = opts.settings
+    ? { ok: true, value: opts.settings }
+    : cmFile
+      ? await readSettings(cmFile, io)
+      : { ok: true, value: {} };
+  if (!data.ok) return data;
+  const customizations = readHealthCustomizations(data.value);
+  if (customizations.error) return { ok: false, error: `${cmFile}: ${customizations.error}` };
+  // Any object with an apiVersion and a kind is assessed, metadata or not, as Argo CD's checks do.
+  const docs = await readDocuments(opts.files, io, { anyObject: true });
+  if (!docs.ok) return docs;
+  const objects: Array<{ obj: KubeObject; doc: RawDocument }> = [];
+  for (const doc of docs.value) {
+    const obj = asObject(doc);
+    if (!obj.ok) return obj;
+    objects.push({ obj: obj.value, doc });
+  }
+  const where = new Map(objects.map(({ obj, doc }) => [obj, describeWhere(doc.where)]));
+  const assess = createHealthAssessor({
+    customizations,
+    runner: opts.runner,
+    libraries: opts.libraries,
+    defaultLibraryDir: 'defaultLibraryDir' in opts ? opts.defaultLibraryDir : defaultHealthScriptsDir(),
+    onPrint: (obj, line) => io.stderr(`${where.get(obj) ?? ''}: ${line}\n`),
+  });
+  const reports: HealthReport[] = [];
+  for (const { obj } of objects) reports.push(report(obj, await assess(obj)));
+  return { ok: true, value: reports };
+}
+
 export async function run(argv: string[], io: CommandIO): Promise<number> {
   const flags = startCommand('health', argv, FLAGS, HEALTH_USAGE, io);
   if (flags.done) return flags.code;
@@ -105,30 +157,12 @@ export async function run(argv: string[], io: CommandIO): Promise<number> {
   };
   const files = listFlag(flags.values, 'filename');
   if (files.length === 0) return fail(`-f FILE is required\n${HEALTH_USAGE}`);
-  const cmFile = typeof flags.values['argocd-cm'] === 'string' ? flags.values['argocd-cm'] : undefined;
-  const data: Result<Record<string, string>> = cmFile ? await readSettings(cmFile, io) : { ok: true, value: {} };
-  if (!data.ok) return fail(data.error);
-  const customizations = readHealthCustomizations(data.value);
-  if (customizations.error) return fail(`${cmFile}: ${customizations.error}`);
-  const docs = await readDocuments(files, io);
-  if (!docs.ok) return fail(docs.error);
-  const objects: Array<{ obj: KubeObject; doc: RawDocument }> = [];
-  for (const doc of docs.value) {
-    const obj = asObject(doc);
-    if (!obj.ok) return fail(obj.error);
-    objects.push({ obj: obj.value, doc });
-  }
+  const argocdCm = typeof flags.values['argocd-cm'] === 'string' ? flags.values['argocd-cm'] : undefined;
   const runner = new LuaRunner();
-  const where = new Map(objects.map(({ obj, doc }) => [obj, describeWhere(doc.where)]));
-  const assess = createHealthAssessor({
-    customizations,
-    runner,
-    onPrint: (obj, line) => io.stderr(`${where.get(obj) ?? ''}: ${line}\n`),
-  });
   try {
-    const reports: HealthReport[] = [];
-    for (const { obj } of objects) reports.push(report(obj, await assess(obj)));
-    io.stdout(flags.format === 'json' ? JSON.stringify(reports, null, 2) + '\n' : formatHealth(reports));
+    const reports = await assessFiles({ files, argocdCm, runner, io });
+    if (!reports.ok) return fail(reports.error);
+    io.stdout(flags.format === 'json' ? JSON.stringify(reports.value, null, 2) + '\n' : formatHealth(reports.value));
     return 0;
   } finally {
     await runner.close();

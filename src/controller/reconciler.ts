@@ -30,7 +30,7 @@ import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
-import { mergeConditions, shouldWriteStatus } from './status.ts';
+import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
 
 export interface ReconcilerDeps {
   cache: ControllerCache;
@@ -132,6 +132,7 @@ export class Reconciler {
         conditions: mergeConditions(prev?.conditions, [admission.condition, ...own, ...carriedConditions(prev)], now),
       };
     }
+    next = withHealthTransition(prev, next, now);
     if (shouldWriteStatus(prev, next, this.now().getTime(), this.d.refreshIntervalMs())) {
       await writeStatus(this.d.control, raw, next);
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).

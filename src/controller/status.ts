@@ -20,6 +20,22 @@ export function mergeConditions(prev: AppCondition[] | undefined, next: AppCondi
   });
 }
 
+/**
+ * status.health.lastTransitionTime as Argo CD's persistAppStatus sets it: `now` when the health
+ * status code changed from the stored status, else the stored time (absent stays absent). Resources'
+ * health (status.resources[].health) has no time: Argo CD writes only status and message there.
+ */
+export function withHealthTransition(
+  prev: ApplicationStatus | undefined,
+  next: ApplicationStatus,
+  now: string,
+): ApplicationStatus {
+  if (!next.health) return next;
+  const { lastTransitionTime: _dropped, ...health } = next.health;
+  const at = prev?.health?.status === health.status ? prev.health.lastTransitionTime : now;
+  return { ...next, health: { ...health, ...(at ? { lastTransitionTime: at } : {}) } };
+}
+
 function withoutReconciledAt(s: ApplicationStatus | undefined): Record<string, unknown> {
   const { reconciledAt: _r, ...rest } = s ?? {};
   // Absent and undefined fields are the same thing once serialized.

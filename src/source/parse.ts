@@ -1,12 +1,15 @@
-// Manifests from text: YAML 1.1 as kubectl reads it (`0644` is 420, `yes` is true, merge keys),
-// multi-document, JSON, `List` kinds expanded, empty documents skipped. Every object keeps where it
-// came from; a syntax error names the file and line; a document that is not a Kubernetes object is an
-// error naming the file and the document. Every document is held to the document limits
-// (expand.ts) before it is built: its size and node count, aliases counted at every use, so a
-// tenant's file costs the renderer time and memory in proportion to what it really holds.
+// Manifests from text: YAML 1.1 as kubectl reads it (`0644` is 420, `yes` is true, merge keys; a
+// quoted scalar read to its closing quote as go-yaml reads it, quoted.ts), multi-document, JSON,
+// `List` kinds expanded, empty documents skipped. Every object keeps where it came from; a syntax
+// error names the file and line; a repeated key is refused (DUPLICATE_KEY says why); a document that
+// is not a Kubernetes object is an error naming the file and the document. Every document is held
+// to the document limits (expand.ts) before it is built: its size and node count, aliases counted
+// at every use, so a tenant's file costs the renderer time and memory in proportion to what it
+// really holds.
 import { LineCounter, parseAllDocuments, type Document, type Tags } from 'yaml';
 import type { KubeObject, SourceLocation } from '../api/manifest.ts';
 import { SourceError, formatBytes } from './errors.ts';
+import { isCutShortQuote, withQuotedScalarsReindented } from './quoted.ts';
 import { checkAndExpand, DEFAULT_DOCUMENT_LIMITS, type DocumentLimits, type ExpansionProblem } from './expand.ts';
 
 export interface ParsedObject {
@@ -28,6 +31,14 @@ const DROPPED_TAGS = new Set([
 const kubectlTags = (tags: Tags): Tags =>
   tags.filter((t) => typeof t === 'string' || !(DROPPED_TAGS.has(t.tag) || t.format === 'TIME'));
 
+/**
+ * Stricter than Argo CD on purpose: its YAML library (go-yaml v2, through sigs.k8s.io/yaml) keeps
+ * the last of repeated keys without a word, so a reviewer reading the first one would not see what
+ * is applied.
+ */
+export const DUPLICATE_KEY =
+  'Map keys must be unique (impersync refuses a repeated key: Argo CD would silently use its last value, not the one a reader sees first)';
+
 export interface ParseOptions {
   /**
    * Take each document's file from a leading `# Source: <file>` comment, as `helm template` writes
@@ -36,28 +47,42 @@ export interface ParseOptions {
   sourceComments?: boolean;
   /** The size and node count a document may reach (default DEFAULT_DOCUMENT_LIMITS). */
   limits?: DocumentLimits | undefined;
+  /**
+   * Take any object with an apiVersion and a kind, without metadata or a name (`impersync health`:
+   * Argo CD's checks assess such objects too); manifests to apply always need them.
+   */
+  anyObject?: boolean;
 }
 
 /** Parses a file's text by its name: `.json` as JSON, anything else as YAML 1.1 (which reads JSON too). */
 export function parseManifests(text: string, file: string, opts: ParseOptions = {}): ParsedObject[] {
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
   const limits = opts.limits ?? DEFAULT_DOCUMENT_LIMITS;
-  return file.toLowerCase().endsWith('.json') ? parseJSON(body, file, limits) : parseYAML(body, file, opts, limits);
+  return file.toLowerCase().endsWith('.json')
+    ? parseJSON(body, file, limits, opts.anyObject === true)
+    : parseYAML(body, file, opts, limits);
 }
 
 /** The documents of a YAML 1.1 text, as kubectl's library reads them, and the line counter of their errors. */
 function readDocuments(text: string): { docs: Document.Parsed[]; lines: LineCounter } {
-  const lines = new LineCounter();
-  // Duplicate keys are found by checkAndExpand, in one pass: the parser's own check is quadratic.
-  const docs = parseAllDocuments(text, {
-    version: '1.1',
-    customTags: kubectlTags,
-    prettyErrors: true,
-    uniqueKeys: false,
-    lineCounter: lines,
-  });
-  // `docs` is empty for a file of only comments (an EmptyStream), which is fine: no documents.
-  return { docs: Array.from(docs), lines };
+  const parse = (source: string) => {
+    const lines = new LineCounter();
+    // Duplicate keys are found by checkAndExpand, in one pass: the parser's own check is quadratic.
+    const docs = parseAllDocuments(source, {
+      version: '1.1',
+      customTags: kubectlTags,
+      prettyErrors: true,
+      uniqueKeys: false,
+      lineCounter: lines,
+    });
+    // `docs` is empty for a file of only comments (an EmptyStream), which is fine: no documents.
+    return { docs: Array.from(docs), lines };
+  };
+  const first = parse(text);
+  // A quoted scalar go-yaml reads across less indented lines: read again as go-yaml reads it.
+  if (!first.docs.some((d) => d.errors.some(isCutShortQuote))) return first;
+  const reindented = withQuotedScalarsReindented(text);
+  return reindented === text ? first : parse(reindented);
 }
 
 /**
@@ -86,7 +111,7 @@ function documentValue(
   if (problem?.kind === 'duplicate')
     throw new SourceError(
       'InvalidManifest',
-      `${file}${problem.line === undefined ? '' : `:${problem.line}`}: Map keys must be unique`,
+      `${file}${problem.line === undefined ? '' : `:${problem.line}`}: ${DUPLICATE_KEY}`,
     );
   if (problem) throw overLimit(where, problem, limits);
   try {
@@ -110,7 +135,7 @@ function parseYAML(text: string, file: string, opts: ParseOptions, limits: Docum
       perTemplate.set(commented, n);
       location = { file: commented, document: n };
     }
-    collect(value, location, out);
+    collect(value, location, out, opts.anyObject === true);
   }
   return out;
 }
@@ -127,7 +152,7 @@ export function parseFirstYAMLDocument(text: string, file: string, limits: Docum
   return doc ? (documentValue(doc, lines, file, `${file}: document 1`, limits) ?? null) : null;
 }
 
-function parseJSON(text: string, file: string, limits: DocumentLimits): ParsedObject[] {
+function parseJSON(text: string, file: string, limits: DocumentLimits, anyObject: boolean): ParsedObject[] {
   // JSON has no aliases: its size is its text (a List's items are its documents' objects).
   if (text.length > limits.maxDocumentBytes)
     throw overLimit(`${file}: document 1`, { kind: 'bytes', bytes: text.length }, limits);
@@ -146,26 +171,26 @@ function parseJSON(text: string, file: string, limits: DocumentLimits): ParsedOb
   }
   const out: ParsedObject[] = [];
   if (Array.isArray(value)) {
-    value.forEach((v, i) => collect(v, { file, document: i + 1 }, out));
+    value.forEach((v, i) => collect(v, { file, document: i + 1 }, out, anyObject));
   } else {
-    collect(value, { file, document: 1 }, out);
+    collect(value, { file, document: 1 }, out, anyObject);
   }
   return out;
 }
 
 /** Adds the object(s) one document holds: none when empty, the items of a List, or the object itself. */
-function collect(value: unknown, location: SourceLocation, out: ParsedObject[]): void {
+function collect(value: unknown, location: SourceLocation, out: ParsedObject[], anyObject = false): void {
   if (value === null || value === undefined) return;
   if (isRecord(value) && typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items)) {
     value.items.forEach((item: unknown, i: number) => {
-      out.push({ object: asKubeObject(item, location, `items[${i}] `), location });
+      out.push({ object: asKubeObject(item, location, `items[${i}] `, anyObject), location });
     });
     return;
   }
-  out.push({ object: asKubeObject(value, location, ''), location });
+  out.push({ object: asKubeObject(value, location, '', anyObject), location });
 }
 
-function asKubeObject(value: unknown, loc: SourceLocation, where: string): KubeObject {
+function asKubeObject(value: unknown, loc: SourceLocation, where: string, anyObject: boolean): KubeObject {
   const fail = (why: string): never => {
     throw new SourceError(
       'InvalidManifest',
@@ -178,6 +203,7 @@ function asKubeObject(value: unknown, loc: SourceLocation, where: string): KubeO
     );
   if (typeof value.apiVersion !== 'string' || value.apiVersion === '') return fail('apiVersion is missing');
   if (typeof value.kind !== 'string' || value.kind === '') return fail('kind is missing');
+  if (anyObject) return value as KubeObject;
   const meta = value.metadata;
   if (!isRecord(meta)) return fail(`metadata is missing (${value.kind})`);
   if (typeof meta.name !== 'string' || meta.name === '') {

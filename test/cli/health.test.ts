@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { run } from '../../src/cli/health.ts';
+import { healthScriptsDir } from '../support/health-scripts.ts';
 import { runCommand, writeFiles } from './helpers.ts';
 
 const objects = [
@@ -49,9 +50,30 @@ test('-o json: one entry per object in input order, across files; no status when
   assert.equal(r.stderr, `${f['a.yaml']}: document 2: looking at tls\n`, 'what the check printed, naming its object');
 });
 
-test('without --argocd-cm only the built-in checks apply: the custom resource has no health', async () => {
+/** Runs with IMPERSYNC_HEALTH_SCRIPTS_DIR set to `dir` (undefined: unset), as a user's shell would. */
+async function withScriptsDir<T>(dir: string | undefined, fn: () => Promise<T>): Promise<T> {
+  const before = process.env['IMPERSYNC_HEALTH_SCRIPTS_DIR'];
+  if (dir === undefined) delete process.env['IMPERSYNC_HEALTH_SCRIPTS_DIR'];
+  else process.env['IMPERSYNC_HEALTH_SCRIPTS_DIR'] = dir;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env['IMPERSYNC_HEALTH_SCRIPTS_DIR'];
+    else process.env['IMPERSYNC_HEALTH_SCRIPTS_DIR'] = before;
+  }
+}
+
+test("without --argocd-cm, Argo CD's bundled check assesses the custom resource (the default library)", async () => {
   const f = writeFiles({ 'a.yaml': objects });
-  const r = await runCommand(run, ['-f', f['a.yaml']!, '-o', 'json']);
+  const r = await withScriptsDir(healthScriptsDir(), () => runCommand(run, ['-f', f['a.yaml']!, '-o', 'json']));
+  assert.equal(r.code, 0, r.stderr);
+  const cert = (JSON.parse(r.stdout) as Array<{ status?: string; message?: string }>)[1];
+  assert.deepEqual([cert?.status, cert?.message], ['Degraded', 'expired']);
+});
+
+test('with IMPERSYNC_HEALTH_SCRIPTS_DIR=none only the built-in checks apply: the custom resource has no health', async () => {
+  const f = writeFiles({ 'a.yaml': objects });
+  const r = await withScriptsDir('none', () => runCommand(run, ['-f', f['a.yaml']!, '-o', 'json']));
   assert.equal(r.code, 0);
   assert.equal((JSON.parse(r.stdout) as Array<{ status?: string }>)[1]?.status, undefined);
 });
@@ -104,12 +126,20 @@ test('unusable input is exit 2 with one stderr line naming the file and document
   assert.match(none.stderr, /^impersync health: -f FILE is required/);
 });
 
-test('a document without metadata is unusable input, as for every impersync command reading files', async () => {
-  const f = writeFiles({ 'a.yaml': 'apiVersion: v1\nkind: Pod\nstatus: {phase: Pending}\n' });
+test('an object without metadata is assessed, as Argo CD assesses it; without a kind it is unusable input', async () => {
+  const f = writeFiles({
+    'a.yaml': 'apiVersion: v1\nkind: Pod\nstatus: {phase: Pending}\n',
+    'b.yaml': 'apiVersion: v1\nstatus: {phase: Pending}\n',
+  });
   const r = await runCommand(run, ['-f', f['a.yaml']!, '-o', 'json']);
-  assert.equal(r.code, 2);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), [
+    { apiVersion: 'v1', kind: 'Pod', namespace: '', name: '', status: 'Progressing' },
+  ]);
+  const bad = await runCommand(run, ['-f', f['b.yaml']!, '-o', 'json']);
+  assert.equal(bad.code, 2);
   assert.equal(
-    r.stderr,
-    `impersync health: ${f['a.yaml']}: document 1 is not a Kubernetes object: metadata is missing (Pod)\n`,
+    bad.stderr,
+    `impersync health: ${f['b.yaml']}: document 1 is not a Kubernetes object: kind is missing\n`,
   );
 });

@@ -42,3 +42,11 @@ test('an unknown command is exit 2 with the usage on stderr', () => {
   assert.equal(r.status, 2);
   assert.match(r.stderr, /unknown command 'frobnicate'/);
 });
+
+test('impersync --version names the package version and the pinned Argo CD release of the health checks', () => {
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', main, '--version'], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^impersync \d+\.\d+\.\d+\nArgo CD health checks: v3\.6\.1\n$/);
+});

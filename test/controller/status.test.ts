@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mergeConditions, shouldWriteStatus, statusChanged } from '../../src/controller/status.ts';
+import {
+  mergeConditions,
+  shouldWriteStatus,
+  statusChanged,
+  withHealthTransition,
+} from '../../src/controller/status.ts';
 import type { ApplicationStatus } from '../../src/api/index.ts';
 
 const base: ApplicationStatus = {
@@ -44,4 +49,25 @@ test('any other change is written at once; undefined fields equal absent ones', 
   assert.equal(shouldWriteStatus(base, { ...base, sync: { status: 'OutOfSync', revision: 'abc' } }, t0, 120_000), true);
   assert.equal(shouldWriteStatus(base, { ...base, sourceType: undefined }, t0, 120_000), false);
   assert.equal(shouldWriteStatus(undefined, base, t0, 120_000), true);
+});
+
+test("status.health.lastTransitionTime is set when the health status code changes, kept while it does not (Argo CD's persistAppStatus)", () => {
+  const t0 = '2026-01-01T00:00:00Z';
+  const t1 = '2026-02-02T00:00:00Z';
+  const first = withHealthTransition(undefined, { health: { status: 'Progressing' } }, t0);
+  assert.deepEqual(first.health, { status: 'Progressing', lastTransitionTime: t0 });
+  // Same code, another message: the time stays, and so does a status that writes nothing new.
+  const same = withHealthTransition(first, { health: { status: 'Progressing', message: 'waiting' } }, t1);
+  assert.deepEqual(same.health, { status: 'Progressing', message: 'waiting', lastTransitionTime: t0 });
+  const again = withHealthTransition(same, { health: { status: 'Progressing', message: 'waiting' } }, t1);
+  assert.equal(statusChanged(same, again), false, 'an unchanged health is not a status change');
+  const changed = withHealthTransition(same, { health: { status: 'Healthy', lastTransitionTime: t0 } }, t1);
+  assert.deepEqual(changed.health, { status: 'Healthy', lastTransitionTime: t1 });
+  // A stored health without a time keeps none until its code changes, as in Argo CD.
+  assert.deepEqual(
+    withHealthTransition({ health: { status: 'Healthy' } }, { health: { status: 'Healthy' } }, t1).health,
+    {
+      status: 'Healthy',
+    },
+  );
 });

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, rm, mkdir, access } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { HEALTH_SCRIPTS_DIR_ENV, IMAGE_HEALTH_SCRIPTS_DIR } from '../../src/sync/index.ts';
 import { matchesDockerignore, parseDockerfile } from './dockerfile.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -15,12 +16,12 @@ const runtime = dockerfile.stages.at(-1);
 test('stages: helm and kustomize from Go, a Node 24 build, a slim Node 24 runtime', () => {
   assert.deepEqual(
     dockerfile.stages.map((s) => s.name),
-    ['tools', 'build', 'deps', 'runtime'],
+    ['tools', 'health', 'build', 'deps', 'runtime'],
   );
   assert.match(dockerfile.stages[0]?.from ?? '', /^golang:1\.2[6-9]-/);
-  assert.match(dockerfile.stages[1]?.from ?? '', /^node:24-/);
+  assert.match(dockerfile.stages[2]?.from ?? '', /^node:24-/);
   assert.match(runtime?.from ?? '', /^node:24-[a-z]+-slim$/);
-  const build = dockerfile.stages[1]?.instructions.map((i) => i.args).join('\n') ?? '';
+  const build = dockerfile.stages[2]?.instructions.map((i) => i.args).join('\n') ?? '';
   assert.match(build, /npm ci/);
   assert.match(build, /npm run build/);
 });
@@ -35,6 +36,25 @@ test('helm and kustomize are pinned to the versions scripts/tool-binaries builds
   const tools = dockerfile.stages[0]?.instructions.map((i) => i.args).join('\n') ?? '';
   assert.match(tools, /helm\.sh\/helm\/v3\/cmd\/helm@\$\{HELM_VERSION\}/);
   assert.match(tools, /sigs\.k8s\.io\/kustomize\/kustomize\/v5@\$\{KUSTOMIZE_VERSION\}/);
+});
+
+test("Argo CD's bundled health checks: fetched by scripts/health-scripts at build time, installed where the controller looks", () => {
+  const health = dockerfile.stages.find((s) => s.name === 'health');
+  const run =
+    health?.instructions
+      .filter((i) => i.kind === 'RUN')
+      .map((i) => i.args)
+      .join('\n') ?? '';
+  assert.match(run, /install [^\n]*\bunzip\b/, 'the stage has unzip');
+  assert.match(run, /bash \/src\/scripts\/health-scripts/);
+  const copies = runtime?.instructions.filter((i) => i.kind === 'COPY').map((i) => i.args) ?? [];
+  assert.ok(copies.includes(`--from=health /out/health-scripts ${IMAGE_HEALTH_SCRIPTS_DIR}`), copies.join('\n'));
+  const env =
+    runtime?.instructions
+      .filter((i) => i.kind === 'ENV')
+      .map((i) => i.args)
+      .join(' ') ?? '';
+  assert.ok(env.includes(`${HEALTH_SCRIPTS_DIR_ENV}=${IMAGE_HEALTH_SCRIPTS_DIR}`), env);
 });
 
 test('runtime: non-root uid 65532, git and tini inside, writable paths only on volumes', () => {

@@ -51,7 +51,13 @@ const files: Record<string, string> = {
 
 type App = Awaited<ReturnType<typeof waitForApp>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const health = (a: App) => a.status?.['health'] as { status?: string; message?: string } | undefined;
+/** status.health without its lastTransitionTime (controller-bundled-health.test.ts checks that). */
+const health = (a: App) => {
+  const h = a.status?.['health'] as { status?: string; message?: string; lastTransitionTime?: string } | undefined;
+  if (!h) return h;
+  const { lastTransitionTime: _at, ...rest } = h;
+  return rest;
+};
 
 async function setWidgetStatus(status: Record<string, unknown>): Promise<void> {
   const res = await request(cp.admin, {

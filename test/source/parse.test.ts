@@ -118,10 +118,53 @@ describe('parseManifests', () => {
     assert.throws(() => parseManifests(text, 'guestbook/bad.yaml'), invalid(/^guestbook\/bad\.yaml:1[12]: \S/));
   });
 
-  test('a duplicate key is an error, as in kubectl', () => {
+  test('a duplicate key is an error, stricter than Argo CD, and the message says why', () => {
     assert.throws(
       () => parseManifests(`${cm('d')}metadata:\n  name: again\n`, 'dup.yaml'),
-      invalid(/^dup\.yaml:5: Map keys must be unique/),
+      invalid(/^dup\.yaml:5: Map keys must be unique \(impersync refuses .*Argo CD would silently use its last value/),
+    );
+  });
+
+  test('a quoted scalar reads to its closing quote across less indented lines, as go-yaml reads it', () => {
+    const text = [
+      cm('q').trimEnd(),
+      'status:',
+      '  conditions:',
+      "    - message: 'a long message that doesn''t fit",
+      '      on one line',
+      "goes on at the left margin.'",
+      '      reason: "first \\',
+      '  second"',
+      '      type: Scheduled',
+      '',
+    ].join('\n');
+    const [p] = parseManifests(text, 'q.yaml');
+    assert.deepEqual((p?.object as unknown as { status: unknown }).status, {
+      conditions: [
+        {
+          message: "a long message that doesn't fit on one line goes on at the left margin.",
+          reason: 'first second',
+          type: 'Scheduled',
+        },
+      ],
+    });
+    // Only the scalar's lines move: an error after it keeps its line.
+    assert.throws(() => parseManifests(`${text}oops: [\n`, 'q.yaml'), invalid(/^q\.yaml:1[45]: /));
+    // A document marker still ends it, as in go-yaml.
+    assert.throws(() => parseManifests(`${cm('d')}a: 'one\n---\n'\n`, 'd.yaml'), invalid(/^d\.yaml:\d+: /));
+  });
+
+  test('anyObject takes an object without metadata; manifests still need it', () => {
+    const text = 'apiVersion: example.com/v1\nkind: Widget\nstatus: {phase: Ready}\n';
+    assert.deepEqual(parseManifests(text, 'w.yaml', { anyObject: true })[0]?.object, {
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      status: { phase: 'Ready' },
+    });
+    assert.throws(() => parseManifests(text, 'w.yaml'), invalid(/metadata is missing \(Widget\)/));
+    assert.throws(
+      () => parseManifests('kind: Widget\n', 'w.yaml', { anyObject: true }),
+      invalid(/apiVersion is missing/),
     );
   });
 
@@ -229,7 +272,7 @@ describe('parseManifests', () => {
     assert.equal(Object.keys((p?.object as unknown as { data: object }).data).length, 88_000);
     assert.throws(
       () => parseManifests(`${manyKeysConfigMap('dup', 1000)}  k000005: again\n`, 'dup.yaml'),
-      invalid(/^dup\.yaml:1006: Map keys must be unique$/),
+      invalid(/^dup\.yaml:1006: Map keys must be unique \(impersync refuses a repeated key/),
     );
     // Duplicate keys in flow maps, merge keys that repeat, and keys equal only after resolution.
     assert.throws(() => parseManifests(`${cm('f')}x: {a: 1, a: 2}\n`, 'f.yaml'), invalid(/^f\.yaml:5: Map keys/));

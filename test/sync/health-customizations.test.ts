@@ -14,7 +14,7 @@ import {
   readHealthCustomizations,
 } from '../../src/sync/health/index.ts';
 
-const runner = new LuaRunner({ timeoutMs: 500, memoryBytes: 8 << 20 });
+const runner = new LuaRunner({ memoryBytes: 8 << 20 });
 after(() => runner.close());
 
 const cert: KubeObject = {

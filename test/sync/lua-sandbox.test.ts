@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { LuaRunner } from '../../src/sync/health/index.ts';
 
-const runner = new LuaRunner({ timeoutMs: 300, memoryBytes: 8 << 20 });
+const runner = new LuaRunner({ instructions: 2_000_000, timeoutMs: 5000, memoryBytes: 8 << 20 });
 after(() => runner.close());
 
 const obj = {
@@ -109,24 +109,45 @@ test('nothing a run leaves behind reaches the next one', async () => {
   assert.equal(await value('return tostring(leaked)'), 'nil');
 });
 
-test('time budget: a script past its deadline stops with gopher-lua words, with the line it was at', async () => {
-  assert.equal(await failure('local n = 0\nwhile true do n = n + 1 end'), '<string>:2: context deadline exceeded');
-  assert.equal(
-    await failure('local ok = pcall(debug.sethook) while true do end', true),
-    '<string>:1: context deadline exceeded',
-  );
-  // A coroutine runs under the same hook.
+test('time budget: a script past its instruction budget stops with gopher-lua words, the line it was at and why', async () => {
+  const why = 'context deadline exceeded (the script ran past its budget of 2000000 Lua instructions)';
+  assert.equal(await failure('local n = 0\nwhile true do n = n + 1 end'), `<string>:2: ${why}`);
+  assert.equal(await failure('local ok = pcall(debug.sethook) while true do end', true), `<string>:1: ${why}`);
+  // A coroutine runs under the same hook (coroutine.wrap adds its own position in front).
   assert.match(
     await failure('local co = coroutine.wrap(function() while true do end end) co()', true),
-    /context deadline exceeded/,
+    /^<string>:1: .*context deadline exceeded \(the script ran past its budget of 2000000 Lua instructions\)$/,
+  );
+  // Work under the budget completes, however long the machine takes to do it.
+  assert.equal(await value('local n = 0 for i = 1, 500000 do n = n + 1 end return tostring(n)'), '500000');
+});
+
+test('time budget: the budget is work, not wall time: a slow run under it completes', async () => {
+  // 1 ms of wall time is far less than the loop takes: only the (generous) instruction count applies
+  // until the wall-time backstop, which the hook checks too.
+  const slow = new LuaRunner({ instructions: 50_000_000, timeoutMs: 60_000, memoryBytes: 8 << 20 });
+  after(() => slow.close());
+  const r = await slow.run('local n = 0 for i = 1, 3000000 do n = n + 1 end return { status = "Healthy" }', false, obj);
+  assert.ok(r.ok, r.ok ? '' : r.error);
+  assert.ok((r.instructions ?? 0) >= 3_000_000, `counted ${r.instructions}`);
+  const backstop = new LuaRunner({ instructions: 1e12, timeoutMs: 200, memoryBytes: 8 << 20 });
+  after(() => backstop.close());
+  const stopped = await backstop.run('while true do end', false, obj);
+  assert.equal(
+    stopped.ok ? '' : stopped.error,
+    '<string>:1: context deadline exceeded (the script ran past its budget of 0.2 s)',
   );
 });
 
 test('time budget: a run stuck inside one library call is ended from outside, and the next run works', async () => {
   const stuck =
     'local s = string.rep("a", 40) return string.find(s .. "b", string.rep("a?", 40) .. string.rep("a", 40))';
-  assert.equal(await failure(stuck, true), 'context deadline exceeded');
-  assert.equal(await value('return "alive"'), 'alive');
+  const short = new LuaRunner({ instructions: 1_000_000, timeoutMs: 300, memoryBytes: 8 << 20 });
+  after(() => short.close());
+  const r = await short.run(stuck, true, obj);
+  assert.equal(r.ok ? '' : r.error, 'context deadline exceeded (the script ran past its budget of 0.3 s)');
+  const alive = await short.run('return { status = "Healthy", message = "alive" }', false, obj);
+  assert.deepEqual(alive.ok && alive.value, { status: 'Healthy', message: 'alive' });
 });
 
 test('memory budget: allocations past it fail with "not enough memory"; the next run starts afresh', async () => {

@@ -11,8 +11,14 @@ export type { AssessorOptions } from './assessor.ts';
 export { createHealthAssessor, overrideKeyOf } from './assessor.ts';
 export type { HealthCustomizations, HealthOverride } from './customizations.ts';
 export { HEALTH_LIBRARY_KEY, RESOURCE_CUSTOMIZATIONS_KEY, readHealthCustomizations } from './customizations.ts';
+export {
+  ARGOCD_HEALTH_VERSION,
+  HEALTH_SCRIPTS_DIR_ENV,
+  IMAGE_HEALTH_SCRIPTS_DIR,
+  defaultHealthScriptsDir,
+} from './bundled.ts';
 export type { HealthLibrary } from './library.ts';
-export { readHealthLibrary } from './library.ts';
+export { HealthLibraries, readHealthLibrary } from './library.ts';
 export { LuaRunner, DEFAULT_BUDGET } from './lua/runner.ts';
 export type { LuaBudget } from './lua/runner.ts';
 export { INVALID_HEALTH_STATUS, healthFromLua } from './lua/result.ts';

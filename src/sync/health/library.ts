@@ -35,8 +35,8 @@ async function scriptIn(dir: string): Promise<string | undefined> {
   }
 }
 
-/** Reads every health.lua of the folder; throws a message naming the key and the folder. */
-export async function readHealthLibrary(dir: string): Promise<HealthLibrary> {
+/** Reads every health.lua of the folder; throws a message naming `label` (what named it) and the folder. */
+export async function readHealthLibrary(dir: string, label: string = HEALTH_LIBRARY_KEY): Promise<HealthLibrary> {
   const exact = new Map<string, string>();
   try {
     for (const top of (await dirsIn(dir)).sort()) {
@@ -48,7 +48,7 @@ export async function readHealthLibrary(dir: string): Promise<HealthLibrary> {
       }
     }
   } catch (err) {
-    throw new Error(`${HEALTH_LIBRARY_KEY} ${dir}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`${label} ${dir}: ${(err as Error).message}`, { cause: err });
   }
   const globs = [...exact.entries()]
     .filter(([key]) => key.includes('_'))
@@ -60,4 +60,28 @@ export async function readHealthLibrary(dir: string): Promise<HealthLibrary> {
 /** The folder's script for a `group/Kind` (or core `Kind`) key. */
 export function libraryScript(lib: HealthLibrary, key: string): string | undefined {
   return lib.exact.get(key) ?? lib.globs.find((g) => g.match.test(key))?.script;
+}
+
+/**
+ * Folders of checks as read, each reused for `ttlMs` (a mounted ConfigMap changes within about a
+ * minute): shared by the assessors of one process, so that a new argocd-cm, or each run of
+ * `impersync health`, does not read the default library again.
+ */
+export class HealthLibraries {
+  readonly #ttlMs: number;
+  readonly #read = new Map<string, { at: number; read: Promise<HealthLibrary | Error> }>();
+
+  constructor(ttlMs = 60_000) {
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The folder's checks, or the error reading it (naming `label`, what named the folder). */
+  read(dir: string, label: string): Promise<HealthLibrary | Error> {
+    const key = `${label}\0${dir}`;
+    const last = this.#read.get(key);
+    if (last && Date.now() - last.at <= this.#ttlMs) return last.read;
+    const read = readHealthLibrary(dir, label).catch((err: unknown) => err as Error);
+    this.#read.set(key, { at: Date.now(), read });
+    return read;
+  }
 }

@@ -2,7 +2,9 @@
 // script's last return value read back), on Lua 5.4 compiled to WebAssembly (wasmoon's build,
 // driven through its C API). Each run has its own state, so nothing a script leaves behind reaches
 // the next; its allocations count against a byte budget (past it Lua raises "not enough memory"),
-// and a count hook stops it at its deadline with gopher-lua's words, "context deadline exceeded".
+// and a count hook stops it past its budget of VM instructions (work done, the same on a loaded
+// machine as on an idle one) or, as a backstop, of wall time, with gopher-lua's words "context
+// deadline exceeded" and which budget ran out.
 // Runs inside the worker thread of runner.ts, which also stops a run that never yields to the hook.
 import type { LuaWasm } from 'wasmoon';
 import { PRELUDE } from './prelude.ts';
@@ -12,6 +14,9 @@ export interface LuaRun {
   script: string;
   useOpenLibs: boolean;
   obj: unknown;
+  /** VM instructions the run may execute (counted every HOOK_EVERY). */
+  instructions: number;
+  /** Wall time, a backstop far above what the instruction budget takes. */
   timeoutMs: number;
   memoryBytes: number;
 }
@@ -21,14 +26,29 @@ export interface LuaRun {
  * it to; or the error the run raised.
  */
 export type LuaRunOutcome = { ok: true; luaType: string; value?: unknown } | { ok: false; error: string };
-export type LuaRunResult = LuaRunOutcome & { printed: string[] };
+/** `instructions`: about how many VM instructions the run executed (a multiple of HOOK_EVERY). */
+export type LuaRunResult = LuaRunOutcome & { printed: string[]; instructions?: number };
+
+/** What a script that used up its instruction budget fails with. */
+export function instructionsExceeded(budget: number): string {
+  return `context deadline exceeded (the script ran past its budget of ${budget} Lua instructions)`;
+}
+
+/** What a script that used up its wall-time budget fails with. */
+export function wallTimeExceeded(ms: number): string {
+  return `context deadline exceeded (the script ran past its budget of ${ms / 1000} s)`;
+}
 
 const T = { nil: 0, boolean: 1, number: 3, string: 4, table: 5 } as const;
 const TYPE_NAMES = ['nil', 'boolean', 'userdata', 'number', 'string', 'table', 'function', 'userdata', 'thread'];
 const LUA_MULTRET = -1;
 const MASK_COUNT = 8;
-/** The hook looks at the clock every this many VM instructions. */
-const HOOK_EVERY = 1000;
+/**
+ * The hook counts instructions, and looks at the clock, every this many VM instructions: often
+ * enough that a run's count says something about short scripts too, rarely enough that a run of
+ * the whole budget spends little of its time in the hook.
+ */
+const HOOK_EVERY = 100;
 const PRINT_LINES = 100;
 const PRINT_CHARS = 2000;
 const MARSHAL = 'json: error calling MarshalJSON for type json.jsonValue: ';
@@ -50,6 +70,9 @@ export class LuaVm {
   #used = 0;
   #limit = 0;
   #deadline = 0;
+  #timeoutMs = 0;
+  #executed = 0;
+  #instructions = 0;
   #printed: string[] = [];
 
   constructor(lua: LuaWasm) {
@@ -71,9 +94,16 @@ export class LuaVm {
       return p;
     }, 'iiiii');
     this.#hook = m.addFunction((L) => {
-      if (Date.now() <= this.#deadline) return;
+      this.#executed += HOOK_EVERY;
+      const over =
+        this.#executed > this.#instructions
+          ? instructionsExceeded(this.#instructions)
+          : Date.now() > this.#deadline
+            ? wallTimeExceeded(this.#timeoutMs)
+            : undefined;
+      if (over === undefined) return;
       m._luaL_where(L as number, 0);
-      this.#pushString(L as number, 'context deadline exceeded');
+      this.#pushString(L as number, over);
       m._lua_concat(L as number, 2);
       m._lua_error(L as number);
     }, 'vii');
@@ -101,11 +131,14 @@ export class LuaVm {
     this.#used = 0;
     this.#limit = r.memoryBytes;
     this.#printed = [];
+    this.#executed = 0;
+    this.#instructions = r.instructions;
+    this.#timeoutMs = r.timeoutMs;
     this.#deadline = Date.now() + r.timeoutMs;
     const L = m._lua_newstate(this.#alloc, 0);
     if (!L) return { ok: false, error: 'not enough memory', printed: [] };
     try {
-      return { ...this.#runIn(L, r), printed: this.#printed };
+      return { ...this.#runIn(L, r), printed: this.#printed, instructions: this.#executed };
     } finally {
       m._lua_close(L);
     }
