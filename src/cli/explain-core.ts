@@ -2,7 +2,7 @@
 // identity one Application syncs as (spec §3–§7, §10), or to the reason the input is unusable.
 // The Application goes through the controller's admission gate (controller/admission.ts), so what
 // the controller refuses is refused here too, with its message.
-import { applicationKey, type AppProject, type Application } from '../api/index.ts';
+import { applicationKey, isInClusterEnabled, type AppProject, type Application } from '../api/index.ts';
 import type { SyncWindowsStatus } from '../api/index.ts';
 import { admit, type Admission, type ControlState, type IdentityDecision } from '../controller/admission.ts';
 import { syncWindowsStatus } from '../controller/sync-windows.ts';
@@ -108,6 +108,7 @@ export function inventoryState(inventory: Inventory, namespace: string): Control
     settings: readImpersonationSettings(inventory.configMap?.value ?? inventory.configMapError),
     clusters: inventory.clusters.map((c) => c.value),
     clusterErrors: [],
+    inClusterEnabled: isInClusterEnabled(inventory.configMap?.value ?? inventory.configMapError),
     projects,
     projectErrors: new Map(),
   };
