@@ -308,8 +308,8 @@ export const CLUSTER_SECRET_RULES: readonly FieldRule[] = [
   h('data.clusterResources', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.project', 'project-scoped clusters (project/clusters.ts, controller/admission.ts)'),
   w('data.shard', 'there is no sharding'),
-  w('data.config.awsAuthConfig', 'AWS authentication is not supported'),
-  w('data.config.execProviderConfig', 'exec credential plugins are not run'),
+  h('data.config.awsAuthConfig', 'argocd-k8s-auth aws, run from PATH as an exec plugin (kube/credentials.ts)'),
+  h('data.config.execProviderConfig', 'run by the controller as client-go runs it (kube/exec-credential.ts)'),
   w('data.config.proxyUrl', 'no proxy is used'),
   w('data.config.disableCompression', 'compression is the transport default'),
 ];

@@ -30,7 +30,8 @@ const EVERY_DESTINATION = [{ server: '*', namespace: '*', defaultServiceAccount:
 
 /** A cluster Secret as Argo CD's declarative setup writes it. */
 async function clusterSecret(name: string, server: string, extra: Record<string, string> = {}): Promise<void> {
-  const config = { bearerToken: managerToken, tlsClientConfig: { caData: Buffer.from(cp.caPem).toString('base64') } };
+  const tlsClientConfig = { caData: Buffer.from(cp.caPem).toString('base64'), serverName: 'kubernetes' };
+  const config = { bearerToken: managerToken, tlsClientConfig };
   await applyRaw(
     cp.admin,
     {
@@ -138,7 +139,7 @@ test("a project-scoped cluster is its project's destination; permitOnlyProjectSc
 
 test('a namespace-scoped cluster: another namespace and, without clusterResources, cluster-scoped objects are refused unread', async () => {
   // The same API server under another URL: a cluster of its own to the controller.
-  const server = `${cp.server}/`;
+  const server = cp.server.replace('127.0.0.1', 'localhost');
   await clusterSecret('ns-cluster', server, { namespaces: 'ns-a' });
   await applyRaw(cp.admin, project('scoped', { destinationServiceAccounts: EVERY_DESTINATION }));
   const to = (name: string, path: string) =>
