@@ -64,6 +64,8 @@ export const AppProjectSchema = z.looseObject({
       namespaceResourceBlacklist: z.array(GroupKindSchema).optional(),
       syncWindows: z.array(SyncWindowSchema).optional(),
       orphanedResources: OrphanedResourcesSchema.optional(),
+      // Destinations only on the project's own clusters (project/clusters.ts).
+      permitOnlyProjectScopedClusters: z.boolean().optional(),
     })
     .default({}),
   status: z.record(z.string(), z.unknown()).optional(),

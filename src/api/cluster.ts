@@ -6,6 +6,15 @@ import { DocumentError, ObjectMetaSchema, parseObject, formatPath } from './meta
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
 export const IN_CLUSTER_NAME = 'in-cluster';
+/** argocd-cm: "false" turns the in-cluster destination off (impersonation/destination.ts). */
+export const IN_CLUSTER_ENABLED_KEY = 'cluster.inClusterEnabled';
+
+/** Argo CD's IsInClusterEnabled: on unless argocd-cm says exactly "false" (an unreadable argocd-cm: on). */
+export function isInClusterEnabled(
+  argocdCm: { data?: Record<string, string> | undefined } | undefined | Error,
+): boolean {
+  return argocdCm instanceof Error || argocdCm?.data?.[IN_CLUSTER_ENABLED_KEY] !== 'false';
+}
 
 export const SecretSchema = z.looseObject({
   apiVersion: z.string().optional(),
@@ -30,6 +39,26 @@ export const ClusterConfigSchema = z.looseObject({
       serverName: z.string().optional(),
     })
     .optional(),
+  // A client-go exec credential plugin (Argo CD's ExecProviderConfig; kube/exec-credential.ts).
+  execProviderConfig: z
+    .looseObject({
+      command: z.string().optional(),
+      args: z.array(z.string()).optional(),
+      env: z.record(z.string(), z.string()).optional(),
+      apiVersion: z.string().optional(),
+      installHint: z.string().optional(),
+      provideClusterInfo: z.boolean().optional(),
+      config: z.unknown().optional(),
+    })
+    .optional(),
+  // EKS: Argo CD runs `argocd-k8s-auth aws --cluster-name ...` as an exec plugin (kube/credentials.ts).
+  awsAuthConfig: z
+    .looseObject({
+      clusterName: z.string().optional(),
+      roleARN: z.string().optional(),
+      profile: z.string().optional(),
+    })
+    .optional(),
 });
 export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
 
@@ -41,6 +70,15 @@ export interface Cluster {
   secret: string;
   /** The keys its Secret sets (data and stringData), for what impersync does not act on. */
   keys?: string[];
+  /**
+   * `namespaces` (comma-separated, blanks dropped): a namespace-scoped cluster, where only these
+   * namespaces are managed (project/clusters.ts). Absent or empty: the whole cluster.
+   */
+  namespaces?: string[];
+  /** `clusterResources: "true"`: a namespace-scoped cluster's cluster-scoped objects are managed too. */
+  clusterResources?: boolean;
+  /** `project`: a project-scoped cluster, an implicit destination of that AppProject (project/clusters.ts). */
+  project?: string;
 }
 
 /** The destination the controller runs in: it needs no Secret (spec §6). */
@@ -83,5 +121,19 @@ export function parseClusterSecret(raw: unknown): Cluster {
     }
     config = parsed.data;
   }
-  return { name: fields['name'] ?? server, server, config, secret: ref, keys: Object.keys(fields) };
+  // Argo CD's SecretToCluster: `namespaces` split at commas and trimmed, `clusterResources` exactly "true".
+  const namespaces = (fields['namespaces'] ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  return {
+    name: fields['name'] ?? server,
+    server,
+    config,
+    secret: ref,
+    keys: Object.keys(fields),
+    ...(namespaces.length > 0 ? { namespaces } : {}),
+    ...(fields['clusterResources'] === 'true' ? { clusterResources: true } : {}),
+    ...(fields['project'] ? { project: fields['project'] } : {}),
+  };
 }

@@ -3,7 +3,7 @@
 // reason the input is unusable. The Application goes through the controller's admission gate
 // (controller/admission.ts), so what the controller refuses is refused here too, with its message:
 // an answer about the Application, not a fault of the input.
-import { applicationKey, projectName, type AppProject, type Application } from '../api/index.ts';
+import { applicationKey, isInClusterEnabled, projectName, type AppProject, type Application } from '../api/index.ts';
 import type { SyncWindowsStatus } from '../api/index.ts';
 import { admit, type Admission, type ControlState, type IdentityDecision } from '../controller/admission.ts';
 import { syncWindowsStatus } from '../controller/sync-windows.ts';
@@ -126,6 +126,7 @@ export function inventoryState(inventory: Inventory, namespace: string): Control
     settings: readImpersonationSettings(inventory.configMap?.value ?? inventory.configMapError),
     clusters: inventory.clusters.map((c) => c.value),
     clusterErrors: [],
+    inClusterEnabled: isInClusterEnabled(inventory.configMap?.value ?? inventory.configMapError),
     projects,
     projectErrors: new Map(),
   };

@@ -16,7 +16,7 @@ import type { AppCondition, AppProject, Application, Cluster } from '../api/inde
 import { decideIdentity, globMatch, resolveDestination, validateProject } from '../impersonation/index.ts';
 import type { Identity as ImpersonationIdentity, ImpersonationSettings } from '../impersonation/index.ts';
 import type { Identity, MadeFor } from '../kube/types.ts';
-import { checkApplicationLimits, describeViolation } from '../project/index.ts';
+import { checkApplicationLimits, describeViolation, projectClusters, withProjectClusters } from '../project/index.ts';
 
 /** The identity decision of spec §5 for one Application, with its trace, entries and warnings. */
 export type IdentityDecision = ImpersonationIdentity;
@@ -30,6 +30,8 @@ export interface ControlState {
   clusters: readonly Cluster[];
   /** Why the others do not (named when a destination is not found). */
   clusterErrors: readonly string[];
+  /** argocd-cm `cluster.inClusterEnabled`: anything but "false" is on (Argo CD's IsInClusterEnabled). */
+  inClusterEnabled?: boolean | undefined;
   /** The AppProjects of the control namespace that parse (global projects are among them). */
   projects: readonly AppProject[];
   /** Project name → why that AppProject does not parse. */
@@ -39,9 +41,12 @@ export interface ControlState {
 /** An Application whose project, destination and identity decision are known. */
 export interface Decided {
   app: Application;
+  /** The AppProject, with the implicit destinations of its project-scoped clusters (project/clusters.ts). */
   project: AppProject;
   /** The destination cluster (spec §6). */
   cluster: Cluster;
+  /** The cluster Secrets scoped to the project, for permitOnlyProjectScopedClusters. */
+  projectClusters?: readonly Cluster[];
   settings: ImpersonationSettings;
   identity: IdentityDecision;
   /** The ImpersonationInfo and ImpersonationWarning conditions of this decision (spec §10). */
@@ -171,7 +176,7 @@ export function admit(state: ControlState, raw: unknown): Admission {
   } catch (err) {
     return refuse(undefined, (err as Error).message);
   }
-  const dest = resolveDestination(app, state.clusters);
+  const dest = resolveDestination(app, state.clusters, { inClusterEnabled: state.inClusterEnabled !== false });
   if (!dest.ok) {
     const unreadable = state.clusterErrors.length > 0;
     return refuse(
@@ -180,20 +185,23 @@ export function admit(state: ControlState, raw: unknown): Admission {
     );
   }
   const name = projectName(app);
-  const project = state.projects.find((p) => p.metadata.name === name);
-  if (!project) {
+  const own = state.projects.find((p) => p.metadata.name === name);
+  if (!own) {
     const broken = state.projectErrors.get(name);
     return refuse(app, broken ?? `Application referencing project ${name} which does not exist`);
   }
   // Apps in any namespace: the project must list the Application's namespace in sourceNamespaces.
   const appNs = app.metadata.namespace ?? '';
-  if (appNs !== state.namespace && !(project.spec.sourceNamespaces ?? []).some((g) => globMatch(g, appNs))) {
+  if (appNs !== state.namespace && !(own.spec.sourceNamespaces ?? []).some((g) => globMatch(g, appNs))) {
     return refuse(
       app,
       `application '${app.metadata.name}' in namespace '${appNs}' is not permitted to use project '${name}' (spec.sourceNamespaces)`,
     );
   }
-  const limits = checkApplicationLimits(project, app, dest.cluster).map(describeViolation);
+  // As Argo CD's controller reads a project: with its project-scoped clusters as destinations.
+  const project = withProjectClusters(own, state.clusters);
+  const scoped = projectClusters(state.clusters, name);
+  const limits = checkApplicationLimits(project, app, dest.cluster, scoped).map(describeViolation);
   if (limits.length > 0) return refuse(app, limits.join('; '));
   const decision = decideIdentity({
     application: app,
@@ -207,6 +215,7 @@ export function admit(state: ControlState, raw: unknown): Admission {
     app,
     project,
     cluster: dest.cluster,
+    projectClusters: scoped,
     settings,
     identity,
     conditions: identityConditions(identity),

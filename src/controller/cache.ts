@@ -1,7 +1,14 @@
 // The controller's view of its control cluster: one Watch per kind it reads (Applications,
 // AppProjects, argocd-cm, cluster Secrets), with typed, parsed accessors for the reconciler. The
 // watches run over the controller's control-cluster connection (kube/control.ts).
-import { parseAppProject, parseClusterSecret, parseConfigMap, ARGOCD_CM, SECRET_TYPE_LABEL } from '../api/index.ts';
+import {
+  parseAppProject,
+  parseClusterSecret,
+  parseConfigMap,
+  isInClusterEnabled,
+  ARGOCD_CM,
+  SECRET_TYPE_LABEL,
+} from '../api/index.ts';
 import type { AppProject, Cluster, ConfigMap } from '../api/index.ts';
 import { globMatch } from '../impersonation/glob.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
@@ -249,6 +256,7 @@ export class ControllerCache {
       settings: readImpersonationSettings(this.settingsConfigMap()),
       clusters,
       clusterErrors: errors,
+      inClusterEnabled: isInClusterEnabled(this.settingsConfigMap()),
       projects,
       projectErrors,
     };

@@ -11,7 +11,8 @@ import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/
 import type { HealthAssessor } from '../sync/index.ts';
 import { identityLabel, madeFor } from './admission.ts';
 import type { Admission } from './admission.ts';
-import { objectLimitViolations } from './limits.ts';
+import { managesNamespace } from '../project/index.ts';
+import { objectLimitViolations, unmanagedObjectRefusal } from './limits.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import { orphanedCondition } from './orphans.ts';
 import { postDeleteFinalizers } from './post-delete.ts';
@@ -141,6 +142,13 @@ export async function compareApplication(
   const finalizers = app.metadata.deletionTimestamp
     ? undefined
     : postDeleteFinalizers(app.metadata.finalizers ?? [], objects);
+  // A namespace-scoped cluster reads nothing outside what it manages (Argo CD's cluster cache).
+  const unmanaged = await unmanagedObjectRefusal(client, ctx, objects);
+  if (unmanaged) {
+    const health = prev?.health ?? { status: 'Unknown' };
+    const sync = { status: 'Unknown' as const, comparedTo: comparedTo(app) };
+    return { status: finish({ sync, health }, [unmanaged]), result: {}, finalizers };
+  }
   const watched = watchRefusals(client);
   const violations = await objectLimitViolations(watched.client, ctx, objects);
   const semantics = d.semantics.for(app, d.cache.settingsConfigMap(), ctx.cluster);
@@ -170,14 +178,17 @@ export async function compareApplication(
     objects,
   });
   if (unhonoured) warnings.push(unhonoured);
-  const orphaned = await orphanedCondition(client, {
-    app,
-    project: ctx.project,
-    resources: cmp.resources,
-    semantics,
-    applications: d.cache.apps.list(),
-    controllerNamespace: d.cache.namespace,
-  });
+  // Not in a namespace a namespace-scoped cluster does not manage: Argo CD's cache never lists it.
+  const orphaned = !managesNamespace(ctx.cluster, destination)
+    ? undefined
+    : await orphanedCondition(client, {
+        app,
+        project: ctx.project,
+        resources: cmp.resources,
+        semantics,
+        applications: d.cache.apps.list(),
+        controllerNamespace: d.cache.namespace,
+      });
   if (orphaned) warnings.push(orphaned);
   for (const [type, messages] of [
     [CONDITION.SharedResourceWarning, cmp.shared],

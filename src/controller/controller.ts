@@ -58,6 +58,8 @@ export interface ControllerOptions {
    * cache and a live edit refreshes its Application at once. False: every comparison GETs.
    */
   liveObjects?: boolean;
+  /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
+  execTimeoutMs?: number;
 }
 
 export interface ChildRendererSettings {
@@ -102,10 +104,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const factory = new DestinationClientFactory(
     credential,
     opts.liveObjects === false
-      ? { onResponse, onExtrasRefused }
+      ? { onResponse, onExtrasRefused, execTimeoutMs: opts.execTimeoutMs }
       : {
           onResponse,
           onExtrasRefused,
+          execTimeoutMs: opts.execTimeoutMs,
           liveObjects: {
             onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min

@@ -1,16 +1,20 @@
 // spec §9 for the objects an Application renders: the project's resource allow and deny lists and,
 // for namespaced objects, its destinations. Whether a kind is namespaced comes from the
 // destination's discovery through the Application's own client (sync/scopes.ts); the
-// Application-level limits (sourceRepos, destinations) are the admission gate's.
+// Application-level limits (sourceRepos, destinations) are the admission gate's. And a
+// namespace-scoped cluster's refusal of objects it does not manage (project/clusters.ts).
 import type { AppProject, Application, Cluster, KubeObject } from '../api/index.ts';
+import { groupOf } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
-import { checkResourceLimits, describeViolation } from '../project/index.ts';
+import { checkResourceLimits, describeViolation, namespacedModeRefusal } from '../project/index.ts';
 import { resourceScopes } from '../sync/index.ts';
+
+type Limited = { project: AppProject; app: Application; cluster: Cluster; projectClusters?: readonly Cluster[] };
 
 /** The violations, as messages; empty when every object is permitted. */
 export async function objectLimitViolations(
   client: DestinationClient,
-  admitted: { project: AppProject; app: Application; cluster: Cluster },
+  admitted: Limited,
   objects: readonly KubeObject[],
 ): Promise<string[]> {
   return checkResourceLimits({
@@ -19,5 +23,30 @@ export async function objectLimitViolations(
     destinationNamespace: admitted.app.spec.destination?.namespace,
     objects,
     isNamespaced: await resourceScopes(client, objects),
+    projectClusters: admitted.projectClusters,
   }).map(describeViolation);
+}
+
+/**
+ * Argo CD's ComparisonError when the destination is a namespace-scoped cluster that does not
+ * manage one of the objects, before anything is read; undefined otherwise. A kind discovery does
+ * not know counts as namespaced, as in Argo CD (IsNamespacedOrUnknown).
+ */
+export async function unmanagedObjectRefusal(
+  client: DestinationClient,
+  admitted: Limited,
+  objects: readonly KubeObject[],
+): Promise<string | undefined> {
+  if ((admitted.cluster.namespaces ?? []).length === 0) return undefined;
+  const isNamespaced = await resourceScopes(client, objects);
+  const destination = admitted.app.spec.destination?.namespace ?? '';
+  const refusal = namespacedModeRefusal(
+    admitted.cluster,
+    objects.map((o) => ({
+      kind: o.kind,
+      name: o.metadata.name,
+      namespace: isNamespaced(groupOf(o.apiVersion), o.kind) === false ? '' : o.metadata.namespace || destination,
+    })),
+  );
+  return refusal === undefined ? undefined : `Failed to load live state: ${refusal}`;
 }

@@ -11,7 +11,7 @@ import { admit, identityLabel, madeFor } from './admission.ts';
 import type { RawApplication } from './applications.ts';
 import { deletionApprovedSince } from './deletion-approval.ts';
 import { involvedApplication } from './events.ts';
-import { objectLimitViolations } from './limits.ts';
+import { objectLimitViolations, unmanagedObjectRefusal } from './limits.ts';
 import type { OperatorDeps } from './operation.ts';
 import type { Attempt } from './operation-machine.ts';
 import { watchRefusals } from './refusals.ts';
@@ -111,6 +111,9 @@ export async function attemptStep(
   const watched = watchRefusals(identityClient);
   const client = watched.client;
   const objects = rendered.objects.map((o) => o.object);
+  // A namespace-scoped cluster's refusal is a ComparisonError in Argo CD, which stops the sync so.
+  const unmanaged = await unmanagedObjectRefusal(client, ctx, objects);
+  if (unmanaged) return { kind: 'failed', phase: 'Error', message: `ComparisonError: ${unmanaged}`, retryable: false };
   const violations = await objectLimitViolations(client, ctx, objects);
   if (violations.length > 0)
     return { kind: 'failed', phase: 'Failed', message: violations.join('; '), retryable: false };

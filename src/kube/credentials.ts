@@ -4,6 +4,8 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Cluster } from '../api/index.ts';
 import { IN_CLUSTER_SERVER } from '../api/index.ts';
+import { ExecCredentialSource } from './exec-credential.ts';
+import type { ExecConfig } from './exec-credential.ts';
 
 /** How to reach and authenticate to one API server. PEM strings, not base64. */
 export interface Credential {
@@ -21,6 +23,8 @@ export interface Credential {
    * exec plugins, auth providers). Wins over bearerToken/basic when it returns a value.
    */
   authorization?: () => Promise<string | undefined>;
+  /** A credential plugin's token or client certificate, per request (kube/exec-credential.ts); wins over the rest. */
+  exec?: ExecCredentialSource;
 }
 
 export class CredentialError extends Error {
@@ -120,13 +124,75 @@ function pemFromBase64(data: string | undefined, field: string, cluster: Cluster
   return text;
 }
 
+/** The install hint of awsAuthConfig's plugin (Argo CD gives none: its image ships the binary). */
+const AWS_INSTALL_HINT =
+  "awsAuthConfig is Argo CD's `argocd-k8s-auth aws` credential plugin: put argocd-k8s-auth (from the Argo CD image) on the controller's PATH";
+
+/**
+ * The exec plugin a cluster Secret configures, as Argo CD's Cluster.RawRestConfig builds it:
+ * awsAuthConfig first (`argocd-k8s-auth aws --cluster-name N [--role-arn R] [--profile P]`, v1beta1),
+ * else execProviderConfig; none when the config has a client certificate and key, which client-go
+ * prefers to a plugin (UpdateTransportConfig's HasCertAuth).
+ */
+export function execConfigForCluster(cluster: Cluster): ExecConfig | undefined {
+  const cfg = cluster.config;
+  const tls = cfg.tlsClientConfig ?? {};
+  if (tls.certData && tls.keyData) return undefined;
+  const info = cfg.execProviderConfig?.provideClusterInfo
+    ? {
+        cluster: {
+          server: cluster.server,
+          ...(tls.serverName ? { 'tls-server-name': tls.serverName } : {}),
+          ...(tls.insecure ? { 'insecure-skip-tls-verify': true } : {}),
+          ...(tls.caData ? { 'certificate-authority-data': tls.caData } : {}),
+          ...(cfg.execProviderConfig.config !== undefined ? { config: cfg.execProviderConfig.config } : {}),
+        },
+      }
+    : {};
+  const aws = cfg.awsAuthConfig;
+  if (aws) {
+    const args = ['aws', '--cluster-name', aws.clusterName ?? ''];
+    if (aws.roleARN) args.push('--role-arn', aws.roleARN);
+    if (aws.profile) args.push('--profile', aws.profile);
+    return {
+      command: 'argocd-k8s-auth',
+      args,
+      env: {},
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      installHint: AWS_INSTALL_HINT,
+    };
+  }
+  const exec = cfg.execProviderConfig;
+  if (!exec) return undefined;
+  return {
+    command: exec.command ?? '',
+    args: exec.args ?? [],
+    env: exec.env ?? {},
+    apiVersion: exec.apiVersion ?? '',
+    installHint: exec.installHint,
+    ...info,
+  };
+}
+
+export interface ClusterCredentialOptions {
+  /** How long one run of a credential plugin may take (kube/exec-credential.ts EXEC_TIMEOUT_MS). */
+  execTimeoutMs?: number | undefined;
+}
+
 /**
  * The credential for a destination (spec §6): the controller's own for the in-cluster destination
- * without a Secret, else the Secret's config (bearer token, basic auth, client certificate, CA).
+ * without a Secret, else the Secret's config (an exec plugin, bearer token, basic auth, client
+ * certificate, CA). The plugin authenticates the controller; impersonation still applies on top.
  */
-export function credentialForCluster(cluster: Cluster, controller: Credential): Credential {
+export function credentialForCluster(
+  cluster: Cluster,
+  controller: Credential,
+  opts: ClusterCredentialOptions = {},
+): Credential {
   const cfg = cluster.config;
-  const hasOwn = Boolean(cfg.bearerToken || cfg.username || cfg.tlsClientConfig?.certData);
+  // Argo CD reaches https://kubernetes.default.svc with the in-cluster config, never a plugin.
+  const exec = cluster.server === IN_CLUSTER_SERVER ? undefined : execConfigForCluster(cluster);
+  const hasOwn = Boolean(cfg.bearerToken || cfg.username || cfg.tlsClientConfig?.certData || exec);
   if (cluster.server === IN_CLUSTER_SERVER && !hasOwn) return controller;
   const cred: Credential = { server: cluster.server.replace(/\/+$/, '') };
   if (cfg.bearerToken) cred.bearerToken = cfg.bearerToken;
@@ -140,5 +206,11 @@ export function credentialForCluster(cluster: Cluster, controller: Credential): 
   if (key) cred.key = key;
   if (tls.insecure) cred.insecure = true;
   if (tls.serverName) cred.serverName = tls.serverName;
+  if (exec) {
+    // Argo CD's exec and AWS configs carry no bearer token or basic auth: the plugin's answer is the credential.
+    delete cred.bearerToken;
+    delete cred.basic;
+    cred.exec = new ExecCredentialSource(exec, { timeoutMs: opts.execTimeoutMs });
+  }
   return cred;
 }

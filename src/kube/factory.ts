@@ -28,6 +28,7 @@ function fingerprint(cred: Credential, cluster: Cluster): string {
       cred.key,
       cred.insecure,
       cred.serverName,
+      cred.exec?.config,
       cluster.secret,
     ]),
   );
@@ -48,6 +49,8 @@ export interface FactoryOptions {
    * credential, at the first refusal. Requests go on without them (unless they are required).
    */
   onExtrasRefused?: ((server: string, error: KubeError) => void) | undefined;
+  /** How long one run of a cluster's credential plugin may take (default 30 s, kube/exec-credential.ts). */
+  execTimeoutMs?: number | undefined;
 }
 
 export class DestinationClientFactory {
@@ -55,6 +58,7 @@ export class DestinationClientFactory {
   readonly #live: LiveObjectsOptions | undefined;
   readonly #onResponse: ResponseHook | undefined;
   readonly #onExtrasRefused: FactoryOptions['onExtrasRefused'];
+  readonly #execTimeoutMs: number | undefined;
   // destination server -> its pool and what the API server said of its extras; replaced (and the
   // old pool closed) when the credential changes.
   readonly #transports = new Map<string, { fp: string; transport: Transport; grant: ExtrasGrant }>();
@@ -66,6 +70,7 @@ export class DestinationClientFactory {
     this.#live = opts.liveObjects;
     this.#onResponse = opts.onResponse;
     this.#onExtrasRefused = opts.onExtrasRefused;
+    this.#execTimeoutMs = opts.execTimeoutMs;
   }
 
   static async fromKubeConfig(
@@ -76,7 +81,7 @@ export class DestinationClientFactory {
   }
 
   #transportFor(cluster: Cluster): { transport: Transport; grant: ExtrasGrant } {
-    const cred = credentialForCluster(cluster, this.#controller);
+    const cred = credentialForCluster(cluster, this.#controller, { execTimeoutMs: this.#execTimeoutMs });
     const fp = fingerprint(cred, cluster);
     const existing = this.#transports.get(cluster.server);
     if (existing && existing.fp === fp) return existing;

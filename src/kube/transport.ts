@@ -6,7 +6,8 @@
 // values and the metrics hook are in this one place.
 import { Agent, request } from 'undici';
 import type { Credential } from './credentials.ts';
-import { errorFromException } from './errors.ts';
+import { errorFromException, localError } from './errors.ts';
+import type { ExecCredentials } from './exec-credential.ts';
 import type { KubeError } from './types.ts';
 
 export interface HttpResponse {
@@ -48,24 +49,60 @@ export class Transport {
   readonly #credential: Credential;
   readonly #agent: Agent;
   readonly #onResponse: ResponseHook | undefined;
+  // A credential plugin's client certificate needs a pool of its own; replaced when it rotates.
+  #certAgent: { cert: string; agent: Agent } | undefined;
 
   constructor(credential: Credential, opts: TransportOptions = {}) {
     this.server = credential.server;
     this.#credential = credential;
     this.#onResponse = opts.onResponse;
+    this.#agent = this.#newAgent(credential.cert, credential.key);
+  }
+
+  #newAgent(cert: string | undefined, key: string | undefined): Agent {
+    const credential = this.#credential;
     const connect: Record<string, unknown> = { timeout: CONNECT_TIMEOUT_MS };
     if (credential.ca) connect['ca'] = credential.ca;
-    if (credential.cert) connect['cert'] = credential.cert;
-    if (credential.key) connect['key'] = credential.key;
+    if (cert) connect['cert'] = cert;
+    if (key) connect['key'] = key;
     if (credential.insecure) connect['rejectUnauthorized'] = false;
     if (credential.serverName) connect['servername'] = credential.serverName;
-    this.#agent = new Agent({
+    return new Agent({
       connect,
       keepAliveTimeout: KEEP_ALIVE_MS,
       keepAliveMaxTimeout: KEEP_ALIVE_MS,
       headersTimeout: HEADERS_TIMEOUT_MS,
       bodyTimeout: HEADERS_TIMEOUT_MS,
     });
+  }
+
+  /**
+   * How one request authenticates: the header and the pool, and the plugin's credentials it used
+   * (told of a 401), or the KubeError of a plugin that could not give any.
+   */
+  async #auth(): Promise<{ header: string | undefined; agent: Agent; used?: ExecCredentials } | KubeError> {
+    const exec = this.#credential.exec;
+    if (!exec) return { header: await this.#authorization(), agent: this.#agent };
+    let used: ExecCredentials;
+    try {
+      used = await exec.get();
+    } catch (err) {
+      return localError('ExecCredentialError', `${this.server}: getting credentials: ${(err as Error).message}`);
+    }
+    let agent = this.#agent;
+    if (used.cert && used.key) {
+      if (this.#certAgent?.cert !== used.cert) {
+        // client-go closes every connection when the certificate rotates.
+        void this.#certAgent?.agent.close();
+        this.#certAgent = { cert: used.cert, agent: this.#newAgent(used.cert, used.key) };
+      }
+      agent = this.#certAgent.agent;
+    }
+    return { header: used.token ? `Bearer ${used.token}` : undefined, agent, used };
+  }
+
+  #answered(status: number, used: ExecCredentials | undefined): void {
+    if (status === 401 && used) this.#credential.exec?.unauthorized(used);
   }
 
   async #authorization(): Promise<string | undefined> {
@@ -107,15 +144,17 @@ export class Transport {
     const signal = timeout && req.signal ? AbortSignal.any([req.signal, timeout]) : (timeout ?? req.signal);
     try {
       const headers: Record<string, string> = { 'user-agent': 'impersync', accept: 'application/json', ...req.headers };
-      const auth = await this.#authorization();
-      if (auth) headers['authorization'] = auth;
+      const auth = await this.#auth();
+      if (!('agent' in auth)) return auth;
+      if (auth.header) headers['authorization'] = auth.header;
       const res = await request(this.server + req.path, {
         method: req.method,
         headers,
         ...(req.body !== undefined ? { body: req.body } : {}),
         ...(signal ? { signal } : {}),
-        dispatcher: this.#agent,
+        dispatcher: auth.agent,
       });
+      this.#answered(res.statusCode, auth.used);
       const body = await res.body.text();
       return { status: res.statusCode, body, warnings: res.headers['warning'] };
     } catch (err) {
@@ -136,15 +175,17 @@ export class Transport {
   ): Promise<{ status: number; body: AsyncIterable<Uint8Array>; discard(): void } | KubeError> {
     try {
       const all: Record<string, string> = { 'user-agent': 'impersync', accept: 'application/json', ...headers };
-      const auth = await this.#authorization();
-      if (auth) all['authorization'] = auth;
+      const auth = await this.#auth();
+      if (!('agent' in auth)) return auth;
+      if (auth.header) all['authorization'] = auth.header;
       const res = await request(this.server + path, {
         method: 'GET',
         headers: all,
-        dispatcher: this.#agent,
+        dispatcher: auth.agent,
         signal,
         bodyTimeout: 0,
       });
+      this.#answered(res.statusCode, auth.used);
       this.#count(res.statusCode, headers);
       return { status: res.statusCode, body: res.body, discard: () => void res.body.dump().catch(() => undefined) };
     } catch (err) {
@@ -154,7 +195,7 @@ export class Transport {
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await Promise.all([this.#agent.close(), this.#certAgent?.agent.close()]);
   }
 }
 

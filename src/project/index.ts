@@ -1,7 +1,9 @@
 // project/: an AppProject's own limits (spec §9), pure. Impersonation adds to them, never replaces.
 //
 // Contract:
-// - checkApplicationLimits(project, app, cluster) → violations of sourceRepos and destinations, for
+// - Cluster tenancy (clusters.ts): project-scoped clusters as implicit destinations and
+//   permitOnlyProjectScopedClusters; namespace-scoped clusters' refusal of objects they do not manage.
+// - checkApplicationLimits(project, app, cluster, projectClusters) → violations of sourceRepos and destinations, for
 //   the Application as a whole (cluster = the resolved destination: its server and name).
 // - checkResourceLimits({project, cluster, destinationNamespace, objects, isNamespaced}) → violations
 //   of the resource allow/deny lists and, for namespaced objects, of destinations (by the object's
@@ -19,6 +21,7 @@ export {
   type ProjectRule,
   type ResourceId,
   type ResolvedCluster,
+  type ProjectClusters,
   type IsNamespaced,
   type ResourceLimitsInput,
 } from './limits.ts';
@@ -26,3 +29,13 @@ export { sourceRepoDecision, normalizeGitURL, type RepoDecision } from './repos.
 export { destinationDecision, type DestinationToCheck, type DestinationDecision } from './destinations.ts';
 export { resourceDecision, type ResourceDecision, type ResourceListRule } from './resources.ts';
 export { pathMatch } from './pathmatch.ts';
+export {
+  projectClusters,
+  implicitDestinations,
+  withProjectClusters,
+  permittedAsProjectCluster,
+  managesNamespace,
+  namespacedModeRefusal,
+  type ClusterTenancy,
+  type ManagedObject,
+} from './clusters.ts';

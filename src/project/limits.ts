@@ -6,6 +6,7 @@ import type { AppProject } from '../api/appproject.ts';
 import type { Application } from '../api/application.ts';
 import type { KubeObject, SourceLocation } from '../api/manifest.ts';
 import { groupOf } from '../api/manifest.ts';
+import { permittedAsProjectCluster } from './clusters.ts';
 import { destinationDecision } from './destinations.ts';
 import { repositoryURLRefusal } from '../repository/url.ts';
 import { sourceRepoDecision } from './repos.ts';
@@ -37,6 +38,25 @@ export interface ResolvedCluster {
   name: string;
 }
 
+/** The clusters scoped to the project (project/clusters.ts projectClusters), for permitOnlyProjectScopedClusters. */
+export type ProjectClusters = readonly ResolvedCluster[];
+
+/** Argo CD's IsDestinationPermitted: the destinations match, and permitOnlyProjectScopedClusters holds. */
+function destinationPermitted(
+  project: AppProject,
+  cluster: ResolvedCluster,
+  namespace: string,
+  scoped: ProjectClusters,
+): { permitted: boolean; because: string } {
+  const d = destinationDecision(project.spec.destinations, { server: cluster.server, name: cluster.name, namespace });
+  if (d.permitted && !permittedAsProjectCluster(project, scoped, cluster))
+    return {
+      permitted: false,
+      because: `permitOnlyProjectScopedClusters is set and no cluster Secret scoped to project '${project.metadata.name}' has this name or server`,
+    };
+  return d;
+}
+
 /** Is this group/kind namespaced? true/false from discovery, undefined when the API server does not know it. */
 export type IsNamespaced = (group: string, kind: string) => boolean | undefined;
 
@@ -45,6 +65,7 @@ export function checkApplicationLimits(
   project: AppProject,
   app: Application,
   cluster: ResolvedCluster,
+  projectClusters: ProjectClusters = [],
 ): ProjectViolation[] {
   const p = project.metadata.name;
   const out: ProjectViolation[] = [];
@@ -71,7 +92,7 @@ export function checkApplicationLimits(
     }
   }
   const namespace = app.spec.destination?.namespace ?? '';
-  const d = destinationDecision(project.spec.destinations, { server: cluster.server, name: cluster.name, namespace });
+  const d = destinationPermitted(project, cluster, namespace, projectClusters);
   if (!d.permitted) {
     // Argo CD names the cluster as the Application did: by name when it used spec.destination.name.
     const shown = app.spec.destination?.name ? cluster.name : cluster.server;
@@ -92,6 +113,8 @@ export interface ResourceLimitsInput {
   objects: readonly (KubeObject | { object: KubeObject; location?: SourceLocation | undefined })[];
   /** Discovery's answer; when it does not know a kind, a CustomResourceDefinition among the objects may. */
   isNamespaced: IsNamespaced;
+  /** The clusters scoped to the project, for permitOnlyProjectScopedClusters. */
+  projectClusters?: ProjectClusters | undefined;
 }
 
 /** Every resource against the allow/deny lists, and namespaced ones against destinations (Argo CD's validateSyncPermissions). */
@@ -131,11 +154,7 @@ export function checkResourceLimits(input: ResourceLimitsInput): ProjectViolatio
       continue;
     }
     if (namespaced) {
-      const d = destinationDecision(input.project.spec.destinations, {
-        server: input.cluster.server,
-        name: input.cluster.name,
-        namespace,
-      });
+      const d = destinationPermitted(input.project, input.cluster, namespace, input.projectClusters ?? []);
       if (!d.permitted) {
         out.push({
           rule: 'destinations',

@@ -326,3 +326,33 @@ test('the identity condition names the decision and the ServiceAccount; warnings
     { type: 'ImpersonationWarning', message: 'w1; w2' },
   ]);
 });
+
+test('cluster tenancy: inClusterEnabled "false", project-scoped clusters and permitOnlyProjectScopedClusters', () => {
+  const off = admit(state({ inClusterEnabled: false }), app());
+  assert.deepEqual(outcome(off), {
+    refused: 'spec',
+    message: `spec.destination.server: error getting cluster by server "${IN}": rpc error: code = NotFound desc = cluster "${IN}" is disabled`,
+  });
+  const far = { name: 'far', server: 'https://far.example', config: {}, secret: 'argocd/far', project: 'own' };
+  const dsa = [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }];
+  const own = project('own', { destinations: [], destinationServiceAccounts: dsa });
+  const strict = project('strict', { permitOnlyProjectScopedClusters: true, destinationServiceAccounts: dsa });
+  const s = state({ clusters: [far], projects: [own, strict] });
+  const to = (p: string, server: string) => admit(s, app({ project: p, destination: { server, namespace: 'web' } }));
+  // The project's own cluster is its destination though it lists none.
+  assert.deepEqual(outcome(to('own', far.server)), { actsAs: 'system:serviceaccount:web:deployer' });
+  const ownAdmitted = to('own', far.server);
+  assert.ok(ownAdmitted.admitted);
+  assert.deepEqual(ownAdmitted.projectClusters, [far]);
+  // permitOnlyProjectScopedClusters: another project's cluster and the in-cluster one are refused.
+  for (const server of [far.server, IN]) {
+    const refused = to('strict', server);
+    assert.ok(!refused.admitted && refused.by === 'spec');
+    assert.ok(
+      refused.condition.message.startsWith(
+        `application destination server '${server}' and namespace 'web' do not match any of the allowed destinations in project 'strict'`,
+      ),
+      refused.condition.message,
+    );
+  }
+});

@@ -190,6 +190,8 @@ export async function startFixture(
     waitTimeoutMs?: number;
     operationProcessors?: number;
     rendererLogs?: boolean;
+    /** How long a cluster Secret's credential plugin may run (the controller's default is 30 s). */
+    execTimeoutMs?: number;
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -216,6 +218,7 @@ export async function startFixture(
       healthPort: 0,
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
       ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
+      ...(opts.execTimeoutMs !== undefined ? { execTimeoutMs: opts.execTimeoutMs } : {}),
     });
   const fx: Fixture = {
     repo,

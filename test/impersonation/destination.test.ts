@@ -74,4 +74,46 @@ describe('spec §6: destinations and clusters', () => {
     assert.ok(r.ok);
     assert.equal(resolveDestination(dest({ name: 'in-cluster' }), [local]).ok, false);
   });
+
+  describe('argocd-cm cluster.inClusterEnabled: "false" (Argo CD util/db/cluster.go)', () => {
+    const off = { inClusterEnabled: false };
+    const local: Cluster = {
+      name: 'local',
+      server: 'https://kubernetes.default.svc',
+      config: {},
+      secret: 'argocd/local',
+    };
+
+    test('by server: GetCluster\'s "is disabled", as GetDestinationCluster wraps it, with or without a trailing slash', () => {
+      for (const server of ['https://kubernetes.default.svc', 'https://kubernetes.default.svc/'])
+        assert.deepEqual(resolveDestination(dest({ server }), [], off), {
+          ok: false,
+          field: 'spec.destination.server',
+          error: `error getting cluster by server "${server}": rpc error: code = NotFound desc = cluster "https://kubernetes.default.svc" is disabled`,
+        });
+    });
+
+    test('a cluster Secret for the in-cluster server is disabled too', () => {
+      assert.equal(resolveDestination(dest({ server: local.server }), [local], off).ok, false);
+      assert.deepEqual(resolveDestination(dest({ name: 'local' }), [local], off), {
+        ok: false,
+        field: 'spec.destination.name',
+        error: 'there are no clusters with this name: local',
+      });
+    });
+
+    test('by name: GetClusterServersByName drops it: "there are no clusters with this name: in-cluster"', () => {
+      assert.deepEqual(resolveDestination(dest({ name: 'in-cluster' }), [], off), {
+        ok: false,
+        field: 'spec.destination.name',
+        error: 'there are no clusters with this name: in-cluster',
+      });
+    });
+
+    test('other clusters are unaffected, and any other value leaves it on', () => {
+      assert.ok(resolveDestination(dest({ name: 'remote-cluster' }), [remote], off).ok);
+      assert.ok(resolveDestination(dest({ server: remote.server }), [remote, local], off).ok);
+      assert.ok(resolveDestination(dest({ name: 'in-cluster' }), [], { inClusterEnabled: true }).ok);
+    });
+  });
 });
