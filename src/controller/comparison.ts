@@ -14,7 +14,7 @@ import type { Admission } from './admission.ts';
 import { objectLimitViolations } from './limits.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import { orphanedCondition } from './orphans.ts';
-import { postDeleteFinalizers } from './post-delete.ts';
+import { deleteHookFinalizers } from './delete-hooks.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { watchRefusals, withoutRefusals } from './refusals.ts';
@@ -135,10 +135,10 @@ export async function compareApplication(
   const client = hard ? identityClient.uncached() : identityClient;
   const objects = rendered.objects.map((o) => o.object);
   const revision = rendered.revisions[0] ?? '';
-  // Argo CD's post-delete finalizers follow the manifests, while the Application is not being deleted.
+  // Argo CD's pre- and post-delete finalizers follow the manifests, while the Application is not being deleted.
   const finalizers = app.metadata.deletionTimestamp
     ? undefined
-    : postDeleteFinalizers(app.metadata.finalizers ?? [], objects);
+    : deleteHookFinalizers(app.metadata.finalizers ?? [], objects);
   const watched = watchRefusals(client);
   const violations = await objectLimitViolations(watched.client, ctx, objects);
   const semantics = d.semantics.for(app, d.cache.settingsConfigMap(), ctx.cluster);
