@@ -11,6 +11,7 @@ import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare
 import { compareResources, coordinates } from './compare.ts';
 import { builtinAssessor } from './health/index.ts';
 import { expandPhases } from './hooks.ts';
+import { withHookFinalizer } from './hook-finalizer.ts';
 import { parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
@@ -244,8 +245,10 @@ export async function planSync(
   if (!skipHooks) {
     for (const p of prepared.objects.filter((x) => x.hook)) {
       const got = await client.get(refOf(p.target));
+      // Created with Argo CD's hook finalizer, taken off when the hook completes (hook-finalizer.ts).
+      const target = withHookFinalizer(p.target);
       for (const phase of phasesOf.get(p.source) ?? [])
-        all.push({ phase, target: p.target, live: got.ok ? got.value : null, hook: true, message: '' });
+        all.push({ phase, target, live: got.ok ? got.value : null, hook: true, message: '' });
     }
   }
   // Where each task stood at the end of the last step.

@@ -11,7 +11,7 @@ import { taskObject } from './order.ts';
 import type { SyncPlan } from './plan.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
 import { applyTask } from './apply.ts';
-import { deleteOnce, isPrune, pruneTask, refreshRunning, setResult, waitForCrd } from './tasks.ts';
+import { deleteOnce, isPrune, pruneTask, refreshRunning, releaseHook, setResult, waitForCrd } from './tasks.ts';
 import { mapLimit } from './util.ts';
 
 export { planSync, taskContext, toResult } from './plan.ts';
@@ -50,6 +50,9 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
   const pruned = await mapLimit(prunes, APPLY_CONCURRENCY, (t) => pruneTask(ctx, t));
   if (pruned.includes(false)) return { ok: false, progressed: true };
   for (const t of creates) {
+    // An earlier operation's run of the hook lets go of it first, so that it can be deleted or
+    // applied again (gitops-engine: "remove finalizers from previous sync on existing hooks").
+    if (t.hook && t.live && !(await releaseHook(ctx, t))) return { ok: false, progressed: true };
     if (!t.hook || !t.live || ctx.dryRun || !hookDeletePolicies(taskObject(t)).includes('BeforeHookCreation')) continue;
     const gone = await deleteOnce(ctx, t.live);
     if (typeof gone === 'object') {

@@ -8,6 +8,7 @@ import type { DestinationClient, FieldValidation } from '../kube/types.ts';
 import type { HealthAssessor } from './health/index.ts';
 import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
+import { hasHookFinalizer, removeHookFinalizer } from './hook-finalizer.ts';
 import type { PropagationPolicy } from './options.ts';
 import { pruneDisabled } from './options.ts';
 import type { Orderable } from './order.ts';
@@ -197,6 +198,21 @@ export function failureMessage(what: string, tasks: readonly SyncTask[]): string
   return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
 }
 
+/**
+ * Takes the hook finalizer off a hook task's live object (gitops-engine removeHookFinalizer); false,
+ * with the task in Error, when that failed.
+ */
+export async function releaseHook(ctx: TaskContext, t: SyncTask): Promise<boolean> {
+  if (ctx.dryRun || !t.hook || !hasHookFinalizer(t.live)) return true;
+  const res = await removeHookFinalizer(ctx.client, t.live as KubeObject);
+  if (res.ok) {
+    t.live = res.live;
+    return true;
+  }
+  setResult(ctx, t, undefined, 'Error', `Failed to remove hook finalizer: ${res.error}`);
+  return false;
+}
+
 /** Hooks whose delete policy matches the outcome go away (`HookSucceeded` / `HookFailed`). */
 export async function deleteHooks(
   ctx: TaskContext,
@@ -204,6 +220,8 @@ export async function deleteHooks(
   policy: 'HookSucceeded' | 'HookFailed',
 ): Promise<void> {
   if (ctx.dryRun) return;
+  // The operation ends here: no hook of it keeps the finalizer, running or not.
+  for (const t of tasks) await releaseHook(ctx, t);
   for (const t of tasks) {
     if (!t.hook || !t.live || t.operationState === 'Running' || !hookDeletePolicies(taskObject(t)).includes(policy))
       continue;
@@ -264,6 +282,8 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
     const { phase, message } = operationPhaseOf(await ctx.health(got.value), got.value, t.hook);
     setResult(ctx, t, undefined, phase, message);
     if (phase === 'Running') running = true;
+    // A completed hook is let go (gitops-engine: hooksCompleted, removeHookFinalizer).
+    else await releaseHook(ctx, t);
   }
   return running;
 }
