@@ -6,6 +6,9 @@ import type { AppProject, Application, Cluster, KubeObject } from '../api/index.
 import type { DestinationClient } from '../kube/types.ts';
 import { checkResourceLimits, describeViolation } from '../project/index.ts';
 import { resourceScopes } from '../sync/index.ts';
+import { hasSyncOption } from '../sync/annotations.ts';
+
+const SKIP_DRY_RUN = 'SkipDryRunOnMissingResource=true';
 
 /** The violations, as messages; empty when every object is permitted. */
 export async function objectLimitViolations(
@@ -19,5 +22,10 @@ export async function objectLimitViolations(
     destinationNamespace: admitted.app.spec.destination?.namespace,
     objects,
     isNamespaced: await resourceScopes(client, objects),
+    // As the sync's dry-run skips them (sync/prepare.ts): the Application's or the operation's option, or the object's.
+    unknownKindDeferred: (o) =>
+      [...(admitted.app.spec.syncPolicy?.syncOptions ?? []), ...(admitted.app.operation?.sync?.syncOptions ?? [])].some(
+        (x) => x.trim() === SKIP_DRY_RUN,
+      ) || hasSyncOption(o, SKIP_DRY_RUN),
   }).map(describeViolation);
 }
