@@ -12,7 +12,7 @@ import { compareResources, coordinates } from './compare.ts';
 import { builtinAssessor } from './health/index.ts';
 import { expandPhases } from './hooks.ts';
 import { withHookFinalizer } from './hook-finalizer.ts';
-import { parseSyncOptions, pruneLastOn } from './options.ts';
+import { clientSideApplyRefusal, parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
 import type { Recreating, SyncTask, TaskContext } from './tasks.ts';
@@ -189,6 +189,13 @@ export async function planSync(
     const reasons = [...new Set(invalid.map((p) => p.error?.message ?? ''))].sort();
     return done('Failed', `one or more synchronization tasks are not valid: ${reasons.join('; ')}`);
   }
+
+  // ServerSideApply=false: refused before the first write, not applied server-side regardless.
+  const refusal = clientSideApplyRefusal(
+    options.syncOptions,
+    prepared.objects.map((p) => p.source),
+  );
+  if (refusal) return done('Failed', refusal);
 
   // CreateNamespace=true: the destination namespace first, as the identity (spec §5); with
   // managedNamespaceMetadata its labels and annotations are applied to it even when it exists.
