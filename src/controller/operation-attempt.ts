@@ -37,9 +37,15 @@ const MAX_KEPT_REFUSALS = 20;
  * The operation as a later step renders it: at the revisions its first step resolved (recorded in
  * syncResult), so a push meanwhile does not change a sync under way. The first step: as asked.
  */
-function resolvedOperation(op: SyncOperation, done: SyncResult | undefined): SyncOperation {
+function resolvedOperation(op: SyncOperation, done: SyncResult | undefined, latest: boolean): SyncOperation {
   if (done?.revisions && done.revisions.length > 0) return { ...op, revisions: done.revisions };
   if (done?.revision) return { ...op, revision: done.revision };
+  // retry.refresh: a retry renders the sources' target revisions again (Argo CD empties the
+  // operation's revision and revisions when it starts the retry).
+  if (latest) {
+    const { revision: _r, revisions: _rs, ...rest } = op;
+    return rest;
+  }
   return op;
 }
 
@@ -90,7 +96,11 @@ export async function attemptStep(
       project: ctx.project,
       controllerNamespace: env.d.cache.namespace,
       repositories: env.d.cache.repositoryState(),
-      operation: resolvedOperation(op, state.syncResult),
+      operation: resolvedOperation(
+        op,
+        state.syncResult,
+        (state.retryCount ?? 0) > 0 && state.operation.retry?.refresh === true,
+      ),
       limits: env.d.limits.for(env.d.cache.settingsConfigMap()),
       ...(await env.d.capabilities?.for(env.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
     });
