@@ -1,7 +1,8 @@
 // Argo CD's hook and sync semantics end to end, with Argo CD's YAML and messages, on a control plane
 // with a kwok node that runs Job pods: PreDelete hooks (controller/hook.go, finalizeApplicationDeletion)
-// that succeed and that fail, the hook finalizer on a running hook (gitops-engine pkg/sync/hook),
-// SkipDryRunOnMissingResource=true for a kind whose CRD arrives during the sync, retry.refresh
+// that succeed and that fail, the hook finalizer on a running hook and on a terminated operation's
+// (gitops-engine pkg/sync/hook, Terminate), SkipDryRunOnMissingResource=true for a kind whose CRD
+// arrives during the sync, retry.refresh
 // (appcontroller.go: a retry syncs the latest revision), and ServerSideApply=false refused.
 // A Job whose pod selects a node label only the test adds runs exactly when the test says.
 import { after, before, test } from 'node:test';
@@ -120,7 +121,7 @@ before(async () => {
   cp = await startDeployersPlane({
     settings: { 'application.sync.impersonation.enabled': 'true' },
     project: 'hooks',
-    namespaces: ['predel', 'predelfail', 'hookfin', 'skipdry', 'retryref', 'csa'],
+    namespaces: ['predel', 'predelfail', 'hookfin', 'hookterm', 'skipdry', 'retryref', 'csa'],
     nodes: 1,
   });
   fx = await startFixture(
@@ -136,6 +137,9 @@ before(async () => {
       'predelfail/pre.yaml': job('bad-pre', { 'argocd.argoproj.io/hook': 'PreDelete' }, { exit: 3 }),
       'hookfin/hook.yaml': job('pre-sync', { 'argocd.argoproj.io/hook': 'PreSync' }, { gate: 'gate-hookfin' }),
       'hookfin/app.yaml': cm('after-hook'),
+      // Its gate never opens: the hook runs until the operation is terminated.
+      'hookterm/hook.yaml': job('stuck', { 'argocd.argoproj.io/hook': 'PreSync' }, { gate: 'gate-hookterm' }),
+      'hookterm/app.yaml': cm('never'),
       'skipdry/gate.yaml': job('install-crd', { 'argocd.argoproj.io/sync-wave': '0' }, { gate: 'gate-skipdry' }),
       'skipdry/gadget.yaml':
         'apiVersion: hooks.example.com/v1\nkind: Gadget\nmetadata:\n  name: g1\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"\n    argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true\nspec:\n  size: 1\n',
@@ -167,6 +171,33 @@ test('a running hook carries argocd.argoproj.io/hook-finalizer; it is taken off 
   const done = await getObj('batch/v1', 'Job', 'hookfin', 'pre-sync');
   assert.ok(done, 'no delete policy but the default: the completed hook stays');
   assert.deepEqual(done.metadata.finalizers ?? [], []);
+});
+
+test('a terminated operation takes the hook finalizer off its running hook and deletes it', async () => {
+  await sync(app('hookterm'));
+  await waitForApp(cp, 'hookterm', 'the hook running', (a) =>
+    JSON.stringify(opState(a)?.syncResult ?? {}).includes('"name":"stuck"'),
+  );
+  const held = await getObj('batch/v1', 'Job', 'hookterm', 'stuck');
+  assert.ok(held?.metadata.finalizers?.includes('argocd.argoproj.io/hook-finalizer'));
+  // What `argocd app terminate-op` writes; a status write of the controller's meanwhile is a 409: again.
+  for (let attempt = 1; ; attempt++) {
+    const a = await getApp(cp, 'hookterm');
+    const res = await request(cp.admin, {
+      method: 'PUT',
+      path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/hookterm/status',
+      body: { ...a, status: { ...a.status, operationState: { ...opState(a), phase: 'Terminating' } } },
+    });
+    if (res.status === 200) break;
+    assert.ok(res.status === 409 && attempt < 10, res.text);
+  }
+  const done = await waitForApp(cp, 'hookterm', 'terminated', (a) => operationPhase(a) === 'Failed');
+  assert.equal(opState(done)?.message, 'Operation terminated');
+  await until(
+    'the running hook deleted',
+    async () => (await getObj('batch/v1', 'Job', 'hookterm', 'stuck')) === undefined,
+  );
+  assert.ok((await writes('hookterm')).includes('delete jobs/stuck system:serviceaccount:hookterm:deployer'));
 });
 
 test('a PreDelete hook Job runs before any resource is deleted; the deletion waits for it, then cleans it up', async () => {
