@@ -11,7 +11,8 @@ import { taskObject } from './order.ts';
 import type { SyncPlan } from './plan.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
 import { applyTask } from './apply.ts';
-import { deleteOnce, isPrune, pruneTask, refreshRunning, releaseHook, setResult, waitForCrd } from './tasks.ts';
+import { deleteOnce, isPrune, pruneTask, refreshRunning, setResult, waitForCrd } from './tasks.ts';
+import { releaseHook } from './hook-tasks.ts';
 import { mapLimit } from './util.ts';
 
 export { planSync, taskContext, toResult } from './plan.ts';
@@ -91,9 +92,14 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
   return { ok, progressed: prunes.length + ready.filter((t) => !t.deleting).length > 0 };
 }
 
-/** Looks once at every running task of `tasks` (their live objects, their health). */
+/**
+ * Looks once at every running task of `tasks` (their live objects, their health); a hook of this
+ * operation that has completed lets go of its finalizer (gitops-engine: hooksCompleted).
+ */
 export async function observe(ctx: TaskContext, tasks: readonly SyncTask[]): Promise<void> {
   await refreshRunning(ctx, tasks);
+  for (const t of tasks)
+    if (t.hook && t.order !== undefined && t.operationState !== 'Running') await releaseHook(ctx, t);
 }
 
 /**

@@ -6,9 +6,7 @@ import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } fro
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation } from '../kube/types.ts';
 import type { HealthAssessor } from './health/index.ts';
-import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
-import { hasHookFinalizer, removeHookFinalizer } from './hook-finalizer.ts';
 import type { PropagationPolicy } from './options.ts';
 import { pruneDisabled } from './options.ts';
 import type { Orderable } from './order.ts';
@@ -198,38 +196,6 @@ export function failureMessage(what: string, tasks: readonly SyncTask[]): string
   return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
 }
 
-/**
- * Takes the hook finalizer off a hook task's live object (gitops-engine removeHookFinalizer); false,
- * with the task in Error, when that failed.
- */
-export async function releaseHook(ctx: TaskContext, t: SyncTask): Promise<boolean> {
-  if (ctx.dryRun || !t.hook || !hasHookFinalizer(t.live)) return true;
-  const res = await removeHookFinalizer(ctx.client, t.live as KubeObject);
-  if (res.ok) {
-    t.live = res.live;
-    return true;
-  }
-  setResult(ctx, t, undefined, 'Error', `Failed to remove hook finalizer: ${res.error}`);
-  return false;
-}
-
-/** Hooks whose delete policy matches the outcome go away (`HookSucceeded` / `HookFailed`). */
-export async function deleteHooks(
-  ctx: TaskContext,
-  tasks: readonly SyncTask[],
-  policy: 'HookSucceeded' | 'HookFailed',
-): Promise<void> {
-  if (ctx.dryRun) return;
-  // The operation ends here: no hook of it keeps the finalizer, running or not.
-  for (const t of tasks) await releaseHook(ctx, t);
-  for (const t of tasks) {
-    if (!t.hook || !t.live || t.operationState === 'Running' || !hookDeletePolicies(taskObject(t)).includes(policy))
-      continue;
-    const res = await ctx.client.delete(refOf(t.live), { propagationPolicy: 'Foreground' });
-    if (!res.ok) setResult(ctx, t, undefined, 'Error', `failed to delete resource: ${res.error.message}`);
-  }
-}
-
 /** How long reads may be refused before the identity is taken to have lost its rights. */
 const FORBIDDEN_GRACE_MS = 5_000;
 
@@ -282,8 +248,6 @@ export async function refreshRunning(ctx: TaskContext, tasks: readonly SyncTask[
     const { phase, message } = operationPhaseOf(await ctx.health(got.value), got.value, t.hook);
     setResult(ctx, t, undefined, phase, message);
     if (phase === 'Running') running = true;
-    // A completed hook is let go (gitops-engine: hooksCompleted, removeHookFinalizer).
-    else await releaseHook(ctx, t);
   }
   return running;
 }
