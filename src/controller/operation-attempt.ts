@@ -86,8 +86,13 @@ export async function attemptStep(
   const who = identityLabel(ctx.actsAs);
   // The first step of an attempt has no results yet; later steps continue it.
   const firstStep = state.syncResult === undefined;
-  if ((state.retryCount ?? 0) === 0 && firstStep)
+  const retries = state.retryCount ?? 0;
+  if (retries === 0 && firstStep)
     await env.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
+  const latest = retries > 0 && state.operation.retry?.refresh === true;
+  // Argo CD's log line as a retry begins (appcontroller.go processRequestedAppOperation).
+  if (retries > 0 && firstStep)
+    log.info(`Retrying operation${latest ? ' with latest revisions' : ''}. Attempt #${retries}`);
   let rendered;
   try {
     // The first step resolves the revisions (no reuse of refs listed earlier), as Argo CD's sync
@@ -96,11 +101,7 @@ export async function attemptStep(
       project: ctx.project,
       controllerNamespace: env.d.cache.namespace,
       repositories: env.d.cache.repositoryState(),
-      operation: resolvedOperation(
-        op,
-        state.syncResult,
-        (state.retryCount ?? 0) > 0 && state.operation.retry?.refresh === true,
-      ),
+      operation: resolvedOperation(op, state.syncResult, latest),
       limits: env.d.limits.for(env.d.cache.settingsConfigMap()),
       ...(await env.d.capabilities?.for(env.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
     });

@@ -99,12 +99,7 @@ export function nextStep(view: OperationView, now: string): Step {
     const wait = due - Date.parse(now);
     if (wait > 0) return { kind: 'wait', delayMs: wait };
     const { finishedAt: _f, syncResult: _r, progress: _p, ...fresh } = state;
-    // Argo CD's words for the attempt that begins (appcontroller.go processRequestedAppOperation).
-    const latest = operation.retry?.refresh === true ? ' with latest revisions' : '';
-    return {
-      kind: 'resume',
-      state: { ...fresh, message: `Retrying operation${latest}. Attempt #${state.retryCount ?? 1}` },
-    };
+    return { kind: 'resume', state: fresh };
   }
   if (state?.phase === 'Terminating') return { kind: 'finish', state, end: TERMINATED };
   return {

@@ -129,27 +129,7 @@ const steps: Array<{ name: string; view: OperationView; expect: Step }> = [
       }),
       generation: 4,
     },
-    expect: { kind: 'resume', state: state({ retryCount: 1, message: 'Retrying operation. Attempt #1' }) },
-  },
-  {
-    name: "retry.refresh: the attempt is one 'with latest revisions', in Argo CD's words",
-    view: {
-      operation: { ...op, retry: { limit: 2, refresh: true } },
-      state: state({
-        operation: { ...op, retry: { limit: 2, refresh: true } },
-        retryCount: 2,
-        finishedAt: '2026-03-01T11:00:00.000Z',
-      }),
-      generation: 4,
-    },
-    expect: {
-      kind: 'resume',
-      state: state({
-        operation: { ...op, retry: { limit: 2, refresh: true } },
-        retryCount: 2,
-        message: 'Retrying operation with latest revisions. Attempt #2',
-      }),
-    },
+    expect: { kind: 'resume', state: state({ retryCount: 1 }) },
   },
   {
     name: 'Terminating: finished Failed without running',

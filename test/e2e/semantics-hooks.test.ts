@@ -264,6 +264,7 @@ test('retry.refresh: a retry syncs the commit pushed after the failed attempt, n
   const good = await fx.repo.commit({ 'retryref/app.yaml': cm('retried') });
   const a = await waitForApp(cp, 'retryref', 'synced', (x) => operationPhase(x) === 'Succeeded', 90_000);
   assert.equal(opState(a)?.syncResult?.revision, good);
+  assert.ok(fx.logs.some((l) => l.includes('Retrying operation with latest revisions. Attempt #')));
   assert.ok(await getObj('v1', 'ConfigMap', 'retryref', 'retried'));
 });
 
