@@ -63,6 +63,8 @@ export const RetryStrategySchema = z.looseObject({
       maxDuration: z.string().optional(),
     })
     .optional(),
+  /** Argo CD 3.x: each retry syncs the latest revisions of the sources, not the ones it first resolved. */
+  refresh: z.boolean().optional(),
 });
 export type RetryStrategy = z.infer<typeof RetryStrategySchema>;
 

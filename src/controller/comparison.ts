@@ -15,7 +15,7 @@ import { managesNamespace } from '../project/index.ts';
 import { objectLimitViolations, unmanagedObjectRefusal } from './limits.ts';
 import { autoSyncDecision } from './operation-policy.ts';
 import { orphanedCondition } from './orphans.ts';
-import { postDeleteFinalizers } from './post-delete.ts';
+import { deleteHookFinalizers } from './delete-hooks.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 import { watchRefusals, withoutRefusals } from './refusals.ts';
@@ -138,10 +138,10 @@ export async function compareApplication(
   const client = hard ? identityClient.uncached() : identityClient;
   const objects = rendered.objects.map((o) => o.object);
   const revision = rendered.revisions[0] ?? '';
-  // Argo CD's post-delete finalizers follow the manifests, while the Application is not being deleted.
+  // Argo CD's pre- and post-delete finalizers follow the manifests, while the Application is not being deleted.
   const finalizers = app.metadata.deletionTimestamp
     ? undefined
-    : postDeleteFinalizers(app.metadata.finalizers ?? [], objects);
+    : deleteHookFinalizers(app.metadata.finalizers ?? [], objects);
   // A namespace-scoped cluster reads nothing outside what it manages (Argo CD's cluster cache).
   const unmanaged = await unmanagedObjectRefusal(client, ctx, objects);
   if (unmanaged) {

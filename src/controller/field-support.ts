@@ -92,7 +92,7 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   h('spec.syncPolicy.syncOptions[]', 'each option: sync/options.ts (those it does not act on are warned by name)'),
   h('spec.syncPolicy.retry.limit', 'retry (controller/operation-policy.ts)'),
   h('spec.syncPolicy.retry.backoff.**', 'retry backoff (controller/operation-policy.ts)'),
-  w('spec.syncPolicy.retry.refresh', 'a retry does not re-resolve the revision'),
+  h('spec.syncPolicy.retry.refresh', 'each retry renders the latest revisions (controller/operation-attempt.ts)'),
   h('spec.syncPolicy.managedNamespaceMetadata.**', 'the namespace CreateNamespace=true manages (sync/namespace.ts)'),
   h('spec.ignoreDifferences[].**', 'comparison and RespectIgnoreDifferences (sync/ignore.ts)'),
   h('spec.revisionHistoryLimit', 'status.history length (controller/operation-policy.ts)'),
@@ -111,7 +111,7 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   h('operation.initiatedBy.**', 'manual or automated (sync windows, history)'),
   h('operation.retry.limit', 'retry'),
   h('operation.retry.backoff.**', 'retry backoff'),
-  w('operation.retry.refresh', 'a retry does not re-resolve the revision'),
+  h('operation.retry.refresh', 'each retry renders the latest revisions'),
   e('operation.info[].**', 'shown by the UI'),
 ];
 
@@ -240,10 +240,10 @@ export const SYNC_OPTION_RULES: readonly FieldRule[] = [
     'Replace=true',
     'RespectIgnoreDifferences=true',
     'ServerSideApply=true',
-    'SkipDryRunOnMissingResource=true',
     'Validate=false',
   ].map((o) => h(o, 'sync/options.ts')),
-  w('ServerSideApply=false', 'impersync always applies server-side'),
+  h('SkipDryRunOnMissingResource=true', 'an unknown kind is not dry-run; applied at its wave (sync/prepare.ts)'),
+  r('ServerSideApply=false', 'the sync fails before any write, naming it (sync/options.ts clientSideApplyRefusal)'),
 ];
 
 export const COMPARE_OPTION_RULES: readonly FieldRule[] = [
@@ -258,7 +258,10 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   h('argocd.argoproj.io/sync-wave', 'sync/order.ts'),
   h('argocd.argoproj.io/hook', 'sync/hooks.ts'),
   h('argocd.argoproj.io/hook-delete-policy', 'sync/hooks.ts'),
-  h('argocd.argoproj.io/hook-finalizer', 'sync/health/builtin.ts'),
+  h(
+    'argocd.argoproj.io/hook-finalizer',
+    'added to every hook a sync creates, removed once done (sync/hook-finalizer.ts)',
+  ),
   h('argocd.argoproj.io/compare-options', 'sync/compare.ts'),
   h('argocd.argoproj.io/tracking-id', 'sync/tracking.ts'),
   h('argocd.argoproj.io/installation-id', 'sync/tracking.ts'),
@@ -284,17 +287,18 @@ export const HOOK_RULES: readonly FieldRule[] = [
   ...['PreSync', 'Sync', 'PostSync', 'SyncFail', 'Skip', 'HookSucceeded', 'HookFailed', 'BeforeHookCreation'].map((t) =>
     h(t, 'sync/hooks.ts'),
   ),
-  w('PreDelete', 'PreDelete hooks are not run when the Application is deleted'),
-  h('PostDelete', 'controller/post-delete.ts, run after the resources are deleted'),
+  h('PreDelete', 'controller/delete-hooks.ts, run before any resource is deleted'),
+  h('PostDelete', 'controller/delete-hooks.ts, run after the resources are deleted'),
 ];
 
 export const FINALIZER_RULES: readonly FieldRule[] = [
   h('resources-finalizer.argocd.argoproj.io', 'controller/finalizer.ts, foreground'),
   h('resources-finalizer.argocd.argoproj.io/foreground', 'controller/finalizer.ts'),
   h('resources-finalizer.argocd.argoproj.io/background', 'controller/finalizer.ts'),
-  h('post-delete-finalizer.argocd.argoproj.io', 'controller/post-delete.ts'),
-  h('post-delete-finalizer.argocd.argoproj.io/cleanup', 'controller/post-delete.ts'),
-  w('pre-delete-finalizer.argocd.argoproj.io', 'PreDelete hooks are not run'),
+  h('post-delete-finalizer.argocd.argoproj.io', 'controller/delete-hooks.ts'),
+  h('post-delete-finalizer.argocd.argoproj.io/cleanup', 'controller/delete-hooks.ts'),
+  h('pre-delete-finalizer.argocd.argoproj.io', 'controller/delete-hooks.ts'),
+  h('pre-delete-finalizer.argocd.argoproj.io/cleanup', 'controller/delete-hooks.ts'),
 ];
 
 export const CLUSTER_SECRET_RULES: readonly FieldRule[] = [

@@ -1,9 +1,10 @@
-// The resources finalizer (`resources-finalizer.argocd.argoproj.io`, and its `/foreground` and
-// `/background` variants): when an Application that carries one is deleted, its resources are
-// deleted first (sync/delete.ts), as its identity, with foreground propagation (background for the
-// `/background` variant, as Argo CD), and the finalizer is removed only once they are gone; then the
-// PostDelete hooks run and are cleaned up, each step with its own finalizer (post-delete.ts), in
-// Argo CD's order (finalizeApplicationDeletion). One finalizer per call. Runs in the operation queue.
+// Deleting an Application, in Argo CD's order (finalizeApplicationDeletion), one finalizer per call:
+// the PreDelete hooks run before anything is deleted (delete-hooks.ts); then, with the resources
+// finalizer (`resources-finalizer.argocd.argoproj.io`, and its `/foreground` and `/background`
+// variants), its resources are deleted (sync/delete.ts) with foreground propagation (background for
+// the `/background` variant, as Argo CD), the finalizer removed only once they are gone; then the
+// PostDelete hooks run; then the PreDelete hooks and the PostDelete hooks are cleaned up. Each step
+// as the Application's identity, with its own finalizer. Runs in the operation queue.
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
@@ -24,18 +25,36 @@ import type { Renderer } from '../renderer/client.ts';
 import type { ApplicationLimitsReader } from './app-limits.ts';
 import { renderApplication } from './render.ts';
 import { refuseUnreadableRepositories } from './repositories.ts';
-import type { HookStep } from './post-delete.ts';
+import type { DeleteHookType, HookStep } from './delete-hooks.ts';
 import {
-  cleanupPostDeleteHooks,
+  cleanupDeleteHooks,
   POST_DELETE_CLEANUP_FINALIZER,
   POST_DELETE_FINALIZER,
-  runPostDeleteHooks,
-} from './post-delete.ts';
+  PRE_DELETE_CLEANUP_FINALIZER,
+  PRE_DELETE_FINALIZER,
+  runDeleteHooks,
+} from './delete-hooks.ts';
 
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 export const FOREGROUND_FINALIZER = `${RESOURCES_FINALIZER}/foreground`;
 export const BACKGROUND_FINALIZER = `${RESOURCES_FINALIZER}/background`;
 const CASCADE_FINALIZERS = [RESOURCES_FINALIZER, FOREGROUND_FINALIZER, BACKGROUND_FINALIZER];
+
+/**
+ * The hook steps, each with its finalizer, its hook type, and how Argo CD words its error (it wraps
+ * the PreDelete steps' errors, not the PostDelete ones).
+ */
+const HOOK_STEPS: ReadonlyArray<{ finalizer: string; type: DeleteHookType; cleanup: boolean; wrap: string }> = [
+  { finalizer: PRE_DELETE_FINALIZER, type: 'PreDelete', cleanup: false, wrap: 'error executing pre-delete hooks: ' },
+  { finalizer: POST_DELETE_FINALIZER, type: 'PostDelete', cleanup: false, wrap: '' },
+  {
+    finalizer: PRE_DELETE_CLEANUP_FINALIZER,
+    type: 'PreDelete',
+    cleanup: true,
+    wrap: 'error cleaning up pre-delete hooks: ',
+  },
+  { finalizer: POST_DELETE_CLEANUP_FINALIZER, type: 'PostDelete', cleanup: true, wrap: '' },
+];
 
 export interface FinalizerDeps {
   cache: ControllerCache;
@@ -67,7 +86,8 @@ export class Finalizer {
   async finalize(key: string, raw: RawApplication): Promise<ReconcileResult> {
     const finalizers = raw.metadata.finalizers ?? [];
     const cascade = finalizers.find((f) => CASCADE_FINALIZERS.includes(f));
-    const hooks = [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER].find((f) => finalizers.includes(f));
+    // PreDelete hooks before the resources; every other hook step after them.
+    const hooks = HOOK_STEPS.find((s) => finalizers.includes(s.finalizer));
     if (!cascade && !hooks) return {};
     const involved = involvedApplication(raw);
     const ctx = admit(this.d.cache.controlState(), raw);
@@ -115,7 +135,7 @@ export class Finalizer {
       });
       return finalizers.length > 1 ? { requeueAfterMs: 1_000 } : {};
     };
-    if (!cascade && hooks) {
+    if (hooks && (!cascade || hooks.finalizer === PRE_DELETE_FINALIZER)) {
       let objects;
       try {
         const repositories = this.d.cache.repositoryState();
@@ -138,14 +158,15 @@ export class Finalizer {
         tracking: semantics.tracking,
         health: this.d.health.for(this.d.cache.settingsConfigMap()),
       };
-      const step: HookStep =
-        hooks === POST_DELETE_FINALIZER ? await runPostDeleteHooks(hookCtx) : await cleanupPostDeleteHooks(hookCtx);
-      if ('error' in step) return fail(step.error);
+      const step: HookStep = hooks.cleanup
+        ? await cleanupDeleteHooks(hooks.type, hookCtx)
+        : await runDeleteHooks(hooks.type, hookCtx);
+      if ('error' in step) return fail(`${hooks.wrap}${step.error}`);
       if ('waiting' in step) {
         this.d.logger.info({ application: key }, step.waiting);
         return { requeueAfterMs: 2_000 };
       }
-      return remove(hooks);
+      return remove(hooks.finalizer);
     }
     const result = await deleteResources(
       client,

@@ -8,6 +8,9 @@ import { groupOf } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import { checkResourceLimits, describeViolation, namespacedModeRefusal } from '../project/index.ts';
 import { resourceScopes } from '../sync/index.ts';
+import { hasSyncOption } from '../sync/annotations.ts';
+
+const SKIP_DRY_RUN = 'SkipDryRunOnMissingResource=true';
 
 type Limited = { project: AppProject; app: Application; cluster: Cluster; projectClusters?: readonly Cluster[] };
 
@@ -24,6 +27,11 @@ export async function objectLimitViolations(
     objects,
     isNamespaced: await resourceScopes(client, objects),
     projectClusters: admitted.projectClusters,
+    // As the sync's dry-run skips them (sync/prepare.ts): the Application's or the operation's option, or the object's.
+    unknownKindDeferred: (o) =>
+      [...(admitted.app.spec.syncPolicy?.syncOptions ?? []), ...(admitted.app.operation?.sync?.syncOptions ?? [])].some(
+        (x) => x.trim() === SKIP_DRY_RUN,
+      ) || hasSyncOption(o, SKIP_DRY_RUN),
   }).map(describeViolation);
 }
 

@@ -38,9 +38,15 @@ const MAX_KEPT_REFUSALS = 20;
  * The operation as a later step renders it: at the revisions its first step resolved (recorded in
  * syncResult), so a push meanwhile does not change a sync under way. The first step: as asked.
  */
-function resolvedOperation(op: SyncOperation, done: SyncResult | undefined): SyncOperation {
+function resolvedOperation(op: SyncOperation, done: SyncResult | undefined, latest: boolean): SyncOperation {
   if (done?.revisions && done.revisions.length > 0) return { ...op, revisions: done.revisions };
   if (done?.revision) return { ...op, revision: done.revision };
+  // retry.refresh: a retry renders the sources' target revisions again (Argo CD empties the
+  // operation's revision and revisions when it starts the retry).
+  if (latest) {
+    const { revision: _r, revisions: _rs, ...rest } = op;
+    return rest;
+  }
   return op;
 }
 
@@ -81,14 +87,19 @@ export async function attemptStep(
   const who = identityLabel(ctx.actsAs);
   // The first step of an attempt has no results yet; later steps continue it.
   const firstStep = state.syncResult === undefined;
-  if ((state.retryCount ?? 0) === 0 && firstStep)
+  const retries = state.retryCount ?? 0;
+  if (retries === 0 && firstStep)
     await env.d.events.record(involved, 'Normal', EVENT_REASON.OperationStarted, `Sync operation started as ${who}`);
+  const latest = retries > 0 && state.operation.retry?.refresh === true;
+  // Argo CD's log line as a retry begins (appcontroller.go processRequestedAppOperation).
+  if (retries > 0 && firstStep)
+    log.info(`Retrying operation${latest ? ' with latest revisions' : ''}. Attempt #${retries}`);
   let rendered;
   try {
     // The first step resolves the revisions (no reuse of refs listed earlier), as Argo CD's sync
     // does; every later step renders the commits it resolved: a push meanwhile does not change the sync.
     const repositories = env.d.cache.repositoryState();
-    const operation = resolvedOperation(op, state.syncResult);
+    const operation = resolvedOperation(op, state.syncResult, latest);
     refuseUnreadableRepositories(ctx.app, operation, repositories, ctx.project);
     rendered = await renderApplication(env.d.renderer, ctx.app, {
       project: ctx.project,

@@ -23,11 +23,12 @@ import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { attemptStep } from './operation-attempt.ts';
-import { afterAttempt, finishedStatus, nextStep, stillThisOperation } from './operation-machine.ts';
+import { afterAttempt, finishedStatus, nextStep, stillThisOperation, TERMINATED } from './operation-machine.ts';
 import type { Attempt, End } from './operation-machine.ts';
 import type { RightsCheck } from './rights.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
 import { skipsReconcile } from './triggers.ts';
+import { terminateHooks } from './terminate-hooks.ts';
 import type { Semantics } from './semantics.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
@@ -202,6 +203,8 @@ export class Operator {
   ): Promise<ReconcileResult> {
     const now = this.now().toISOString();
     const key = `${raw.metadata.namespace}/${raw.metadata.name}`;
+    // Terminated: no hook keeps the hook finalizer, and the running ones are deleted (gitops-engine).
+    if (end === TERMINATED) await terminateHooks(this.d, raw, state);
     // The work is done: a conflicting write (a refresh wrote status meanwhile) must not make it run
     // again, so re-read and write the outcome onto the newer object while it still is this operation.
     let current = raw;

@@ -133,8 +133,17 @@ export class Reconciler {
       };
     }
     next = withHealthTransition(prev, next, now);
+    // The finalizers before the status, as Argo CD: an Application is never seen Synced without
+    // the pre-delete finalizer its hooks need, so a deletion right after cannot skip them. Guarded
+    // by the resourceVersion the status write would have been: a write meanwhile (the operation's)
+    // is a conflict for both, never overwritten by a status computed before it.
+    const current = finalizers
+      ? await patchApplication(this.d.control, raw, {
+          metadata: { finalizers, resourceVersion: raw.metadata.resourceVersion },
+        })
+      : raw;
     if (shouldWriteStatus(prev, next, this.now().getTime(), this.d.refreshIntervalMs())) {
-      await writeStatus(this.d.control, raw, next);
+      await writeStatus(this.d.control, current, next);
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
@@ -145,7 +154,6 @@ export class Reconciler {
           await this.d.events.record(involvedApplication(raw), 'Warning', c.type as EventReason, c.message);
       }
     }
-    if (finalizers) await patchApplication(this.d.control, raw, { metadata: { finalizers } });
     if (result.startOperation) {
       await patchApplication(this.d.control, raw, { operation: result.startOperation });
       await this.d.events.record(

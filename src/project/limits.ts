@@ -115,6 +115,12 @@ export interface ResourceLimitsInput {
   isNamespaced: IsNamespaced;
   /** The clusters scoped to the project, for permitOnlyProjectScopedClusters. */
   projectClusters?: ProjectClusters | undefined;
+  /**
+   * Objects of a kind neither knows that are not checked yet (SkipDryRunOnMissingResource=true:
+   * gitops-engine checks permissions only for kinds the server serves; the step that applies the
+   * object, once its CRD is served, checks it).
+   */
+  unknownKindDeferred?: ((o: KubeObject) => boolean) | undefined;
 }
 
 /** Every resource against the allow/deny lists, and namespaced ones against destinations (Argo CD's validateSyncPermissions). */
@@ -131,6 +137,7 @@ export function checkResourceLimits(input: ResourceLimitsInput): ProjectViolatio
     const base = { group, kind, name: object.metadata.name };
     const at = location ? { location } : {};
     if (namespaced === undefined) {
+      if (input.unknownKindDeferred?.(object)) continue;
       out.push({
         rule: 'apiResource',
         message: `failed to get API resource info for ${group}/${kind}: unable to verify permissions`,

@@ -10,7 +10,7 @@ import { forceOn, replaceOn, validationDisabled } from './options.ts';
 import { takeoverPatch } from './takeover.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
 import { deleteForRecreate, forgetRecreation, kubectlName, recreationOf, setResult } from './tasks.ts';
-import { refOf } from './util.ts';
+import { objectPath, refOf } from './util.ts';
 
 /** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
 async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
@@ -27,15 +27,6 @@ async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<stri
     contentType: 'application/json-patch+json',
   });
   return res.ok ? null : res.error.message;
-}
-
-function objectPath(
-  info: { group: string; version: string; resource: string; namespaced: boolean },
-  ref: { name: string; namespace?: string },
-): string {
-  const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
-  const ns = info.namespaced && ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
-  return `${base}${ns}/${info.resource}/${encodeURIComponent(ref.name)}`;
 }
 
 /** How a Replace=true task ended this step: applied, failed, or waiting for its old object to go. */

@@ -42,10 +42,13 @@ const POLICIES: Record<string, PropagationPolicy> = {
   orphan: 'Orphan',
 };
 
-// Options whose effect is already how this engine always works (server-side apply, a dry run that
-// tolerates a missing kind) or that ask for the default; they are accepted silently.
+// Options whose effect is already how this engine always works (server-side apply), that are read
+// where they act (SkipDryRunOnMissingResource: prepare.ts) or that ask for the default; they are
+// accepted silently.
 const ALWAYS_ON = new Set([
   'ServerSideApply=true',
+  // Refused where a sync starts (clientSideApplyRefusal), not warned.
+  'ServerSideApply=false',
   'RespectIgnoreDifferences=false',
   'ApplyOutOfSyncOnly=false',
   'CreateNamespace=false',
@@ -153,4 +156,27 @@ export function replaceOn(app: boolean, target: KubeObject | null, live: KubeObj
 /** Force=true on the Application (or the operation's strategy), the desired object or the live one. */
 export function forceOn(app: boolean, target: KubeObject | null, live: KubeObject | null): boolean {
   return app || hasSyncOption(target, 'Force=true') || hasSyncOption(live, 'Force=true');
+}
+
+/**
+ * ServerSideApply=false (the sync's option, or an object's sync-options annotation) asks for
+ * Argo CD's client-side apply: a three-way strategic merge patch against the
+ * `kubectl.kubernetes.io/last-applied-configuration` annotation, which needs each built-in kind's
+ * patch strategies and which impersync does not implement. Such a sync is refused before anything
+ * is written, with this message; undefined when nothing asks for it.
+ */
+export function clientSideApplyRefusal(
+  syncOptions: readonly string[] | undefined,
+  objects: readonly KubeObject[],
+): string | undefined {
+  const asked = (syncOptions ?? []).some((o) => o.trim() === 'ServerSideApply=false');
+  const by = objects
+    .filter((o) => hasSyncOption(o, 'ServerSideApply=false'))
+    .map((o) => `${o.kind}/${o.metadata.name}`);
+  if (!asked && by.length === 0) return undefined;
+  const where = asked ? "the sync's options" : by.join(', ');
+  return (
+    `ServerSideApply=false (${where}) is not supported: impersync applies every object server-side ` +
+    '(client-side apply with last-applied-configuration is not implemented); nothing was applied'
+  );
 }

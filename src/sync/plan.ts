@@ -11,7 +11,8 @@ import type { CompareOptions, ComparisonResult, InventoryEntry } from './compare
 import { compareResources, coordinates } from './compare.ts';
 import { builtinAssessor } from './health/index.ts';
 import { expandPhases } from './hooks.ts';
-import { parseSyncOptions, pruneLastOn } from './options.ts';
+import { withHookFinalizer } from './hook-finalizer.ts';
+import { clientSideApplyRefusal, parseSyncOptions, pruneLastOn } from './options.ts';
 import { sortTasks, taskObject, taskWave } from './order.ts';
 import { prepareDesired } from './prepare.ts';
 import type { Recreating, SyncTask, TaskContext } from './tasks.ts';
@@ -189,6 +190,13 @@ export async function planSync(
     return done('Failed', `one or more synchronization tasks are not valid: ${reasons.join('; ')}`);
   }
 
+  // ServerSideApply=false: refused before the first write, not applied server-side regardless.
+  const refusal = clientSideApplyRefusal(
+    options.syncOptions,
+    prepared.objects.map((p) => p.source),
+  );
+  if (refusal) return done('Failed', refusal);
+
   // CreateNamespace=true: the destination namespace first, as the identity (spec §5); with
   // managedNamespaceMetadata its labels and annotations are applied to it even when it exists.
   if (
@@ -244,8 +252,10 @@ export async function planSync(
   if (!skipHooks) {
     for (const p of prepared.objects.filter((x) => x.hook)) {
       const got = await client.get(refOf(p.target));
+      // Created with Argo CD's hook finalizer, taken off when the hook completes (hook-finalizer.ts).
+      const target = withHookFinalizer(p.target);
       for (const phase of phasesOf.get(p.source) ?? [])
-        all.push({ phase, target: p.target, live: got.ok ? got.value : null, hook: true, message: '' });
+        all.push({ phase, target, live: got.ok ? got.value : null, hook: true, message: '' });
     }
   }
   // Where each task stood at the end of the last step.

@@ -1,11 +1,13 @@
 // Desired objects made ready to send: namespaced kinds get the destination namespace when they name
 // none, cluster-scoped ones lose theirs, every object carries its tracking id, Skip hooks are
 // dropped. Kinds are looked up through discovery as the identity; a kind whose CRD is in the same
-// set is accepted before the server knows it.
+// set, or that SkipDryRunOnMissingResource=true covers (as the object's sync option or the
+// Application's), is accepted before the server knows it, its dry-run skipped (gitops-engine's
+// task.skipDryRun): it is applied at its wave, when whatever brings its CRD has run.
 import type { KubeObject } from '../api/index.ts';
 import { groupOf, objectKey } from '../api/index.ts';
 import type { DestinationClient, KubeError } from '../kube/types.ts';
-import { isHook, isSkipped } from './annotations.ts';
+import { hasSyncOption, isHook, isSkipped } from './annotations.ts';
 import type { ResourceFilter } from './filter.ts';
 import { excludedMessage, isExcludedResource } from './filter.ts';
 import type { TrackingConfig } from './tracking.ts';
@@ -20,6 +22,9 @@ export interface PrepareOptions {
   tracking?: TrackingConfig | undefined;
   /** argocd-cm's resource.exclusions / inclusions, for the destination `cluster` (its server URL). */
   filter?: { rules: ResourceFilter; cluster: string } | undefined;
+  /** The sync's (else the Application's) syncOptions: SkipDryRunOnMissingResource=true for every object. */
+  syncOptions?: readonly string[] | undefined;
+  appSyncOptions?: readonly string[] | undefined;
 }
 
 export interface PreparedObject {
@@ -61,6 +66,9 @@ export async function prepareDesired(
   opts: PrepareOptions,
 ): Promise<Prepared> {
   const crds = crdsIn(desired);
+  const skipAll = (opts.syncOptions ?? opts.appSyncOptions ?? []).some(
+    (o) => o.trim() === 'SkipDryRunOnMissingResource=true',
+  );
   const objects: PreparedObject[] = [];
   const warnings: string[] = [];
   const excluded: string[] = [];
@@ -86,6 +94,11 @@ export async function prepareDesired(
       if (info.error.code === 404 && scope !== undefined) {
         pendingCrd = true;
         namespaced = scope === 'Namespaced';
+      } else if (info.error.code === 404 && (skipAll || hasSyncOption(original, 'SkipDryRunOnMissingResource=true'))) {
+        // Its scope is not known: given the destination namespace when it names none, as
+        // gitops-engine does for every task; the apply at its wave finds the kind's real scope.
+        pendingCrd = true;
+        namespaced = true;
       } else {
         namespaced = Boolean(obj.metadata.namespace);
         error = info.error;

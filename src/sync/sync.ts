@@ -12,6 +12,7 @@ import type { SyncPlan } from './plan.ts';
 import type { SyncTask, TaskContext } from './tasks.ts';
 import { applyTask } from './apply.ts';
 import { deleteOnce, isPrune, pruneTask, refreshRunning, setResult, waitForCrd } from './tasks.ts';
+import { releaseHook } from './hook-tasks.ts';
 import { mapLimit } from './util.ts';
 
 export { planSync, taskContext, toResult } from './plan.ts';
@@ -50,6 +51,9 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
   const pruned = await mapLimit(prunes, APPLY_CONCURRENCY, (t) => pruneTask(ctx, t));
   if (pruned.includes(false)) return { ok: false, progressed: true };
   for (const t of creates) {
+    // An earlier operation's run of the hook lets go of it first, so that it can be deleted or
+    // applied again (gitops-engine: "remove finalizers from previous sync on existing hooks").
+    if (t.hook && t.live && !(await releaseHook(ctx, t))) return { ok: false, progressed: true };
     if (!t.hook || !t.live || ctx.dryRun || !hookDeletePolicies(taskObject(t)).includes('BeforeHookCreation')) continue;
     const gone = await deleteOnce(ctx, t.live);
     if (typeof gone === 'object') {
@@ -88,9 +92,14 @@ export async function applyGroup(ctx: TaskContext, group: readonly SyncTask[]): 
   return { ok, progressed: prunes.length + ready.filter((t) => !t.deleting).length > 0 };
 }
 
-/** Looks once at every running task of `tasks` (their live objects, their health). */
+/**
+ * Looks once at every running task of `tasks` (their live objects, their health); a hook of this
+ * operation that has completed lets go of its finalizer (gitops-engine: hooksCompleted).
+ */
 export async function observe(ctx: TaskContext, tasks: readonly SyncTask[]): Promise<void> {
   await refreshRunning(ctx, tasks);
+  for (const t of tasks)
+    if (t.hook && t.order !== undefined && t.operationState !== 'Running') await releaseHook(ctx, t);
 }
 
 /**

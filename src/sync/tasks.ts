@@ -6,7 +6,6 @@ import type { HookPhase, KubeObject, ResultCode, SyncPhase, SyncStatusCode } fro
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation } from '../kube/types.ts';
 import type { HealthAssessor } from './health/index.ts';
-import { hookDeletePolicies } from './annotations.ts';
 import { operationPhaseOf } from './hooks.ts';
 import type { PropagationPolicy } from './options.ts';
 import { pruneDisabled } from './options.ts';
@@ -195,21 +194,6 @@ export function failureMessage(what: string, tasks: readonly SyncTask[]): string
     ),
   ];
   return reasons.length ? `${what}, reason: ${reasons.join(',')}` : what;
-}
-
-/** Hooks whose delete policy matches the outcome go away (`HookSucceeded` / `HookFailed`). */
-export async function deleteHooks(
-  ctx: TaskContext,
-  tasks: readonly SyncTask[],
-  policy: 'HookSucceeded' | 'HookFailed',
-): Promise<void> {
-  if (ctx.dryRun) return;
-  for (const t of tasks) {
-    if (!t.hook || !t.live || t.operationState === 'Running' || !hookDeletePolicies(taskObject(t)).includes(policy))
-      continue;
-    const res = await ctx.client.delete(refOf(t.live), { propagationPolicy: 'Foreground' });
-    if (!res.ok) setResult(ctx, t, undefined, 'Error', `failed to delete resource: ${res.error.message}`);
-  }
 }
 
 /** How long reads may be refused before the identity is taken to have lost its rights. */

@@ -44,3 +44,13 @@ export function refOf(o: {
     ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
   };
 }
+
+/** The URL path of one object of a resolved kind. */
+export function objectPath(
+  info: { group: string; version: string; resource: string; namespaced: boolean },
+  ref: { name: string; namespace?: string },
+): string {
+  const base = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`;
+  const ns = info.namespaced && ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
+  return `${base}${ns}/${info.resource}/${encodeURIComponent(ref.name)}`;
+}

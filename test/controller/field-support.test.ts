@@ -160,7 +160,7 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option ServerSideApply=false (impersync always applies server-side); sync option Nonsense=true (not an option Argo CD defines); argocd-cm jsonnet.enable (jsonnet is not rendered)',
+    'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option Nonsense=true (not an option Argo CD defines); argocd-cm jsonnet.enable (jsonnet is not rendered)',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });

@@ -81,15 +81,17 @@ export const EVERY_DESTINATION_AS_DEPLOYER = {
 /**
  * A control plane the controller may run on, argocd-cm set to `settings`, one AppProject named
  * `project` (every destination as its namespace's deployer, unless `projectSpec` says otherwise),
- * and a `deployer` in each of `namespaces`. The control plane is stopped when a step fails.
+ * and a `deployer` in each of `namespaces`, with `nodes` kwok nodes. The control plane is stopped when a step fails.
  */
 export async function startDeployersPlane(opts: {
   settings: Record<string, string>;
   project: string;
   projectSpec?: Record<string, unknown>;
   namespaces: readonly string[];
+  /** Simulated nodes that run pods (kwok), for Jobs and Deployments. */
+  nodes?: number;
 }): Promise<TestControlPlane> {
-  const cp = await startControlPlane();
+  const cp = await startControlPlane(opts.nodes ? { nodes: opts.nodes } : {});
   try {
     await grantControllerRights(cp);
     await setSettings(cp, opts.settings);

@@ -214,7 +214,12 @@ test('argocd.argoproj.io/skip-reconcile: the Application is left alone entirely'
 });
 
 test('what Argo CD defines and impersync does not act on is named in UnsupportedFieldWarning and an event', async () => {
-  await applyRaw(cp.admin, app('said', 'said', 'said', { syncPolicy: { syncOptions: ['ServerSideApply=false'] } }));
+  // An annotation Argo CD's Git webhook reads (ServerSideApply=false, the example here before, is now refused).
+  const said = app('said', 'said', 'said');
+  await applyRaw(cp.admin, {
+    ...said,
+    metadata: { ...said.metadata, annotations: { 'argocd.argoproj.io/manifest-generate-paths': '.' } },
+  });
   const a = await waitForApp(
     cp,
     'said',
@@ -223,7 +228,7 @@ test('what Argo CD defines and impersync does not act on is named in Unsupported
   );
   assert.equal(
     condition(a, 'UnsupportedFieldWarning'),
-    'impersync does not act on: sync option ServerSideApply=false (impersync always applies server-side)',
+    'impersync does not act on: annotation argocd.argoproj.io/manifest-generate-paths (there is no Git webhook)',
   );
   // The event is recorded just after the status is written: wait for it rather than race it.
   await until('the UnsupportedFieldWarning event', () =>

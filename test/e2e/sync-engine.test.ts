@@ -420,7 +420,8 @@ test('waves and hooks run in order, each wave healthy before the next, hooks del
   const order = (await writes())
     .filter((w) => w.verb === 'patch' && ['pre', 'wave-minus', 'lb', 'wave-plus', 'post'].includes(w.name))
     .map((w) => w.name);
-  assert.deepEqual(order, ['pre', 'wave-minus', 'lb', 'wave-plus', 'post']);
+  // A hook's second patch takes Argo CD's hook finalizer off once it has completed.
+  assert.deepEqual(order, ['pre', 'pre', 'wave-minus', 'lb', 'wave-plus', 'post', 'post']);
   // HookSucceeded: both hooks are gone.
   await waitFor('hooks deleted', async () =>
     (await live('ConfigMap', 'pre')) || (await live('Pod', 'post')) ? undefined : true,
@@ -618,7 +619,8 @@ test('a named hook is deleted before it is created again (BeforeHookCreation, th
   const secondUid = (await live('ConfigMap', 'seed'))?.metadata['uid'];
   assert.ok(secondUid && secondUid !== firstUid, 'a new object, not the old one patched');
   const seq = (await writes()).filter((w) => w.name === 'seed').map((w) => w.verb);
-  assert.deepEqual(seq, ['patch', 'delete', 'patch']);
+  // Each run: applied with the hook finalizer, then a patch that takes it off once completed.
+  assert.deepEqual(seq, ['patch', 'patch', 'delete', 'patch', 'patch']);
 });
 
 test('prunes run first in their wave, or after the last wave with PruneLast=true', async () => {

@@ -503,6 +503,25 @@ describe('checkResourceLimits', () => {
     );
   });
 
+  test('SkipDryRunOnMissingResource=true: a kind nobody defines yet is checked at the step that applies it, not now', () => {
+    const gadget = obj('example.com/v1', 'Gadget', 'g');
+    const input = {
+      project: project({
+        sourceRepos: ['*'],
+        destinations: [{ server: '*', namespace: '*' }],
+      }),
+      cluster: IN_CLUSTER,
+      destinationNamespace: 'team-a',
+      objects: [gadget, obj('example.com/v1', 'Other', 'o')],
+      isNamespaced: discovery,
+    };
+    const v = checkResourceLimits({ ...input, unknownKindDeferred: (o: KubeObject) => o.kind === 'Gadget' });
+    assert.deepEqual(
+      v.map((x) => x.message),
+      ['failed to get API resource info for example.com/Other: unable to verify permissions'],
+    );
+  });
+
   test("a cluster-scoped CRD's resources are checked against the cluster lists", () => {
     const crd = {
       apiVersion: 'apiextensions.k8s.io/v1',

@@ -11,7 +11,7 @@ import {
 } from '../../src/sync/annotations.ts';
 import { expandPhases, operationPhaseOf } from '../../src/sync/hooks.ts';
 import { builtinHealth } from '../../src/sync/health/index.ts';
-import { parseSyncOptions } from '../../src/sync/options.ts';
+import { clientSideApplyRefusal, parseSyncOptions } from '../../src/sync/options.ts';
 
 const withAnnotations = (annotations: Record<string, string>, name = 'x'): KubeObject => ({
   apiVersion: 'batch/v1',
@@ -141,7 +141,7 @@ test('sync options: the ones Argo CD defines (gitops-engine pkg/sync/common/type
     prune: 'confirm',
     delete: 'false',
     clientSideApplyMigration: false,
-    ignored: ['ServerSideApply=false', 'NoSuchOption=true'],
+    ignored: ['NoSuchOption=true'],
   });
   assert.deepEqual(parseSyncOptions(undefined), {
     createNamespace: false,
@@ -158,4 +158,22 @@ test('sync options: the ones Argo CD defines (gitops-engine pkg/sync/common/type
     clientSideApplyMigration: true,
     ignored: [],
   });
+});
+
+test('ServerSideApply=false, as the sync option or on an object, refuses the sync naming it', () => {
+  const cm = (annotations: Record<string, string> = {}): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'c', annotations },
+  });
+  assert.equal(clientSideApplyRefusal(['ServerSideApply=true'], [cm()]), undefined);
+  assert.match(
+    clientSideApplyRefusal([' ServerSideApply=false'], [cm()]) ?? '',
+    /^ServerSideApply=false \(the sync's options\)/,
+  );
+  assert.match(
+    clientSideApplyRefusal([], [cm({ 'argocd.argoproj.io/sync-options': 'Validate=false,ServerSideApply=false' })]) ??
+      '',
+    /^ServerSideApply=false \(ConfigMap\/c\) is not supported: .*nothing was applied$/,
+  );
 });
