@@ -225,6 +225,7 @@ export async function compareApplication(
     },
     prev?.operationState,
     (d.now?.() ?? new Date()).getTime(),
+    d.selfHeal,
   );
   if (decision.sync) {
     log.info(
