@@ -20,23 +20,32 @@ function stringData(o: unknown): Data {
 }
 
 /**
- * The ConfigMap's data, undefined when there is none. One that cannot be read (no right to, an
- * API server error) is logged and read as absent: Argo CD's keys are all optional.
+ * The ConfigMap's data, undefined when there is none. One that cannot be read is logged and read
+ * as absent (Argo CD's keys are all optional): at once when the controller may not read it, after
+ * a few tries when the API server does not answer (the watch then logs the keys it has as a change
+ * that needs a restart).
  */
 export async function readCmdParamsData(
   control: ControlClient,
   namespace: string,
   log: Logger,
+  retryMs = 1000,
 ): Promise<Data | undefined> {
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${ARGOCD_CMD_PARAMS_CM}`;
-  const res = await control.request<unknown>({ method: 'GET', path });
-  if (res.ok) return stringData(res.value);
-  if (res.error.code === 404) return undefined;
-  log.warn(
-    { configMap: `${namespace}/${ARGOCD_CMD_PARAMS_CM}`, err: res.error.message },
-    `${ARGOCD_CMD_PARAMS_CM} cannot be read: its keys take their defaults (grant get, list and watch on it)`,
-  );
-  return undefined;
+  for (let attempt = 1; ; attempt++) {
+    const res = await control.request<unknown>({ method: 'GET', path });
+    if (res.ok) return stringData(res.value);
+    if (res.error.code === 404) return undefined;
+    const refused = res.error.code === 401 || res.error.code === 403;
+    if (refused || attempt >= 5) {
+      log.warn(
+        { configMap: `${namespace}/${ARGOCD_CMD_PARAMS_CM}`, err: res.error.message },
+        `${ARGOCD_CMD_PARAMS_CM} cannot be read: its keys take their defaults${refused ? ' (grant get, list and watch on it)' : ''}`,
+      );
+      return undefined;
+    }
+    await new Promise((r) => setTimeout(r, retryMs * attempt));
+  }
 }
 
 /** Reads the ConfigMap, resolves the settings with the flags and environment, and logs them. */

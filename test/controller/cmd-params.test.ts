@@ -6,7 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolveControllerParams, splitList } from '../../src/controller/cmd-params.ts';
 import { CMD_PARAM_KEYS } from '../../src/controller/cmd-params-keys.ts';
-import { changedKeys } from '../../src/controller/cmd-params-watch.ts';
+import { changedKeys, readCmdParamsData } from '../../src/controller/cmd-params-watch.ts';
+import type { ControlClient } from '../../src/kube/control.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { Writable } from 'node:stream';
 
 const read = (data: Record<string, string> | undefined, env: Record<string, string> = {}, flags = {}) =>
   resolveControllerParams({ data, env, flags });
@@ -214,4 +217,44 @@ test('docs/semantics.md has a row for every key, saying what the rule says', asy
     assert.ok(row, `no row for ${k.key}`);
     assert.ok(row.includes(k.support === 'honoured' ? '| honoured:' : '| **named**:'), row);
   }
+});
+
+test('reading the ConfigMap: absent is no data; refused is said at once; an API server that does not answer is tried again', async () => {
+  const lines: string[] = [];
+  const log = createLogger(
+    { level: 'warn' },
+    new Writable({
+      write(c, _e, cb) {
+        lines.push(String(c));
+        cb();
+      },
+    }),
+  );
+  const answering = (codes: number[]) => {
+    let calls = 0;
+    const control = {
+      request: async () => {
+        const code = codes[Math.min(calls++, codes.length - 1)] as number;
+        return code === 200
+          ? { ok: true, value: { data: { 'controller.status.processors': '3' } }, warnings: [] }
+          : { ok: false, error: { code, reason: 'x', message: `HTTP ${code}` } };
+      },
+    } as unknown as ControlClient;
+    return { control, calls: () => calls };
+  };
+  const ok = answering([503, 0, 200]);
+  assert.deepEqual(await readCmdParamsData(ok.control, 'argocd', log, 1), { 'controller.status.processors': '3' });
+  assert.equal(ok.calls(), 3);
+  assert.equal(await readCmdParamsData(answering([404]).control, 'argocd', log, 1), undefined);
+  assert.deepEqual(lines, []);
+  const refused = answering([403]);
+  assert.equal(await readCmdParamsData(refused.control, 'argocd', log, 1), undefined);
+  assert.equal(refused.calls(), 1);
+  assert.match(
+    lines[0] ?? '',
+    /argocd-cmd-params-cm cannot be read: its keys take their defaults \(grant get, list and watch on it\)/,
+  );
+  const down = answering([503]);
+  assert.equal(await readCmdParamsData(down.control, 'argocd', log, 1), undefined);
+  assert.equal(down.calls(), 5);
 });
