@@ -121,6 +121,8 @@ export const SyncOperationSchema = z.looseObject({
   dryRun: z.boolean().optional(),
   syncOptions: z.array(z.string()).optional(),
   resources: z.array(ResourceRefSchema).optional(),
+  /** Argo CD's SelfHealAttemptsCount: the self-heal syncs of this revision so far (the backoff's step). */
+  autoHealAttemptsCount: z.number().int().optional(),
 });
 export type SyncOperation = z.infer<typeof SyncOperationSchema>;
 

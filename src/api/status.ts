@@ -155,6 +155,8 @@ export const SyncProgressSchema = z.looseObject({
    * group, kind, namespace, name), the deleted object's uid, and when the delete was sent.
    */
   recreating: z.array(z.looseObject({ key: z.string(), uid: z.string(), since: z.string() })).optional(),
+  /** The pause after a wave (ARGOCD_SYNC_WAVE_DELAY) lasts until then: no next step before. */
+  waveDelayUntil: z.string().optional(),
 });
 export type SyncProgress = z.infer<typeof SyncProgressSchema>;
 

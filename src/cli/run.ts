@@ -11,6 +11,7 @@ import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
 import { RendererClient, type Renderer } from '../renderer/client.ts';
 import { startController } from '../controller/controller.ts';
+import { splitList } from '../controller/cmd-params.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
 import { defaultIdentity, startLeaderElection } from '../controller/leader.ts';
@@ -31,10 +32,12 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --namespace NS                 the control namespace (default argocd)
   --application-namespaces GLOBS more namespaces whose Applications are reconciled, comma-separated
                                  globs (apps in any namespace; the project's sourceNamespaces must allow them)
-  --status-processors N          comparison workers (default 20)
-  --operation-processors N       sync workers (default 10)
+                                 (default: ARGOCD_APPLICATION_NAMESPACES, then argocd-cmd-params-cm
+                                 application.namespaces)
+  --status-processors N          comparison workers (default: controller.status.processors, or 20)
+  --operation-processors N       sync workers (default: controller.operation.processors, or 10)
   --health-port PORT             /healthz, /readyz, /metrics (default 8080; 0 picks a free port)
-  --log-level LEVEL              trace, debug, info (default), warn, error
+  --log-level LEVEL              trace, debug, info (default: controller.log.level), warn, error
   --leader-elect                 run as one of several replicas: only the holder of a Lease in NS reconciles
   --leader-election-lease NAME   the Lease's name (default impersync-controller)
   --renderer URL                 the renderer that renders sources (http://host:port or unix:/path);
@@ -45,6 +48,10 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --renderer-token-file FILE     the renderer's token from a file instead
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
+
+argocd-cmd-params-cm in NS is read at start, as Argo CD's application controller reads it (through
+its environment: ARGOCD_APPLICATION_NAMESPACES, ARGOCD_SYNC_WAVE_DELAY, ARGOCD_APPLICATION_CONTROLLER_*
+win over the keys); a key not acted on is named in a warning. See docs/semantics.md.
 
 Environment: IMPERSYNC_CACHE_DIR (the child renderer's Git checkouts; default $XDG_CACHE_HOME or ~/.cache), POD_NAME
 (leader election identity).
@@ -141,10 +148,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger({ level });
   const namespace = stringFlag(v, 'namespace', 'argocd');
-  const globs = stringFlag(v, 'application-namespaces', '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  // Given, the flag wins over ARGOCD_APPLICATION_NAMESPACES and argocd-cmd-params-cm (as in Argo CD).
+  const globs = typeof v['application-namespaces'] === 'string' ? splitList(v['application-namespaces']) : undefined;
   const metrics = createMetrics({ defaultMetrics: true });
   // The renderer's token is read from the control cluster, over a connection made when first needed.
   let control: Promise<ControlClient> | undefined;
@@ -185,7 +190,8 @@ export async function main(argv: string[]): Promise<number> {
     controller = await startController({
       kc,
       namespace,
-      applicationNamespaces: globs,
+      ...(globs !== undefined ? { applicationNamespaces: globs } : {}),
+      ...(typeof v['log-level'] === 'string' ? { logLevel: level } : {}),
       logger,
       ...rendering(),
       metrics,

@@ -238,6 +238,7 @@ export async function compareApplication(
     },
     prev?.operationState,
     (d.now?.() ?? new Date()).getTime(),
+    d.selfHeal,
   );
   if (decision.sync) {
     log.info(

@@ -29,13 +29,22 @@ import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
 import { RightsCheck } from './rights.ts';
+import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
+import type { ControllerParams } from './cmd-params.ts';
 
 export interface ControllerOptions {
   kc: KubeConfig;
   namespace: string;
+  /**
+   * `--application-namespaces`, `--status-processors`, `--operation-processors`, `--log-level`
+   * when given: each wins over argocd-cmd-params-cm and Argo CD's variables (cmd-params.ts).
+   */
   applicationNamespaces?: string[];
   statusProcessors?: number;
   operationProcessors?: number;
+  logLevel?: string;
+  /** Where Argo CD's variables (ARGOCD_APPLICATION_NAMESPACES, ...) are read (default process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
   logger: Logger;
   /**
    * Where sources are rendered: the install's renderer (a RendererClient; its owner closes it), or
@@ -75,6 +84,8 @@ export interface ChildRendererSettings {
 
 export interface RunningController {
   manager: Manager;
+  /** The settings argocd-cmd-params-cm, the flags and the environment gave at start. */
+  params: ControllerParams;
   cache: ControllerCache;
   metrics: Metrics;
   health?: HealthServer;
@@ -88,9 +99,19 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const onResponse: ResponseHook = (code, identity) => metrics.apiRequests.inc({ code: String(code), identity });
   const credential = await credentialFromKubeConfig(opts.kc);
   const control = new ControlClient(credential, { onResponse });
+  const { params, data: cmdParamsData } = await loadControllerParams(control, opts.namespace, log, {
+    env: opts.env ?? process.env,
+    flags: {
+      applicationNamespaces: opts.applicationNamespaces,
+      statusProcessors: opts.statusProcessors,
+      operationProcessors: opts.operationProcessors,
+      logLevel: opts.logLevel,
+    },
+  });
+  const cmdParamsWatch = new CmdParamsWatch(control.watchTransport(), opts.namespace, cmdParamsData, log);
   const cache = new ControllerCache(control.watchTransport(), {
     namespace: opts.namespace,
-    applicationNamespaces: opts.applicationNamespaces ?? [],
+    applicationNamespaces: params.applicationNamespaces,
     ...(opts.watchLivenessMs !== undefined ? { livenessMs: opts.watchLivenessMs } : {}),
     onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
   });
@@ -167,8 +188,13 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   };
   // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
   const dependencies = new Map<string, readonly string[]>();
-  const reconciler = new Reconciler({ ...common, refreshIntervalMs, dependencies });
-  const operator = new Operator({ ...common, waitTimeoutMs: opts.waitTimeoutMs });
+  const reconciler = new Reconciler({ ...common, refreshIntervalMs, dependencies, selfHeal: params.selfHeal });
+  const operator = new Operator({
+    ...common,
+    waitTimeoutMs: opts.waitTimeoutMs,
+    waveDelayMs: params.waveDelayMs,
+    syncTimeoutMs: params.syncTimeoutMs,
+  });
   const manager = new Manager({
     cache,
     semantics,
@@ -180,8 +206,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     logger: log,
     metrics,
     dependencies,
-    ...(opts.statusProcessors !== undefined ? { statusProcessors: opts.statusProcessors } : {}),
-    ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
+    statusProcessors: params.statusProcessors,
+    operationProcessors: params.operationProcessors,
   });
   holder.manager = manager;
   const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
@@ -195,18 +221,18 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     });
   }
   await manager.start();
-  log.info(
-    { namespace: opts.namespace, applicationNamespaces: opts.applicationNamespaces ?? [] },
-    'controller started',
-  );
+  cmdParamsWatch.start();
+  log.info({ namespace: opts.namespace, applicationNamespaces: params.applicationNamespaces }, 'controller started');
   const m = manager;
   return {
     manager: m,
+    params,
     cache,
     metrics,
     ...(health ? { health } : {}),
     stop: async () => {
       clearInterval(liveWatches);
+      await cmdParamsWatch.stop();
       // Order matters: the queues refuse new work first (synchronously, inside m.stop()), then the
       // syncs in flight are aborted and left Running, then their handlers are waited for.
       const stopped = m.stop();

@@ -107,7 +107,10 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   ...sourceRules('operation.sync.sources[]', true),
   h('operation.sync.revisions[]', "each source's revision (controller/render.ts)"),
   w('operation.sync.manifests[]', 'local manifests (argocd app sync --local) are not applied'),
-  w('operation.sync.autoHealAttemptsCount', 'self-heal attempts are not counted'),
+  h(
+    'operation.sync.autoHealAttemptsCount',
+    'the self-heal backoff counts its attempts here (controller/operation-policy.ts, self-heal.ts)',
+  ),
   h('operation.initiatedBy.**', 'manual or automated (sync windows, history)'),
   h('operation.retry.limit', 'retry'),
   h('operation.retry.backoff.**', 'retry backoff'),

@@ -175,6 +175,7 @@ export async function attemptStep(
     },
     progress: state.progress ?? {},
     waitTimeoutMs: env.d.waitTimeoutMs,
+    waveDelayMs: env.d.waveDelayMs,
     ...(checkServiceAccount ? { beforeWave: checkServiceAccount } : {}),
     now: () => env.now().getTime(),
   });

@@ -24,6 +24,8 @@
 //   one such as a self-heal, has a newer generation and starts afresh);
 // - Terminating (`argocd app terminate-op`), or a Running state whose `operation` was removed,
 //   finishes Failed without running;
+// - a Running state older than the sync timeout (argocd-cmd-params-cm controller.sync.timeout.seconds)
+//   is written Terminating with Argo CD's message, then finishes Failed as a terminated one does;
 // - a controller that stops mid-sync leaves the state Running for the next one to resume;
 // - a renderer that cannot be reached is not the Application's fault: the state stays Running,
 //   its message says what it waits for (written only when that changes), and the attempt is made
@@ -59,6 +61,10 @@ export interface End {
 
 export const TERMINATED: End = { phase: 'Failed', message: 'Operation terminated' };
 
+/** Argo CD's words (appcontroller.go processRequestedAppOperation) for a sync past its timeout. */
+export const SYNC_TIMEOUT_TERMINATING = 'operation is terminating due to timeout';
+const SYNC_TIMEOUT_CAUSE = 'controller sync timeout';
+
 /** How soon an attempt that could not reach the renderer is made again. */
 export const RENDERER_RETRY_MS = 5000;
 /** How soon a held operation (sync window, pruning confirmation) is tried again. */
@@ -76,9 +82,11 @@ export type Step =
   /** A retry is owed but its backoff is not over: come back then. */
   | { kind: 'wait'; delayMs: number }
   /** A new operation: write this Running state, then run it. */
-  | { kind: 'start'; state: OperationState };
+  | { kind: 'start'; state: OperationState }
+  /** Past the sync timeout: write this Terminating state, then finish with `end`. */
+  | { kind: 'timeout'; state: OperationState; end: End };
 
-export function nextStep(view: OperationView, now: string): Step {
+export function nextStep(view: OperationView, now: string, syncTimeoutMs = 0): Step {
   const { operation, state, generation } = view;
   if (!operation) {
     const left = state?.phase === 'Running' || state?.phase === 'Terminating';
@@ -93,6 +101,15 @@ export function nextStep(view: OperationView, now: string): Step {
   )
     return { kind: 'clear' };
   if (state?.phase === 'Running' && isDeepStrictEqual(state.operation, operation)) {
+    // Before a retry's wait too, as Argo CD checks it: the timeout counts from the operation's start.
+    if (syncTimeoutMs > 0 && Date.parse(now) > Date.parse(state.startedAt) + syncTimeoutMs) {
+      const retried = (state.retryCount ?? 0) > 0 ? ` (retried ${state.retryCount} times).` : '';
+      return {
+        kind: 'timeout',
+        state: { ...state, phase: 'Terminating', message: SYNC_TIMEOUT_TERMINATING },
+        end: { phase: 'Failed', message: `${TERMINATED.message}, triggered by ${SYNC_TIMEOUT_CAUSE}${retried}` },
+      };
+    }
     if (state.finishedAt === undefined) return { kind: 'resume', state };
     // A failed attempt owes a retry: once its backoff is over, the next attempt starts afresh.
     const due = Date.parse(state.finishedAt) + retryDelayMs(operation.retry, Math.max(0, (state.retryCount ?? 1) - 1));

@@ -10,6 +10,8 @@ import type {
   SyncStatusCode,
 } from '../api/index.ts';
 import { parseDurationSeconds } from '../impersonation/duration.ts';
+import { DEFAULT_SELF_HEAL, goDuration, selfHealRemainingMs } from './self-heal.ts';
+import type { SelfHealPolicy } from './self-heal.ts';
 
 export const HISTORY_LIMIT = 10;
 
@@ -49,9 +51,6 @@ export interface Comparison {
 export type AutoSyncDecision =
   { sync: true; operation: Operation } | { sync: false; reason: string; retryAfterMs?: number };
 
-/** Argo CD's self-heal timeout: at least this long between two self-heal syncs of one revision. */
-export const SELF_HEAL_MS = 5_000;
-
 /**
  * Argo CD's auto-sync rules: only when automated is on and the app is OutOfSync; one attempt per
  * revision unless self-heal; never an empty set unless allowEmpty; not when only pruning is
@@ -62,6 +61,7 @@ export function autoSyncDecision(
   comparison: Comparison,
   lastState: OperationState | undefined,
   nowMs: number = Date.now(),
+  selfHeal: SelfHealPolicy = DEFAULT_SELF_HEAL,
 ): AutoSyncDecision {
   const policy = app.spec.syncPolicy;
   const auto = policy?.automated;
@@ -89,25 +89,33 @@ export function autoSyncDecision(
       sameSource(last?.syncResult?.sources, app.spec.sources)
     : last?.syncResult?.revision === comparison.revision && sameSource(last?.syncResult?.source, app.spec.source);
   const shown = multi ? (comparison.revisions ?? []).join(', ') : comparison.revision;
+  let healAttempts: number | undefined;
   if (last && last.operation.initiatedBy?.automated && sameRevision) {
     if (last.phase !== 'Succeeded') {
       return { sync: false, reason: `Skipping auto-sync: failed previous sync attempt to ${shown}` };
     }
     if (!auto.selfHeal) return { sync: false, reason: `Skipping auto-sync: most recent sync already to ${shown}` };
-    // Self-heal waits a while after the last sync, so a resource that never converges does not loop.
-    const since = last.finishedAt ? nowMs - Date.parse(last.finishedAt) : Infinity;
-    if (since < SELF_HEAL_MS)
+    // Argo CD's self-heal backoff (self-heal.ts): each heal of the same revision waits longer, so a
+    // resource that never converges is not applied in a loop; the count travels in the operation.
+    const attempts = last.operation.sync?.autoHealAttemptsCount ?? 0;
+    const finished = last.finishedAt ? Date.parse(last.finishedAt) : undefined;
+    const remaining = selfHealRemainingMs(selfHeal, attempts, finished, nowMs);
+    if (remaining > 0) {
+      const revisions = `[${multi ? (comparison.revisions ?? []).join(' ') : comparison.revision}]`;
       return {
         sync: false,
-        reason: 'Skipping auto-sync: self-heal waits after the last sync',
-        retryAfterMs: SELF_HEAL_MS - since,
+        reason: `Skipping auto-sync: already attempted sync to ${revisions} with timeout ${goDuration(selfHeal.timeoutMs)} (retrying in ${goDuration(remaining)})`,
+        retryAfterMs: remaining,
       };
+    }
+    healAttempts = attempts + 1;
   }
   const operation: Operation = {
     sync: {
       ...(multi ? { revisions: comparison.revisions } : { revision: comparison.revision }),
       prune: auto.prune ?? false,
       ...(policy?.syncOptions ? { syncOptions: policy.syncOptions } : {}),
+      ...(healAttempts !== undefined ? { autoHealAttemptsCount: healAttempts } : {}),
     },
     initiatedBy: { automated: true },
     ...(policy?.retry ? { retry: policy.retry } : {}),

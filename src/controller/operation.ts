@@ -40,6 +40,10 @@ export interface OperatorDeps {
   renderer: Renderer;
   /** How long one sync wave may wait for health (sync/ default 5 min). */
   waitTimeoutMs?: number | undefined;
+  /** argocd-cmd-params-cm `controller.sync.wave.delay.seconds`: the pause after each wave but the last. */
+  waveDelayMs?: number | undefined;
+  /** argocd-cmd-params-cm `controller.sync.timeout.seconds`: a sync running longer is terminated (0: never). */
+  syncTimeoutMs?: number | undefined;
   /** argocd-cm's health customizations, as the assessor each sync's waves are judged by. */
   health: HealthAssessors;
   /** argocd-cm's limits on each Application's render. */
@@ -103,6 +107,7 @@ export class Operator {
         generation: raw.metadata.generation,
       },
       this.now().toISOString(),
+      this.d.syncTimeoutMs,
     );
     switch (step.kind) {
       case 'none':
@@ -114,12 +119,29 @@ export class Operator {
         return this.finish(raw, step.state, step.end);
       case 'start':
         raw = await writeStatus(this.d.control, raw, { ...status, operationState: step.state });
-        return this.run(key, raw, step.state);
+        return this.withinTimeout(await this.run(key, raw, step.state), step.state);
       case 'resume':
-        return this.run(key, raw, step.state);
+        return this.withinTimeout(await this.run(key, raw, step.state), step.state);
       case 'wait':
-        return { requeueAfterMs: step.delayMs, operationRunning: true };
+        return this.withinTimeout({ requeueAfterMs: step.delayMs, operationRunning: true }, status.operationState);
+      case 'timeout': {
+        const timeout = this.d.syncTimeoutMs ?? 0;
+        this.d.logger.info(
+          { application: key },
+          `Terminating in-progress operation due to timeout. Started at: ${step.state.startedAt}, timeout: ${timeout / 1000}s`,
+        );
+        raw = await writeStatus(this.d.control, raw, { ...status, operationState: step.state });
+        return this.finish(raw, step.state, step.end);
+      }
     }
+  }
+
+  /** The next step of a Running operation comes no later than its sync timeout (Argo CD caps it so too). */
+  private withinTimeout(result: ReconcileResult, state: OperationState | undefined): ReconcileResult {
+    const timeout = this.d.syncTimeoutMs ?? 0;
+    if (timeout <= 0 || !state || result.requeueAfterMs === undefined) return result;
+    const left = Date.parse(state.startedAt) + timeout - this.now().getTime() + 1;
+    return { ...result, requeueAfterMs: Math.max(1, Math.min(result.requeueAfterMs, left)) };
   }
 
   /** One step, with an abort terminate() can pull from its start (the render) on; then what it leads to. */

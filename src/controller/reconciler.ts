@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { ApplicationStatus, EventReason } from '../api/index.ts';
 import type { DestinationCapabilities } from './capabilities.ts';
+import type { SelfHealPolicy } from './self-heal.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -54,6 +55,8 @@ export interface ReconcilerDeps {
   rights: RightsCheck;
   /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
   semantics: Semantics;
+  /** argocd-cmd-params-cm's self-heal timeout and backoff (default Argo CD's). */
+  selfHeal?: SelfHealPolicy | undefined;
   now?: () => Date;
 }
 

@@ -2,7 +2,9 @@
 // the cluster with where it stood (sync/plan.ts), look once at what runs, then apply what may be
 // applied now (group after group while each is done at once, as kinds without health are), and
 // stop at the first wait. The step's results, message and progress are the operation's state until
-// the next step; nothing here sleeps.
+// the next step; nothing here sleeps: Argo CD's pause after each wave but the last
+// (delayBetweenSyncWaves, ARGOCD_SYNC_WAVE_DELAY) is a step that ends and a next one not before
+// the pause is over (`progress.waveDelayUntil`), so that what was applied is not judged too soon.
 import type { KubeObject, ResourceResult, SyncProgress } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { InventoryEntry, SyncOptions, SyncPlan, SyncResult, SyncTask } from '../sync/index.ts';
@@ -26,6 +28,12 @@ export const STEP_POLL_MS = 5000;
 /** How long one wave (or the hooks of one phase) may take to become healthy, unless told. */
 export const DEFAULT_WAIT_MS = 5 * 60_000;
 
+/** gitops-engine's wave delay when ARGOCD_SYNC_WAVE_DELAY is not set. */
+export const DEFAULT_WAVE_DELAY_MS = 2000;
+
+/** Argo CD's operation message while a wave's tasks run (sync_context.go), and during the pause after. */
+const TASKS_RUNNING = 'one or more tasks are running';
+
 export interface StepInput {
   client: DestinationClient;
   desired: readonly KubeObject[];
@@ -34,6 +42,8 @@ export interface StepInput {
   options: SyncOptions;
   progress: SyncProgress;
   waitTimeoutMs?: number | undefined;
+  /** The pause after each applied group but the last (default DEFAULT_WAVE_DELAY_MS; 0: none). */
+  waveDelayMs?: number | undefined;
   /** Checked before each group after the first (the ServiceAccount still exists): a message stops the sync. */
   beforeWave?: (() => Promise<string | null>) | undefined;
   now?: () => number;
@@ -89,7 +99,7 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
     kind: 'done',
     result: { phase, message, identity: plan.identity, resources: plan.results(), comparison: plan.comparison },
   });
-  const running = (message: string): StepOutcome => {
+  const running = (message: string, delayMs = STEP_POLL_MS): StepOutcome => {
     // The deletes of Replace/Force still to see go: a later step (or one after a restart) looks
     // for them instead of deleting again, and measures their timeout from when they were sent.
     const { recreating: _r, ...rest } = progress;
@@ -98,11 +108,19 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
       message,
       resources: plan.results(),
       progress: ctx.recreating.length > 0 ? { ...rest, recreating: ctx.recreating } : rest,
-      delayMs: STEP_POLL_MS,
+      delayMs,
     };
   };
   const last = plan.groups - 1;
   const waitedGroup = (g: number) => !dryRun && (g < last || plan.tasks.some((t) => t.group === g && t.hook));
+  const waveDelayMs = dryRun ? 0 : (input.waveDelayMs ?? DEFAULT_WAVE_DELAY_MS);
+
+  // The pause after the last group applied: nothing is looked at or applied before it is over.
+  if (progress.waveDelayUntil !== undefined) {
+    const left = Date.parse(progress.waveDelayUntil) - now();
+    if (left > 0) return running(TASKS_RUNNING, left);
+    delete progress.waveDelayUntil;
+  }
 
   // Where the running tasks stand now.
   await observe(ctx, [...plan.tasks.filter((t) => waitedGroup(t.group ?? 0)), ...plan.syncFail]);
@@ -133,6 +151,11 @@ export async function syncStep(input: StepInput): Promise<StepOutcome> {
           return running(
             `waiting for the earlier run of ${waitingMessage(hooks).replace(/^waiting for \S+ \S+ /, '')} to be deleted`,
           );
+        }
+        // Argo CD pauses after every wave but the last, its tasks applied: the next step comes after.
+        if (waveDelayMs > 0 && step.group < last) {
+          progress.waveDelayUntil = new Date(now() + waveDelayMs).toISOString();
+          return running(TASKS_RUNNING, waveDelayMs);
         }
         // Kinds without health are done once applied: the next group may follow in this step.
         if (waitedGroup(step.group)) await observe(ctx, group);

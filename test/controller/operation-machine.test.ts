@@ -154,6 +154,32 @@ for (const row of steps) {
   });
 }
 
+test("next step: a Running sync past controller.sync.timeout.seconds is Terminating with Argo CD's message, then Failed", () => {
+  // Started an hour before NOW: a 30 min timeout is over, a 2 h one is not, 0 is none.
+  const view: OperationView = { operation: op, state: state(), generation: 4 };
+  assert.deepEqual(nextStep(view, NOW, 30 * 60_000), {
+    kind: 'timeout',
+    state: state({ phase: 'Terminating', message: 'operation is terminating due to timeout' }),
+    end: { phase: 'Failed', message: 'Operation terminated, triggered by controller sync timeout' },
+  });
+  assert.deepEqual(nextStep(view, NOW, 2 * 3_600_000), { kind: 'resume', state: state() });
+  assert.deepEqual(nextStep(view, NOW, 0), { kind: 'resume', state: state() });
+  // A retry waiting for its backoff times out too, and says how often it was retried (Argo CD).
+  const waiting = state({ retryCount: 2, finishedAt: '2026-03-01T11:59:59.000Z' });
+  const retried = nextStep({ operation: op, state: waiting, generation: 4 }, NOW, 60_000);
+  assert.equal(
+    retried.kind === 'timeout' && retried.end.message,
+    'Operation terminated, triggered by controller sync timeout (retried 2 times).',
+  );
+  // Terminating already (a user's terminate-op): finished as before, the timeout says nothing.
+  const terminating = state({ phase: 'Terminating' });
+  assert.deepEqual(nextStep({ operation: op, state: terminating, generation: 4 }, NOW, 60_000), {
+    kind: 'finish',
+    state: terminating,
+    end: TERMINATED,
+  });
+});
+
 const nowMs = Date.parse(NOW);
 const retrying = state({ operation: { ...op, retry: { limit: 2, backoff: { duration: '5s', factor: 2 } } } });
 const syncResult = { revision: 'abc123', resources: [] };

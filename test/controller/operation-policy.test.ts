@@ -56,32 +56,66 @@ test('only pruning needed with prune off: skipped', () => {
 });
 
 test('one auto-sync per revision unless self-heal; a failed attempt is not repeated', () => {
-  const done = (phase: OperationState['phase']): OperationState => ({
-    operation: { sync: { revision: 'r1' }, initiatedBy: { automated: true } },
+  const done = (phase: OperationState['phase'], autoHealAttemptsCount?: number): OperationState => ({
+    operation: {
+      sync: { revision: 'r1', ...(autoHealAttemptsCount !== undefined ? { autoHealAttemptsCount } : {}) },
+      initiatedBy: { automated: true },
+    },
     phase,
     startedAt: 't',
     finishedAt: '2026-01-01T00:00:00Z',
     syncResult: { revision: 'r1' },
   });
   assert.match((autoSyncDecision(app({}), outOfSync, done('Succeeded')) as { reason: string }).reason, /already to r1/);
-  assert.equal(autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Succeeded')).sync, true);
-  // Self-heal waits 5 s after the last sync (no loop on a resource that never converges).
+  // The first heal of a revision waits not at all, and is counted in the operation (Argo CD's autoHealAttemptsCount).
+  const first = autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Succeeded'));
+  assert.equal(first.sync && first.operation.sync?.autoHealAttemptsCount, 1);
+  // The second waits the backoff's first step (2 s by default) after the last sync finished.
   const soon = autoSyncDecision(
     app({ selfHeal: true }),
     outOfSync,
-    done('Succeeded'),
-    Date.parse('2026-01-01T00:00:02Z'),
+    done('Succeeded', 1),
+    Date.parse('2026-01-01T00:00:01Z'),
   );
   assert.deepEqual(soon, {
     sync: false,
-    reason: 'Skipping auto-sync: self-heal waits after the last sync',
-    retryAfterMs: 3000,
+    reason: 'Skipping auto-sync: already attempted sync to [r1] with timeout 0s (retrying in 1s)',
+    retryAfterMs: 1000,
   });
+  const later = autoSyncDecision(
+    app({ selfHeal: true }),
+    outOfSync,
+    done('Succeeded', 1),
+    Date.parse('2026-01-01T00:00:02Z'),
+  );
+  assert.equal(later.sync && later.operation.sync?.autoHealAttemptsCount, 2);
+  // A new revision is a new sync, its count afresh.
+  const next = autoSyncDecision(app({ selfHeal: true }), { ...outOfSync, revision: 'r2' }, done('Succeeded', 5));
+  assert.equal(next.sync && next.operation.sync?.autoHealAttemptsCount, undefined);
   assert.match(
     (autoSyncDecision(app({ selfHeal: true }), outOfSync, done('Failed')) as { reason: string }).reason,
     /failed previous sync attempt to r1/,
   );
   assert.equal(autoSyncDecision(app({}), { ...outOfSync, revision: 'r2' }, done('Failed')).sync, true);
+});
+
+test('without the backoff (its timeout 0) self-heal waits controller.self.heal.timeout.seconds', () => {
+  const healed: OperationState = {
+    operation: { sync: { revision: 'r1', autoHealAttemptsCount: 7 }, initiatedBy: { automated: true } },
+    phase: 'Succeeded',
+    startedAt: 't',
+    finishedAt: '2026-01-01T00:00:00Z',
+    syncResult: { revision: 'r1' },
+  };
+  const policy = { timeoutMs: 5000 };
+  const at = (s: number) =>
+    autoSyncDecision(app({ selfHeal: true }), outOfSync, healed, Date.parse('2026-01-01T00:00:00Z') + s * 1000, policy);
+  assert.deepEqual(at(3), {
+    sync: false,
+    reason: 'Skipping auto-sync: already attempted sync to [r1] with timeout 5s (retrying in 2s)',
+    retryAfterMs: 2000,
+  });
+  assert.equal(at(5).sync, true);
 });
 
 test('durations and retry backoff follow Argo CD defaults', () => {

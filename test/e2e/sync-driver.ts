@@ -11,6 +11,11 @@ export interface SyncOptions extends EngineOptions {
   /** Pause between steps (the controller's next step comes on a watch event or its poll). Default 200 ms. */
   pollIntervalMs?: number;
   waitTimeoutMs?: number;
+  /**
+   * The pause after each wave (the controller's default 2 s, Argo CD's). Default 0 here: the engine
+   * tests judge the waves, not the pause between them (test/e2e/controller-cmd-params.test.ts does).
+   */
+  waveDelayMs?: number;
   /** The operation's message after each step that waits ("waiting for healthy state of ..."). */
   onProgress?: (message: string) => void;
   beforeWave?: () => Promise<string | null>;
@@ -22,7 +27,7 @@ export async function sync(
   inventory: readonly InventoryEntry[],
   options: SyncOptions,
 ): Promise<SyncResult> {
-  const { pollIntervalMs = 200, waitTimeoutMs, onProgress, beforeWave, ...engine } = options;
+  const { pollIntervalMs = 200, waitTimeoutMs, waveDelayMs = 0, onProgress, beforeWave, ...engine } = options;
   const startedAt = engine.startedAt ?? new Date();
   let prior: ResourceResult[] | undefined;
   let progress: SyncProgress = {};
@@ -34,6 +39,7 @@ export async function sync(
       options: { ...engine, startedAt, prior, pruneWaves: progress.pruneWaves },
       progress,
       waitTimeoutMs,
+      waveDelayMs,
       beforeWave,
     });
     if (out.kind === 'done') return out.result;
