@@ -4,6 +4,7 @@
 // `/background` variant, as Argo CD), and the finalizer is removed only once they are gone; then the
 // PostDelete hooks run and are cleaned up, each step with its own finalizer (post-delete.ts), in
 // Argo CD's order (finalizeApplicationDeletion). One finalizer per call. Runs in the operation queue.
+import { toolSettingsOf } from '../api/tool-settings.ts';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
@@ -125,6 +126,7 @@ export class Finalizer {
           controllerNamespace: this.d.cache.namespace,
           repositories,
           limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
+          tools: toolSettingsOf(this.d.cache.settingsConfigMap()),
         });
         objects = rendered.objects.map((o) => o.object);
       } catch (err) {

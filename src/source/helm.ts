@@ -73,6 +73,13 @@ const SUPPORTED = new Set([
 export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   const spec = input.helm ?? {};
   refuseUnsupported('helm', spec, SUPPORTED);
+  // Argo CD v3.6.1 runs Helm 4 for all three (util/helm/cmd.go NewCmd); "v3" names Helm 3 charts.
+  const version = str(spec.version);
+  if (version && !['v3', 'v4'].includes(version))
+    throw new SourceError(
+      'InvalidSource',
+      `error initializing helm app object: failed to create new helm command: helm version '${version}' is not supported`,
+    );
   checkReleaseName(input.releaseName);
   const namespace = str(spec.namespace) ?? input.namespace;
   // Every value from the Application or the repository goes in as `--flag=value`, and the two
