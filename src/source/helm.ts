@@ -258,7 +258,7 @@ export function escapeSetValue(value: string): string {
  * "1.30.2". It matters under Helm 4, which keeps a suffix in .Capabilities.KubeVersion.Version
  * where Helm 3 dropped it, so a raw spec.source.helm.kubeVersion would render unlike Argo CD.
  */
-function genericKubeVersion(version: string | undefined): string | undefined {
+export function genericKubeVersion(version: string | undefined): string | undefined {
   if (version === undefined || version === '') return undefined;
   const m = /^\s*v?(\d+(?:\.\d+)*)/.exec(version);
   if (!m?.[1] || !m[1].includes('.'))

@@ -242,6 +242,10 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
         helmBinary: optionalTool('helm', env.tools),
+        // Argo CD passes them only to a kustomize of 5.3.0 or newer: the renderer's own is.
+        ...(kustomize?.binary
+          ? {}
+          : { helmCapabilities: { kubeVersion: req.kubeVersion, apiVersions: req.apiVersions } }),
         checkoutLimits: env.limits,
       });
       return {

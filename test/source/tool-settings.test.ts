@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
 import { readToolSettings } from '../../src/api/tool-settings.ts';
-import { SourceError, SourceRenderer } from '../../src/source/index.ts';
+import { SourceError, SourceRenderer, type RenderInput } from '../../src/source/index.ts';
 import { TestRepo } from '../support/git.ts';
 import { toolsDir } from './tools.ts';
 
@@ -46,6 +46,13 @@ describe('argocd-cm tool settings', () => {
       'both/kustomization.yaml': 'resources: [extra.yaml]\n',
       'both/extra.yaml': cm('from-kustomize'),
       'jsonnet/cm.yaml': cm('beside-jsonnet'),
+      'inflate/kustomization.yaml': 'helmCharts:\n- name: c\n  releaseName: r\n',
+      'inflate/charts/c/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n',
+      'inflate/charts/c/values.yaml': '{}\n',
+      'inflate/charts/c/templates/cm.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n' +
+        '  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n' +
+        '  thing: {{ .Capabilities.APIVersions.Has "example.com/v1" | quote }}\n',
       'jsonnet/x.jsonnet': '{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "from-jsonnet" } }\n',
     });
   });
@@ -53,7 +60,11 @@ describe('argocd-cm tool settings', () => {
     if (top) await rm(top, { recursive: true, force: true });
   });
 
-  const render = (source: Partial<ApplicationSource>, cmData: Record<string, string>) =>
+  const render = (
+    source: Partial<ApplicationSource>,
+    cmData: Record<string, string>,
+    extra: Partial<RenderInput> = {},
+  ) =>
     new SourceRenderer({
       cacheDir: path.join(top, `cache-${++n}`),
       toolsDir: toolsDir(),
@@ -62,6 +73,7 @@ describe('argocd-cm tool settings', () => {
       source: { repoURL: repo.dir, ...source } as ApplicationSource,
       appName: 'app',
       tools: readToolSettings(cmData),
+      ...extra,
     });
   const names = (r: Awaited<ReturnType<typeof render>>) => r.objects.map((o) => o.object.metadata.name);
   const refused = (reason: string, message: string | RegExp) => (err: unknown) => {
@@ -118,6 +130,16 @@ describe('argocd-cm tool settings', () => {
       },
     );
     assert.equal(r.objects[0]?.object.metadata.labels?.['app.kubernetes.io/managed-by'], 'kustomize-v5.8.3');
+  });
+
+  test("with --enable-helm, helmCharts get the destination's versions, as Argo CD appends them", async () => {
+    const r = await render(
+      { path: 'inflate' },
+      { 'kustomize.buildOptions': '--enable-helm --helm-kube-version 1.20.0' },
+      { kubeVersion: 'v1.31.4-eks.1', apiVersions: ['example.com/v1'] },
+    );
+    const data = (r.objects[0]?.object as unknown as { data: Record<string, string> }).data;
+    assert.deepEqual(data, { kube: 'v1.31.4', thing: 'true' });
   });
 
   test('kustomize.enable off: the kustomization folder is read as plain YAML, explicit or discovered', async () => {
