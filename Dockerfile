@@ -17,22 +17,27 @@
 
 ARG NODE_VERSION=24
 ARG DEBIAN_RELEASE=bookworm
-ARG GO_VERSION=1.26
-# Keep in step with scripts/tool-binaries.
-ARG HELM_VERSION=v3.22.0
-ARG KUSTOMIZE_VERSION=v5.8.1
+# kustomize v5.8.2+ ask for Go 1.27.
+ARG GO_VERSION=1.27
+# Keep in step with scripts/tool-binaries (Argo CD v3.6.1's pins).
+ARG HELM_VERSION=v4.3.1
+ARG KUSTOMIZE_VERSION=v5.8.3
 
 FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS tools
 ARG HELM_VERSION
 ARG KUSTOMIZE_VERSION
 ENV CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN=/out
-# The -X flags give `helm version` and `kustomize version` their real versions.
+# The -X flags give `helm version` and `kustomize version` their real versions. kustomize is built
+# in a scratch module, as scripts/tool-binaries says why: the Go module proxy does not serve the
+# k8s.io/kube-openapi pseudo-version v5.8.3's go.mod names, so the next one it serves is required.
 RUN go install -trimpath \
-      -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.metadata=" \
-      "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" \
- && go install -trimpath \
+      -ldflags="-s -w -X helm.sh/helm/v4/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v4/internal/version.metadata=" \
+      "helm.sh/helm/v4/cmd/helm@${HELM_VERSION}" \
+ && mkdir /tmp/kustomize-build && cd /tmp/kustomize-build && go mod init impersync.local/kustomize-build \
+ && go get "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}" k8s.io/kube-openapi@v0.0.0-20261014044854-ca3452a79603 \
+ && go build -trimpath -o /out/kustomize \
       -ldflags="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${KUSTOMIZE_VERSION}" \
-      "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}" \
+      sigs.k8s.io/kustomize/kustomize/v5 \
  && /out/helm version --short && /out/kustomize version
 
 FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS health

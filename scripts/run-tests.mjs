@@ -72,6 +72,14 @@ if (parallel) {
   for (const script of chains.flat()) await prepare(script);
 }
 
+// The Helm 3 folder of the tests that render under both helm majors (test/source/tools.ts
+// helm3ToolsDir), made here so that its build shows its progress; only Helm 3.22 is built.
+spawnSync('bash', ['scripts/tool-binaries'], {
+  cwd: root,
+  stdio: ['ignore', 'ignore', 'inherit'],
+  env: { ...process.env, IMPERSYNC_HELM_VERSION: 'v3.22.0', IMPERSYNC_TOOLS_DIR: '' },
+});
+
 const args = [
   '--disable-warning=ExperimentalWarning',
   '--test',

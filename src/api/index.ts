@@ -12,3 +12,4 @@ export * from './serviceaccount.ts';
 export * from './limits.ts';
 export * from './repository.ts';
 export * from './attribution.ts';
+export * from './tool-settings.ts';

@@ -4,6 +4,7 @@
 // condition would use. Live only: the source is rendered by a child renderer process, the objects
 // are read and the reviews made through the destination client of that identity, naming the
 // Application and the commit as the controller does.
+import { toolSettingsOf } from '../api/tool-settings.ts';
 import type { ConfigMap, KubeObject } from '../api/index.ts';
 import { madeFor } from '../controller/admission.ts';
 import { RightsCheck, missingRightsMessage } from '../controller/rights.ts';
@@ -87,6 +88,7 @@ export async function checkRights(
       controllerNamespace: opts.namespace,
       repositories,
       limits: readApplicationLimits(opts.settings).limits,
+      tools: toolSettingsOf(opts.settings),
     });
     objects = rendered.objects.map((o) => o.object);
     revision = rendered.revisions.join(', ');

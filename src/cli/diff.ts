@@ -1,6 +1,7 @@
 // `impersync diff`: what a sync of one Application would change, compared live and as the identity
 // that would make the change (spec §5). The first line names that identity. Exit 0 in sync, 1 out
 // of sync, 2 on error (as `kubectl diff`).
+import { toolSettingsOf } from '../api/tool-settings.ts';
 import type { KubeObject } from '../api/index.ts';
 import { DestinationClientFactory } from '../kube/factory.ts';
 import { describeIdentity } from '../kube/types.ts';
@@ -176,6 +177,7 @@ async function compareLive(
       controllerNamespace: opts.namespace,
       repositories,
       limits,
+      tools: toolSettingsOf(inventory.configMap?.value),
     }).finally(() => renderer.close());
     objects = rendered.objects.map((o) => o.object);
     revision = rendered.revisions.join(', ');

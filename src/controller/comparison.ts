@@ -3,6 +3,7 @@
 // admitted identity, its health assessed with argocd-cm's customizations (sync/compare.ts) → every
 // missing right named at once, the warnings Argo CD raises, the sync windows → the status that
 // says so, and whether Argo CD's rules start an automated sync.
+import { toolSettingsOf } from '../api/tool-settings.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, applicationKey } from '../api/index.ts';
@@ -122,6 +123,7 @@ export async function compareApplication(
       revisionMaxAgeMs: refreshKind === undefined ? d.refreshIntervalMs() : 0,
       noCache: hard,
       limits: d.limits.for(d.cache.settingsConfigMap()),
+      tools: toolSettingsOf(d.cache.settingsConfigMap()),
     });
     d.dependencies?.set(applicationKey(app), rendered.dependencies);
   } catch (err) {

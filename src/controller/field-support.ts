@@ -43,7 +43,10 @@ const HELM_HONOURED: ReadonlyArray<[string, string]> = [
     'passCredentials',
     "a chart's credentials sent to its download URL on another host (source/charts.ts, helm-repo.ts)",
   ],
-  ['version', 'Helm 3, the only Helm Argo CD 3 runs'],
+  [
+    'version',
+    "'', v3 and v4 render with the renderer's Helm 4, as Argo CD v3.6.1; another is refused (source/helm.ts)",
+  ],
 ];
 const KUSTOMIZE_HONOURED = [
   'namePrefix',
@@ -162,12 +165,21 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   e('resource.customizations.actions.<group_kind>', "resource actions run from Argo CD's UI and CLI"),
   w('timeout.reconciliation.jitter', 'the refresh jitter is fixed'),
   w('timeout.hard.reconciliation', 'there is no periodic hard refresh'),
-  w('kustomize.buildOptions.<version>', 'one kustomize version'),
-  w('kustomize.path.<version>', 'one kustomize version'),
-  w('kustomize.version.<version>', 'one kustomize version'),
-  w('kustomize.enable', 'source types cannot be turned off'),
-  w('helm.enable', 'source types cannot be turned off'),
-  w('jsonnet.enable', 'jsonnet is not rendered'),
+  h(
+    'kustomize.buildOptions.<version>',
+    'read as Argo CD v3.6.1 reads it, which builds every version with kustomize.buildOptions (api/tool-settings.ts)',
+  ),
+  h(
+    'kustomize.path.<version>',
+    'the binary for spec.source.kustomize.version (api/tool-settings.ts, source/tool-choice.ts)',
+  ),
+  h('kustomize.version.<version>', 'the older name of kustomize.path.<version> (api/tool-settings.ts)'),
+  h(
+    'kustomize.enable',
+    'not "true": a Kustomize source is read as a plain directory, as Argo CD (source/tool-choice.ts)',
+  ),
+  h('helm.enable', 'not "true": a Helm source is read as a plain directory, as Argo CD (source/tool-choice.ts)'),
+  h('jsonnet.enable', 'not "true": .jsonnet files are left out of a directory, as Argo CD (source/directory.ts)'),
   w('helm.valuesFileSchemes', 'value files are read from the repository or a ref source only; a URL is refused'),
   w('application.allowedNodeLabels', 'node labels are not read'),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),

@@ -5,6 +5,7 @@
 // the `/background` variant, as Argo CD), the finalizer removed only once they are gone; then the
 // PostDelete hooks run; then the PreDelete hooks and the PostDelete hooks are cleaned up. Each step
 // as the Application's identity, with its own finalizer. Runs in the operation queue.
+import { toolSettingsOf } from '../api/tool-settings.ts';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
@@ -145,6 +146,7 @@ export class Finalizer {
           controllerNamespace: this.d.cache.namespace,
           repositories,
           limits: this.d.limits.for(this.d.cache.settingsConfigMap()),
+          tools: toolSettingsOf(this.d.cache.settingsConfigMap()),
         });
         objects = rendered.objects.map((o) => o.object);
       } catch (err) {

@@ -3,6 +3,7 @@
 // resolved) → project limits → the ServiceAccount still exists (sa-check.ts) → the sync's next
 // step (sync-step.ts), its waves' health judged with argocd-cm's customizations → how it ended
 // (operation-machine.ts's Attempt), every missing right named when RBAC refused it.
+import { toolSettingsOf } from '../api/tool-settings.ts';
 import { EVENT_REASON } from '../api/index.ts';
 import type { OperationState, ResourceResult, SyncOperation, SyncResult } from '../api/index.ts';
 import { SourceError } from '../source/errors.ts';
@@ -107,6 +108,7 @@ export async function attemptStep(
       repositories,
       operation,
       limits: env.d.limits.for(env.d.cache.settingsConfigMap()),
+      tools: toolSettingsOf(env.d.cache.settingsConfigMap()),
       ...(await env.d.capabilities?.for(env.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),
     });
   } catch (err) {

@@ -8,6 +8,7 @@
 // and the render asked again once.
 import { appInstanceName } from '../sync/tracking.ts';
 import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
+import type { ToolSettings } from '../api/tool-settings.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { fetchDecision } from '../project/fetch-repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } from '../repository/access.ts';
@@ -42,6 +43,8 @@ export interface RenderApplicationOptions {
   noCache?: boolean | undefined;
   /** The Application's render limits (argocd-cm), sent with each of its render requests. */
   limits?: ApplicationLimits | undefined;
+  /** argocd-cm's tool switches and kustomize versions, sent with each render request. */
+  tools?: ToolSettings | undefined;
 }
 
 const REF_KEY = /^[a-zA-Z0-9_-]+$/;
@@ -128,6 +131,7 @@ export async function renderApplication(
         sourceRepos,
         repository: access(source.repoURL),
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
+        ...(opts.tools ? { tools: opts.tools } : {}),
       };
       if (multiSource && isRefOnly(source)) {
         out.revisions.push(await renderer.resolveRevision(input, { tenant: project }));

@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import { ApplicationSourceSchema } from '../api/application.ts';
 import { RepositoryAccessSchema } from '../api/repository.ts';
+import { ToolSettingsSchema } from '../api/tool-settings.ts';
 import type { SourceErrorReason } from '../source/errors.ts';
 
 export const RENDER_PATH = '/v1/render';
@@ -66,6 +67,7 @@ export const RenderInputSchema = z.strictObject({
     .max(1000)
     .optional(),
   revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
+  tools: ToolSettingsSchema.optional(),
 });
 
 /** Whose request this is, for a fair share of render slots between tenants (the AppProject's name). */

@@ -22,6 +22,8 @@ export interface DirectoryOptions {
   maxTotalBytes: number;
   /** What one document may hold, or expand to. */
   documents?: DocumentLimits | undefined;
+  /** argocd-cm jsonnet.enable is off: .jsonnet files are left out, as Argo CD leaves them. */
+  skipJsonnet?: boolean | undefined;
 }
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -42,6 +44,7 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
     if (!MANIFEST.test(rel) && !jsonnet) continue;
     if (opts.exclude && globMatch(opts.exclude, rel)) continue;
     if (opts.include && !globMatch(opts.include, rel)) continue;
+    if (jsonnet && opts.skipJsonnet) continue;
     if (jsonnet) {
       // Argo CD would evaluate it; leaving it out silently would deploy a partial application.
       throw new SourceError(

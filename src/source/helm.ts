@@ -73,6 +73,13 @@ const SUPPORTED = new Set([
 export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   const spec = input.helm ?? {};
   refuseUnsupported('helm', spec, SUPPORTED);
+  // Argo CD v3.6.1 runs Helm 4 for all three (util/helm/cmd.go NewCmd); "v3" names Helm 3 charts.
+  const version = str(spec.version);
+  if (version && !['v3', 'v4'].includes(version))
+    throw new SourceError(
+      'InvalidSource',
+      `error initializing helm app object: failed to create new helm command: helm version '${version}' is not supported`,
+    );
   checkReleaseName(input.releaseName);
   const namespace = str(spec.namespace) ?? input.namespace;
   // Every value from the Application or the repository goes in as `--flag=value`, and the two
@@ -83,7 +90,7 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   if (spec.skipCrds !== true) args.push('--include-crds');
   if (spec.skipTests === true) args.push('--skip-tests');
   if (spec.skipSchemaValidation === true) args.push('--skip-schema-validation');
-  const kubeVersion = str(spec.kubeVersion) ?? input.kubeVersion;
+  const kubeVersion = genericKubeVersion(str(spec.kubeVersion) ?? input.kubeVersion);
   if (kubeVersion) args.push(`--kube-version=${kubeVersion}`);
   const apiVersions =
     Array.isArray(spec.apiVersions) && spec.apiVersions.length > 0
@@ -244,6 +251,22 @@ export function escapeSetValue(value: string): string {
     else out += c;
   }
   return out;
+}
+
+/**
+ * Argo CD's parseKubeVersion (k8s.io/apimachinery ParseGeneric, then String()): "v1.30.2-gke.1" is
+ * "1.30.2". It matters under Helm 4, which keeps a suffix in .Capabilities.KubeVersion.Version
+ * where Helm 3 dropped it, so a raw spec.source.helm.kubeVersion would render unlike Argo CD.
+ */
+export function genericKubeVersion(version: string | undefined): string | undefined {
+  if (version === undefined || version === '') return undefined;
+  const m = /^\s*v?(\d+(?:\.\d+)*)/.exec(version);
+  if (!m?.[1] || !m[1].includes('.'))
+    throw new SourceError(
+      'InvalidSource',
+      `could not parse kubernetes version ${version}: ${m ? `illegal version string "${version}"` : `could not parse "${version}" as version`}`,
+    );
+  return m[1].split('.').map(Number).join('.');
 }
 
 function str(v: unknown): string | undefined {

@@ -45,6 +45,7 @@ import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './ren
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
+import type { ToolSettings } from '../api/tool-settings.ts';
 
 export { SourceError, type SourceErrorReason } from './errors.ts';
 export type { ParsedObject as RenderedObject } from './parse.ts';
@@ -140,6 +141,8 @@ export interface RenderInput {
   dependencyRepositories?: readonly DependencyRepository[] | undefined;
   /** Refs and Helm indexes fetched less than this long ago are used again (0: ask now). */
   revisionMaxAgeMs?: number | undefined;
+  /** argocd-cm's tool switches and kustomize versions (api/tool-settings.ts): the only kustomize paths a render runs. */
+  tools?: ToolSettings | undefined;
 }
 
 export interface RefSource {
@@ -347,6 +350,7 @@ export class SourceRenderer {
           ...(Object.keys(refRoots).length > 0 ? { refRoots } : {}),
           ...(input.refNames?.length ? { refNames: input.refNames } : {}),
           ...(prepared ? { chartDir: prepared.chartDir } : {}),
+          ...(input.tools ? { tools: input.tools } : {}),
         },
         {
           tools: {

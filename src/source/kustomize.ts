@@ -18,6 +18,7 @@ import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
 import { envsubst, type BuildEnv } from './build-env.ts';
 import { howToGet } from './tools.ts';
+import { genericKubeVersion } from './helm.ts';
 import { checkBuildOptions } from './kustomize-options.ts';
 import { checkKustomization } from './kustomize-check.ts';
 import { kustomizeEnvironment, writeGitShim } from './kustomize-git.ts';
@@ -45,6 +46,11 @@ export interface KustomizeBuildInput {
   sourceRepos: readonly string[] | undefined;
   /** The real git, for kustomize's remote bases. */
   gitBinary: string;
+  /**
+   * The destination's versions, passed to helmCharts when the build options enable helm (Argo CD's
+   * parseKubeVersion and its --helm-kube-version/--helm-api-versions, for kustomize 5.3.0 and newer).
+   */
+  helmCapabilities?: { kubeVersion?: string | undefined; apiVersions?: readonly string[] | undefined } | undefined;
   /** The renderer's helm, for helmCharts when the operator's --helm-command names none. */
   helmBinary?: string | undefined;
   /** Remote bases over these are not checked out. */
@@ -123,6 +129,10 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     };
     env[HELM_GUARD_POLICY_ENV] = JSON.stringify(policy);
     buildArgs = [...buildArgs.filter((a) => !a.startsWith('--helm-command=')), `--helm-command=${helmShim}`];
+    // After the operator's options, as Argo CD appends them: the destination's versions win.
+    const kubeVersion = genericKubeVersion(input.helmCapabilities?.kubeVersion);
+    if (kubeVersion) buildArgs.push(`--helm-kube-version=${kubeVersion}`);
+    for (const v of input.helmCapabilities?.apiVersions ?? []) buildArgs.push(`--helm-api-versions=${v}`);
     renames.push({ from: helmShim, to: 'helm' }, { from: home, to: '<helm home>' });
   }
   const args = ['build', ...buildArgs, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];

@@ -22,6 +22,8 @@ import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
 import type { BuildEnv } from './build-env.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
+import { chooseKustomize, enabledType, jsonnetDisabled } from './tool-choice.ts';
+import type { ToolSettings } from '../api/tool-settings.ts';
 
 export interface RenderLimits {
   /** Largest manifest file read from a Directory source. Default 32 MiB. */
@@ -113,6 +115,8 @@ export interface RenderRequest {
   refNames?: readonly string[] | undefined;
   /** A copy of the chart with its dependencies fetched (helm-deps.ts), templated instead of the app folder. */
   chartDir?: string | undefined;
+  /** argocd-cm's tool settings, from the controller (tool-choice.ts). */
+  tools?: ToolSettings | undefined;
 }
 
 export interface RenderedObjects {
@@ -191,7 +195,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     maxFileBytes: env.limits.maxFileBytes,
     documents: documentLimits(env.limits),
   });
-  const sourceType = explicitType(source) ?? discoverType(appDir);
+  const sourceType = enabledType(explicitType(source) ?? discoverType(appDir, req.tools), req.tools);
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
     const objects = await readDirectory(root, appDir, {
@@ -201,12 +205,14 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       maxFileBytes: env.limits.maxFileBytes,
       maxTotalBytes: env.limits.maxTotalBytes,
       documents: documentLimits(env.limits),
+      skipJsonnet: jsonnetDisabled(req.tools),
     });
     return { sourceType, objects };
   }
 
   // Resolve the binary before making folders, so a missing tool fails fast and leaves nothing behind.
-  const binary = findTool(sourceType === 'Helm' ? 'helm' : 'kustomize', env.tools);
+  const kustomize = sourceType === 'Kustomize' ? chooseKustomize(source, req.tools) : undefined;
+  const binary = kustomize?.binary ?? findTool(sourceType === 'Helm' ? 'helm' : 'kustomize', env.tools);
   await mkdir(env.workRoot, { recursive: true });
   // Physical, like the root, so that relative paths between the two are what the tools see.
   const made = path.join(env.workRoot, `render-${randomBytes(6).toString('hex')}`);
@@ -232,10 +238,14 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
         appDir,
         kustomize: source.kustomize,
         buildEnv: req.buildEnv,
-        buildOptions: env.kustomizeBuildOptions,
+        buildOptions: kustomize?.buildOptions ?? env.kustomizeBuildOptions,
         sourceRepos: req.sourceRepos,
         gitBinary: env.tools.paths?.git ?? 'git',
         helmBinary: optionalTool('helm', env.tools),
+        // Argo CD passes them only to a kustomize of 5.3.0 or newer: the renderer's own is.
+        ...(kustomize?.binary
+          ? {}
+          : { helmCapabilities: { kubeVersion: req.kubeVersion, apiVersions: req.apiVersions } }),
         checkoutLimits: env.limits,
       });
       return {
@@ -311,8 +321,10 @@ function optionalTool(tool: 'helm', where: ToolLocations): string | undefined {
   }
 }
 
-function discoverType(appDir: string): SourceType {
-  if (KUSTOMIZATION_FILES.some((f) => existsSync(path.join(appDir, f)))) return 'Kustomize';
-  if (existsSync(path.join(appDir, 'Chart.yaml'))) return 'Helm';
+/** Argo CD's discovery: a type argocd-cm turned off is not looked for (a kustomization beside a Chart.yaml is then Helm). */
+function discoverType(appDir: string, tools: ToolSettings | undefined): SourceType {
+  const on = (type: SourceType): boolean => enabledType(type, tools) === type;
+  if (on('Kustomize') && KUSTOMIZATION_FILES.some((f) => existsSync(path.join(appDir, f)))) return 'Kustomize';
+  if (on('Helm') && existsSync(path.join(appDir, 'Chart.yaml'))) return 'Helm';
   return 'Directory';
 }

@@ -155,12 +155,12 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
   const c = unhonouredCondition({
     app,
     project: baseProject(),
-    settings: { 'jsonnet.enable': 'true', url: 'https://argo' },
+    settings: { 'timeout.hard.reconciliation': '1h', url: 'https://argo' },
   });
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option Nonsense=true (not an option Argo CD defines); argocd-cm jsonnet.enable (jsonnet is not rendered)',
+    'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option Nonsense=true (not an option Argo CD defines); argocd-cm timeout.hard.reconciliation (there is no periodic hard refresh)',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });
