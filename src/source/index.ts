@@ -321,6 +321,14 @@ export class SourceRenderer {
         maxAgeMs,
         sourceRepos: input.sourceRepos,
         archive,
+        parameters: {
+          appName: input.instanceName ?? input.appName,
+          maxFileBytes: this.#limits.maxFileBytes,
+          documents: {
+            maxDocumentBytes: this.#limits.maxDocumentBytes,
+            maxDocumentNodes: this.#limits.maxDocumentNodes,
+          },
+        },
       });
       const remainingMs = deadline === undefined ? limitMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, limitMs, timeLimit?.setBy);
