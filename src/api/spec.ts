@@ -119,6 +119,8 @@ export const SyncOperationSchema = z.looseObject({
   dryRun: z.boolean().optional(),
   syncOptions: z.array(z.string()).optional(),
   resources: z.array(ResourceRefSchema).optional(),
+  /** `argocd app sync --local`: the objects to apply instead of the source's (controller/render.ts). */
+  manifests: z.array(z.string()).optional(),
 });
 export type SyncOperation = z.infer<typeof SyncOperationSchema>;
 

@@ -106,7 +106,10 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   ...sourceRules('operation.sync.source', false),
   ...sourceRules('operation.sync.sources[]', true),
   h('operation.sync.revisions[]', "each source's revision (controller/render.ts)"),
-  w('operation.sync.manifests[]', 'local manifests (argocd app sync --local) are not applied'),
+  h(
+    'operation.sync.manifests[]',
+    "the objects applied instead of the source's, parsed by the renderer (source/local-manifests.ts)",
+  ),
   w('operation.sync.autoHealAttemptsCount', 'self-heal attempts are not counted'),
   h('operation.initiatedBy.**', 'manual or automated (sync windows, history)'),
   h('operation.retry.limit', 'retry'),

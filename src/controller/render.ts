@@ -42,6 +42,12 @@ export interface RenderApplicationOptions {
   noCache?: boolean | undefined;
   /** The Application's render limits (argocd-cm), sent with each of its render requests. */
   limits?: ApplicationLimits | undefined;
+  /**
+   * operation.sync.manifests (`argocd app sync --local`): the objects instead of the sources', as
+   * Argo CD's CompareAppState takes them (an empty list is none). The renderer parses them; the
+   * sources' revisions are still resolved, for status and history.
+   */
+  localManifests?: readonly string[] | undefined;
 }
 
 const REF_KEY = /^[a-zA-Z0-9_-]+$/;
@@ -107,6 +113,14 @@ export async function renderApplication(
     sourceTypes: [],
     dependencies: [],
   };
+  const local = opts.localManifests && opts.localManifests.length > 0 ? opts.localManifests : undefined;
+  // With local manifests, one request carries them: that of the first source that is not ref-only.
+  const carrier = local
+    ? Math.max(
+        0,
+        sources.findIndex((s) => !multiSource || !isRefOnly(s)),
+      )
+    : -1;
   for (const [i, source] of sources.entries()) {
     const label = multiSource ? `source ${i + 1} of ${sources.length}: ` : '';
     try {
@@ -129,7 +143,14 @@ export async function renderApplication(
         repository: access(source.repoURL),
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
       };
-      if (multiSource && isRefOnly(source)) {
+      if (local && i === carrier) {
+        const rendered = await renderer.render({ ...input, localManifests: local }, renderOptions);
+        out.objects.push(...rendered.objects);
+        out.revisions.push(rendered.revision);
+        out.sourceTypes.push(rendered.sourceType);
+        continue;
+      }
+      if ((multiSource && isRefOnly(source)) || local) {
         out.revisions.push(await renderer.resolveRevision(input, { tenant: project }));
         out.sourceTypes.push('');
         continue;

@@ -277,7 +277,7 @@ export class RendererClient implements Renderer {
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
   const { sourceRepos } = input;
-  const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs } = input;
+  const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs, localManifests } = input;
   return {
     source,
     appName,
@@ -293,5 +293,6 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
     refNames,
     dependencyRepositories,
     revisionMaxAgeMs,
+    localManifests,
   };
 }

@@ -66,6 +66,8 @@ export const RenderInputSchema = z.strictObject({
     .max(1000)
     .optional(),
   revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
+  /** operation.sync.manifests, parsed by the renderer (source/local-manifests.ts). */
+  localManifests: z.array(z.string().max(MAX_REQUEST_BYTES)).max(10_000).optional(),
 });
 
 /** Whose request this is, for a fair share of render slots between tenants (the AppProject's name). */

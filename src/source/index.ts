@@ -41,6 +41,7 @@ import { ChartSources, sourceKind } from './charts.ts';
 import { buildEnv } from './build-env.ts';
 import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
+import { parseLocalManifests } from './local-manifests.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
@@ -140,6 +141,11 @@ export interface RenderInput {
   dependencyRepositories?: readonly DependencyRepository[] | undefined;
   /** Refs and Helm indexes fetched less than this long ago are used again (0: ask now). */
   revisionMaxAgeMs?: number | undefined;
+  /**
+   * operation.sync.manifests (local-manifests.ts): parsed and answered instead of the source's
+   * objects; the source's revision is still resolved, for the history.
+   */
+  localManifests?: readonly string[] | undefined;
 }
 
 export interface RefSource {
@@ -249,6 +255,14 @@ export class SourceRenderer {
   }
 
   async #render(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
+    if (input.localManifests !== undefined) {
+      const { localManifests, ...rest } = input;
+      return {
+        revision: await this.resolveRevision(rest),
+        sourceType: 'Directory',
+        objects: parseLocalManifests(localManifests, this.#limits),
+      };
+    }
     if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, time);
     const source = input.source;
     const revision = await this.#git.resolveRevision(

@@ -1,6 +1,7 @@
 // Sources rendered as Argo CD renders them, end to end on a real control plane with the controller
 // and its child renderer: a source parameter file that makes a folder a Helm source gets its chart
-// dependencies.
+// dependencies; `operation.sync.manifests` (`argocd app sync --local`) are applied instead of the
+// repository's, and one that does not parse is Argo CD's "Failed to load local manifests".
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { applyRaw, listRaw, startControlPlane } from '../support/index.ts';
@@ -23,7 +24,7 @@ import {
 import type { Fixture } from './controller-fixture.ts';
 
 const SA = 'deployer';
-const NAMESPACES = ['gs-helm'];
+const NAMESPACES = ['gs-helm', 'gs-local'];
 
 let cp: TestControlPlane;
 let fx: Fixture;
@@ -101,4 +102,33 @@ test('a source parameter file that makes a folder a Helm source gets its chart d
   );
   assert.equal(condition(a, 'ComparisonError'), undefined);
   assert.deepEqual(await configMapsIn('gs-helm'), ['lib-fromfile', 'umbrella']);
+});
+
+test("local manifests (argocd app sync --local) are applied instead of the repository's, and stay the target state", async () => {
+  const repo = await newRepo({ 'app/git.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\n' });
+  const spec = { source: { repoURL: repo.url, targetRevision: 'HEAD', path: 'app' }, syncPolicy: {} };
+  const local = [
+    JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'from-local' }, data: { a: '1' } }),
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-local-yaml\n',
+  ];
+  const op = (manifests: string[]) => ({
+    operation: { sync: { revision: 'HEAD', manifests }, initiatedBy: { username: 'alice' } },
+  });
+  await applyRaw(cp.admin, { ...app('gs-local', 'gs-local', spec), ...op(local) } as unknown as KubeObject);
+  const a = await waitForApp(cp, 'gs-local', 'synced', synced);
+  assert.deepEqual(await configMapsIn('gs-local'), ['from-local', 'from-local-yaml']);
+  // Argo CD compares with the last operation's manifests while it is the last operation: Synced.
+  assert.equal((a.status?.['sync'] as { status?: string }).status, 'Synced');
+
+  // An entry that is not one object fails the operation, with Argo CD's message; nothing applied.
+  await applyRaw(cp.admin, {
+    ...app('gs-local', 'gs-local', spec),
+    ...op(['kind: [unclosed']),
+  } as unknown as KubeObject);
+  const failed = await waitForApp(cp, 'gs-local', 'the operation failed', (x) =>
+    ['Error', 'Failed'].includes(operationPhase(x) ?? ''),
+  );
+  const message = (failed.status?.['operationState'] as { message?: string }).message ?? '';
+  assert.match(message, /Failed to load local manifests: operation\.sync\.manifests\[0\]/);
+  assert.deepEqual(await configMapsIn('gs-local'), ['from-local', 'from-local-yaml']);
 });
