@@ -278,6 +278,7 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
   const { sourceRepos } = input;
   const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs, localManifests } = input;
+  const { submoduleRepositories } = input;
   return {
     source,
     appName,
@@ -294,5 +295,6 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
     dependencyRepositories,
     revisionMaxAgeMs,
     localManifests,
+    submoduleRepositories,
   };
 }

@@ -66,6 +66,10 @@ export const RenderInputSchema = z.strictObject({
     .max(1000)
     .optional(),
   revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
+  submoduleRepositories: z
+    .array(z.strictObject({ url: z.string().max(4096), repository: RepositoryAccessSchema.optional() }))
+    .max(1000)
+    .optional(),
   /** operation.sync.manifests, parsed by the renderer (source/local-manifests.ts). */
   localManifests: z.array(z.string().max(MAX_REQUEST_BYTES)).max(10_000).optional(),
 });
@@ -153,7 +157,15 @@ export const RenderedObjectSchema = z.object({
 
 /** 409: the chart's dependencies are in these repositories; ask again with dependencyRepositories. */
 export const NeedsAnswerSchema = z.object({
-  needs: z.array(z.object({ url: z.string().max(4096).optional(), name: z.string().max(253).optional() })).max(1000),
+  needs: z
+    .array(
+      z.object({
+        url: z.string().max(4096).optional(),
+        name: z.string().max(253).optional(),
+        submodule: z.boolean().optional(),
+      }),
+    )
+    .max(1000),
 });
 export type NeedsAnswer = z.infer<typeof NeedsAnswerSchema>;
 

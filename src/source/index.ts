@@ -42,6 +42,7 @@ import { buildEnv } from './build-env.ts';
 import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
 import { parseLocalManifests } from './local-manifests.ts';
+import { withSubmodules, type SubmoduleRepository } from './submodules.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
@@ -82,6 +83,11 @@ export interface SourceRendererOptions {
    * and user@host:path are fetched, anything else is refused as InvalidSource.
    */
   allowLocalRepositories?: boolean;
+  /**
+   * Check out a commit's submodules (submodules.ts), as Argo CD's repo-server does unless
+   * ARGOCD_GIT_MODULES_ENABLED is false. Default true.
+   */
+  submodules?: boolean;
   /**
    * Where the files of a checked-out commit are rendered (read, kustomize or helm run, output
    * parsed): the renderer passes its worker threads (renderer/pool.ts); default, in this thread.
@@ -146,6 +152,11 @@ export interface RenderInput {
    * objects; the source's revision is still resolved, for the history.
    */
   localManifests?: readonly string[] | undefined;
+  /**
+   * Credentials for the repositories of the commit's submodules, as the controller resolved them for
+   * the URLs the renderer named (NeedsRepositories with `submodule`). Undefined: not asked yet.
+   */
+  submoduleRepositories?: readonly SubmoduleRepository[] | undefined;
 }
 
 export interface RefSource {
@@ -274,9 +285,24 @@ export class SourceRenderer {
       access: input.repository,
       deadline: renderDeadline(time, this.#limits.renderTimeoutMs),
     });
+    let tree: { dir: string; dispose(): Promise<void> } | undefined;
     try {
-      return { revision, ...(await this.#renderDir(checkout.dir, source, input, time, revision)) };
+      if (this.#opts.submodules !== false)
+        tree = await withSubmodules({
+          git: this.#git,
+          repoURL: source.repoURL,
+          sha: revision,
+          access: input.repository,
+          dir: checkout.dir,
+          workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
+          sourceRepos: input.sourceRepos,
+          given: input.submoduleRepositories,
+          limits: this.#limits,
+          deadline: renderDeadline(time, this.#limits.renderTimeoutMs),
+        });
+      return { revision, ...(await this.#renderDir(tree?.dir ?? checkout.dir, source, input, time, revision)) };
     } finally {
+      await tree?.dispose();
       checkout.release();
     }
   }
