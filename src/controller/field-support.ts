@@ -130,8 +130,8 @@ export const APPPROJECT_RULES: readonly FieldRule[] = [
   h('spec.syncWindows[].**', 'project/windows.ts, controller/sync-windows.ts'),
   h('spec.orphanedResources.**', 'OrphanedResourceWarning (sync/orphans.ts, controller/orphans.ts)'),
   w('spec.permitOnlyProjectScopedClusters', 'project-scoped clusters are not read'),
-  w('spec.signatureKeys[].**', 'commit signatures are not verified'),
-  w('spec.sourceIntegrity.**', 'commit signatures are not verified'),
+  h('spec.signatureKeys[].**', 'the revision (its tag, else its commit) verified by gpg (project/signatures.ts)'),
+  h('spec.sourceIntegrity.**', 'gpg modes none and head verified; strict refused (project/signatures.ts)'),
   e('spec.roles[].**', "Argo CD's API server RBAC"),
   e('spec.description', 'shown by the UI'),
 ];

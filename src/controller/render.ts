@@ -15,6 +15,7 @@ import type { RepositoryState } from '../repository/access.ts';
 import { NeedsRepositories, SourceError, redactURL, type RepositoryNeed } from '../source/errors.ts';
 import type { DependencyRepository, RenderInput, RenderedObject, RefSource } from '../source/index.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
+import { hasSignatureCriteria, signaturePolicy } from '../project/signatures.ts';
 
 export interface RenderedApplication {
   objects: RenderedObject[];
@@ -136,6 +137,15 @@ export async function renderApplication(
     dependencies: [],
   };
   const local = opts.localManifests && opts.localManifests.length > 0 ? opts.localManifests : undefined;
+  // Argo CD's CompareAppState: no local manifests where a revision would have to be verified.
+  if (
+    local &&
+    hasSignatureCriteria(
+      opts.project,
+      sources.map((s) => s.repoURL),
+    )
+  )
+    throw new SourceError('InvalidSource', 'Cannot use local manifests when source integrity is enforced');
   // With local manifests, one request carries them: that of the first source that is not ref-only.
   const carrier = local
     ? Math.max(
@@ -165,6 +175,12 @@ export async function renderApplication(
         repository: access(source.repoURL),
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
       };
+      const policy = signaturePolicy(opts.project, source.repoURL);
+      if (policy.kind === 'refused') throw new SourceError('InvalidSource', policy.message);
+      if (policy.kind === 'verify') {
+        const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});
+        input.signature = { keys: policy.keys, legacy: policy.legacy, publicKeys };
+      }
       if (local && i === carrier) {
         const rendered = await renderer.render({ ...input, localManifests: local }, renderOptions);
         out.objects.push(...rendered.objects);

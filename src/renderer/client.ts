@@ -278,7 +278,7 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
   const { sourceRepos } = input;
   const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs, localManifests } = input;
-  const { submoduleRepositories } = input;
+  const { submoduleRepositories, signature } = input;
   return {
     source,
     appName,
@@ -296,5 +296,6 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
     revisionMaxAgeMs,
     localManifests,
     submoduleRepositories,
+    signature,
   };
 }

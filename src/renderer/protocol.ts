@@ -70,6 +70,13 @@ export const RenderInputSchema = z.strictObject({
     .array(z.strictObject({ url: z.string().max(4096), repository: RepositoryAccessSchema.optional() }))
     .max(1000)
     .optional(),
+  signature: z
+    .strictObject({
+      keys: z.array(z.string().max(256)).max(1000),
+      legacy: z.boolean(),
+      publicKeys: z.array(z.string().max(1024 * 1024)).max(1000),
+    })
+    .optional(),
   /** operation.sync.manifests, parsed by the renderer (source/local-manifests.ts). */
   localManifests: z.array(z.string().max(MAX_REQUEST_BYTES)).max(10_000).optional(),
 });

@@ -233,6 +233,12 @@ export class GitRepoCache {
     return this.#mutex.with(repo.key, () => listSubmodules(this.#cloneRunner(repo), revision, repo.shown));
   }
 
+  /** A local git command in the clone a checkout of `repoURL` made (signatures.ts), `env` added. */
+  async inClone(repoURL: string, access: RepositoryAccess | undefined, args: string[], env: NodeJS.ProcessEnv) {
+    const repo = await this.#repo(repoURL, access);
+    return this.#mutex.with(repo.key, () => this.#cloneRunner(repo)(args, { label: `git ${args[0]}`, env }));
+  }
+
   /** The clone of `repoURL` for this credential: one per (URL, credential), never shared across credentials. */
   async #repo(repoURL: string, access: RepositoryAccess | undefined): Promise<Repo> {
     const where = repoLocation(repoURL, this.#allowLocal);

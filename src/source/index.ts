@@ -43,6 +43,8 @@ import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
 import { parseLocalManifests } from './local-manifests.ts';
 import { withSubmodules, type SubmoduleRepository } from './submodules.ts';
+import { verifySignature, type SignatureRequirement } from './signatures.ts';
+import { run } from './exec.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
@@ -58,7 +60,7 @@ export interface SourceRendererOptions {
   /** Where clones, checked-out commits and helm's homes live. */
   cacheDir: string;
   /** Exact binaries; each wins over toolsDir and PATH (prlimit: util-linux's, which applies the tool limits). */
-  toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string };
+  toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string; gpg?: string };
   /** Folder holding helm and kustomize (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
   toolsDir?: string;
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
@@ -157,6 +159,8 @@ export interface RenderInput {
    * the URLs the renderer named (NeedsRepositories with `submodule`). Undefined: not asked yet.
    */
   submoduleRepositories?: readonly SubmoduleRepository[] | undefined;
+  /** The project requires a signed revision (signatures.ts): verified before anything is rendered. */
+  signature?: SignatureRequirement | undefined;
 }
 
 export interface RefSource {
@@ -287,6 +291,7 @@ export class SourceRenderer {
     });
     let tree: { dir: string; dispose(): Promise<void> } | undefined;
     try {
+      if (input.signature) await this.#verify(input, input.signature, revision);
       if (this.#opts.submodules !== false)
         tree = await withSubmodules({
           git: this.#git,
@@ -305,6 +310,33 @@ export class SourceRenderer {
       await tree?.dispose();
       checkout.release();
     }
+  }
+
+  /** The project's signature requirement for this revision (signatures.ts); the commit is in the clone. */
+  async #verify(input: RenderInput, req: SignatureRequirement, sha: string): Promise<void> {
+    const source = input.source;
+    const cacheDir = path.resolve(this.#opts.cacheDir);
+    const gpg = this.#opts.toolPaths?.gpg ?? 'gpg';
+    await verifySignature(
+      {
+        git: (args, env) => this.#git.inClone(source.repoURL, input.repository, args, env),
+        gpg: (args, env, stdin) =>
+          run(gpg, args, {
+            env: { ...(this.#opts.env ?? process.env), ...env },
+            stdin,
+            timeoutMs: 60_000,
+            label: 'gpg --import',
+            howToGet: 'install gpg (for example `apt-get install gpg`) for commit signature verification',
+            scrub: scrubber([{ from: cacheDir, to: '<cache>' }]),
+            limits: toolLimits(this.#limits, this.#opts.toolPaths?.prlimit),
+          }),
+      },
+      req,
+      // The server hands on the commit it resolved; a tag to verify is then the one the source names.
+      input.revision && !/^[0-9a-f]{40}$/.test(input.revision) ? input.revision : source.targetRevision,
+      sha,
+      path.join(cacheDir, 'gpg'),
+    );
   }
 
   /** A chart from a Helm repository or an OCI registry, or an oci:// artifact: unpacked (charts.ts), then rendered. */

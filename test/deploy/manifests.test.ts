@@ -171,7 +171,12 @@ test('kustomize: the strict install has the documented objects and no right on t
   );
   assert.ok(rules.filter((r) => r.kind === 'Role').every((r) => r.namespace === 'argocd'));
   const cm = rules.find((r) => r.rule.resources?.includes('configmaps'));
-  assert.deepEqual(cm?.rule.resourceNames, ['argocd-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm']);
+  assert.deepEqual(cm?.rule.resourceNames, [
+    'argocd-cm',
+    'argocd-ssh-known-hosts-cm',
+    'argocd-tls-certs-cm',
+    'argocd-gpg-keys-cm',
+  ]);
   const leaseUpdate = rules.find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(leaseUpdate?.rule.resourceNames, ['impersync-controller']);
   appProjectsReadOnly(rules);

@@ -254,7 +254,7 @@ export async function grantInstalledControllerRights(
       {
         apiGroups: [''],
         resources: ['configmaps'],
-        resourceNames: ['argocd-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm'],
+        resourceNames: ['argocd-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm', 'argocd-gpg-keys-cm'],
         verbs: ['get', 'list', 'watch'],
       },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
