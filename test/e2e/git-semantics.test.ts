@@ -40,6 +40,7 @@ const NAMESPACES = [
   'gs-sub',
   'gs-sub-refused',
   'gs-sub-off',
+  'gs-sub-creds',
   'gs-sig-good',
   'gs-sig-unsigned',
   'gs-sig-other',
@@ -169,7 +170,12 @@ test("local manifests (argocd app sync --local) are applied instead of the repos
 
 let subRepo: TestRepo | undefined;
 const inApp = (name: string, namespace: string, repo: TestRepo, proj = 'gs') =>
-  app(name, namespace, { source: { repoURL: repo.url, targetRevision: 'HEAD', path: 'app' } }, proj);
+  app(
+    name,
+    namespace,
+    { source: { repoURL: repo.url, targetRevision: 'HEAD', path: 'app', directory: { recurse: true } } },
+    proj,
+  );
 
 test("a submodule's objects are synced: checked out at the commit the superproject pins, its relative URL resolved", async () => {
   const inner = await newRepo({ 'nested/inner.yaml': cm('from-inner-submodule') });
@@ -230,6 +236,42 @@ test("a submodule URL outside the sourceRepos, or on the renderer's disk, is ref
   assert.match(message, /submodule 'app\/helper'[^;]*'ext::' runs a git remote helper/);
   assert.equal(recorder.requests(), before, 'a request reached the refused submodule URL');
   assert.deepEqual(await configMapsIn('gs-sub-refused'), []);
+});
+
+test("a submodule gets the credentials of a source with its URL, never its superproject's", async () => {
+  const SUB = { username: 'sub', password: 'sub-Pa55word' };
+  const PARENT = { username: 'parent', password: 'parent-Pa55word' };
+  const basic = (c: { username: string; password: string }) =>
+    `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
+  const guarded = await startGitHttpServer('/', { auth: SUB });
+  try {
+    const sub = await newRepo({ 'private.yaml': cm('from-private-submodule') });
+    const subURL = `${guarded.baseURL}${sub.dir}`;
+    const repo = await withSubmodules([{ at: 'app/private', url: subURL, sha: sub.head() }]);
+    const secret = (name: string, data: Record<string, string>) =>
+      ({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace: NS, labels: { 'argocd.argoproj.io/secret-type': 'repository' } },
+        data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+      }) as unknown as KubeObject;
+    await applyRaw(cp.admin, secret('gs-parent', { url: repo.url, ...PARENT }));
+    await applyRaw(cp.admin, secret('gs-sub', { url: subURL, ...SUB }));
+    await applyRaw(cp.admin, inApp('gs-sub-creds', 'gs-sub-creds', repo));
+    const a = await waitForApp(
+      cp,
+      'gs-sub-creds',
+      'synced or failed',
+      (x) => synced(x) || condition(x, 'ComparisonError') !== undefined,
+    );
+    assert.equal(condition(a, 'ComparisonError'), undefined);
+    assert.deepEqual(await configMapsIn('gs-sub-creds'), ['from-private-submodule', 'own']);
+    const sent = guarded.authorizations();
+    assert.ok(sent.includes(basic(SUB)), "the submodule's own credential was used");
+    assert.ok(!sent.includes(basic(PARENT)), "the superproject's credential reached the submodule's server");
+  } finally {
+    await guarded.close();
+  }
 });
 
 test("ARGOCD_GIT_MODULES_ENABLED=false: submodules are not checked out, as Argo CD's repo-server with the switch off", async () => {
