@@ -44,6 +44,8 @@ const NAMESPACES = [
   'gs-sig-good',
   'gs-sig-unsigned',
   'gs-sig-other',
+  'gs-int-other',
+  'gs-sig-local',
 ];
 
 let cp: TestControlPlane;
@@ -383,6 +385,45 @@ test("signatureKeys: an allowed key's commit syncs; unsigned and not-allowed one
     );
     assert.deepEqual(await configMapsIn('gs-sig-unsigned'), []);
     assert.deepEqual(await configMapsIn('gs-sig-other'), []);
+
+    // sourceIntegrity (Argo CD 3.5): the first matching policy's head mode, its GIT/GPG problems.
+    await applyRaw(
+      cp.admin,
+      project('gs-integrity', {
+        sourceIntegrity: { git: { policies: [{ repos: ['*'], gpg: { mode: 'head', keys: [allowed.id] } }] } },
+        destinationServiceAccounts: dsa,
+      }),
+    );
+    await applyRaw(cp.admin, inApp('gs-int-other', 'gs-int-other', byOther, 'gs-integrity'));
+    const i = await waitForApp(
+      cp,
+      'gs-int-other',
+      'a ComparisonError',
+      (x) => condition(x, 'ComparisonError') !== undefined,
+    );
+    assert.match(
+      condition(i, 'ComparisonError') ?? '',
+      new RegExp(`GIT/GPG: Revision ${byOther.head()} by '[^']*': signed with disallowed key '${other.id}'`),
+    );
+    assert.deepEqual(await configMapsIn('gs-int-other'), []);
+
+    // Local manifests where a revision must be verified: Argo CD's refusal, nothing applied.
+    await applyRaw(cp.admin, {
+      ...inApp('gs-sig-local', 'gs-sig-local', good, 'gs-signed'),
+      spec: {
+        ...(inApp('gs-sig-local', 'gs-sig-local', good, 'gs-signed') as unknown as { spec: object }).spec,
+        syncPolicy: {},
+      },
+      operation: { sync: { revision: 'HEAD', manifests: [cm('from-local')] }, initiatedBy: { username: 'alice' } },
+    } as unknown as KubeObject);
+    const l = await waitForApp(cp, 'gs-sig-local', 'the operation failed', (x) =>
+      ['Error', 'Failed'].includes(operationPhase(x) ?? ''),
+    );
+    assert.match(
+      (l.status?.['operationState'] as { message?: string }).message ?? '',
+      /Cannot use local manifests when source integrity is enforced/,
+    );
+    assert.deepEqual(await configMapsIn('gs-sig-local'), []);
   } finally {
     rmSync(allowed.home, { recursive: true, force: true });
     rmSync(other.home, { recursive: true, force: true });
