@@ -72,11 +72,12 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS runtime
 # git (with ssh for git@ URLs) renders Application sources; util-linux's prlimit bounds the memory
-# and file sizes of git, helm and kustomize in the renderer; tini is PID 1 (see ENTRYPOINT).
+# and file sizes of git, helm and kustomize in the renderer; gpg verifies commit signatures when an
+# AppProject asks (signatureKeys, sourceIntegrity); tini is PID 1 (see ENTRYPOINT).
 # Two users: the controller's (65532) and the renderer's (65533: its Deployment runs as its own uid,
 # and ssh refuses a uid without a passwd entry; its HOME is an emptyDir, so none is created here).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini util-linux \
+ && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini util-linux gpg \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 impersync \
  && useradd --uid 65532 --gid 65532 --home-dir /home/impersync --create-home --shell /usr/sbin/nologin impersync \

@@ -66,6 +66,30 @@ export const AppProjectSchema = z.looseObject({
       orphanedResources: OrphanedResourcesSchema.optional(),
       // Destinations only on the project's own clusters (project/clusters.ts).
       permitOnlyProjectScopedClusters: z.boolean().optional(),
+      /** Argo CD's legacy commit signature keys (project/signatures.ts). */
+      signatureKeys: z.array(z.looseObject({ keyID: z.string().optional() })).optional(),
+      /** Argo CD 3.5's sourceIntegrity: git policies, the first whose repos match a source decides. */
+      sourceIntegrity: z
+        .looseObject({
+          git: z
+            .looseObject({
+              policies: z
+                .array(
+                  z.looseObject({
+                    repos: z.array(z.string()).optional(),
+                    gpg: z
+                      .looseObject({ mode: z.string().optional(), keys: z.array(z.string()).optional() })
+                      .nullable()
+                      .optional(),
+                  }),
+                )
+                .optional(),
+            })
+            .nullable()
+            .optional(),
+        })
+        .nullable()
+        .optional(),
     })
     .default({}),
   status: z.record(z.string(), z.unknown()).optional(),

@@ -123,6 +123,8 @@ export const SyncOperationSchema = z.looseObject({
   resources: z.array(ResourceRefSchema).optional(),
   /** Argo CD's SelfHealAttemptsCount: the self-heal syncs of this revision so far (the backoff's step). */
   autoHealAttemptsCount: z.number().int().optional(),
+  /** `argocd app sync --local`: the objects to apply instead of the source's (controller/render.ts). */
+  manifests: z.array(z.string()).optional(),
 });
 export type SyncOperation = z.infer<typeof SyncOperationSchema>;
 

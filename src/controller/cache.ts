@@ -26,6 +26,8 @@ import {
 import { RepositorySecretError, type RepositoryConfig } from '../api/repository.ts';
 import type { RepositoryState } from '../repository/access.ts';
 
+const GPG_KEYS_CM = 'argocd-gpg-keys-cm';
+
 /** The repository state a render is given, and the Secrets that do not parse, with the URL each is for. */
 export interface ControllerRepositoryState extends RepositoryState {
   unreadable: readonly RepositorySecretError[];
@@ -49,6 +51,8 @@ export class ControllerCache {
   /** Repository Secrets and credential templates (issue 13), and the two ConfigMaps of known hosts and CAs. */
   readonly repoSecrets: Watch;
   readonly knownHostsCM: Watch;
+  /** argocd-gpg-keys-cm: the public keys commit signatures are verified with. */
+  readonly gpgKeysCM: Watch;
   readonly tlsCertsCM: Watch;
   readonly namespace: string;
   private readonly parsedRepos = new WeakMap<WatchedObject, RepositoryConfig | Error>();
@@ -120,6 +124,7 @@ export class ControllerCache {
       });
     this.knownHostsCM = byName(SSH_KNOWN_HOSTS_CM);
     this.tlsCertsCM = byName(TLS_CERTS_CM);
+    this.gpgKeysCM = byName(GPG_KEYS_CM);
   }
 
   watches(): Array<[string, Watch]> {
@@ -131,6 +136,7 @@ export class ControllerCache {
       ['repository-secrets', this.repoSecrets],
       [SSH_KNOWN_HOSTS_CM, this.knownHostsCM],
       [TLS_CERTS_CM, this.tlsCertsCM],
+      [GPG_KEYS_CM, this.gpgKeysCM],
     ];
   }
 
@@ -171,6 +177,7 @@ export class ControllerCache {
       unreadable,
       knownHosts: data(this.knownHostsCM, SSH_KNOWN_HOSTS_CM)[SSH_KNOWN_HOSTS_KEY] ?? '',
       tlsCerts: data(this.tlsCertsCM, TLS_CERTS_CM),
+      gpgKeys: data(this.gpgKeysCM, GPG_KEYS_CM),
     };
   }
 

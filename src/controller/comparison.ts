@@ -124,6 +124,9 @@ export async function compareApplication(
       noCache: hard,
       limits: d.limits.for(d.cache.settingsConfigMap()),
       tools: toolSettingsOf(d.cache.settingsConfigMap()),
+      // As Argo CD's refresh: the last operation's local manifests stay the target state until
+      // another operation replaces it.
+      localManifests: app.status?.operationState?.operation.sync?.manifests,
     });
     d.dependencies?.set(applicationKey(app), rendered.dependencies);
   } catch (err) {

@@ -109,7 +109,10 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   ...sourceRules('operation.sync.source', false),
   ...sourceRules('operation.sync.sources[]', true),
   h('operation.sync.revisions[]', "each source's revision (controller/render.ts)"),
-  w('operation.sync.manifests[]', 'local manifests (argocd app sync --local) are not applied'),
+  h(
+    'operation.sync.manifests[]',
+    "the objects applied instead of the source's, parsed by the renderer (source/local-manifests.ts)",
+  ),
   h(
     'operation.sync.autoHealAttemptsCount',
     'the self-heal backoff counts its attempts here (controller/operation-policy.ts, self-heal.ts)',
@@ -133,8 +136,8 @@ export const APPPROJECT_RULES: readonly FieldRule[] = [
   h('spec.syncWindows[].**', 'project/windows.ts, controller/sync-windows.ts'),
   h('spec.orphanedResources.**', 'OrphanedResourceWarning (sync/orphans.ts, controller/orphans.ts)'),
   h('spec.permitOnlyProjectScopedClusters', 'project/clusters.ts, project/limits.ts'),
-  w('spec.signatureKeys[].**', 'commit signatures are not verified'),
-  w('spec.sourceIntegrity.**', 'commit signatures are not verified'),
+  h('spec.signatureKeys[].**', 'the revision (its tag, else its commit) verified by gpg (project/signatures.ts)'),
+  h('spec.sourceIntegrity.**', 'gpg modes none and head verified; strict refused (project/signatures.ts)'),
   e('spec.roles[].**', "Argo CD's API server RBAC"),
   e('spec.description', 'shown by the UI'),
 ];

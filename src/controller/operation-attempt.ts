@@ -107,6 +107,7 @@ export async function attemptStep(
       controllerNamespace: env.d.cache.namespace,
       repositories,
       operation,
+      localManifests: op.manifests,
       limits: env.d.limits.for(env.d.cache.settingsConfigMap()),
       tools: toolSettingsOf(env.d.cache.settingsConfigMap()),
       ...(await env.d.capabilities?.for(env.d.factory.forIdentity(ctx.cluster, ctx.actsAs))),

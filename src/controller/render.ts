@@ -15,6 +15,8 @@ import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } f
 import type { RepositoryState } from '../repository/access.ts';
 import { NeedsRepositories, SourceError, redactURL, type RepositoryNeed } from '../source/errors.ts';
 import type { DependencyRepository, RenderInput, RenderedObject, RefSource } from '../source/index.ts';
+import type { RepositoryAccess } from '../api/repository.ts';
+import { hasSignatureCriteria, signaturePolicy } from '../project/signatures.ts';
 
 export interface RenderedApplication {
   objects: RenderedObject[];
@@ -45,9 +47,36 @@ export interface RenderApplicationOptions {
   limits?: ApplicationLimits | undefined;
   /** argocd-cm's tool switches and kustomize versions, sent with each render request. */
   tools?: ToolSettings | undefined;
+  /**
+   * operation.sync.manifests (`argocd app sync --local`): the objects instead of the sources', as
+   * Argo CD's CompareAppState takes them (an empty list is none). The renderer parses them; the
+   * sources' revisions are still resolved, for status and history.
+   */
+  localManifests?: readonly string[] | undefined;
 }
 
 const REF_KEY = /^[a-zA-Z0-9_-]+$/;
+/** Answers with needs one render may get: each level of nested submodules, then a chart's dependencies. */
+const MAX_NEEDS_ROUNDS = 10;
+
+/**
+ * A submodule's repository gets the credentials a source with its URL would get (never its
+ * superproject's), once the project permits it; the renderer judges it again (source/submodules.ts).
+ */
+function submoduleAccess(
+  url: string,
+  sourceRepos: readonly string[],
+  project: string,
+  access: (url: string) => RepositoryAccess,
+): { url: string; repository: RepositoryAccess } {
+  const decision = fetchDecision(sourceRepos, url);
+  if (!decision.permitted)
+    throw new SourceError(
+      'InvalidSource',
+      `submodule repository '${redactURL(url)}' is not permitted in project '${project}' (${decision.because}): add it to its sourceRepos, or turn submodules off (ARGOCD_GIT_MODULES_ENABLED=false)`,
+    );
+  return { url, repository: access(url) };
+}
 
 /** The sources an operation or the spec names, and whether they are spec.sources. */
 export function applicationSources(
@@ -110,6 +139,23 @@ export async function renderApplication(
     sourceTypes: [],
     dependencies: [],
   };
+  const local = opts.localManifests && opts.localManifests.length > 0 ? opts.localManifests : undefined;
+  // Argo CD's CompareAppState: no local manifests where a revision would have to be verified.
+  if (
+    local &&
+    hasSignatureCriteria(
+      opts.project,
+      sources.map((s) => s.repoURL),
+    )
+  )
+    throw new SourceError('InvalidSource', 'Cannot use local manifests when source integrity is enforced');
+  // With local manifests, one request carries them: that of the first source that is not ref-only.
+  const carrier = local
+    ? Math.max(
+        0,
+        sources.findIndex((s) => !multiSource || !isRefOnly(s)),
+      )
+    : -1;
   for (const [i, source] of sources.entries()) {
     const label = multiSource ? `source ${i + 1} of ${sources.length}: ` : '';
     try {
@@ -133,7 +179,20 @@ export async function renderApplication(
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
         ...(opts.tools ? { tools: opts.tools } : {}),
       };
-      if (multiSource && isRefOnly(source)) {
+      const policy = signaturePolicy(opts.project, source.repoURL);
+      if (policy.kind === 'refused') throw new SourceError('InvalidSource', policy.message);
+      if (policy.kind === 'verify') {
+        const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});
+        input.signature = { keys: policy.keys, legacy: policy.legacy, publicKeys };
+      }
+      if (local && i === carrier) {
+        const rendered = await renderer.render({ ...input, localManifests: local }, renderOptions);
+        out.objects.push(...rendered.objects);
+        out.revisions.push(rendered.revision);
+        out.sourceTypes.push(rendered.sourceType);
+        continue;
+      }
+      if ((multiSource && isRefOnly(source)) || local) {
         out.revisions.push(await renderer.resolveRevision(input, { tenant: project }));
         out.sourceTypes.push('');
         continue;
@@ -147,20 +206,32 @@ export async function renderApplication(
       if (Object.keys(refSources).length > 0) input.refSources = refSources;
       if (refs.size > 0) input.refNames = [...refs.keys()];
       let rendered;
-      try {
-        rendered = await renderer.render(input, renderOptions);
-      } catch (err) {
-        if (!(err instanceof NeedsRepositories)) throw err;
-        input.dependencyRepositories = err.needs.map((need) => {
-          const repository = dependencyAccess(opts.repositories, need, project, sourceRepos);
-          return {
-            ...need,
-            ...(repository && repository.url !== need.url ? { url: repository.url } : {}),
-            ...(repository ? { repository } : {}),
-          };
-        });
-        refuseDependencies(err.needs, input.dependencyRepositories, opts.repositories, project, sourceRepos);
-        rendered = await renderer.render(input, renderOptions);
+      // Submodules within submodules are named a level at a time, then the chart's dependencies.
+      for (let round = 0; ; round++) {
+        try {
+          rendered = await renderer.render(input, renderOptions);
+          break;
+        } catch (err) {
+          if (!(err instanceof NeedsRepositories) || round >= MAX_NEEDS_ROUNDS) throw err;
+          const submodules = err.needs.filter((n) => n.submodule === true && n.url !== undefined);
+          if (submodules.length > 0) {
+            input.submoduleRepositories = [
+              ...(input.submoduleRepositories ?? []),
+              ...submodules.map((n) => submoduleAccess(n.url as string, sourceRepos, project, access)),
+            ];
+          }
+          const needs = err.needs.filter((n) => n.submodule !== true);
+          if (needs.length === 0) continue;
+          input.dependencyRepositories = needs.map((need) => {
+            const repository = dependencyAccess(opts.repositories, need, project, sourceRepos);
+            return {
+              ...need,
+              ...(repository && repository.url !== need.url ? { url: repository.url } : {}),
+              ...(repository ? { repository } : {}),
+            };
+          });
+          refuseDependencies(needs, input.dependencyRepositories, opts.repositories, project, sourceRepos);
+        }
       }
       out.objects.push(...rendered.objects);
       out.revisions.push(rendered.revision);

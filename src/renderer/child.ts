@@ -46,6 +46,10 @@ export function childEnvironment(cacheDir: string): NodeJS.ProcessEnv {
     HOME: path.join(cacheDir, 'home'),
     TMPDIR: path.join(cacheDir, 'tmp'),
     LANG: 'C.UTF-8',
+    // Argo CD's repo-server switch for submodules (source/submodules.ts): a setting, no credential.
+    ...(process.env['ARGOCD_GIT_MODULES_ENABLED'] !== undefined
+      ? { ARGOCD_GIT_MODULES_ENABLED: process.env['ARGOCD_GIT_MODULES_ENABLED'] }
+      : {}),
   };
 }
 

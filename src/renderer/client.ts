@@ -277,7 +277,8 @@ export class RendererClient implements Renderer {
 function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
   const { sourceRepos } = input;
-  const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs, tools } = input;
+  const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs, tools, localManifests } = input;
+  const { submoduleRepositories, signature } = input;
   return {
     source,
     appName,
@@ -294,5 +295,8 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
     dependencyRepositories,
     revisionMaxAgeMs,
     tools,
+    localManifests,
+    submoduleRepositories,
+    signature,
   };
 }

@@ -68,6 +68,19 @@ export const RenderInputSchema = z.strictObject({
     .optional(),
   revisionMaxAgeMs: z.number().int().min(0).max(86_400_000).optional(),
   tools: ToolSettingsSchema.optional(),
+  submoduleRepositories: z
+    .array(z.strictObject({ url: z.string().max(4096), repository: RepositoryAccessSchema.optional() }))
+    .max(1000)
+    .optional(),
+  signature: z
+    .strictObject({
+      keys: z.array(z.string().max(256)).max(1000),
+      legacy: z.boolean(),
+      publicKeys: z.array(z.string().max(1024 * 1024)).max(1000),
+    })
+    .optional(),
+  /** operation.sync.manifests, parsed by the renderer (source/local-manifests.ts). */
+  localManifests: z.array(z.string().max(MAX_REQUEST_BYTES)).max(10_000).optional(),
 });
 
 /** Whose request this is, for a fair share of render slots between tenants (the AppProject's name). */
@@ -153,7 +166,15 @@ export const RenderedObjectSchema = z.object({
 
 /** 409: the chart's dependencies are in these repositories; ask again with dependencyRepositories. */
 export const NeedsAnswerSchema = z.object({
-  needs: z.array(z.object({ url: z.string().max(4096).optional(), name: z.string().max(253).optional() })).max(1000),
+  needs: z
+    .array(
+      z.object({
+        url: z.string().max(4096).optional(),
+        name: z.string().max(253).optional(),
+        submodule: z.boolean().optional(),
+      }),
+    )
+    .max(1000),
 });
 export type NeedsAnswer = z.infer<typeof NeedsAnswerSchema>;
 

@@ -4,6 +4,7 @@
 import { statSync, readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { SourceRenderer } from '../source/index.ts';
+import { gitModulesEnabled } from '../source/submodules.ts';
 import { DEFAULT_LIMITS, type RenderLimits } from '../source/render.ts';
 import { RenderPool } from './pool.ts';
 import { MAX_RENDERED_BYTES } from './protocol.ts';
@@ -46,6 +47,8 @@ export interface RendererProcessOptions {
   >;
   /** Environment of git, helm and kustomize. Default: this process's. */
   env?: NodeJS.ProcessEnv;
+  /** Check out submodules (source/submodules.ts). Default: ARGOCD_GIT_MODULES_ENABLED, as Argo CD's repo-server. */
+  submodules?: boolean;
   logger: Logger;
 }
 
@@ -75,6 +78,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     ...(opts.env !== undefined ? { env: opts.env } : {}),
     limits: { renderTimeoutMs, maxRenderedBytes: MAX_RENDERED_BYTES, ...opts.limits },
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
+    submodules: opts.submodules ?? gitModulesEnabled(process.env),
     runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
     git: {
       ...(opts.checkoutCacheBytes !== undefined ? { treeCacheMaxBytes: opts.checkoutCacheBytes } : {}),

@@ -18,6 +18,8 @@ export interface RepositoryState {
   knownHosts: string;
   /** argocd-tls-certs-cm: server name → PEM bundle. */
   tlsCerts: Readonly<Record<string, string>>;
+  /** argocd-gpg-keys-cm: key ID → ASCII-armoured public key (the keyring signatures are verified with). */
+  gpgKeys?: Readonly<Record<string, string>> | undefined;
 }
 
 export const EMPTY_REPOSITORY_STATE: RepositoryState = { configs: [], errors: [], knownHosts: '', tlsCerts: {} };

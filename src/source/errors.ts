@@ -64,6 +64,8 @@ export function formatBytes(n: number): string {
 export interface RepositoryNeed {
   url?: string | undefined;
   name?: string | undefined;
+  /** A Git submodule's repository (submodules.ts), not a chart repository: it gets a source's credentials. */
+  submodule?: boolean | undefined;
 }
 
 /**
@@ -76,7 +78,7 @@ export class NeedsRepositories extends SourceError {
   constructor(needs: RepositoryNeed[]) {
     super(
       'InvalidSource',
-      `the chart's dependencies need repositories: ${needs.map((n) => n.url ?? `@${n.name}`).join(', ')}`,
+      `${needs.some((n) => n.submodule) ? 'the submodules or ' : ''}the chart's dependencies need repositories: ${needs.map((n) => n.url ?? `@${n.name}`).join(', ')}`,
     );
     this.needs = needs;
   }

@@ -33,6 +33,7 @@ import { repoLocation } from './repo-url.ts';
 import { gitEnvironment, withGitConfig } from './git-env.ts';
 import { redirectStatus, redirectedRemote } from './git-redirect.ts';
 import { removeDeadOwners } from './trees.ts';
+import { listSubmodules, type SubmoduleListing } from './submodule-list.ts';
 import { scrubber, type Scrub } from './scrub.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { ANONYMOUS, carriesCredential, credentialId, gitCredentials } from './credentials.ts';
@@ -226,6 +227,18 @@ export class GitRepoCache {
     };
   }
 
+  /** The submodules commit `revision` records (submodule-list.ts), from the clone a checkout of it made. */
+  async submodules(repoURL: string, revision: string, access: RepositoryAccess | undefined): Promise<SubmoduleListing> {
+    const repo = await this.#repo(repoURL, access);
+    return this.#mutex.with(repo.key, () => listSubmodules(this.#cloneRunner(repo), revision, repo.shown));
+  }
+
+  /** A local git command in the clone a checkout of `repoURL` made (signatures.ts), `env` added. */
+  async inClone(repoURL: string, access: RepositoryAccess | undefined, args: string[], env: NodeJS.ProcessEnv) {
+    const repo = await this.#repo(repoURL, access);
+    return this.#mutex.with(repo.key, () => this.#cloneRunner(repo)(args, { label: `git ${args[0]}`, env }));
+  }
+
   /** The clone of `repoURL` for this credential: one per (URL, credential), never shared across credentials. */
   async #repo(repoURL: string, access: RepositoryAccess | undefined): Promise<Repo> {
     const where = repoLocation(repoURL, this.#allowLocal);
@@ -316,13 +329,7 @@ export class GitRepoCache {
 
   /** Writes the files of `sha` into a directory of their own (materialise.ts). Holds the mutex. */
   #materialise(repo: Repo, sha: string, deadline: number | undefined): Promise<{ dir: string; bytes: number }> {
-    const git: GitRunner = (args, o) =>
-      this.#run(args, {
-        ...o,
-        cwd: o.cwd ?? repo.dir,
-        env: { GIT_DIR: repo.dir, ...o.env },
-        timeoutMs: this.#localTimeoutMs,
-      });
+    const git = this.#cloneRunner(repo);
     const target = { gitDir: repo.dir, shown: repo.shown, sha, parent: path.join(this.#treesDir, repo.key) };
     return materialise(git, { ...target, cacheDir: this.#cacheDir }, this.#checkoutLimits, {
       reserve: (bytes) => this.#reserveTreeRoom(bytes, repo, deadline),
@@ -331,6 +338,17 @@ export class GitRepoCache {
         this.#wakeRoomWaiters();
       },
     });
+  }
+
+  /** Local git commands in the clone. */
+  #cloneRunner(repo: Repo): GitRunner {
+    return (args, o) =>
+      this.#run(args, {
+        ...o,
+        cwd: o.cwd ?? repo.dir,
+        env: { GIT_DIR: repo.dir, ...o.env },
+        timeoutMs: this.#localTimeoutMs,
+      });
   }
 
   /**

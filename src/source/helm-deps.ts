@@ -18,6 +18,7 @@ import { NeedsRepositories, SourceError, redactURL, unparsable, type RepositoryN
 import { KUSTOMIZATION_FILES } from './kustomize.ts';
 import { isInside, physicalRelative } from './paths.ts';
 import { sourceRepoRefusal } from './permitted.ts';
+import { mergeSourceParameters, type SourceParameterInput } from './source-parameters.ts';
 import { explicitType } from './spec.ts';
 
 interface Dependency {
@@ -102,6 +103,11 @@ export async function prepareDependencies(opts: {
   sourceRepos: readonly string[] | undefined;
   /** The URL the chart was downloaded from, when it is not a checkout. */
   archive?: string | undefined;
+  /**
+   * How the app folder's source parameter files are read (source-parameters.ts): the type they
+   * give the source decides whether there is a chart to prepare, as it decides the render.
+   */
+  parameters: Pick<SourceParameterInput, 'appName' | 'maxFileBytes' | 'documents'>;
 }): Promise<PreparedChart | undefined> {
   const shownPath = opts.source.path || '.';
   const rel = await physicalRelative(opts.root, path.join(opts.root, shownPath));
@@ -109,7 +115,11 @@ export async function prepareDependencies(opts: {
   const appDir = path.join(opts.root, rel);
   let type;
   try {
-    type = explicitType(opts.source);
+    // After the parameter files are merged: a `helm` block one of them sets makes the folder a
+    // Helm source (Argo CD merges them before it runs `helm dependency build`). A file the render
+    // refuses is refused there, with its message.
+    const source = await mergeSourceParameters({ ...opts.parameters, root: opts.root, appDir, source: opts.source });
+    type = explicitType(source);
   } catch {
     return undefined;
   }

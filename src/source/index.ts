@@ -41,6 +41,10 @@ import { ChartSources, sourceKind } from './charts.ts';
 import { buildEnv } from './build-env.ts';
 import { credentialId } from './credentials.ts';
 import type { ParsedObject } from './parse.ts';
+import { parseLocalManifests } from './local-manifests.ts';
+import { withSubmodules, type SubmoduleRepository } from './submodules.ts';
+import { verifySignature, type SignatureRequirement } from './signatures.ts';
+import { run } from './exec.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
 import type { SourceType } from './spec.ts';
@@ -57,7 +61,7 @@ export interface SourceRendererOptions {
   /** Where clones, checked-out commits and helm's homes live. */
   cacheDir: string;
   /** Exact binaries; each wins over toolsDir and PATH (prlimit: util-linux's, which applies the tool limits). */
-  toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string };
+  toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string; gpg?: string };
   /** Folder holding helm and kustomize (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
   toolsDir?: string;
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
@@ -82,6 +86,11 @@ export interface SourceRendererOptions {
    * and user@host:path are fetched, anything else is refused as InvalidSource.
    */
   allowLocalRepositories?: boolean;
+  /**
+   * Check out a commit's submodules (submodules.ts), as Argo CD's repo-server does unless
+   * ARGOCD_GIT_MODULES_ENABLED is false. Default true.
+   */
+  submodules?: boolean;
   /**
    * Where the files of a checked-out commit are rendered (read, kustomize or helm run, output
    * parsed): the renderer passes its worker threads (renderer/pool.ts); default, in this thread.
@@ -143,6 +152,18 @@ export interface RenderInput {
   revisionMaxAgeMs?: number | undefined;
   /** argocd-cm's tool switches and kustomize versions (api/tool-settings.ts): the only kustomize paths a render runs. */
   tools?: ToolSettings | undefined;
+  /**
+   * operation.sync.manifests (local-manifests.ts): parsed and answered instead of the source's
+   * objects; the source's revision is still resolved, for the history.
+   */
+  localManifests?: readonly string[] | undefined;
+  /**
+   * Credentials for the repositories of the commit's submodules, as the controller resolved them for
+   * the URLs the renderer named (NeedsRepositories with `submodule`). Undefined: not asked yet.
+   */
+  submoduleRepositories?: readonly SubmoduleRepository[] | undefined;
+  /** The project requires a signed revision (signatures.ts): verified before anything is rendered. */
+  signature?: SignatureRequirement | undefined;
 }
 
 export interface RefSource {
@@ -252,6 +273,14 @@ export class SourceRenderer {
   }
 
   async #render(input: RenderInput, time: RenderTimeOptions): Promise<RenderResult> {
+    if (input.localManifests !== undefined) {
+      const { localManifests, ...rest } = input;
+      return {
+        revision: await this.resolveRevision(rest),
+        sourceType: 'Directory',
+        objects: parseLocalManifests(localManifests, this.#limits),
+      };
+    }
     if (sourceKind(input.source, input.repository) !== 'git') return this.#renderChart(input, time);
     const source = input.source;
     const revision = await this.#git.resolveRevision(
@@ -263,11 +292,54 @@ export class SourceRenderer {
       access: input.repository,
       deadline: renderDeadline(time, this.#limits.renderTimeoutMs),
     });
+    let tree: { dir: string; dispose(): Promise<void> } | undefined;
     try {
-      return { revision, ...(await this.#renderDir(checkout.dir, source, input, time, revision)) };
+      if (input.signature) await this.#verify(input, input.signature, revision);
+      if (this.#opts.submodules !== false)
+        tree = await withSubmodules({
+          git: this.#git,
+          repoURL: source.repoURL,
+          sha: revision,
+          access: input.repository,
+          dir: checkout.dir,
+          workRoot: path.join(this.#opts.cacheDir, 'git', 'work'),
+          sourceRepos: input.sourceRepos,
+          given: input.submoduleRepositories,
+          limits: this.#limits,
+          deadline: renderDeadline(time, this.#limits.renderTimeoutMs),
+        });
+      return { revision, ...(await this.#renderDir(tree?.dir ?? checkout.dir, source, input, time, revision)) };
     } finally {
+      await tree?.dispose();
       checkout.release();
     }
+  }
+
+  /** The project's signature requirement for this revision (signatures.ts); the commit is in the clone. */
+  async #verify(input: RenderInput, req: SignatureRequirement, sha: string): Promise<void> {
+    const source = input.source;
+    const cacheDir = path.resolve(this.#opts.cacheDir);
+    const gpg = this.#opts.toolPaths?.gpg ?? 'gpg';
+    await verifySignature(
+      {
+        git: (args, env) => this.#git.inClone(source.repoURL, input.repository, args, env),
+        gpg: (args, env, stdin) =>
+          run(gpg, args, {
+            env: { ...(this.#opts.env ?? process.env), ...env },
+            stdin,
+            timeoutMs: 60_000,
+            label: 'gpg --import',
+            howToGet: 'install gpg (for example `apt-get install gpg`) for commit signature verification',
+            scrub: scrubber([{ from: cacheDir, to: '<cache>' }]),
+            limits: toolLimits(this.#limits, this.#opts.toolPaths?.prlimit),
+          }),
+      },
+      req,
+      // The server hands on the commit it resolved; a tag to verify is then the one the source names.
+      input.revision && !/^[0-9a-f]{40}$/.test(input.revision) ? input.revision : source.targetRevision,
+      sha,
+      path.join(cacheDir, 'gpg'),
+    );
   }
 
   /** A chart from a Helm repository or an OCI registry, or an oci:// artifact: unpacked (charts.ts), then rendered. */
@@ -324,6 +396,14 @@ export class SourceRenderer {
         maxAgeMs,
         sourceRepos: input.sourceRepos,
         archive,
+        parameters: {
+          appName: input.instanceName ?? input.appName,
+          maxFileBytes: this.#limits.maxFileBytes,
+          documents: {
+            maxDocumentBytes: this.#limits.maxDocumentBytes,
+            maxDocumentNodes: this.#limits.maxDocumentNodes,
+          },
+        },
       });
       const remainingMs = deadline === undefined ? limitMs : deadline - Date.now();
       if (remainingMs <= 0) throw overTimeLimit(source, limitMs, timeLimit?.setBy);

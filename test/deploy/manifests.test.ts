@@ -176,6 +176,7 @@ test('kustomize: the strict install has the documented objects and no right on t
     'argocd-cmd-params-cm',
     'argocd-ssh-known-hosts-cm',
     'argocd-tls-certs-cm',
+    'argocd-gpg-keys-cm',
   ]);
   const leaseUpdate = rules.find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(leaseUpdate?.rule.resourceNames, ['impersync-controller']);

@@ -254,7 +254,13 @@ export async function grantInstalledControllerRights(
       {
         apiGroups: [''],
         resources: ['configmaps'],
-        resourceNames: ['argocd-cm', 'argocd-cmd-params-cm', 'argocd-ssh-known-hosts-cm', 'argocd-tls-certs-cm'],
+        resourceNames: [
+          'argocd-cm',
+          'argocd-cmd-params-cm',
+          'argocd-ssh-known-hosts-cm',
+          'argocd-tls-certs-cm',
+          'argocd-gpg-keys-cm',
+        ],
         verbs: ['get', 'list', 'watch'],
       },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
