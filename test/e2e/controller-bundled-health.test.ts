@@ -2,6 +2,8 @@
 // at all: the default library (scripts/health-scripts, the pinned Argo CD release) judges a
 // cert-manager Certificate, so a sync wave waits for it to be Ready and a Certificate that is not
 // Ready degrades its Application; status.health.lastTransitionTime moves when the code changes.
+// The wave also holds a Deployment whose pod runs on a simulated (kwok) node, as an application's
+// workload would beside its certificate.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { applyRaw, getRaw, request, startControlPlane } from '../support/index.ts';
@@ -45,6 +47,17 @@ const CERTIFICATE_CRD: KubeObject = {
 };
 
 const files: Record<string, string> = {
+  'certs/web.yaml': [
+    'apiVersion: apps/v1',
+    'kind: Deployment',
+    'metadata: {name: web}',
+    'spec:',
+    '  replicas: 1',
+    '  selector: {matchLabels: {app: web}}',
+    '  template:',
+    '    metadata: {labels: {app: web}}',
+    '    spec: {automountServiceAccountToken: false, containers: [{name: web, image: nginx}]}',
+  ].join('\n'),
   'certs/certificate.yaml': [
     'apiVersion: cert-manager.io/v1',
     'kind: Certificate',
@@ -77,7 +90,7 @@ before(async () => {
   // The controller finds the default library here, as the image's variable names it; a missing
   // download fails the test saying how to get it.
   process.env['IMPERSYNC_HEALTH_SCRIPTS_DIR'] = healthScriptsDir();
-  cp = await startControlPlane();
+  cp = await startControlPlane({ nodes: 1 });
   await grantControllerRights(cp);
   await deployer(cp, 'tenant', 'deployer');
   await applyRaw(cp.admin, CERTIFICATE_CRD);
@@ -104,15 +117,19 @@ test("a wave waits for a cert-manager Certificate that Argo CD's bundled check f
   const end = Date.now() + 30_000;
   while (!(await getRaw(cp.admin, ref('cert-manager.io/v1', 'Certificate', 'web'))) && Date.now() < end)
     await sleep(200);
-  await sleep(2000);
-  assert.equal(operationPhase(await getApp(cp, 'certs')), 'Running');
-  assert.equal(await getRaw(cp.admin, ref('v1', 'ConfigMap', 'after-certificate')), undefined, 'wave 1 waits');
-  // The sync says what it waits for, in Argo CD's words: the bundled check finds it not yet healthy.
-  const waiting = await getApp(cp, 'certs');
-  assert.equal(
-    (waiting.status?.['operationState'] as { message?: string } | undefined)?.message,
-    'waiting for healthy state of cert-manager.io/Certificate/web',
+  // Once the Deployment's pod runs on the kwok node, what the wave still waits for is the
+  // Certificate, in Argo CD's words: the bundled check finds it not yet healthy.
+  const message = (a: App) => (a.status?.['operationState'] as { message?: string } | undefined)?.message;
+  const waiting = await waitForApp(
+    cp,
+    'certs',
+    'waiting for the Certificate only',
+    (a) => message(a) === 'waiting for healthy state of cert-manager.io/Certificate/web',
   );
+  assert.equal(operationPhase(waiting), 'Running');
+  await sleep(1000);
+  assert.equal(message(await getApp(cp, 'certs')), 'waiting for healthy state of cert-manager.io/Certificate/web');
+  assert.equal(await getRaw(cp.admin, ref('v1', 'ConfigMap', 'after-certificate')), undefined, 'wave 1 waits');
 
   await setReady('True', 'the certificate was issued');
   const synced = await waitForApp(
@@ -122,6 +139,7 @@ test("a wave waits for a cert-manager Certificate that Argo CD's bundled check f
     (a) => operationPhase(a) === 'Succeeded' && health(a)?.status === 'Healthy',
   );
   assert.ok(await getRaw(cp.admin, ref('v1', 'ConfigMap', 'after-certificate')), 'wave 1 applied once Ready');
+  assert.equal(resourceHealth(synced, 'Deployment')?.status, 'Healthy', 'its pod runs on the kwok node');
   // Argo CD writes a resource's health as status and message only.
   assert.deepEqual(resourceHealth(synced, 'Certificate'), {
     status: 'Healthy',

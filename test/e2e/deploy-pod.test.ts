@@ -41,7 +41,14 @@ let rendererPort = 0;
 
 type Container = {
   args: string[];
-  env?: { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } }[];
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: {
+      fieldRef?: { fieldPath: string };
+      configMapKeyRef?: { name: string; key: string; optional?: boolean };
+    };
+  }[];
 };
 
 async function freePort(): Promise<number> {
@@ -90,8 +97,20 @@ function podProcess(
     'metadata.namespace': 'argocd',
   };
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
-  for (const e of container.env ?? [])
-    env[e.name] = e.valueFrom ? (downward[e.valueFrom.fieldRef.fieldPath] ?? '') : (e.value ?? '');
+  for (const e of container.env ?? []) {
+    const ref = e.valueFrom?.configMapKeyRef;
+    if (ref) {
+      // As the kubelet: the key of a ConfigMap the install holds; an optional one absent sets nothing.
+      const cm = install.find((o) => o.kind === 'ConfigMap' && o.metadata.name === ref.name) as
+        (KubeObject & { data?: Record<string, string> }) | undefined;
+      const value = cm?.data?.[ref.key];
+      if (value !== undefined) env[e.name] = value;
+      else assert.ok(ref.optional, `${name}: ConfigMap ${ref.name} key ${ref.key} is not in the install`);
+      continue;
+    }
+    const field = e.valueFrom?.fieldRef?.fieldPath;
+    env[e.name] = field !== undefined ? (downward[field] ?? '') : (e.value ?? '');
+  }
   Object.assign(env, overrides.env);
   const args = container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, n: string) => env[n] ?? '')).map(overrides.args);
   const command = [

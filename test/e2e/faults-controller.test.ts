@@ -195,12 +195,15 @@ test(
     const stopping = lines.find((l) => l.msg === 'stopping');
     assert.ok(stopping?.time, 'the controller logged that it was stopping');
     // The operation advances step by step: SIGTERM finds its step in flight (aborted, and logged as
-    // left Running), or finds it between steps, waiting for wave 0 with no worker held (its state
-    // says so); either way it is left Running for the next controller (checked below).
+    // left Running), or finds it between steps with no worker held, waiting for wave 0 or in Argo
+    // CD's pause after it ("one or more tasks are running", its state says so); either way it is
+    // left Running for the next controller (checked below).
     const waiting = await waitForApp(cp, 'termed', 'read back', () => true);
     assert.ok(
       lines.some((l) => l.msg?.includes('operation left Running')) ||
-        /^waiting for /.test((waiting.status?.['operationState'] as { message?: string }).message ?? ''),
+        /^(waiting for |one or more tasks are running$)/.test(
+          (waiting.status?.['operationState'] as { message?: string }).message ?? '',
+        ),
       output.slice(-3000),
     );
     const afterStop = lines.filter((l) => (l.time ?? 0) >= (stopping.time ?? 0));
