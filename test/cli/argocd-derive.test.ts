@@ -26,6 +26,20 @@ interface Case {
 const e = (server: string, namespace: string | undefined, defaultServiceAccount: string): Entry =>
   namespace === undefined ? { server, defaultServiceAccount } : { server, namespace, defaultServiceAccount };
 
+/** Two cases both of Argo CD's tables hold, word for word. */
+const GLOB_FIRST: Case = {
+  name: 'first match to be used when glob pattern is used',
+  entries: [e(LOCAL, 'test*', 'test-sa'), e(LOCAL, 'testns', 'test-sa-2'), e(LOCAL, 'default', 'default-sa')],
+  destination: { server: LOCAL, namespace: 'testns' },
+  expect: { sa: 'system:serviceaccount:testns:test-sa' },
+};
+const BY_NAME: Case = {
+  name: 'app destination name instead of server URL',
+  entries: [e(LOCAL, '*', 'test-sa')],
+  destination: { name: 'test-cluster', namespace: 'testns' },
+  expect: { sa: 'system:serviceaccount:testns:test-sa' },
+};
+
 /** TestDeriveServiceAccountMatchingNamespaces: the cluster is https://kubernetes.svc.local ("test-cluster"). */
 const namespaces: Case[] = [
   {
@@ -62,12 +76,7 @@ const namespaces: Case[] = [
     destination: { server: LOCAL, namespace: 'testns' },
     expect: { sa: 'system:serviceaccount:testns:test-sa' },
   },
-  {
-    name: 'first match to be used when glob pattern is used',
-    entries: [e(LOCAL, 'test*', 'test-sa'), e(LOCAL, 'testns', 'test-sa-2'), e(LOCAL, 'default', 'default-sa')],
-    destination: { server: LOCAL, namespace: 'testns' },
-    expect: { sa: 'system:serviceaccount:testns:test-sa' },
-  },
+  GLOB_FIRST,
   {
     name: 'no match among a valid list',
     entries: [e(LOCAL, 'test1', 'test-sa'), e(LOCAL, 'test2', 'test-sa-2'), e(LOCAL, 'default', 'default-sa')],
@@ -98,12 +107,7 @@ const namespaces: Case[] = [
     destination: { server: LOCAL, namespace: 'testns' },
     expect: { sa: 'system:serviceaccount:myns:test-sa' },
   },
-  {
-    name: 'app destination name instead of server URL',
-    entries: [e(LOCAL, '*', 'test-sa')],
-    destination: { name: 'test-cluster', namespace: 'testns' },
-    expect: { sa: 'system:serviceaccount:testns:test-sa' },
-  },
+  BY_NAME,
 ];
 
 /** TestDeriveServiceAccountMatchingServers: the server matched is the destination's. */
@@ -130,12 +134,7 @@ const servers: Case[] = [
     destination: { server: LOCAL, namespace: 'testns' },
     expect: { sa: 'system:serviceaccount:testns:test-sa' },
   },
-  {
-    name: 'first match to be used when glob pattern is used',
-    entries: [e(LOCAL, 'test*', 'test-sa'), e(LOCAL, 'testns', 'test-sa-2'), e(LOCAL, 'default', 'default-sa')],
-    destination: { server: LOCAL, namespace: 'testns' },
-    expect: { sa: 'system:serviceaccount:testns:test-sa' },
-  },
+  GLOB_FIRST,
   {
     name: 'no match among a valid list',
     entries: [
@@ -168,12 +167,7 @@ const servers: Case[] = [
     destination: { server: 'https://abc.svc.local', namespace: 'testns' },
     expect: { sa: 'system:serviceaccount:myns:test-sa' },
   },
-  {
-    name: 'app destination name instead of server URL',
-    entries: [e(LOCAL, '*', 'test-sa')],
-    destination: { name: 'test-cluster', namespace: 'testns' },
-    expect: { sa: 'system:serviceaccount:testns:test-sa' },
-  },
+  BY_NAME,
 ];
 
 const NS = 'argocd-ns';
