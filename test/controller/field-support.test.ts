@@ -4,7 +4,7 @@
 // they come from) is honoured, or named in the UnsupportedFieldWarning condition. A name with no
 // rule fails here; so does a warned one the condition does not name.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { AppProject, Application } from '../../src/api/index.ts';
 import type { FieldRule } from '../../src/controller/field-support.ts';
@@ -25,6 +25,7 @@ import type { UnhonouredInput } from '../../src/controller/unhonoured.ts';
 import { repositorySecretsOf, unhonouredCondition, unhonouredFields } from '../../src/controller/unhonoured.ts';
 import { parseRepositorySecret } from '../../src/api/repository.ts';
 import { accessFor, EMPTY_REPOSITORY_STATE, RepositoryRefused } from '../../src/repository/access.ts';
+import { PROOFS, SOURCE_PREFIX } from './field-proofs.ts';
 
 const surface = JSON.parse(readFileSync(new URL('./fixtures/argocd-surface.json', import.meta.url), 'utf8')) as Record<
   string,
@@ -56,6 +57,63 @@ test('every name Argo CD defines has a rule: honoured, refused, warned, or read 
   for (const [key, rules] of TABLES)
     for (const name of surface[key] ?? []) if (!ruleFor(rules, name)) missing.push(`${key}: ${name}`);
   assert.deepEqual(missing, []);
+});
+
+/** Each rule table once, by its key in field-proofs.ts; `paths`: its names are dotted paths. */
+const PROOF_TABLES: Array<[string, readonly FieldRule[], boolean]> = [
+  ['application', APPLICATION_RULES, true],
+  ['appproject', APPPROJECT_RULES, true],
+  ['argocdCm', ARGOCD_CM_RULES, false],
+  ['syncOptions', SYNC_OPTION_RULES, false],
+  ['compareOptions', COMPARE_OPTION_RULES, false],
+  ['annotations', ANNOTATION_RULES, false],
+  ['hooks', HOOK_RULES, false],
+  ['finalizers', FINALIZER_RULES, false],
+  ['clusterSecret', CLUSTER_SECRET_RULES, true],
+  ['repositorySecret', REPOSITORY_SECRET_RULES, true],
+];
+const ROOT = new URL('../../', import.meta.url);
+
+/** What a proof file may mention for `pattern`: the name (placeholders, `.**` and `[]` taken off), a path's last segment. */
+function mentionsOf(pattern: string, paths: boolean): string[] {
+  const name = pattern
+    .replace(/\.\*\*$/, '')
+    .replace(/\.<[^>]+>/g, '')
+    .replace(/\[\]/g, '');
+  return paths ? [name, name.split('.').at(-1) as string] : [name];
+}
+
+test('every honoured name names the behaviour tests that prove it, and each names the field', () => {
+  const wrong: string[] = [];
+  const used = new Set<string>();
+  for (const [table, rules, paths] of PROOF_TABLES) {
+    for (const rule of rules) {
+      if (rule.support !== 'honoured') continue;
+      const key = rule.pattern.replace(SOURCE_PREFIX, 'SOURCE.');
+      used.add(`${table} ${key}`);
+      const proof = PROOFS[table]?.[key];
+      if (!proof || proof.files.length === 0) {
+        wrong.push(`${table} ${rule.pattern}: honoured without a proof`);
+        continue;
+      }
+      const mentions = [...mentionsOf(key.replace(/^SOURCE\./, 'spec.source.'), paths), ...(proof.mentions ?? [])];
+      for (const file of proof.files) {
+        const url = new URL(file, ROOT);
+        if (!/\.test\.ts$/.test(file) || !existsSync(url)) {
+          wrong.push(`${table} ${rule.pattern}: ${file} is no test file`);
+          continue;
+        }
+        const text = readFileSync(url, 'utf8');
+        if (!mentions.some((m) => text.includes(m)))
+          wrong.push(`${table} ${rule.pattern}: ${file} mentions none of ${mentions.join(', ')}`);
+      }
+    }
+  }
+  // A proof left for a name that is no longer honoured is a claim nothing checks.
+  for (const [table, entries] of Object.entries(PROOFS))
+    for (const key of Object.keys(entries))
+      if (!used.has(`${table} ${key}`)) wrong.push(`${table} ${key}: a proof for no honoured rule`);
+  assert.deepEqual(wrong, []);
 });
 
 const baseApp = (): Application =>
