@@ -79,7 +79,10 @@ function sourceRules(prefix: string, multi: boolean): FieldRule[] {
     multi
       ? h(`${prefix}.ref`, 'a ref source for `$ref/...` value files, its revision resolved (controller/render.ts)')
       : w(`${prefix}.ref`, 'a ref has meaning only among spec.sources'),
-    w(`${prefix}.tagPrefix`, 'tag prefixes are not read'),
+    r(
+      `${prefix}.tagPrefix`,
+      'Argo CD filters Git tags by it to resolve a semver targetRevision, which impersync does not do: the Application is refused at admission (controller/refused-fields.ts)',
+    ),
     e(`${prefix}.name`, 'a display name for the UI'),
   ];
 }
@@ -90,7 +93,10 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   ...sourceRules('spec.source', false),
   // Multi-source Applications: each source rendered in its own request (controller/render.ts).
   ...sourceRules('spec.sources[]', true),
-  w('spec.sourceHydrator.**', 'the source hydrator is not run'),
+  r(
+    'spec.sourceHydrator.**',
+    'the source hydrator is not run: the Application is refused at admission, nothing synced (controller/refused-fields.ts)',
+  ),
   h('spec.syncPolicy.automated.**', 'automated sync (controller/operation-policy.ts)'),
   h('spec.syncPolicy.syncOptions[]', 'each option: sync/options.ts (those it does not act on are warned by name)'),
   h('spec.syncPolicy.retry.limit', 'retry (controller/operation-policy.ts)'),
@@ -291,8 +297,8 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   h('argocd.argoproj.io/ignore-restart-policy', 'sync/health/pods.ts'),
   h('argocd.argoproj.io/secret-type', 'api/cluster.ts'),
   w('argocd.argoproj.io/refresh-timestamp', 'a refresh is asked for by argocd.argoproj.io/refresh'),
-  w('argocd.argoproj.io/hydrate', 'the source hydrator is not run'),
-  w('argocd.argoproj.io/hydrate-timestamp', 'the source hydrator is not run'),
+  w('argocd.argoproj.io/hydrate', 'read by the source hydrator only; spec.sourceHydrator is refused'),
+  w('argocd.argoproj.io/hydrate-timestamp', 'read by the source hydrator only; spec.sourceHydrator is refused'),
   w('argocd.argoproj.io/manifest-generate-paths', 'there is no Git webhook'),
   w('argocd.argoproj.io/kubernetes-version', 'the destination version is read from the destination'),
   e('argocd.argoproj.io/application-set-refresh', 'ApplicationSets'),

@@ -209,7 +209,7 @@ test('each warned name, set alone, is named in the condition; each honoured one 
 test('the condition: one UnsupportedFieldWarning listing each, with why', () => {
   const app = baseApp();
   app.spec.syncPolicy = { syncOptions: ['ServerSideApply=false', 'Nonsense=true'] };
-  (app.spec as Record<string, unknown>)['sourceHydrator'] = { drySource: { repoURL: 'x' } };
+  app.metadata.annotations = { 'argocd.argoproj.io/manifest-generate-paths': '.' };
   const c = unhonouredCondition({
     app,
     project: baseProject(),
@@ -218,7 +218,7 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option Nonsense=true (not an option Argo CD defines); argocd-cm timeout.hard.reconciliation (there is no periodic hard refresh)',
+    'impersync does not act on: sync option Nonsense=true (not an option Argo CD defines); annotation argocd.argoproj.io/manifest-generate-paths (there is no Git webhook); argocd-cm timeout.hard.reconciliation (there is no periodic hard refresh)',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });
