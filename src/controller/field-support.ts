@@ -383,7 +383,10 @@ export const REPOSITORY_SECRET_RULES: readonly FieldRule[] = [
       'a render using the repository fails with a ComparisonError naming the Secret and field (api/repository.ts)',
     ),
   ),
-  w('data.depth', 'clones are not shallow; the commit rendered is the same'),
+  r(
+    'data.depth',
+    'Argo CD fetches shallow (--depth) when it is above 0; a render using the repository fails with a ComparisonError naming the Secret and field (api/repository.ts)',
+  ),
   e('data.webhookManifestCacheWarmDisabled', "the manifest cache warming of Argo CD's Git webhook"),
   ...['connectionState', 'inheritedCreds'].map((k) =>
     e(`data.${k}`, "not a Secret key: the repository's state as Argo CD's API server shows it"),

@@ -248,7 +248,7 @@ test('each refused repository Secret field, set alone, refuses the repository na
   assert.deepEqual(wrong, []);
 });
 
-test("the repository Secrets an Application's sources read are named in the condition by what they set", () => {
+test("the repository Secrets an Application's sources read: none warned, a shallow depth refused", () => {
   const state = {
     ...EMPTY_REPOSITORY_STATE,
     configs: [
@@ -265,7 +265,15 @@ test("the repository Secrets an Application's sources read are named in the cond
     repositorySecrets.map((r) => r.secret),
     ['argocd/shallow', 'argocd/full'],
   );
-  assert.deepEqual(unhonouredFields({ app: baseApp(), project: baseProject(), repositorySecrets }), [
-    'repository Secret argocd/shallow data.depth (clones are not shallow; the commit rendered is the same)',
-  ]);
+  // No repository Secret key is warned any more: `depth` above 0 is refused when the render uses it.
+  assert.deepEqual(unhonouredFields({ app: baseApp(), project: baseProject(), repositorySecrets }), []);
+  assert.throws(
+    () => accessFor(state, 'https://git.example.com/org/app.git', 'default'),
+    (err: unknown) =>
+      err instanceof RepositoryRefused && /argocd\/shallow: field 'depth' \(shallow clones\)/.test(err.message),
+  );
+  assert.doesNotThrow(
+    () => accessFor(state, 'https://git.example.com/org/other', 'default'),
+    'depth 0 is a full clone',
+  );
 });
