@@ -335,11 +335,19 @@ export const CLUSTER_SECRET_RULES: readonly FieldRule[] = [
   h('data.namespaces', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.clusterResources', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.project', 'project-scoped clusters (project/clusters.ts, controller/admission.ts)'),
-  w('data.shard', 'there is no sharding'),
+  // Argo CD's controller shards clusters across replicas by it; one impersync controller
+  // reconciles every cluster, so no result changes (sharding and scaling are the scale issue's).
+  w('data.shard', 'there is no sharding: one controller reconciles every cluster'),
   h('data.config.awsAuthConfig', 'argocd-k8s-auth aws, run from PATH as an exec plugin (kube/credentials.ts)'),
   h('data.config.execProviderConfig', 'run by the controller as client-go runs it (kube/exec-credential.ts)'),
-  w('data.config.proxyUrl', 'no proxy is used'),
-  w('data.config.disableCompression', 'compression is the transport default'),
+  r(
+    'data.config.proxyUrl',
+    'Argo CD connects through it; the Application is refused at admission and no credential is built, so the cluster is not reached directly (api/cluster.ts refusedClusterConfig)',
+  ),
+  h(
+    'data.config.disableCompression',
+    'no Accept-Encoding is sent, as client-go with it: the transport never asks for compression (kube/transport.ts)',
+  ),
 ];
 
 /**

@@ -423,3 +423,26 @@ test('spec.sourceHydrator and a tagPrefix are refused with why; the same Applica
   tagged.spec.source['tagPrefix'] = '';
   assert.equal(admit(state(), tagged).admitted, true, 'an empty tagPrefix is none');
 });
+
+test("a cluster Secret's config.proxyUrl refuses the Application before the cluster is reached, naming it", () => {
+  const far = {
+    name: 'far',
+    server: 'https://far.example',
+    config: { bearerToken: 't', proxyUrl: 'socks5://proxy.internal:1080' },
+    secret: 'argocd/far',
+  };
+  const anywhere = [
+    project('team', {
+      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
+    }),
+  ];
+  const s = state({ clusters: [far], projects: anywhere });
+  const a = admit(s, app({ destination: { server: far.server, namespace: 'team-a' } }));
+  assert.deepEqual(outcome(a), {
+    refused: 'spec',
+    message:
+      'cluster Secret argocd/far: config.proxyUrl is not supported by impersync (Argo CD reaches the cluster through that proxy; impersync would connect directly), so the cluster is not reached; nothing is read or applied',
+  });
+  const direct = state({ clusters: [{ ...far, config: { bearerToken: 't' } }], projects: anywhere });
+  assert.equal(admit(direct, app({ destination: { server: far.server, namespace: 'team-a' } })).admitted, true);
+});

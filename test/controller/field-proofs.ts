@@ -216,6 +216,7 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'data.clusterResources': p('test/project/clusters.test.ts', 'test/e2e/clusters-tenancy.test.ts'),
     'data.project': p('test/project/clusters.test.ts', 'test/e2e/clusters-tenancy.test.ts'),
     'data.config.awsAuthConfig': p('test/e2e/clusters-exec.test.ts'),
+    'data.config.disableCompression': p('test/kube/cluster-config.test.ts'),
     'data.config.execProviderConfig': pm(
       ['ExecCredential'],
       'test/kube/exec-credential.test.ts',
