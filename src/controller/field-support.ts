@@ -296,7 +296,10 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   h('argocd.argoproj.io/ignore-healthcheck', 'sync/health/aggregate.ts'),
   h('argocd.argoproj.io/ignore-restart-policy', 'sync/health/pods.ts'),
   h('argocd.argoproj.io/secret-type', 'api/cluster.ts'),
-  w('argocd.argoproj.io/refresh-timestamp', 'a refresh is asked for by argocd.argoproj.io/refresh'),
+  h(
+    'argocd.argoproj.io/refresh-timestamp',
+    'removed with the refresh annotation once the refresh is done, unless a new request changed it (controller/applications.ts removeRefreshAnnotations)',
+  ),
   w('argocd.argoproj.io/hydrate', 'read by the source hydrator only; spec.sourceHydrator is refused'),
   w('argocd.argoproj.io/hydrate-timestamp', 'read by the source hydrator only; spec.sourceHydrator is refused'),
   w('argocd.argoproj.io/manifest-generate-paths', 'there is no Git webhook'),
