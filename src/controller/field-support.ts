@@ -190,10 +190,12 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   h('helm.enable', 'not "true": a Helm source is read as a plain directory, as Argo CD (source/tool-choice.ts)'),
   h('jsonnet.enable', 'not "true": .jsonnet files are left out of a directory, as Argo CD (source/directory.ts)'),
   w('helm.valuesFileSchemes', 'value files are read from the repository or a ref source only; a URL is refused'),
-  w('application.allowedNodeLabels', 'node labels are not read'),
+  // Argo CD copies these node labels into the resource tree its UI shows; no sync or diff reads them.
+  w('application.allowedNodeLabels', 'node labels are not read (the resource tree of the UI)'),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),
   w('resource.respectRBAC', 'the identity\u2019s own RBAC decides what it may read'),
-  w('application.sync.requireOverridePrivilegeForRevisionSync', "Argo CD's API server RBAC"),
+  // Read only by Argo CD's API server (server/application/application.go), when a user asks it to sync.
+  e('application.sync.requireOverridePrivilegeForRevisionSync', "Argo CD's API server RBAC"),
   ...[
     'accounts.<name>',
     'accounts.<name>.enabled',
