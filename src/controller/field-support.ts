@@ -274,7 +274,9 @@ export const SYNC_OPTION_RULES: readonly FieldRule[] = [
 
 export const COMPARE_OPTION_RULES: readonly FieldRule[] = [
   h('IgnoreExtraneous', 'sync/compare.ts'),
-  h('ServerSideDiff=true', 'impersync always diffs server-side'),
+  // Not exact: without IncludeMutationWebhook=true Argo CD leaves out what mutating webhooks change,
+  // impersync keeps it in the prediction (docs/semantics.md, what is warned; the diff issue's).
+  h('ServerSideDiff=true', 'impersync always diffs server-side, mutating webhooks included'),
   w('ServerSideDiff=false', 'impersync always diffs server-side, with a dry-run apply'),
   h('IncludeMutationWebhook=true', "the dry-run apply's answer includes what mutating webhooks do"),
 ];
