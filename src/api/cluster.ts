@@ -137,3 +137,19 @@ export function parseClusterSecret(raw: unknown): Cluster {
     ...(fields['project'] ? { project: fields['project'] } : {}),
   };
 }
+
+/**
+ * The cluster Secret's config fields that change how the cluster is reached and impersync does not
+ * implement, each as `<Secret>: config.<field> ...`. Argo CD sends every request through
+ * `proxyUrl` (http, https or socks5; pkg/apis/application/v1alpha1 types.go RESTConfig); reaching
+ * the API server directly instead could cross a network the admin meant to avoid, so such a
+ * cluster is not reached at all. Admission refuses the Application with it (controller/admission.ts),
+ * and kube/credentials.ts credentialForCluster refuses to build a credential, so no path connects without it.
+ */
+export function refusedClusterConfig(cluster: Cluster): string[] {
+  const proxy = (cluster.config as { proxyUrl?: unknown }).proxyUrl;
+  if (proxy === undefined || proxy === null || proxy === '') return [];
+  return [
+    `cluster Secret ${cluster.secret || cluster.name}: config.proxyUrl is not supported by impersync (Argo CD reaches the cluster through that proxy; impersync would connect directly), so the cluster is not reached; nothing is read or applied`,
+  ];
+}

@@ -59,6 +59,9 @@ const UNSUPPORTED: Record<string, string> = {
   azureServicePrincipalTenantID: 'Azure service principal credentials',
   azureActiveDirectoryEndpoint: 'Azure service principal credentials',
   enableLfs: 'Git LFS',
+  // Argo CD fetches `--depth N` when N > 0; impersync keeps one full clone per repository for
+  // every Application and revision, so a shallow one is refused rather than fetched differently.
+  depth: 'shallow clones',
 };
 
 export function repositorySecretType(raw: unknown): RepositorySecretType | undefined {

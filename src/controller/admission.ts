@@ -4,19 +4,22 @@
 // The controller asks it from its caches, `impersync explain` and `impersync diff` from files or a
 // live read, so the three refuse exactly the same Applications with the same messages.
 //
-// In order, as a refusal names the first problem: the Application parses; its destination resolves
+// In order, as a refusal names the first problem: the Application parses and sets no field
+// impersync refuses (refused-fields.ts: the source hydrator, tagPrefix); its destination resolves
+// to a cluster impersync can reach as Argo CD would (no config.proxyUrl)
 // (spec §6); its project exists and parses; the project admits the Application's namespace
 // (sourceNamespaces); the project permits its source and destination (spec §9); the identity
 // decision (spec §3–§7) neither denies nor fails. As in Argo CD's controller, an invalid
 // destinationServiceAccounts entry refuses only an Application whose walk reaches it (spec §3.1);
 // every invalid entry is a warning (spec §8 as impersync validate checks it). The last is the one decision of the identity rule (ARCHITECTURE.md): an admitted
 // context says whom the destination client acts as, and nothing else decides it.
-import { CONDITION, parseApplication, projectName, readStatus } from '../api/index.ts';
+import { CONDITION, parseApplication, projectName, readStatus, refusedClusterConfig } from '../api/index.ts';
 import type { AppCondition, AppProject, Application, Cluster } from '../api/index.ts';
 import { decideIdentity, globMatch, resolveDestination, validateProject } from '../impersonation/index.ts';
 import type { Identity as ImpersonationIdentity, ImpersonationSettings } from '../impersonation/index.ts';
 import type { Identity, MadeFor } from '../kube/types.ts';
 import { checkApplicationLimits, describeViolation, projectClusters, withProjectClusters } from '../project/index.ts';
+import { refusedApplicationFields } from './refused-fields.ts';
 
 /** The identity decision of spec §5 for one Application, with its trace, entries and warnings. */
 export type IdentityDecision = ImpersonationIdentity;
@@ -176,6 +179,8 @@ export function admit(state: ControlState, raw: unknown): Admission {
   } catch (err) {
     return refuse(undefined, (err as Error).message);
   }
+  const refused = refusedApplicationFields(app);
+  if (refused.length > 0) return refuse(app, refused.join('; '));
   const dest = resolveDestination(app, state.clusters, { inClusterEnabled: state.inClusterEnabled !== false });
   if (!dest.ok) {
     const unreadable = state.clusterErrors.length > 0;
@@ -184,6 +189,8 @@ export function admit(state: ControlState, raw: unknown): Admission {
       `${dest.field}: ${dest.error}${unreadable ? ` (unreadable cluster Secrets: ${state.clusterErrors.join('; ')})` : ''}`,
     );
   }
+  const unreachable = refusedClusterConfig(dest.cluster);
+  if (unreachable.length > 0) return refuse(app, unreachable.join('; '));
   const name = projectName(app);
   const own = state.projects.find((p) => p.metadata.name === name);
   if (!own) {

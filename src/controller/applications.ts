@@ -87,3 +87,40 @@ export async function patchApplication(
   });
   return valueOf(`Application ${namespace}/${name}: patch`, res);
 }
+
+/**
+ * Argo CD's removeRefreshAnnotationCombo: the refresh annotation and `refresh-timestamp` (which
+ * Argo CD's API server and CLI set with it) removed in one JSON patch that first tests the
+ * timestamp, so a refresh asked for while this one ran (a new timestamp) is not swallowed: the
+ * patch then fails with 422 and both stay, for the next refresh. Returns whether they were removed.
+ */
+export async function removeRefreshAnnotations(
+  control: ControlClient,
+  raw: WatchedObject,
+  annotation: string,
+  timestampAnnotation: string,
+): Promise<boolean> {
+  const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+  const pointer = (key: string) => `/metadata/annotations/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+  const ops: Array<Record<string, unknown>> = [];
+  const ts = annotations[timestampAnnotation];
+  if (ts !== undefined)
+    ops.push(
+      { op: 'test', path: pointer(timestampAnnotation), value: ts },
+      { op: 'remove', path: pointer(timestampAnnotation) },
+    );
+  if (annotations[annotation] !== undefined) ops.push({ op: 'remove', path: pointer(annotation) });
+  if (ops.length === 0) return false;
+  const { namespace = '', name } = raw.metadata;
+  const res = await control.request<RawApplication>({
+    method: 'PATCH',
+    path: appPath(namespace, name),
+    body: ops,
+    contentType: 'application/json-patch+json',
+  });
+  // 422: the timestamp changed (a new request) or an annotation went meanwhile; either way the
+  // Application's watch event brings the next refresh, which reads what is there then.
+  if (!res.ok && res.error.code === 422) return false;
+  valueOf(`Application ${namespace}/${name}: removing the refresh annotations`, res);
+  return true;
+}

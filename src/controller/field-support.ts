@@ -79,7 +79,10 @@ function sourceRules(prefix: string, multi: boolean): FieldRule[] {
     multi
       ? h(`${prefix}.ref`, 'a ref source for `$ref/...` value files, its revision resolved (controller/render.ts)')
       : w(`${prefix}.ref`, 'a ref has meaning only among spec.sources'),
-    w(`${prefix}.tagPrefix`, 'tag prefixes are not read'),
+    r(
+      `${prefix}.tagPrefix`,
+      'Argo CD filters Git tags by it to resolve a semver targetRevision, which impersync does not do: the Application is refused at admission (controller/refused-fields.ts)',
+    ),
     e(`${prefix}.name`, 'a display name for the UI'),
   ];
 }
@@ -90,7 +93,10 @@ export const APPLICATION_RULES: readonly FieldRule[] = [
   ...sourceRules('spec.source', false),
   // Multi-source Applications: each source rendered in its own request (controller/render.ts).
   ...sourceRules('spec.sources[]', true),
-  w('spec.sourceHydrator.**', 'the source hydrator is not run'),
+  r(
+    'spec.sourceHydrator.**',
+    'the source hydrator is not run: the Application is refused at admission, nothing synced (controller/refused-fields.ts)',
+  ),
   h('spec.syncPolicy.automated.**', 'automated sync (controller/operation-policy.ts)'),
   h('spec.syncPolicy.syncOptions[]', 'each option: sync/options.ts (those it does not act on are warned by name)'),
   h('spec.syncPolicy.retry.limit', 'retry (controller/operation-policy.ts)'),
@@ -184,10 +190,12 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   h('helm.enable', 'not "true": a Helm source is read as a plain directory, as Argo CD (source/tool-choice.ts)'),
   h('jsonnet.enable', 'not "true": .jsonnet files are left out of a directory, as Argo CD (source/directory.ts)'),
   w('helm.valuesFileSchemes', 'value files are read from the repository or a ref source only; a URL is refused'),
-  w('application.allowedNodeLabels', 'node labels are not read'),
+  // Argo CD copies these node labels into the resource tree its UI shows; no sync or diff reads them.
+  w('application.allowedNodeLabels', 'node labels are not read (the resource tree of the UI)'),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),
   w('resource.respectRBAC', 'the identity\u2019s own RBAC decides what it may read'),
-  w('application.sync.requireOverridePrivilegeForRevisionSync', "Argo CD's API server RBAC"),
+  // Read only by Argo CD's API server (server/application/application.go), when a user asks it to sync.
+  e('application.sync.requireOverridePrivilegeForRevisionSync', "Argo CD's API server RBAC"),
   ...[
     'accounts.<name>',
     'accounts.<name>.enabled',
@@ -266,7 +274,9 @@ export const SYNC_OPTION_RULES: readonly FieldRule[] = [
 
 export const COMPARE_OPTION_RULES: readonly FieldRule[] = [
   h('IgnoreExtraneous', 'sync/compare.ts'),
-  h('ServerSideDiff=true', 'impersync always diffs server-side'),
+  // Not exact: without IncludeMutationWebhook=true Argo CD leaves out what mutating webhooks change,
+  // impersync keeps it in the prediction (docs/semantics.md, what is warned; the diff issue's).
+  h('ServerSideDiff=true', 'impersync always diffs server-side, mutating webhooks included'),
   w('ServerSideDiff=false', 'impersync always diffs server-side, with a dry-run apply'),
   h('IncludeMutationWebhook=true', "the dry-run apply's answer includes what mutating webhooks do"),
 ];
@@ -290,9 +300,12 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   h('argocd.argoproj.io/ignore-healthcheck', 'sync/health/aggregate.ts'),
   h('argocd.argoproj.io/ignore-restart-policy', 'sync/health/pods.ts'),
   h('argocd.argoproj.io/secret-type', 'api/cluster.ts'),
-  w('argocd.argoproj.io/refresh-timestamp', 'a refresh is asked for by argocd.argoproj.io/refresh'),
-  w('argocd.argoproj.io/hydrate', 'the source hydrator is not run'),
-  w('argocd.argoproj.io/hydrate-timestamp', 'the source hydrator is not run'),
+  h(
+    'argocd.argoproj.io/refresh-timestamp',
+    'removed with the refresh annotation once the refresh is done, unless a new request changed it (controller/applications.ts removeRefreshAnnotations)',
+  ),
+  w('argocd.argoproj.io/hydrate', 'read by the source hydrator only; spec.sourceHydrator is refused'),
+  w('argocd.argoproj.io/hydrate-timestamp', 'read by the source hydrator only; spec.sourceHydrator is refused'),
   w('argocd.argoproj.io/manifest-generate-paths', 'there is no Git webhook'),
   w('argocd.argoproj.io/kubernetes-version', 'the destination version is read from the destination'),
   e('argocd.argoproj.io/application-set-refresh', 'ApplicationSets'),
@@ -329,11 +342,19 @@ export const CLUSTER_SECRET_RULES: readonly FieldRule[] = [
   h('data.namespaces', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.clusterResources', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.project', 'project-scoped clusters (project/clusters.ts, controller/admission.ts)'),
-  w('data.shard', 'there is no sharding'),
+  // Argo CD's controller shards clusters across replicas by it; one impersync controller
+  // reconciles every cluster, so no result changes (sharding and scaling are the scale issue's).
+  w('data.shard', 'there is no sharding: one controller reconciles every cluster'),
   h('data.config.awsAuthConfig', 'argocd-k8s-auth aws, run from PATH as an exec plugin (kube/credentials.ts)'),
   h('data.config.execProviderConfig', 'run by the controller as client-go runs it (kube/exec-credential.ts)'),
-  w('data.config.proxyUrl', 'no proxy is used'),
-  w('data.config.disableCompression', 'compression is the transport default'),
+  r(
+    'data.config.proxyUrl',
+    'Argo CD connects through it; the Application is refused at admission and no credential is built, so the cluster is not reached directly (api/cluster.ts refusedClusterConfig)',
+  ),
+  h(
+    'data.config.disableCompression',
+    'no Accept-Encoding is sent, as client-go with it: the transport never asks for compression (kube/transport.ts)',
+  ),
 ];
 
 /**
@@ -377,7 +398,10 @@ export const REPOSITORY_SECRET_RULES: readonly FieldRule[] = [
       'a render using the repository fails with a ComparisonError naming the Secret and field (api/repository.ts)',
     ),
   ),
-  w('data.depth', 'clones are not shallow; the commit rendered is the same'),
+  r(
+    'data.depth',
+    'Argo CD fetches shallow (--depth) when it is above 0; a render using the repository fails with a ComparisonError naming the Secret and field (api/repository.ts)',
+  ),
   e('data.webhookManifestCacheWarmDisabled', "the manifest cache warming of Argo CD's Git webhook"),
   ...['connectionState', 'inheritedCreds'].map((k) =>
     e(`data.${k}`, "not a Secret key: the repository's state as Argo CD's API server shows it"),

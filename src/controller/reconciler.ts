@@ -19,7 +19,7 @@ import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { admit } from './admission.ts';
-import { patchApplication, writeStatus } from './applications.ts';
+import { patchApplication, removeRefreshAnnotations, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import { carriedConditions, compareApplication, comparedTo } from './comparison.ts';
 import type { EventSink } from './events.ts';
@@ -30,7 +30,7 @@ import type { HealthAssessor } from '../sync/index.ts';
 import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
-import { REFRESH_ANNOTATION, skipsReconcile } from './triggers.ts';
+import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
 
 export interface ReconcilerDeps {
@@ -170,10 +170,8 @@ export class Reconciler {
     // A deleting Application's finalizer runs in the operation queue; a refresh (a project or
     // settings change) may have made it possible again.
     if ((raw.metadata as { deletionTimestamp?: string }).deletionTimestamp) result.operation = true;
-    if (refreshKind !== undefined) {
-      // Argo CD removes the refresh annotation once the refresh it asked for is done.
-      await patchApplication(this.d.control, raw, { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } });
-    }
+    // Argo CD removes the refresh annotation and its timestamp once the refresh they asked for is done.
+    await removeRefreshAnnotations(this.d.control, raw, REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION);
     return result;
   }
 }

@@ -10,6 +10,9 @@ import type { AppIndexEntry } from './requeue.ts';
 /** Argo CD's refresh request: `normal` or `hard` (a hard refresh asks everything again, reconciler.ts). */
 export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
 
+/** Set with the refresh annotation by Argo CD's API server and CLI, one value per request (RefreshApp). */
+export const REFRESH_TIMESTAMP_ANNOTATION = 'argocd.argoproj.io/refresh-timestamp';
+
 /** Argo CD's annotation that takes an Application out of the controller's hands entirely. */
 export const SKIP_RECONCILE_ANNOTATION = 'argocd.argoproj.io/skip-reconcile';
 
@@ -42,16 +45,16 @@ export function appIndexEntry(key: string, raw: WatchedObject, dependencies: rea
 }
 
 /**
- * Annotations changed, other than the controller's own removal of the refresh annotation at the
- * end of the refresh it asked for (which would otherwise cost a second comparison each time).
+ * Annotations changed, other than the controller's own removal of the refresh annotation (and its
+ * timestamp) at the end of the refresh it asked for (which would otherwise cost a second comparison each time).
  */
 function annotationsNeedRefresh(
   a0: Record<string, string> | undefined,
   a1: Record<string, string> | undefined,
 ): boolean {
-  const { [REFRESH_ANNOTATION]: r0, ...rest0 } = a0 ?? {};
-  const { [REFRESH_ANNOTATION]: r1, ...rest1 } = a1 ?? {};
-  return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0);
+  const { [REFRESH_ANNOTATION]: r0, [REFRESH_TIMESTAMP_ANNOTATION]: t0, ...rest0 } = a0 ?? {};
+  const { [REFRESH_ANNOTATION]: r1, [REFRESH_TIMESTAMP_ANNOTATION]: t1, ...rest1 } = a1 ?? {};
+  return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0) || (t1 !== undefined && t1 !== t0);
 }
 
 /**

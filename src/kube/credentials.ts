@@ -3,7 +3,7 @@
 // use them; sync/ and source/ never see one (ARCHITECTURE.md, the identity rule).
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Cluster } from '../api/index.ts';
-import { IN_CLUSTER_SERVER } from '../api/index.ts';
+import { IN_CLUSTER_SERVER, refusedClusterConfig } from '../api/index.ts';
 import { ExecCredentialSource } from './exec-credential.ts';
 import type { ExecConfig } from './exec-credential.ts';
 
@@ -190,6 +190,8 @@ export function credentialForCluster(
   opts: ClusterCredentialOptions = {},
 ): Credential {
   const cfg = cluster.config;
+  const refused = refusedClusterConfig(cluster);
+  if (refused.length > 0) throw new CredentialError(refused.join('; '));
   // Argo CD reaches https://kubernetes.default.svc with the in-cluster config, never a plugin.
   const exec = cluster.server === IN_CLUSTER_SERVER ? undefined : execConfigForCluster(cluster);
   const hasOwn = Boolean(cfg.bearerToken || cfg.username || cfg.tlsClientConfig?.certData || exec);

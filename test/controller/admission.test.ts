@@ -7,6 +7,8 @@ import { admit, identityConditions } from '../../src/controller/admission.ts';
 import type { Admission, ControlState } from '../../src/controller/admission.ts';
 import type { AppProject } from '../../src/api/index.ts';
 import { readImpersonationSettings } from '../../src/impersonation/index.ts';
+import { APPLICATION_RULES, ruleFor } from '../../src/controller/field-support.ts';
+import { readFileSync } from 'node:fs';
 
 const IN = 'https://kubernetes.default.svc';
 const settings = (data: Record<string, string>) =>
@@ -355,4 +357,92 @@ test('cluster tenancy: inClusterEnabled "false", project-scoped clusters and per
       refused.condition.message,
     );
   }
+});
+
+const surface = JSON.parse(readFileSync(new URL('./fixtures/argocd-surface.json', import.meta.url), 'utf8')) as {
+  application: string[];
+};
+
+/** `app()` with `path` (CRD-style, arrays as []) set to "x", the arrays one item long. */
+function appSetting(path: string): Record<string, unknown> {
+  const root = app() as unknown as Record<string, unknown>;
+  let cur = root;
+  const steps = path.split('.');
+  steps.forEach((step, i) => {
+    const key = step.replace(/\[\]$/, '');
+    const last = i === steps.length - 1;
+    if (step.endsWith('[]')) {
+      const list = ((cur[key] as unknown[] | undefined) ??= []);
+      if (last) list.push('x');
+      else cur = (list[0] ??= { repoURL: 'https://git.example/web.git' }) as Record<string, unknown>;
+    } else if (last) cur[key] = 'x';
+    else
+      cur = (cur[key] ??= key === 'source' ? { repoURL: 'https://git.example/web.git' } : {}) as Record<
+        string,
+        unknown
+      >;
+  });
+  return root;
+}
+
+test('every Application field refused at admission, set alone, refuses it with an InvalidSpecError naming the field', () => {
+  const wrong: string[] = [];
+  let checked = 0;
+  for (const name of surface.application) {
+    const rule = ruleFor(APPLICATION_RULES, name);
+    if (rule?.support !== 'refused' || !rule.note.includes('controller/refused-fields.ts')) continue;
+    checked++;
+    const a = admit(state(), appSetting(name));
+    const field = rule.pattern.replace(/\.\*\*$/, '');
+    const message = a.admitted ? '' : a.condition.message.replace(/\[\d+\]/g, '[]');
+    if (a.admitted || a.by !== 'spec' || a.condition.type !== 'InvalidSpecError' || !message.includes(field))
+      wrong.push(`${name}: ${a.admitted ? 'admitted' : a.condition.message}`);
+  }
+  assert.deepEqual(wrong, []);
+  // spec.sourceHydrator's fields, and tagPrefix on each of the four kinds of source.
+  assert.ok(checked > 4, `checked ${checked}`);
+});
+
+test('spec.sourceHydrator and a tagPrefix are refused with why; the same Application without them is admitted', () => {
+  const hydrated = app() as unknown as { spec: Record<string, unknown> };
+  hydrated.spec['sourceHydrator'] = {
+    drySource: { repoURL: 'https://git.example/web.git', path: 'app', targetRevision: 'HEAD' },
+    syncSource: { targetBranch: 'env/prod', path: 'app' },
+  };
+  const h = admit(state(), hydrated);
+  assert.equal(h.admitted, false);
+  assert.match(
+    h.admitted ? '' : h.condition.message,
+    /^spec\.sourceHydrator: the source hydrator is not run by impersync .*; nothing is synced$/,
+  );
+  const tagged = app() as unknown as { spec: { source: Record<string, unknown> } };
+  tagged.spec.source['tagPrefix'] = 'component-b/';
+  tagged.spec.source['targetRevision'] = '1.0.*';
+  const t = admit(state(), tagged);
+  assert.equal(t.admitted ? '' : t.condition.message.split(' is not supported')[0], 'spec.source.tagPrefix');
+  tagged.spec.source['tagPrefix'] = '';
+  assert.equal(admit(state(), tagged).admitted, true, 'an empty tagPrefix is none');
+});
+
+test("a cluster Secret's config.proxyUrl refuses the Application before the cluster is reached, naming it", () => {
+  const far = {
+    name: 'far',
+    server: 'https://far.example',
+    config: { bearerToken: 't', proxyUrl: 'socks5://proxy.internal:1080' },
+    secret: 'argocd/far',
+  };
+  const anywhere = [
+    project('team', {
+      destinationServiceAccounts: [{ server: '*', namespace: '*', defaultServiceAccount: 'deployer' }],
+    }),
+  ];
+  const s = state({ clusters: [far], projects: anywhere });
+  const a = admit(s, app({ destination: { server: far.server, namespace: 'team-a' } }));
+  assert.deepEqual(outcome(a), {
+    refused: 'spec',
+    message:
+      'cluster Secret argocd/far: config.proxyUrl is not supported by impersync (Argo CD reaches the cluster through that proxy; impersync would connect directly), so the cluster is not reached; nothing is read or applied',
+  });
+  const direct = state({ clusters: [{ ...far, config: { bearerToken: 't' } }], projects: anywhere });
+  assert.equal(admit(direct, app({ destination: { server: far.server, namespace: 'team-a' } })).admitted, true);
 });

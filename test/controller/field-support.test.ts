@@ -4,7 +4,7 @@
 // they come from) is honoured, or named in the UnsupportedFieldWarning condition. A name with no
 // rule fails here; so does a warned one the condition does not name.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { AppProject, Application } from '../../src/api/index.ts';
 import type { FieldRule } from '../../src/controller/field-support.ts';
@@ -25,6 +25,7 @@ import type { UnhonouredInput } from '../../src/controller/unhonoured.ts';
 import { repositorySecretsOf, unhonouredCondition, unhonouredFields } from '../../src/controller/unhonoured.ts';
 import { parseRepositorySecret } from '../../src/api/repository.ts';
 import { accessFor, EMPTY_REPOSITORY_STATE, RepositoryRefused } from '../../src/repository/access.ts';
+import { PROOFS, SOURCE_PREFIX } from './field-proofs.ts';
 
 const surface = JSON.parse(readFileSync(new URL('./fixtures/argocd-surface.json', import.meta.url), 'utf8')) as Record<
   string,
@@ -56,6 +57,63 @@ test('every name Argo CD defines has a rule: honoured, refused, warned, or read 
   for (const [key, rules] of TABLES)
     for (const name of surface[key] ?? []) if (!ruleFor(rules, name)) missing.push(`${key}: ${name}`);
   assert.deepEqual(missing, []);
+});
+
+/** Each rule table once, by its key in field-proofs.ts; `paths`: its names are dotted paths. */
+const PROOF_TABLES: Array<[string, readonly FieldRule[], boolean]> = [
+  ['application', APPLICATION_RULES, true],
+  ['appproject', APPPROJECT_RULES, true],
+  ['argocdCm', ARGOCD_CM_RULES, false],
+  ['syncOptions', SYNC_OPTION_RULES, false],
+  ['compareOptions', COMPARE_OPTION_RULES, false],
+  ['annotations', ANNOTATION_RULES, false],
+  ['hooks', HOOK_RULES, false],
+  ['finalizers', FINALIZER_RULES, false],
+  ['clusterSecret', CLUSTER_SECRET_RULES, true],
+  ['repositorySecret', REPOSITORY_SECRET_RULES, true],
+];
+const ROOT = new URL('../../', import.meta.url);
+
+/** What a proof file may mention for `pattern`: the name (placeholders, `.**` and `[]` taken off), a path's last segment. */
+function mentionsOf(pattern: string, paths: boolean): string[] {
+  const name = pattern
+    .replace(/\.\*\*$/, '')
+    .replace(/\.<[^>]+>/g, '')
+    .replace(/\[\]/g, '');
+  return paths ? [name, name.split('.').at(-1) as string] : [name];
+}
+
+test('every honoured name names the behaviour tests that prove it, and each names the field', () => {
+  const wrong: string[] = [];
+  const used = new Set<string>();
+  for (const [table, rules, paths] of PROOF_TABLES) {
+    for (const rule of rules) {
+      if (rule.support !== 'honoured') continue;
+      const key = rule.pattern.replace(SOURCE_PREFIX, 'SOURCE.');
+      used.add(`${table} ${key}`);
+      const proof = PROOFS[table]?.[key];
+      if (!proof || proof.files.length === 0) {
+        wrong.push(`${table} ${rule.pattern}: honoured without a proof`);
+        continue;
+      }
+      const mentions = [...mentionsOf(key.replace(/^SOURCE\./, 'spec.source.'), paths), ...(proof.mentions ?? [])];
+      for (const file of proof.files) {
+        const url = new URL(file, ROOT);
+        if (!/\.test\.ts$/.test(file) || !existsSync(url)) {
+          wrong.push(`${table} ${rule.pattern}: ${file} is no test file`);
+          continue;
+        }
+        const text = readFileSync(url, 'utf8');
+        if (!mentions.some((m) => text.includes(m)))
+          wrong.push(`${table} ${rule.pattern}: ${file} mentions none of ${mentions.join(', ')}`);
+      }
+    }
+  }
+  // A proof left for a name that is no longer honoured is a claim nothing checks.
+  for (const [table, entries] of Object.entries(PROOFS))
+    for (const key of Object.keys(entries))
+      if (!used.has(`${table} ${key}`)) wrong.push(`${table} ${key}: a proof for no honoured rule`);
+  assert.deepEqual(wrong, []);
 });
 
 const baseApp = (): Application =>
@@ -151,7 +209,7 @@ test('each warned name, set alone, is named in the condition; each honoured one 
 test('the condition: one UnsupportedFieldWarning listing each, with why', () => {
   const app = baseApp();
   app.spec.syncPolicy = { syncOptions: ['ServerSideApply=false', 'Nonsense=true'] };
-  (app.spec as Record<string, unknown>)['sourceHydrator'] = { drySource: { repoURL: 'x' } };
+  app.metadata.annotations = { 'argocd.argoproj.io/manifest-generate-paths': '.' };
   const c = unhonouredCondition({
     app,
     project: baseProject(),
@@ -160,7 +218,7 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: Application spec.sourceHydrator (the source hydrator is not run); sync option Nonsense=true (not an option Argo CD defines); argocd-cm timeout.hard.reconciliation (there is no periodic hard refresh)',
+    'impersync does not act on: sync option Nonsense=true (not an option Argo CD defines); annotation argocd.argoproj.io/manifest-generate-paths (there is no Git webhook); argocd-cm timeout.hard.reconciliation (there is no periodic hard refresh)',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });
@@ -190,7 +248,7 @@ test('each refused repository Secret field, set alone, refuses the repository na
   assert.deepEqual(wrong, []);
 });
 
-test("the repository Secrets an Application's sources read are named in the condition by what they set", () => {
+test("the repository Secrets an Application's sources read: none warned, a shallow depth refused", () => {
   const state = {
     ...EMPTY_REPOSITORY_STATE,
     configs: [
@@ -207,7 +265,15 @@ test("the repository Secrets an Application's sources read are named in the cond
     repositorySecrets.map((r) => r.secret),
     ['argocd/shallow', 'argocd/full'],
   );
-  assert.deepEqual(unhonouredFields({ app: baseApp(), project: baseProject(), repositorySecrets }), [
-    'repository Secret argocd/shallow data.depth (clones are not shallow; the commit rendered is the same)',
-  ]);
+  // No repository Secret key is warned any more: `depth` above 0 is refused when the render uses it.
+  assert.deepEqual(unhonouredFields({ app: baseApp(), project: baseProject(), repositorySecrets }), []);
+  assert.throws(
+    () => accessFor(state, 'https://git.example.com/org/app.git', 'default'),
+    (err: unknown) =>
+      err instanceof RepositoryRefused && /argocd\/shallow: field 'depth' \(shallow clones\)/.test(err.message),
+  );
+  assert.doesNotThrow(
+    () => accessFor(state, 'https://git.example.com/org/other', 'default'),
+    'depth 0 is a full clone',
+  );
 });

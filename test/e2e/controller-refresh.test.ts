@@ -83,6 +83,53 @@ test('periodic refresh (timeout.reconciliation) finds drift no event announced, 
   assert.equal(((healed.status?.['history'] ?? []) as unknown[]).length, 2, 'exactly one self-heal sync');
 });
 
+test("a refresh Argo CD's API server asks for (refresh and refresh-timestamp) is done, then both annotations removed", async () => {
+  await deployer(cp, 'refreshts', 'deployer');
+  await applyRaw(
+    cp.admin,
+    project('refreshts', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'refreshts', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  await applyRaw(
+    cp.admin,
+    application('refreshts', fx.repo.url, {
+      project: 'refreshts',
+      destination: { server: IN_CLUSTER, namespace: 'refreshts' },
+    }),
+  );
+  const first = await waitForApp(cp, 'refreshts', 'first sync', (a) => operationPhase(a) === 'Succeeded');
+  const before = (first.status?.['reconciledAt'] as string | undefined) ?? '';
+  // What Argo CD's RefreshApp (argocd app get --refresh) patches: both, the timestamp unique per request.
+  await requestOk(cp.admin, {
+    method: 'PATCH',
+    path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/refreshts',
+    body: {
+      metadata: {
+        annotations: {
+          'argocd.argoproj.io/refresh': 'normal',
+          'argocd.argoproj.io/refresh-timestamp': '2026-12-01T23:00:00.123456789Z',
+        },
+      },
+    },
+    contentType: 'application/merge-patch+json',
+  });
+  const done = await waitForApp(
+    cp,
+    'refreshts',
+    'refreshed, both annotations gone',
+    (a) => {
+      const annotations = (a.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+      return (
+        annotations['argocd.argoproj.io/refresh'] === undefined &&
+        annotations['argocd.argoproj.io/refresh-timestamp'] === undefined
+      );
+    },
+    30_000,
+  );
+  assert.ok(((done.status?.['reconciledAt'] as string | undefined) ?? '') >= before, 'a refresh ran');
+});
+
 test('a failing sync is retried per syncPolicy.retry, then ends Failed with the retry count', async () => {
   await createNamespace(cp.admin, 'retry');
   await applyRaw(cp.admin, {

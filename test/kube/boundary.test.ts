@@ -209,7 +209,7 @@ test("the controller's processes load no code that reads a checkout or runs a to
 
 test('the admission gate and the operation machine are pure: at run time they load no client, credential or I/O', () => {
   const pure =
-    /^src\/(api|impersonation|project)\/|^src\/repository\/url\.ts$|^src\/controller\/(admission|operation-machine|operation-policy|self-heal|status)\.ts$/;
+    /^src\/(api|impersonation|project)\/|^src\/repository\/url\.ts$|^src\/controller\/(admission|operation-machine|operation-policy|refused-fields|self-heal|status)\.ts$/;
   for (const entry of ['src/controller/admission.ts', 'src/controller/operation-machine.ts']) {
     const { files, packages } = runtimeClosure(entry);
     assert.deepEqual(

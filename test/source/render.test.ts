@@ -167,7 +167,7 @@ describe('SourceRenderer', () => {
       assert.deepEqual(names(overlay).sort(), ['prod-settings', 'prod-web']);
     });
 
-    test('spec.source.kustomize overrides: prefix, suffix, images, labels', async () => {
+    test('spec.source.kustomize overrides: prefix, suffix, images, labels, namespace', async () => {
       const r = await renderer.render(
         app({
           repoURL: url,
@@ -177,14 +177,16 @@ describe('SourceRenderer', () => {
             nameSuffix: '-y',
             images: ['nginx=registry.local/nginx:1.27'],
             commonLabels: { team: 'a' },
+            namespace: 'team-k',
           },
         }),
       );
       const deploy = r.objects.find((o) => o.object.kind === 'Deployment')?.object as unknown as {
-        metadata: { name: string; labels: Record<string, string> };
+        metadata: { name: string; namespace: string; labels: Record<string, string> };
         spec: { template: { spec: { containers: { image: string }[] } } };
       };
       assert.equal(deploy.metadata.name, 'x-web-y');
+      assert.equal(deploy.metadata.namespace, 'team-k');
       assert.equal(deploy.metadata.labels.team, 'a');
       assert.equal(deploy.spec.template.spec.containers[0]?.image, 'registry.local/nginx:1.27');
     });
@@ -216,6 +218,18 @@ describe('SourceRenderer', () => {
   });
 
   describe('Helm', () => {
+    test("helm.version: v3 and v4 render with the renderer's Helm, as Argo CD v3.6.1; another is Argo CD's error", async () => {
+      for (const version of ['v3', 'v4']) {
+        const r = await renderer.render(app({ repoURL: url, path: 'chart', helm: { version } }));
+        assert.equal(r.sourceType, 'Helm', version);
+        assert.ok(r.objects.length > 0, version);
+      }
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'chart', helm: { version: 'v2' } })),
+        sourceError('InvalidSource', /helm version 'v2' is not supported/),
+      );
+    });
+
     test('helm template with release name = app name, destination namespace, value files, values and parameters', async () => {
       const r = await renderer.render(
         app(

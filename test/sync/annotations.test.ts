@@ -110,6 +110,22 @@ test('a failed check puts a hook in Error and keeps a resource waiting; a health
   assert.equal(operationPhaseOf({ status: '' }, cr, false).phase, 'Running');
 });
 
+test('sync options naming the default (ApplyOutOfSyncOnly=false, ClientSideApplyMigration=true, PrunePropagationPolicy=foreground, Replace=false, ServerSideApply=true) change nothing and are not ignored', () => {
+  const none = parseSyncOptions([]);
+  for (const option of [
+    'ApplyOutOfSyncOnly=false',
+    'ClientSideApplyMigration=true',
+    'PrunePropagationPolicy=foreground',
+    'Replace=false',
+    'ServerSideApply=true',
+  ])
+    assert.deepEqual(parseSyncOptions([option]), none, option);
+  assert.equal(none.applyOutOfSyncOnly, false);
+  assert.equal(none.replace, false);
+  assert.equal(none.prunePropagationPolicy, 'Foreground');
+  assert.equal(none.clientSideApplyMigration, true);
+});
+
 test('sync options: the ones Argo CD defines (gitops-engine pkg/sync/common/types.go), unknown ones reported as ignored', () => {
   const o = parseSyncOptions([
     'CreateNamespace=true',

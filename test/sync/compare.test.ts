@@ -164,3 +164,14 @@ test('an object whose CRD is still pending, or that could not be prepared, sends
   assert.equal(broken.r.status, 'Unknown');
   assert.equal(broken.r.message, 'no kind ConfigMap');
 });
+
+test('ServerSideDiff=true, IncludeMutationWebhook=true: the prediction is the dry-run apply’s answer, webhook changes included', async () => {
+  // What a mutating webhook makes of a field Git declares is in the server's answer and in live:
+  // no difference. Compared with the target instead of the answer, it would be OutOfSync.
+  const mutated: KubeObject = { ...cm, data: { k: 'set-by-webhook' } };
+  const { r, applyOpts } = await compareWith({ get: ok(mutated), dry: ok(mutated) });
+  assert.equal(applyOpts[0]?.dryRun, true);
+  assert.equal(r.status, 'Synced');
+  const { r: changed } = await compareWith({ get: ok(cm), dry: ok(mutated) });
+  assert.equal(changed.status, 'OutOfSync', 'live without what the webhook would make of it differs');
+});

@@ -220,3 +220,31 @@ test('Jobs: the suspended message is the condition message (gitops-engine job-su
   });
   assert.deepEqual(builtinHealth(job), { status: 'Suspended', message: 'Job suspended' });
 });
+
+test('argocd.argoproj.io/ignore-restart-policy: "true" judges a run-to-completion Pod as long-running, never a hook', () => {
+  const pod = (annotations: Record<string, string>) =>
+    obj(
+      'v1',
+      'Pod',
+      {
+        spec: { restartPolicy: 'Never' },
+        status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+      },
+      { annotations },
+    );
+  table([
+    ['restartPolicy Never, running', pod({}), 'Progressing', undefined],
+    [
+      'ignore-restart-policy, running and ready',
+      pod({ 'argocd.argoproj.io/ignore-restart-policy': 'true' }),
+      'Healthy',
+      undefined,
+    ],
+    [
+      'a hook may not ask',
+      pod({ 'argocd.argoproj.io/ignore-restart-policy': 'true', 'argocd.argoproj.io/hook': 'Sync' }),
+      'Progressing',
+      undefined,
+    ],
+  ]);
+});

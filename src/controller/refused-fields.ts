@@ -1,0 +1,33 @@
+// Application fields Argo CD acts on that impersync does not implement: set, the Application is
+// refused at admission (an InvalidSpecError naming the field and why), so nothing is rendered or
+// applied. Syncing without them would sync something else than Argo CD would, which is worse than
+// not syncing: the admin sees the condition and can remove the field or keep Argo CD. Pure.
+import type { Application, ApplicationSource } from '../api/index.ts';
+
+const HYDRATOR =
+  'the source hydrator is not run by impersync (Argo CD renders spec.sourceHydrator.drySource, commits the manifests to its syncSource and syncs those); nothing is synced';
+const TAG_PREFIX =
+  "is not supported: impersync resolves no semver constraint over a Git repository's tags, so it cannot pick the tag Argo CD would; nothing is synced";
+
+function isSet(v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === '') return false;
+  if (Array.isArray(v)) return v.some(isSet);
+  if (typeof v === 'object') return Object.values(v as object).some(isSet);
+  return true;
+}
+
+/** Each refused field the Application sets, as `<path>: <why>`, in spec order. */
+export function refusedApplicationFields(app: Application): string[] {
+  const out: string[] = [];
+  const spec = app.spec as Application['spec'] & { sourceHydrator?: unknown };
+  if (isSet(spec.sourceHydrator)) out.push(`spec.sourceHydrator: ${HYDRATOR}`);
+  const tagPrefix = (source: ApplicationSource | undefined, path: string): void => {
+    if (isSet((source as { tagPrefix?: unknown } | undefined)?.tagPrefix)) out.push(`${path}.tagPrefix ${TAG_PREFIX}`);
+  };
+  tagPrefix(spec.source, 'spec.source');
+  (spec.sources ?? []).forEach((s, i) => tagPrefix(s, `spec.sources[${i}]`));
+  const sync = app.operation?.sync;
+  tagPrefix(sync?.source, 'operation.sync.source');
+  (sync?.sources ?? []).forEach((s, i) => tagPrefix(s, `operation.sync.sources[${i}]`));
+  return out;
+}
