@@ -22,6 +22,7 @@ import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
 import type { BuildEnv } from './build-env.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
+import { renderPlugin } from './cmp/render.ts';
 
 export interface RenderLimits {
   /** Largest manifest file read from a Directory source. Default 32 MiB. */
@@ -192,6 +193,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     documents: documentLimits(env.limits),
   });
   const sourceType = explicitType(source) ?? discoverType(appDir);
+  if (sourceType === 'Plugin') renderPlugin({ appName: req.instanceName ?? req.appName, source });
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
     const objects = await readDirectory(root, appDir, {
