@@ -22,7 +22,7 @@ import { DEFAULT_DOCUMENT_LIMITS, type DocumentLimits } from './expand.ts';
 import type { BuildEnv } from './build-env.ts';
 import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
-import { renderPlugin } from './cmp/render.ts';
+import { discoverPlugin, pluginInput, renderPlugin } from './cmp/render.ts';
 
 export interface RenderLimits {
   /** Largest manifest file read from a Directory source. Default 32 MiB. */
@@ -88,6 +88,8 @@ export interface RenderEnvironment {
   env: NodeJS.ProcessEnv;
   /** Stops the tools of this render (its time limit ran out). */
   signal?: AbortSignal | undefined;
+  /** The folder of config management plugins' cmp-server sockets (source/cmp/); absent: none. */
+  pluginSocketDir?: string | undefined;
   /** Where a time limit lower than the renderer's is set (limits.renderTimeoutMs is then that one). */
   timeLimitSetBy?: string | undefined;
 }
@@ -192,8 +194,9 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     maxFileBytes: env.limits.maxFileBytes,
     documents: documentLimits(env.limits),
   });
-  const sourceType = explicitType(source) ?? discoverType(appDir);
-  if (sourceType === 'Plugin') renderPlugin({ appName: req.instanceName ?? req.appName, source });
+  const plugin = pluginInput(req, env, { root, appDir, source, shownPath }, documentLimits(env.limits));
+  const sourceType = explicitType(source) ?? ((await discoverPlugin(plugin)) ? 'Plugin' : discoverType(appDir));
+  if (sourceType === 'Plugin') return { sourceType, objects: await renderPlugin(plugin) };
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
     const objects = await readDirectory(root, appDir, {
