@@ -3,7 +3,8 @@
 // Test files are TypeScript, run directly by Node 24's type stripping.
 //
 // The binaries the tests need (control plane; helm and kustomize for rendering; kwok and
-// kube-scheduler for simulated nodes; the distribution registry for the OCI tests) are obtained first,
+// kube-scheduler for simulated nodes; the distribution registry for the OCI tests; Argo CD's
+// argocd-cmp-server for the plugin tests) are obtained first,
 // one build at a time, so that a fresh machine builds them once with its progress visible instead of
 // inside a test. A failure here does not stop the run: the tests that need a binary then fail with a
 // message saying how to get it.
@@ -17,6 +18,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const exported = {
   'scripts/tool-binaries': 'IMPERSYNC_TOOLS_DIR',
   'scripts/registry-binary': 'IMPERSYNC_REGISTRY_DIR',
+  'scripts/argocd-binaries': 'IMPERSYNC_ARGOCD_DIR',
 };
 const env = { ...process.env };
 for (const script of [
@@ -24,6 +26,7 @@ for (const script of [
   'scripts/tool-binaries',
   'scripts/kwok-binary',
   'scripts/registry-binary',
+  'scripts/argocd-binaries',
 ]) {
   const started = Date.now();
   const built = spawnSync('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
