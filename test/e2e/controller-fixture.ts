@@ -190,6 +190,8 @@ export async function startFixture(
     waitTimeoutMs?: number;
     operationProcessors?: number;
     rendererLogs?: boolean;
+    /** Further flags of the child renderer (the plugin tests' `--plugin-sockets`). */
+    rendererFlags?: readonly string[];
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -210,7 +212,12 @@ export async function startFixture(
       namespace: NS,
       logger,
       // The renderer's log lines too, when a test reads them (the repository tests look for secrets there).
-      childRenderer: { cacheDir, toolsDir: toolsDir(), ...(opts.rendererLogs ? { logger } : {}) },
+      childRenderer: {
+        cacheDir,
+        toolsDir: toolsDir(),
+        ...(opts.rendererLogs ? { logger } : {}),
+        ...(opts.rendererFlags ? { flags: opts.rendererFlags } : {}),
+      },
       waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
       events: [events],
       healthPort: 0,

@@ -96,7 +96,7 @@ export async function renderPlugin(input: PluginRenderInput): Promise<ParsedObje
     // Argo CD asks again, for provideGitCreds; the renderer never gives a plugin a credential.
     await found.client.checkPluginConfiguration(call);
     const answer = await found.client.generateManifest(await stream(), call).catch((err: unknown) => {
-      throw callFailed(input, err, 'error generating manifests in cmp');
+      throw callFailed(input, err, 'error generating manifests in cmp', call.deadline);
     });
     const objects: ParsedObject[] = [];
     answer.manifests.forEach((text, i) => {
@@ -180,7 +180,9 @@ async function supports(
     return {};
   } catch (err) {
     client.close();
-    if (call.signal?.aborted || Date.now() >= call.deadline.getTime()) throw callFailed(input, err, 'plugin');
+    if (call.signal?.aborted || Date.now() >= call.deadline.getTime() - DEADLINE_MARGIN_MS) {
+      throw callFailed(input, err, 'plugin', call.deadline);
+    }
     return { error: `error checking plugin configuration ${file}: ${grpcMessage(err)}` };
   }
 }
@@ -229,10 +231,17 @@ function appStream(input: PluginRenderInput, archive: RepoArchive, env: AppStrea
   };
 }
 
+/**
+ * The cmp-server stops its command 100 ms before the call's deadline and answers that it failed
+ * (cmpTimeoutBuffer): a failure this close to the deadline is the time limit.
+ */
+const DEADLINE_MARGIN_MS = 1000;
+
 /** A failed call: past the render's time limit is Timeout, an answer over the limit TooLarge. */
-function callFailed(input: PluginRenderInput, err: unknown, what: string): SourceError {
+function callFailed(input: PluginRenderInput, err: unknown, what: string, deadline: Date): SourceError {
   const code = (err as { code?: number }).code;
-  if (code === 4 /* DEADLINE_EXCEEDED */ || code === 1 /* CANCELLED */ || input.signal?.aborted) {
+  const late = Date.now() >= deadline.getTime() - DEADLINE_MARGIN_MS;
+  if (code === 4 /* DEADLINE_EXCEEDED */ || code === 1 /* CANCELLED */ || input.signal?.aborted || late) {
     return failed(
       input.appName,
       `the plugin took longer than the render's time limit of ${input.limits.timeoutMs / 1000}s`,
