@@ -49,8 +49,12 @@ export async function startCmpSidecars(plugins: Record<string, string>): Promise
   const children: ChildProcess[] = [];
   const logs: string[] = [];
   const stop = async () => {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+    // argocd-cmp-server stops gracefully on SIGTERM, waiting for its clients; a test does not wait.
+    const exits = children.map((c) =>
+      c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : undefined,
+    );
+    for (const c of children) c.kill('SIGKILL');
+    await Promise.all(exits);
     await rm(top, { recursive: true, force: true });
   };
   try {
