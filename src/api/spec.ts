@@ -36,6 +36,23 @@ export const ApplicationSourceSchema = z.looseObject({
       commonLabels: z.record(z.string(), z.string()).optional(),
     })
     .optional(),
+  /** A config management plugin (source/cmp/): set at all, even `{}`, it is the source's type, as in Argo CD. */
+  plugin: z
+    .looseObject({
+      name: z.string().optional(),
+      env: z.array(z.looseObject({ name: z.string(), value: z.string() })).optional(),
+      parameters: z
+        .array(
+          z.looseObject({
+            name: z.string(),
+            string: z.string().optional(),
+            array: z.array(z.string()).optional(),
+            map: z.record(z.string(), z.string()).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
 });
 export type ApplicationSource = z.infer<typeof ApplicationSourceSchema>;
 

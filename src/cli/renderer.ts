@@ -7,6 +7,7 @@ import { createLogger, isLogLevel } from '../observability/logger.ts';
 import { RENDERER_DEFAULTS, startRenderer } from '../renderer/run.ts';
 import type { RendererProcessOptions } from '../renderer/run.ts';
 import { parseByteSize } from '../renderer/sizes.ts';
+import { DEFAULT_PLUGIN_SOCKET_DIR } from '../source/cmp/defaults.ts';
 import { parseFlags, stringFlag } from './args.ts';
 
 export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-file FILE | --token-stdin) [--cache-dir DIR]
@@ -29,6 +30,8 @@ token; \`impersync run\` without --renderer starts one as a child process.
                               standard input closes (how a controller runs its child renderer)
   --cache-dir DIR             Git clones and checkouts (default $XDG_CACHE_HOME/impersync/renderer)
   --tools-dir DIR             folder with helm and kustomize (default $IMPERSYNC_TOOLS_DIR, then PATH)
+  --plugin-sockets DIR        cmp-server sockets of config management plugin sidecars (default
+                              $ARGOCD_PLUGINSOCKFILEPATH, then /home/argocd/cmp-server/plugins)
   --max-renders N             renders at once; more wait (default ${RENDERER_DEFAULTS.maxRenders})
   --render-timeout DURATION   one render's time limit, fetch to parsed objects (default ${RENDERER_DEFAULTS.renderTimeoutMs / 1000}s)
   --render-memory SIZE        memory of one render's parsing (default 1Gi)
@@ -54,6 +57,7 @@ export async function main(argv: string[]): Promise<number> {
     'token-stdin': { type: 'boolean' },
     'cache-dir': { type: 'string' },
     'tools-dir': { type: 'string' },
+    'plugin-sockets': { type: 'string' },
     'max-renders': { type: 'string' },
     'render-timeout': { type: 'string' },
     'render-memory': { type: 'string' },
@@ -156,6 +160,12 @@ export async function main(argv: string[]): Promise<number> {
     path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'impersync', 'renderer'),
   );
   const toolsDir = stringFlag(v, 'tools-dir', '');
+  // Argo CD's repo-server reads the same variable, so a sidecar mounted for it is found here too.
+  const pluginSocketDir = stringFlag(
+    v,
+    'plugin-sockets',
+    process.env['ARGOCD_PLUGINSOCKFILEPATH'] || DEFAULT_PLUGIN_SOCKET_DIR,
+  );
   const running = await startRenderer({
     ...opts,
     listen,
@@ -164,6 +174,7 @@ export async function main(argv: string[]): Promise<number> {
     logger,
     allowLocalRepositories: v['allow-local-repositories'] === true,
     ...(toolsDir !== '' ? { toolsDir } : {}),
+    pluginSocketDir,
   });
   process.stdout.write(`${JSON.stringify({ listening: running.server.address })}\n`);
   logger.info({ listen: running.server.address, cacheDir }, 'renderer listening');

@@ -80,6 +80,8 @@ export interface ChildRendererSettings {
   logger?: Logger | undefined;
   /** Its helm and kustomize folder (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
   toolsDir?: string | undefined;
+  /** Further `impersync renderer` flags (`--plugin-sockets=DIR`, limits). */
+  flags?: readonly string[] | undefined;
 }
 
 export interface RunningController {
@@ -163,6 +165,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       ...(child?.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
       ...(child?.logger ? { logger: child.logger } : {}),
       ...(child?.toolsDir ? { toolsDir: child.toolsDir } : {}),
+      ...(child?.flags ? { flags: child.flags } : {}),
     });
   // Lua health checks from argocd-cm, run in a worker thread that stop() ends.
   const assessors = new HealthAssessors();

@@ -75,7 +75,7 @@ function sourceRules(prefix: string, multi: boolean): FieldRule[] {
     r(`${prefix}.helm.**`, 'other helm fields are refused by the renderer (source/helm.ts)'),
     ...KUSTOMIZE_HONOURED.map((f) => h(`${prefix}.kustomize.${f}`, 'kustomize edits (source/kustomize.ts)')),
     r(`${prefix}.kustomize.**`, 'other kustomize fields are refused by the renderer (source/kustomize.ts)'),
-    w(`${prefix}.plugin.**`, 'config management plugins are not run'),
+    h(`${prefix}.plugin.**`, 'config management plugins, through their argocd-cmp-server sidecars (source/cmp/)'),
     multi
       ? h(`${prefix}.ref`, 'a ref source for `$ref/...` value files, its revision resolved (controller/render.ts)')
       : w(`${prefix}.ref`, 'a ref has meaning only among spec.sources'),

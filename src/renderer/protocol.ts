@@ -152,7 +152,7 @@ export const ANSWER_CONTENT_TYPE = 'application/x-ndjson';
 
 export const RenderAnswerHeaderSchema = z.object({
   revision: AnsweredRevision,
-  sourceType: z.enum(['Directory', 'Kustomize', 'Helm']),
+  sourceType: z.enum(['Directory', 'Kustomize', 'Helm', 'Plugin']),
   /** The repositories a chart's dependencies were fetched from (the controller refreshes on their Secrets' changes). */
   dependencies: z.array(z.string()).optional(),
   objects: z.number().int().nonnegative(),

@@ -19,6 +19,8 @@ export interface RendererProcessOptions {
   token: { file: string } | { value: string };
   /** Folder with helm and kustomize (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
   toolsDir?: string | undefined;
+  /** Folder of cmp-server sockets of config management plugins (source/cmp/). Default: none. */
+  pluginSocketDir?: string | undefined;
   /** file:// and local paths as repoURL: for local demos and tests only. Default false. */
   allowLocalRepositories?: boolean;
   /** Renders at once (and worker threads). Default 4. */
@@ -76,6 +78,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     cacheDir: opts.cacheDir,
     ...(opts.toolsDir !== undefined ? { toolsDir: opts.toolsDir } : {}),
     ...(opts.env !== undefined ? { env: opts.env } : {}),
+    ...(opts.pluginSocketDir !== undefined ? { pluginSocketDir: opts.pluginSocketDir } : {}),
     limits: { renderTimeoutMs, maxRenderedBytes: MAX_RENDERED_BYTES, ...opts.limits },
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     submodules: opts.submodules ?? gitModulesEnabled(process.env),

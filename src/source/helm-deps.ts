@@ -124,7 +124,7 @@ export async function prepareDependencies(opts: {
     return undefined;
   }
   const hasChart = existsSync(path.join(appDir, 'Chart.yaml'));
-  if (!hasChart || type === 'Kustomize' || type === 'Directory') return undefined;
+  if (!hasChart || type === 'Kustomize' || type === 'Directory' || type === 'Plugin') return undefined;
   if (!type && KUSTOMIZATION_FILES.some((f) => existsSync(path.join(appDir, f)))) return undefined;
   const deps = dependenciesOf(await readYaml(path.join(appDir, 'Chart.yaml'), `${shownPath}/Chart.yaml`, opts.archive));
   const lock = new Map(

@@ -78,6 +78,8 @@ export interface SourceRendererOptions {
   };
   /** Extra `kustomize build` flags, like argocd-cm's kustomize.buildOptions. */
   kustomizeBuildOptions?: string[];
+  /** Folder of config management plugins' cmp-server sockets (source/cmp/). Default: none, every plugin source refused. */
+  pluginSocketDir?: string;
   /** Environment for git, helm and kustomize (default: this process's). */
   env?: NodeJS.ProcessEnv;
   /**
@@ -450,6 +452,7 @@ export class SourceRenderer {
           workRoot,
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
+          pluginSocketDir: this.#opts.pluginSocketDir,
           env: { ...(this.#opts.env ?? process.env) },
         },
         remainingMs,

@@ -24,6 +24,7 @@ import { explicitType, refuseUnsupported, type SourceType } from './spec.ts';
 import { findTool, type ToolLocations } from './tools.ts';
 import { chooseKustomize, enabledType, jsonnetDisabled } from './tool-choice.ts';
 import type { ToolSettings } from '../api/tool-settings.ts';
+import { discoverPlugin, pluginInput, renderPlugin } from './cmp/render.ts';
 
 export interface RenderLimits {
   /** Largest manifest file read from a Directory source. Default 32 MiB. */
@@ -89,6 +90,8 @@ export interface RenderEnvironment {
   env: NodeJS.ProcessEnv;
   /** Stops the tools of this render (its time limit ran out). */
   signal?: AbortSignal | undefined;
+  /** The folder of config management plugins' cmp-server sockets (source/cmp/); absent: none. */
+  pluginSocketDir?: string | undefined;
   /** Where a time limit lower than the renderer's is set (limits.renderTimeoutMs is then that one). */
   timeLimitSetBy?: string | undefined;
 }
@@ -195,7 +198,12 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
     maxFileBytes: env.limits.maxFileBytes,
     documents: documentLimits(env.limits),
   });
-  const sourceType = enabledType(explicitType(source) ?? discoverType(appDir, req.tools), req.tools);
+  const plugin = pluginInput(req, env, { root, appDir, source, shownPath }, documentLimits(env.limits));
+  const sourceType = enabledType(
+    explicitType(source) ?? ((await discoverPlugin(plugin)) ? 'Plugin' : discoverType(appDir, req.tools)),
+    req.tools,
+  );
+  if (sourceType === 'Plugin') return { sourceType, objects: await renderPlugin(plugin) };
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
     const objects = await readDirectory(root, appDir, {

@@ -19,7 +19,6 @@ import type { DocumentLimits } from './expand.ts';
 import { isJSONObject, mergePatch, PatchTooDeep, setOwn, type JSONObject } from './merge-patch.ts';
 import { parseFirstYAMLDocument } from './parse.ts';
 import { isInside, physicalRelative } from './paths.ts';
-import { isZero } from './spec.ts';
 
 export const REPO_SOURCE_FILE = '.argocd-source.yaml';
 /** Largest source parameter file read (what Image Updater writes is a few hundred bytes). */
@@ -175,14 +174,6 @@ function applyPatch(
     throw new SourceError('InvalidSource', `${prefix(shown)}${field}: ${issue?.message ?? 'invalid'}`);
   }
   const result = checked.data;
-  // A config management plugin is never run: set by the file, it is refused rather than leaving
-  // the render to discovery (spec.source.plugin itself is warned by the controller).
-  if (!isZero(result.plugin) && JSON.stringify(result.plugin) !== JSON.stringify(current.plugin)) {
-    throw new SourceError(
-      'InvalidSource',
-      `${prefix(shown)}plugin: config management plugins are not run by impersync`,
-    );
-  }
   return result;
 }
 

@@ -3,7 +3,7 @@
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 
-export type SourceType = 'Directory' | 'Kustomize' | 'Helm';
+export type SourceType = 'Directory' | 'Kustomize' | 'Helm' | 'Plugin';
 
 /** True for undefined, null, false, '', 0, and lists or objects made only of such values. */
 export function isZero(v: unknown): boolean {
@@ -19,6 +19,8 @@ export function explicitType(source: ApplicationSource): SourceType | undefined 
   if (!isZero(source.helm)) set.push('Helm');
   if (!isZero(source.kustomize)) set.push('Kustomize');
   if (!isZero(source.directory)) set.push('Directory');
+  // Argo CD tests the pointer, not its contents: `plugin: {}` asks for a plugin found by discovery.
+  if (source.plugin !== undefined && source.plugin !== null) set.push('Plugin');
   if (set.length > 1) {
     throw new SourceError('InvalidSource', `multiple application sources defined: ${set.join(',')}`);
   }

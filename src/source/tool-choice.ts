@@ -15,7 +15,7 @@ import type { SourceType } from './spec.ts';
 
 /** The type a source renders as: `found` unless argocd-cm turned it off. */
 export function enabledType(found: SourceType, tools: ToolSettings | undefined): SourceType {
-  if (found !== 'Directory' && tools?.disabled?.includes(found)) return 'Directory';
+  if (found !== 'Directory' && found !== 'Plugin' && tools?.disabled?.includes(found)) return 'Directory';
   return found;
 }
 

@@ -27,6 +27,12 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'SOURCE.path': p('test/source/render.test.ts'),
     'SOURCE.targetRevision': p('test/source/render.test.ts', 'test/source/charts.test.ts'),
     'SOURCE.chart': p('test/source/charts.test.ts'),
+    'SOURCE.plugin.**': p(
+      'test/source/cmp.test.ts',
+      'test/e2e/plugins-cmp.test.ts',
+      'test/e2e/plugins.test.ts',
+      'test/source/plugin-refusal.test.ts',
+    ),
     'SOURCE.directory.recurse': p('test/source/render.test.ts'),
     'SOURCE.directory.include': p('test/source/render.test.ts'),
     'SOURCE.directory.exclude': p('test/source/render.test.ts'),

@@ -194,6 +194,8 @@ export async function startFixture(
     rendererLogs?: boolean;
     /** How long a cluster Secret's credential plugin may run (the controller's default is 30 s). */
     execTimeoutMs?: number;
+    /** Further flags of the child renderer (the plugin tests' `--plugin-sockets`). */
+    rendererFlags?: readonly string[];
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -214,7 +216,12 @@ export async function startFixture(
       namespace: NS,
       logger,
       // The renderer's log lines too, when a test reads them (the repository tests look for secrets there).
-      childRenderer: { cacheDir, toolsDir: toolsDir(), ...(opts.rendererLogs ? { logger } : {}) },
+      childRenderer: {
+        cacheDir,
+        toolsDir: toolsDir(),
+        ...(opts.rendererLogs ? { logger } : {}),
+        ...(opts.rendererFlags ? { flags: opts.rendererFlags } : {}),
+      },
       waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
       events: [events],
       healthPort: 0,

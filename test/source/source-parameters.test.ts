@@ -270,10 +270,13 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     await assert.rejects(render({ path: 'flag-param' }), refused('InvalidSource', /release name/i));
   });
 
-  test('a plugin set by a file is refused, not rendered as a Directory', async () => {
+  test('a plugin set by a file makes the source a Plugin: refused when none is configured, not rendered as a Directory', async () => {
     await assert.rejects(
       render({ path: 'plugin' }),
-      refused('InvalidSource', inFile('plugin', /plugin: config management plugins are not run by impersync$/)),
+      refused(
+        'InvalidSource',
+        /^CMP processing failed for application "app": could not find cmp-server plugin with name "my-cmp" supporting the given repository/,
+      ),
     );
   });
 
