@@ -22,6 +22,7 @@ const CLIENT = "impersync's API clients have no such setting";
 const METRICS = "impersync's metrics have no such setting";
 const REDIS = 'impersync writes no Redis cache';
 const OTLP = 'impersync sends no traces';
+const CLUSTER_CACHE = 'impersync keeps no cluster cache: it watches only what Applications manage, as their identities';
 const HYDRATOR = 'the source hydrator is not implemented';
 
 export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
@@ -137,15 +138,11 @@ export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
   n('controller.k8s.tls.handshake.timeout', 'ARGOCD_K8S_TLS_HANDSHAKE_TIMEOUT', CLIENT),
   n('controller.k8s.tcp.idle.timeout', 'ARGOCD_K8S_TCP_IDLE_TIMEOUT', CLIENT),
   n('controller.grpc.enable.txt.service.config', 'GRPC_ENABLE_TXT_SERVICE_CONFIG', 'impersync makes no gRPC calls'),
-  n(
-    'controller.cluster.cache.batch.events.processing',
-    'ARGOCD_CLUSTER_CACHE_BATCH_EVENTS_PROCESSING',
-    'impersync keeps no cluster cache: it watches only what Applications manage, as their identities',
-  ),
+  n('controller.cluster.cache.batch.events.processing', 'ARGOCD_CLUSTER_CACHE_BATCH_EVENTS_PROCESSING', CLUSTER_CACHE),
   n(
     'controller.cluster.cache.events.processing.interval',
     'ARGOCD_CLUSTER_CACHE_EVENTS_PROCESSING_INTERVAL',
-    'impersync keeps no cluster cache: it watches only what Applications manage, as their identities',
+    CLUSTER_CACHE,
   ),
   n('controller.metrics.cache.expiration', 'ARGOCD_APPLICATION_CONTROLLER_METRICS_CACHE_EXPIRATION', METRICS),
   n('controller.metrics.application.labels', 'ARGOCD_APPLICATION_CONTROLLER_METRICS_APPLICATION_LABELS', METRICS),
