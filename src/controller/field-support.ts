@@ -277,7 +277,10 @@ export const COMPARE_OPTION_RULES: readonly FieldRule[] = [
   // Not exact: without IncludeMutationWebhook=true Argo CD leaves out what mutating webhooks change,
   // impersync keeps it in the prediction (docs/semantics.md, what is warned; the diff issue's).
   h('ServerSideDiff=true', 'impersync always diffs server-side, mutating webhooks included'),
-  w('ServerSideDiff=false', 'impersync always diffs server-side, with a dry-run apply'),
+  r(
+    'ServerSideDiff=false',
+    'Argo CD then diffs client-side, which impersync does not: the Application is refused at admission (controller/refused-fields.ts)',
+  ),
   h('IncludeMutationWebhook=true', "the dry-run apply's answer includes what mutating webhooks do"),
 ];
 

@@ -9,6 +9,21 @@ const HYDRATOR =
 const TAG_PREFIX =
   "is not supported: impersync resolves no semver constraint over a Git repository's tags, so it cannot pick the tag Argo CD would; nothing is synced";
 
+// Argo CD v3.6.1 (controller/state.go shouldUseServerSideDiff) then diffs client-side: gitops-engine's
+// three-way strategic-merge diff against last-applied-configuration, with the Kubernetes scheme's
+// defaulting functions run on both sides. impersync has neither the patch metadata nor the
+// defaulters, so it cannot predict what that diff calls Synced.
+const CLIENT_SIDE_DIFF =
+  "is not supported: Argo CD then compares client-side (a three-way strategic merge against kubectl's last-applied-configuration, with the Kubernetes scheme's defaults), which impersync does not do; it compares only by a server-side dry-run apply. Remove ServerSideDiff=false to compare as Argo CD does with ServerSideDiff=true; nothing is synced";
+
+const COMPARE_OPTIONS = 'argocd.argoproj.io/compare-options';
+
+/** An option in the Application's compare-options annotation (comma-separated, trimmed, as Argo CD). */
+function hasCompareOption(app: Application, option: string): boolean {
+  const raw = app.metadata.annotations?.[COMPARE_OPTIONS];
+  return typeof raw === 'string' && raw.split(',').some((v) => v.trim() === option);
+}
+
 function isSet(v: unknown): boolean {
   if (v === undefined || v === null || v === false || v === '') return false;
   if (Array.isArray(v)) return v.some(isSet);
@@ -19,6 +34,8 @@ function isSet(v: unknown): boolean {
 /** Each refused field the Application sets, as `<path>: <why>`, in spec order. */
 export function refusedApplicationFields(app: Application): string[] {
   const out: string[] = [];
+  if (hasCompareOption(app, 'ServerSideDiff=false'))
+    out.push(`metadata.annotations[${COMPARE_OPTIONS}] ServerSideDiff=false ${CLIENT_SIDE_DIFF}`);
   const spec = app.spec as Application['spec'] & { sourceHydrator?: unknown };
   if (isSet(spec.sourceHydrator)) out.push(`spec.sourceHydrator: ${HYDRATOR}`);
   const tagPrefix = (source: ApplicationSource | undefined, path: string): void => {

@@ -424,6 +424,20 @@ test('spec.sourceHydrator and a tagPrefix are refused with why; the same Applica
   assert.equal(admit(state(), tagged).admitted, true, 'an empty tagPrefix is none');
 });
 
+test('compare option ServerSideDiff=false is refused naming it and why; ServerSideDiff=true is admitted', () => {
+  const a = app() as unknown as { metadata: { annotations?: Record<string, string> } };
+  a.metadata.annotations = { 'argocd.argoproj.io/compare-options': 'IgnoreExtraneous, ServerSideDiff=false' };
+  const r = admit(state(), a);
+  assert.equal(r.admitted, false);
+  assert.equal(r.admitted ? '' : r.condition.type, 'InvalidSpecError');
+  assert.match(
+    r.admitted ? '' : r.condition.message,
+    /^metadata\.annotations\[argocd\.argoproj\.io\/compare-options\] ServerSideDiff=false is not supported: Argo CD then compares client-side .*; nothing is synced$/,
+  );
+  a.metadata.annotations = { 'argocd.argoproj.io/compare-options': 'ServerSideDiff=true,IncludeMutationWebhook=true' };
+  assert.equal(admit(state(), a).admitted, true);
+});
+
 test("a cluster Secret's config.proxyUrl refuses the Application before the cluster is reached, naming it", () => {
   const far = {
     name: 'far',
