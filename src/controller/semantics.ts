@@ -51,6 +51,7 @@ export class Semantics {
         ignoreAggregatedRoles: settings.ignoreAggregatedRoles,
         status: settings.ignoreResourceStatusField,
         jq: this.jq,
+        knownTypes: settings.knownTypeFields,
       },
       filter: { rules: settings.filter, cluster: cluster.server },
       appSyncOptions: app.spec.syncPolicy?.syncOptions ?? [],

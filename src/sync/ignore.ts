@@ -10,6 +10,8 @@ import type { KubeObject } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import { globMatch } from '../impersonation/glob.ts';
 import type { JqRunner } from './jq/runner.ts';
+import type { KnownTypeField } from './known-types.ts';
+import { normalizeKnownTypes } from './known-types.ts';
 import { fieldSetsOf, ownedValues, withoutFieldsOf } from './managed-fields.ts';
 
 export interface IgnoreRule {
@@ -30,6 +32,8 @@ export interface DiffRules {
   ignoreAggregatedRoles: boolean;
   /** Runs jqPathExpressions; without one they are reported as errors (never silently skipped). */
   jq?: JqRunner | undefined;
+  /** argocd-cm knownTypeFields: applied after the ignored fields are removed, as Argo CD does. */
+  knownTypes?: readonly KnownTypeField[] | undefined;
 }
 
 export const NO_DIFF_RULES: DiffRules = { rules: [], ignoreAggregatedRoles: false };
@@ -180,6 +184,14 @@ export async function normalizeIgnored(
     }
     if (rule.managedFieldsManagers.length) pair = withoutFieldsOf(pair, live, rule.managedFieldsManagers);
   }
+  if (diff.knownTypes?.length)
+    pair = pair.map((o) => {
+      if (!o) return o;
+      const n = normalizeKnownTypes(diff.knownTypes ?? [], o);
+      // Argo CD logs it ("Failed to normalize ...") and compares what the normalizer left.
+      if (n.error) errors.push(`known type fields of ${o.kind} ${o.metadata.name}: ${n.error}`);
+      return n.object;
+    });
   return { live: pair[0] ?? null, predicted: pair[1] ?? null, errors: [...new Set(errors)] };
 }
 

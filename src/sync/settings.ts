@@ -10,6 +10,8 @@ import { overrideKey } from './health/customizations.ts';
 import type { FilteredResource, ResourceFilter } from './filter.ts';
 import { INSTALL_DEFAULT_EXCLUSIONS } from './filter.ts';
 import type { IgnoreRule } from './ignore.ts';
+import type { KnownTypeField } from './known-types.ts';
+import { knownTypeFieldsOf } from './known-types.ts';
 import type { TrackingConfig, TrackingMethod } from './tracking.ts';
 import { DEFAULT_INSTANCE_LABEL_KEY } from './tracking.ts';
 
@@ -35,6 +37,8 @@ export interface SyncSettings {
   ignoreAggregatedRoles: boolean;
   ignoreResourceStatusField: StatusRule;
   ignoreDifferencesOnResourceUpdates: boolean;
+  /** resource.customizations knownTypeFields, with Argo CD's default for Argo Rollouts. */
+  knownTypeFields: KnownTypeField[];
   filter: ResourceFilter;
   errors: string[];
 }
@@ -106,6 +110,63 @@ function readOverrides(
   return [...byKey.values()];
 }
 
+/** A knownTypeFields value (a list of {field, type}) for the override `key`. */
+function knownFieldsOf(key: string, value: unknown): KnownTypeField[] | Error {
+  if (value === null || value === undefined) return [];
+  if (!Array.isArray(value)) return new Error(`${key}: expected a list of {field, type}`);
+  const parts = key.split('/');
+  if (parts.length > 2) return new Error(`override key must be <group>/<kind> or <kind>, got: '${key}' `);
+  const group = parts.length === 2 ? (parts[0] ?? '') : '';
+  const kind = parts.length === 2 ? (parts[1] ?? '') : (parts[0] ?? '');
+  return value.map((f: Record<string, unknown> | null) => ({
+    group,
+    kind,
+    field: typeof f?.['field'] === 'string' ? f['field'] : '',
+    type: typeof f?.['type'] === 'string' ? f['type'] : '',
+  }));
+}
+
+/** knownTypeFields by override key: the resource.customizations map first, then each own key. */
+function readKnownTypeFields(data: Record<string, string>, errors: string[]): KnownTypeField[] {
+  const byKey = new Map<string, KnownTypeField[]>();
+  const add = (key: string, value: unknown, where: string) => {
+    const r = knownFieldsOf(key, value);
+    if (r instanceof Error) errors.push(`argocd-cm ${where}: ${r.message}`);
+    else byKey.set(key, r);
+  };
+  const blob = data[CUSTOMIZATIONS_KEY];
+  if (blob) {
+    try {
+      const map = yamlOf(blob);
+      if (map && typeof map === 'object')
+        for (const [key, o] of Object.entries(map as Record<string, unknown>)) {
+          // The map form holds the list itself (rawResourceOverride's KnownTypeFields), not a string.
+          const field = (o as Record<string, unknown> | null)?.['knownTypeFields'];
+          if (field !== undefined) add(key, field, `${CUSTOMIZATIONS_KEY} ${key}.knownTypeFields`);
+        }
+    } catch {
+      /* named by readOverrides */
+    }
+  }
+  const prefix = `${CUSTOMIZATIONS_KEY}.knownTypeFields.`;
+  for (const [k, v] of Object.entries(data)) {
+    if (!k.startsWith(prefix)) continue;
+    const key = overrideKey(k.slice(prefix.length));
+    if (key instanceof Error) {
+      errors.push(`argocd-cm ${k}: ${key.message}`);
+      continue;
+    }
+    try {
+      add(key, yamlOf(v), k);
+    } catch (err) {
+      errors.push(`argocd-cm ${k}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  const { fields, errors: unknown } = knownTypeFieldsOf([...byKey.values()].flat());
+  errors.push(...unknown.map((e) => `argocd-cm ${e}`));
+  return fields;
+}
+
 function readFilter(data: Record<string, string>, key: string, errors: string[]): FilteredResource[] | undefined {
   const text = data[key];
   if (text === undefined) return undefined;
@@ -151,6 +212,7 @@ export function readSyncSettings(data: Record<string, string> | undefined): Sync
     ignoreAggregatedRoles: false,
     ignoreResourceStatusField: 'all',
     ignoreDifferencesOnResourceUpdates: true,
+    knownTypeFields: readKnownTypeFields(d, errors),
     filter: {
       exclusions: readFilter(d, EXCLUSIONS_KEY, errors) ?? INSTALL_DEFAULT_EXCLUSIONS,
       inclusions: readFilter(d, INCLUSIONS_KEY, errors) ?? [],
