@@ -170,7 +170,10 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   h('resource.exclusions', 'sync/filter.ts'),
   h('resource.inclusions', 'sync/filter.ts'),
   h('kustomize.buildOptions', 'source/kustomize-options.ts'),
-  w('resource.customizations.knownTypeFields.<group_kind>', 'known type fields are not normalized'),
+  h(
+    'resource.customizations.knownTypeFields.<group_kind>',
+    'both sides of the comparison read through the Kubernetes type named, and Argo Rollouts\u2019 pod template as a PodSpec (sync/known-types.ts)',
+  ),
   e('resource.customizations.actions.<group_kind>', "resource actions run from Argo CD's UI and CLI"),
   w('timeout.reconciliation.jitter', 'the refresh jitter is fixed'),
   w('timeout.hard.reconciliation', 'there is no periodic hard refresh'),
