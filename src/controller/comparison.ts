@@ -194,7 +194,15 @@ export async function compareApplication(
         applications: d.cache.apps.list(),
         controllerNamespace: d.cache.namespace,
       });
-  if (orphaned) warnings.push(orphaned);
+  // resource.respectRBAC: a kind the identity may not list (unset), or a value Argo CD does not
+  // know, fails the live state as Argo CD's cluster cache fails; the Application is not synced.
+  const liveStateErrors: string[] = [];
+  if (semantics.settings.respectRBACError)
+    liveStateErrors.push(
+      `Failed to load live state: failed to get cluster info for "${ctx.cluster.server}": error getting cluster: ${semantics.settings.respectRBACError}`,
+    );
+  if (orphaned?.type === CONDITION.ComparisonError) liveStateErrors.push(orphaned.message);
+  else if (orphaned) warnings.push(orphaned);
   for (const [type, messages] of [
     [CONDITION.SharedResourceWarning, cmp.shared],
     [CONDITION.RepeatedResourceWarning, cmp.warnings],
@@ -203,7 +211,8 @@ export async function compareApplication(
     for (const message of messages) warnings.push({ type, message });
   // A changed managedNamespaceMetadata is OutOfSync until synced (Argo CD's HasChangedManagedNamespaceMetadata).
   const nsChanged = namespaceMetadataChanged(app, prev);
-  const syncStatus = cmp.errors.length > 0 ? 'Unknown' : nsChanged ? 'OutOfSync' : cmp.syncStatus;
+  const syncStatus =
+    cmp.errors.length > 0 || liveStateErrors.length > 0 ? 'Unknown' : nsChanged ? 'OutOfSync' : cmp.syncStatus;
   const resources = cmp.resources.map(resourceStatusOf);
   const status = finish(
     {
@@ -218,13 +227,13 @@ export async function compareApplication(
       ...(rendered.multiSource ? { sourceTypes: rendered.sourceTypes } : { sourceType: rendered.sourceTypes[0] ?? '' }),
     },
     // A failed health check is a ComparisonError too, but leaves the sync status alone (Argo CD).
-    [...violations, ...errors, ...(cmp.healthError ? [cmp.healthError] : [])],
+    [...violations, ...errors, ...liveStateErrors, ...(cmp.healthError ? [cmp.healthError] : [])],
   );
   const result: ReconcileResult = {};
   // The next refresh comes when a sync window opens or closes, if that is sooner than the periodic one.
   if (windows.nextChange) result.requeueAfterMs = Math.max(1000, windows.nextChange.getTime() - clock.getTime() + 1000);
   // No automated sync of an Application being deleted: its finalizer is removing the resources.
-  if (violations.length > 0 || cmp.errors.length > 0 || app.metadata.deletionTimestamp)
+  if (violations.length > 0 || cmp.errors.length > 0 || liveStateErrors.length > 0 || app.metadata.deletionTimestamp)
     return { status, result, missingRights, finalizers };
   if (!automatedSyncAllowed(ctx.project, app, clock)) {
     if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) log.info('Sync prevented by sync window');

@@ -196,7 +196,10 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   // Argo CD copies these node labels into the resource tree its UI shows; no sync or diff reads them.
   w('application.allowedNodeLabels', 'node labels are not read (the resource tree of the UI)'),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),
-  w('resource.respectRBAC', 'the identity\u2019s own RBAC decides what it may read'),
+  h(
+    'resource.respectRBAC',
+    'with the identity as the reader: unset, a kind it may not list fails the live state; normal and strict leave it out; another value fails (sync/orphans.ts, controller/comparison.ts)',
+  ),
   // Read only by Argo CD's API server (server/application/application.go), when a user asks it to sync.
   e('application.sync.requireOverridePrivilegeForRevisionSync', "Argo CD's API server RBAC"),
   ...[

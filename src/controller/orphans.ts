@@ -38,7 +38,14 @@ export async function orphanedCondition(
     appExists: (name) => instances.has(name),
     tracking: input.semantics.tracking,
     filter: input.semantics.filter,
+    respectRBAC: input.semantics.settings.respectRBAC,
   });
+  // Argo CD's cluster cache failed to sync: the live state did not load (controller/state.go).
+  if (report.error)
+    return {
+      type: CONDITION.ComparisonError,
+      message: `Failed to load live state: failed to get cluster info for "${input.semantics.filter.cluster}": error synchronizing cache state : ${report.error}`,
+    };
   if (report.orphans.length === 0) return undefined;
   return { type: CONDITION.OrphanedResourceWarning, message: orphanedMessage(report.orphans.length) };
 }

@@ -6,7 +6,11 @@
 // and not tracked by an Application that exists; each one with its descendants by ownerReferences
 // (those tracked by an existing Application, and their subtrees, left out). impersync has no
 // cluster cache, so it lists every namespaced kind it may list and watch in that namespace, as the
-// Application's identity, and counts the same way. Kinds the identity may not list are not counted.
+// Application's identity, and counts the same way. A kind the identity may not list is what
+// argocd-cm `resource.respectRBAC` decides, read with the identity in the place of Argo CD's
+// controller (gitops-engine pkg/cache/cluster.go): unset, the live state fails to load, naming the
+// kind; `normal`, the kind is left out; `strict`, left out when a SelfSubjectAccessReview for `list`
+// (of the resource name alone, as Argo CD asks it) is denied, and failing when it is allowed.
 import type { KubeObject } from '../api/index.ts';
 import type { OrphanedResources } from '../api/appproject.ts';
 import { groupOf } from '../api/manifest.ts';
@@ -29,13 +33,19 @@ export interface OrphanOptions {
   appExists: (instanceName: string) => boolean;
   tracking: TrackingConfig;
   filter: { rules: ResourceFilter; cluster: string };
+  /** argocd-cm resource.respectRBAC: unset (`disabled`), `normal` or `strict`. */
+  respectRBAC?: RespectRBAC | undefined;
 }
+
+export type RespectRBAC = 'disabled' | 'normal' | 'strict';
 
 export interface OrphanReport {
   /** `Kind/name` of each orphaned object, sorted. */
   orphans: string[];
   /** Collections that could not be listed (counted as having none). */
   skipped: string[];
+  /** Why the live state could not be loaded (a kind the identity may not list, respectRBAC unset). */
+  error?: string;
 }
 
 interface Collection {
@@ -43,6 +53,7 @@ interface Collection {
   apiVersion: string;
   group: string;
   kind: string;
+  resource: string;
 }
 
 interface ApiResource {
@@ -103,7 +114,13 @@ async function namespacedCollections(client: DestinationClient, namespace: strin
       // Subresources are not objects; Argo CD caches only what it can list and watch.
       if (!r.namespaced || r.name.includes('/') || !r.verbs?.includes('list') || !r.verbs.includes('watch')) continue;
       const base = gv === 'v1' ? '/api/v1' : `/apis/${gv}`;
-      out.push({ path: `${base}/namespaces/${ns}/${r.name}`, apiVersion: gv, group: groupOf(gv), kind: r.kind });
+      out.push({
+        path: `${base}/namespaces/${ns}/${r.name}`,
+        apiVersion: gv,
+        group: groupOf(gv),
+        kind: r.kind,
+        resource: r.name,
+      });
     }
   });
   return out;
@@ -116,6 +133,8 @@ export async function findOrphans(client: DestinationClient, opts: OrphanOptions
     (c) => !isExcludedResource(opts.filter.rules, c.group, c.kind, opts.filter.cluster),
   );
   const listed: Array<{ group: string; object: KubeObject }> = [];
+  const mode = opts.respectRBAC ?? 'disabled';
+  const failures: Array<{ c: Collection; message: string }> = [];
   // A few lists at a time: one namespace has a few dozen kinds.
   for (let i = 0; i < collections.length; i += 4) {
     const batch = collections.slice(i, i + 4);
@@ -126,11 +145,40 @@ export async function findOrphans(client: DestinationClient, opts: OrphanOptions
       const c = batch[j] as Collection;
       if (!answer.ok) {
         skipped.push(c.path);
+        const restricted = answer.error.code === 401 || answer.error.code === 403;
+        if (restricted && mode !== 'normal') failures.push({ c, message: answer.error.message });
         return;
       }
       for (const item of answer.value.items ?? [])
         listed.push({ group: c.group, object: { ...item, apiVersion: c.apiVersion, kind: c.kind } });
     });
+  }
+  // Argo CD's GroupKind.String(): Kind.group, or Kind for the core group.
+  const gk = (c: Collection) => (c.group ? `${c.kind}.${c.group}` : c.kind);
+  for (const { c, message } of failures) {
+    const loadError = `failed to load initial state of resource ${gk(c)}: ${message}`;
+    if (mode === 'strict') {
+      // Left out unless the review allows what the list was refused (then kept, and failing).
+      const review = await client.request<{ status?: { allowed?: boolean } }>({
+        method: 'POST',
+        path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { namespace: opts.namespace, verb: 'list', resource: c.resource } },
+        },
+      });
+      if (review.ok && review.value.status?.allowed !== true) continue;
+      if (!review.ok) {
+        const why = `failed to create self subject access review: ${review.error.message}`;
+        return {
+          orphans: [],
+          skipped,
+          error: `failed to sync cluster ${opts.filter.cluster}: failed to check permissions for resource ${gk(c)}: ${why}, original error=${message}`,
+        };
+      }
+    }
+    return { orphans: [], skipped, error: `failed to sync cluster ${opts.filter.cluster}: ${loadError}` };
   }
   const byOwner = new Map<string, Array<{ group: string; object: KubeObject }>>();
   for (const entry of listed)

@@ -23,6 +23,7 @@ export const EXCLUSIONS_KEY = 'resource.exclusions';
 export const INCLUSIONS_KEY = 'resource.inclusions';
 export const IGNORE_RESOURCE_UPDATES_ENABLED_KEY = 'resource.ignoreResourceUpdatesEnabled';
 const CUSTOMIZATIONS_KEY = 'resource.customizations';
+export const RESPECT_RBAC_KEY = 'resource.respectRBAC';
 
 /** resource.compareoptions ignoreResourceStatusField: whose status is left out of the comparison. */
 export type StatusRule = 'all' | 'crd' | 'none';
@@ -39,6 +40,9 @@ export interface SyncSettings {
   ignoreDifferencesOnResourceUpdates: boolean;
   /** resource.customizations knownTypeFields, with Argo CD's default for Argo Rollouts. */
   knownTypeFields: KnownTypeField[];
+  /** resource.respectRBAC: unset is `disabled`; another value is an error (Argo CD's cache fails). */
+  respectRBAC: 'disabled' | 'normal' | 'strict';
+  respectRBACError?: string;
   filter: ResourceFilter;
   errors: string[];
 }
@@ -213,12 +217,18 @@ export function readSyncSettings(data: Record<string, string> | undefined): Sync
     ignoreResourceStatusField: 'all',
     ignoreDifferencesOnResourceUpdates: true,
     knownTypeFields: readKnownTypeFields(d, errors),
+    respectRBAC: 'disabled',
     filter: {
       exclusions: readFilter(d, EXCLUSIONS_KEY, errors) ?? INSTALL_DEFAULT_EXCLUSIONS,
       inclusions: readFilter(d, INCLUSIONS_KEY, errors) ?? [],
     },
     errors,
   };
+  // Argo CD's RespectRBAC(): '' is unset; a value other than normal and strict is an error.
+  const rbac = d[RESPECT_RBAC_KEY];
+  if (rbac === 'normal' || rbac === 'strict') settings.respectRBAC = rbac;
+  else if (rbac !== undefined && rbac !== '')
+    settings.respectRBACError = `error getting value for ${RESPECT_RBAC_KEY}: invalid value for ${RESPECT_RBAC_KEY}: ${rbac}`;
   const enabled = d[IGNORE_RESOURCE_UPDATES_ENABLED_KEY];
   if (enabled !== undefined && enabled !== '') {
     const b = parseBool(enabled);

@@ -115,6 +115,7 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'resource.customizations': p('test/sync/settings.test.ts', 'test/sync/health-customizations.test.ts'),
     'resource.customizations.health.<group_kind>': p('test/sync/health-customizations.test.ts'),
     'resource.customizations.useOpenLibs.<group_kind>': p('test/sync/health-customizations.test.ts'),
+    'resource.respectRBAC': p('test/e2e/semantics-respect-rbac.test.ts', 'test/sync/orphans.test.ts'),
     'resource.customizations.knownTypeFields.<group_kind>': p(
       'test/e2e/semantics-known-types.test.ts',
       'test/sync/known-types.test.ts',

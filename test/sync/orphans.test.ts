@@ -9,8 +9,12 @@ import { findOrphans, isKnownOrphanExclusion, orphanedMessage } from '../../src/
 
 const item = (name: string, extra: Record<string, unknown> = {}) => ({ metadata: { name, uid: name, ...extra } });
 
-function client(lists: Record<string, unknown[] | number>): { client: DestinationClient; paths: string[] } {
+function client(
+  lists: Record<string, unknown[] | number>,
+  review?: { allowed: boolean },
+): { client: DestinationClient; paths: string[]; reviews: unknown[] } {
   const paths: string[] = [];
+  const reviews: unknown[] = [];
   const answers: Record<string, unknown> = {
     '/apis': { groups: [{ preferredVersion: { groupVersion: 'apps/v1' } }] },
     '/api/v1': {
@@ -33,6 +37,10 @@ function client(lists: Record<string, unknown[] | number>): { client: Destinatio
   const fake = {
     request: async (req: RawRequest) => {
       paths.push(req.path);
+      if (req.path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') {
+        reviews.push(req.body);
+        return { ok: true, value: { status: review }, warnings: [] };
+      }
       const list = Object.entries(lists).find(([suffix]) => req.path.endsWith(`/namespaces/team/${suffix}`))?.[1];
       if (typeof list === 'number')
         return { ok: false, error: { code: list, reason: 'Forbidden', message: 'forbidden' } };
@@ -41,7 +49,7 @@ function client(lists: Record<string, unknown[] | number>): { client: Destinatio
       return { ok: true, value: { items: [] }, warnings: [] };
     },
   } as unknown as DestinationClient;
-  return { client: fake, paths };
+  return { client: fake, paths, reviews };
 }
 
 const base = {
@@ -85,7 +93,7 @@ test('top-level objects not the Application’s nor an existing one’s, each wi
     events: [item('noise')],
     secrets: 403,
   });
-  const report = await findOrphans(c, base);
+  const report = await findOrphans(c, { ...base, respectRBAC: 'normal' });
   assert.deepEqual(report.orphans, ['ConfigMap/ghosted', 'ConfigMap/stray', 'Deployment/web', 'ReplicaSet/web-1']);
   assert.deepEqual(report.skipped, ['/api/v1/namespaces/team/secrets']);
   assert.ok(!paths.some((p) => p.endsWith('/events')), 'Events are excluded (core exclusions): not listed');
@@ -97,4 +105,33 @@ test('what the project does not permit is not counted', async () => {
   const { client: c } = client({ deployments: [item('web')], configmaps: [item('stray')] });
   const report = await findOrphans(c, { ...base, permitted: (group) => group !== 'apps' });
   assert.deepEqual(report.orphans, ['ConfigMap/stray']);
+});
+
+test('resource.respectRBAC: unset, a kind the identity may not list fails as Argo CD’s cache; strict asks a review', async () => {
+  const lists = { configmaps: [item('stray')], secrets: 403 };
+  const unset = await findOrphans(client(lists).client, base);
+  assert.equal(
+    unset.error,
+    'failed to sync cluster https://kubernetes.default.svc: failed to load initial state of resource Secret: forbidden',
+  );
+  assert.deepEqual(unset.orphans, []);
+  const normal = await findOrphans(client(lists).client, { ...base, respectRBAC: 'normal' });
+  assert.equal(normal.error, undefined);
+  assert.deepEqual(normal.orphans, ['ConfigMap/stray']);
+  // strict: the review denies it, the kind is left out; it allows it, the kind is kept and fails.
+  const denied = client(lists, { allowed: false });
+  const strict = await findOrphans(denied.client, { ...base, respectRBAC: 'strict' });
+  assert.deepEqual([strict.error, strict.orphans], [undefined, ['ConfigMap/stray']]);
+  assert.deepEqual(denied.reviews, [
+    {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { namespace: 'team', verb: 'list', resource: 'secrets' } },
+    },
+  ]);
+  const allowed = await findOrphans(client(lists, { allowed: true }).client, { ...base, respectRBAC: 'strict' });
+  assert.match(allowed.error ?? '', /failed to load initial state of resource Secret: forbidden$/);
+  // Not a refusal: not respectRBAC's to decide, left out as before.
+  const broken = await findOrphans(client({ configmaps: [item('stray')], secrets: 500 }).client, base);
+  assert.deepEqual([broken.error, broken.orphans], [undefined, ['ConfigMap/stray']]);
 });
