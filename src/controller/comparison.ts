@@ -193,6 +193,15 @@ export async function compareApplication(
         semantics,
         applications: d.cache.apps.list(),
         controllerNamespace: d.cache.namespace,
+        onCount: (n) =>
+          d.metrics?.argocd.orphanedResources.set(
+            {
+              namespace: app.metadata.namespace ?? '',
+              name: app.metadata.name,
+              project: app.spec.project || 'default',
+            },
+            n,
+          ),
       });
   if (orphaned) warnings.push(orphaned);
   for (const [type, messages] of [
