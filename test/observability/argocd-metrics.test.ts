@@ -334,3 +334,24 @@ test("the renderer's git metrics: counted when a request starts, timed when it e
   ].map((x) => x[1]);
   assert.deepEqual(buckets, ['0.1', '0.25', '0.5', '1', '2', '4', '10', '20', '+Inf']);
 });
+
+test('impersync renderer --metrics-listen must be host:port', async () => {
+  const { main } = await import('../../src/cli/renderer.ts');
+  const written: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    written.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    for (const bad of ['8084', 'unix:/tmp/x', 'host:port', '0.0.0.0:8084; rm -rf /'])
+      assert.equal(await main(['--listen=127.0.0.1:0', '--token-stdin', `--metrics-listen=${bad}`]), 2, bad);
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.ok(
+    written.every((w) => w.includes('--metrics-listen must be host:port')),
+    written.join(''),
+  );
+  assert.equal(written.length, 4);
+});
