@@ -121,6 +121,10 @@ export function wireArgoCDMetrics(opts: {
     clusterLabels: params.metrics.clusterLabels,
     warn: opts.warn,
   });
+  cache.apps.on((e) => {
+    if (e.type !== 'DELETED') return;
+    void metrics.argocd.forgetApp(e.object.metadata.namespace ?? '', e.object.metadata.name);
+  });
   if (params.metrics.cacheExpirationMs <= 0) return () => undefined;
   const timer = setInterval(() => metrics.argocd.expire(), params.metrics.cacheExpirationMs);
   timer.unref();

@@ -45,6 +45,11 @@ export interface ArgoCDMetrics {
   hostname: string;
   /** Clears what Argo CD clears when controller.metrics.cache.expiration passes. */
   expire(): void;
+  /**
+   * Drops a deleted Application's series (Argo CD keeps them until the expiration): Applications
+   * come and go with tenants, and their names must not grow the controller's memory without end.
+   */
+  forgetApp(namespace: string, name: string): Promise<void>;
 }
 
 /** Argo CD's names of its two application queues (controller/appcontroller.go). */
@@ -218,6 +223,14 @@ function createArgoCDMetrics(registers: Registry[]): ArgoCDMetrics {
       m.redisRequests.reset();
       m.reconcile.reset();
       m.redisRequestDuration.reset();
+    },
+    forgetApp: async (namespace, name) => {
+      for (const metric of [m.appSync, m.appSyncDuration, m.appK8sRequests, m.orphanedResources] as const) {
+        const { values } = await (metric as Counter<AppLabel> | Gauge<AppLabel>).get();
+        for (const v of values)
+          if (v.labels['namespace'] === namespace && v.labels['name'] === name)
+            (metric as Counter<string>).remove(v.labels as Record<string, string>);
+      }
     },
   };
 }

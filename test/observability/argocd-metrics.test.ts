@@ -355,3 +355,26 @@ test('impersync renderer --metrics-listen must be host:port', async () => {
   );
   assert.equal(written.length, 4);
 });
+
+test("a deleted Application's series go; another Application's stay", async () => {
+  const m = createMetrics();
+  for (const name of ['gone', 'kept']) {
+    const app = { namespace: 'argocd', name, project: 'p' };
+    m.argocd.appSync.inc({ ...app, dest_server: 's', phase: 'Succeeded', dry_run: 'false' });
+    m.argocd.appSyncDuration.inc({ ...app, dest_server: 's' }, 1);
+    m.argocd.orphanedResources.set(app, 0);
+    m.argocd.appK8sRequests.inc({
+      ...app,
+      server: 's',
+      response_code: '200',
+      verb: 'Get',
+      resource_kind: 'pods',
+      resource_namespace: 'x',
+      dry_run: 'false',
+    });
+  }
+  await m.argocd.forgetApp('argocd', 'gone');
+  const text = await m.registry.metrics();
+  assert.ok(!text.includes('name="gone"'), text);
+  assert.equal(text.match(/name="kept"/g)?.length, 4);
+});
