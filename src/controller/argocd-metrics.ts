@@ -3,7 +3,7 @@
 // it talks to and its live-object watches there (argocd_cluster_*), and, per request made while a
 // work queue handles an Application, argocd_app_k8s_request_total. The counters of syncs and the
 // reconcile histogram are fed where they happen (operation.ts, manager.ts) through the helpers below.
-import { parseClusterSecret, type Application } from '../api/index.ts';
+import { parseClusterSecret, type Application, type Cluster } from '../api/index.ts';
 import { resolveDestination } from '../impersonation/destination.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import { currentPurpose, describeRequest, type RequestPurpose } from '../kube/request-context.ts';
@@ -14,8 +14,12 @@ import type { ControllerCache } from './cache.ts';
 import type { ControllerParams } from './cmd-params.ts';
 
 /** The server an Application's destination resolves to now, '' when it does not (Argo CD's dest_server). */
-export function destServerOf(cache: ControllerCache, raw: Record<string, unknown>): string {
-  const r = resolveDestination(raw as unknown as Pick<Application, 'spec'>, cache.clusters().clusters);
+export function destServerOf(
+  cache: ControllerCache,
+  raw: Record<string, unknown>,
+  clusters: readonly Cluster[] = cache.clusters().clusters,
+): string {
+  const r = resolveDestination(raw as unknown as Pick<Application, 'spec'>, clusters);
   return r.ok ? r.cluster.server : '';
 }
 
@@ -86,9 +90,11 @@ export function wireArgoCDMetrics(opts: {
     registry.removeSingleMetric(name);
   registerAppCollectors(registry, {
     apps: function* () {
+      // The cluster Secrets parsed once per scrape, not once per Application.
+      const clusters = cache.clusters().clusters;
       for (const key of cache.appKeys()) {
         const raw = cache.app(key) as Record<string, unknown> | undefined;
-        if (raw) yield { raw, destServer: destServerOf(cache, raw) };
+        if (raw) yield { raw, destServer: destServerOf(cache, raw, clusters) };
       }
     },
     appLabels: params.metrics.applicationLabels,
