@@ -30,13 +30,14 @@ const exported = {
   'scripts/tool-binaries': 'IMPERSYNC_TOOLS_DIR',
   'scripts/registry-binary': 'IMPERSYNC_REGISTRY_DIR',
   'scripts/health-scripts': 'IMPERSYNC_HEALTH_SCRIPTS_DIR',
+  'scripts/argocd-dashboard': 'IMPERSYNC_ARGOCD_DASHBOARD',
   'scripts/argocd-binaries': 'IMPERSYNC_ARGOCD_DIR',
 };
 const chains = [
   ['scripts/control-plane-binaries', 'scripts/kwok-binary'],
   ['scripts/tool-binaries'],
   ['scripts/registry-binary'],
-  ['scripts/health-scripts'],
+  ['scripts/health-scripts', 'scripts/argocd-dashboard'],
   ['scripts/argocd-binaries'],
 ];
 const parallel = availableParallelism() >= 4;

@@ -24,6 +24,8 @@ credential and must be given none: in the install it is its own Deployment witho
 token; \`impersync run\` without --renderer starts one as a child process.
 
   --listen ADDR               host:port (e.g. 0.0.0.0:8081) or unix:/path/to/socket
+  --metrics-listen ADDR       host:port of /metrics and /healthz, without the token (e.g. 0.0.0.0:8084,
+                              the port of Argo CD's repo-server metrics); default: not served
   --token-file FILE           the bearer token requests must carry, read again when the file changes
                               (a mounted Secret); until it exists the renderer is not ready
   --token-stdin               read the token from the first line of standard input, and exit when
@@ -53,6 +55,7 @@ token; \`impersync run\` without --renderer starts one as a child process.
 export async function main(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, {
     listen: { type: 'string' },
+    'metrics-listen': { type: 'string' },
     'token-file': { type: 'string' },
     'token-stdin': { type: 'boolean' },
     'cache-dir': { type: 'string' },
@@ -86,6 +89,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const listen = stringFlag(v, 'listen', '');
   if (listen === '') return fail('--listen is required (host:port or unix:/path)');
+  const metricsListen = stringFlag(v, 'metrics-listen', '');
+  if (metricsListen !== '' && !/^(\[[^\]]*\]|[^:]*):\d{1,5}$/.test(metricsListen))
+    return fail(`--metrics-listen must be host:port, not '${metricsListen}'`);
   const level = stringFlag(v, 'log-level', 'info');
   if (!isLogLevel(level)) return fail(`--log-level must be one of trace, debug, info, warn, error, not '${level}'`);
   const tokenFile = stringFlag(v, 'token-file', '');
@@ -174,9 +180,12 @@ export async function main(argv: string[]): Promise<number> {
     logger,
     allowLocalRepositories: v['allow-local-repositories'] === true,
     ...(toolsDir !== '' ? { toolsDir } : {}),
+    ...(metricsListen !== '' ? { metricsListen } : {}),
     pluginSocketDir,
   });
-  process.stdout.write(`${JSON.stringify({ listening: running.server.address })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ listening: running.server.address, ...(running.metricsAddress ? { metrics: running.metricsAddress } : {}) })}\n`,
+  );
   logger.info({ listen: running.server.address, cacheDir }, 'renderer listening');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

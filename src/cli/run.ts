@@ -23,7 +23,7 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
                     [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
                     [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
-                    [--allow-local-repositories]
+                    [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT]
 
 Runs the controller: watches Applications, AppProjects, argocd-cm and cluster Secrets in NS and
 syncs each Application as the ServiceAccount its AppProject assigns (destinationServiceAccounts).
@@ -48,6 +48,8 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --renderer-token-file FILE     the renderer's token from a file instead
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
+  --renderer-metrics-listen ADDR the child renderer serves its /metrics (Argo CD's git request
+                                 metrics) on this host:port (default: not served; docs/metrics.md)
 
 argocd-cmd-params-cm in NS is read at start, as Argo CD's application controller reads it (through
 its environment: ARGOCD_APPLICATION_NAMESPACES, ARGOCD_SYNC_WAVE_DELAY, ARGOCD_APPLICATION_CONTROLLER_*
@@ -103,6 +105,7 @@ export async function main(argv: string[]): Promise<number> {
     'renderer-token-secret': { type: 'string' },
     'renderer-token-file': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
+    'renderer-metrics-listen': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -164,11 +167,25 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const cacheDir = process.env['IMPERSYNC_CACHE_DIR'];
+  const rendererMetrics = stringFlag(v, 'renderer-metrics-listen', '');
+  if (rendererMetrics !== '' && (renderer || !/^(\[[^\]]*\]|[^:]*):\d{1,5}$/.test(rendererMetrics))) {
+    process.stderr.write(
+      `impersync run: --renderer-metrics-listen ${renderer ? 'is for the child renderer: give the renderer --metrics-listen' : `must be host:port, not '${rendererMetrics}'`}\n`,
+    );
+    return 2;
+  }
   // Each controller start (a new leader term too) gets its own renderer client, or starts its own child.
   const rendering = () =>
     renderer
       ? { renderer: renderer() }
-      : { childRenderer: { cacheDir, allowLocalRepositories: v['allow-local-repositories'] === true, logger } };
+      : {
+          childRenderer: {
+            cacheDir,
+            allowLocalRepositories: v['allow-local-repositories'] === true,
+            logger,
+            ...(rendererMetrics !== '' ? { flags: [`--metrics-listen=${rendererMetrics}`] } : {}),
+          },
+        };
   let controller: RunningController | undefined;
   let starting: Promise<void> | undefined;
   const leaderElect = v['leader-elect'] === true;

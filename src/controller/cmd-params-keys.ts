@@ -19,7 +19,6 @@ const n = (key: string, env: string, note: string): CmdParamKey => ({ key, env, 
 
 const RENDERER = "impersync's renderer is set by `impersync run --renderer` (a token over HTTP or a unix socket)";
 const CLIENT = "impersync's API clients have no such setting";
-const METRICS = "impersync's metrics have no such setting";
 const REDIS = 'impersync writes no Redis cache';
 const OTLP = 'impersync sends no traces';
 const CLUSTER_CACHE = 'impersync keeps no cluster cache: it watches only what Applications manage, as their identities';
@@ -144,14 +143,26 @@ export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
     'ARGOCD_CLUSTER_CACHE_EVENTS_PROCESSING_INTERVAL',
     CLUSTER_CACHE,
   ),
-  n('controller.metrics.cache.expiration', 'ARGOCD_APPLICATION_CONTROLLER_METRICS_CACHE_EXPIRATION', METRICS),
-  n('controller.metrics.application.labels', 'ARGOCD_APPLICATION_CONTROLLER_METRICS_APPLICATION_LABELS', METRICS),
-  n(
+  h(
+    'controller.metrics.cache.expiration',
+    'ARGOCD_APPLICATION_CONTROLLER_METRICS_CACHE_EXPIRATION',
+    "Argo CD's counters and histograms (argocd_app_sync_total, argocd_app_k8s_request_total, ...) are cleared this often (a Go duration; 0: never)",
+  ),
+  h(
+    'controller.metrics.application.labels',
+    'ARGOCD_APPLICATION_CONTROLLER_METRICS_APPLICATION_LABELS',
+    'these Application labels (comma-separated) are exported as argocd_app_labels, each as label_<name>',
+  ),
+  h(
     'controller.metrics.application.conditions',
     'ARGOCD_APPLICATION_CONTROLLER_METRICS_APPLICATION_CONDITIONS',
-    METRICS,
+    'these condition types (comma-separated) are counted per Application as argocd_app_condition',
   ),
-  n('controller.metrics.cluster.labels', 'ARGOCD_APPLICATION_CONTROLLER_METRICS_CLUSTER_LABELS', METRICS),
+  h(
+    'controller.metrics.cluster.labels',
+    'ARGOCD_APPLICATION_CONTROLLER_METRICS_CLUSTER_LABELS',
+    'these cluster Secret labels (comma-separated) are exported as argocd_cluster_labels, each as label_<name>',
+  ),
   n('controller.profile.enabled', '', 'impersync serves no profile endpoint'),
   n(
     'log.format.timestamp',

@@ -14,6 +14,7 @@ import {
   cmdParamKey,
 } from './cmd-params-keys.ts';
 import type { SelfHealPolicy } from './self-heal.ts';
+import { parseGoDuration } from '../project/windows.ts';
 
 export interface ParamInputs {
   /** The ConfigMap's data; undefined when there is none. */
@@ -38,6 +39,13 @@ export interface ControllerParams {
   /** 0: a sync never times out. */
   syncTimeoutMs: number;
   waveDelayMs: number;
+  /** Argo CD's metrics (observability/metrics.ts): how often its counters are cleared (0: never), and what to label. */
+  metrics: {
+    cacheExpirationMs: number;
+    applicationLabels: string[];
+    applicationConditions: string[];
+    clusterLabels: string[];
+  };
   /** Where each honoured value came from: flag, env, configmap or default. */
   sources: Record<string, 'flag' | 'env' | 'configmap' | 'default'>;
   /** For the start-up log: unusable values (Argo CD's words) and keys set that are not acted on. */
@@ -152,6 +160,34 @@ export function resolveControllerParams(input: ParamInputs): ControllerParams {
   // Argo CD's delayBetweenSyncWaves: strconv.Atoi, a negative delay sleeps not at all.
   const waveDelayMs = Math.max(0, num('controller.sync.wave.delay.seconds', 2, -(2 ** 31))) * 1000;
 
+  // Argo CD's ParseDurationFromEnv: a Go duration (or days, `1d`), at least 0; else 0 with its warning.
+  let cacheExpirationMs = 0;
+  const expiration = raw('controller.metrics.cache.expiration');
+  sources['controller.metrics.cache.expiration'] = expiration ? expiration.from : 'default';
+  if (expiration) {
+    const text = expiration.value.trim();
+    const days = /^(\d+)d$/.exec(text);
+    const ms = days ? Number(days[1]) * 86_400_000 : parseGoDuration(text);
+    if (ms instanceof Error) {
+      warnings.push(`Could not parse '${expiration.value}' as a duration from environment ${expiration.name}`);
+      sources['controller.metrics.cache.expiration'] = 'default';
+    } else if (ms < 0) {
+      warnings.push(`Value in ${expiration.name} is ${expiration.value}, which is less than minimum 0s allowed`);
+      sources['controller.metrics.cache.expiration'] = 'default';
+    } else cacheExpirationMs = ms;
+  }
+  const list = (key: string): string[] => {
+    const r = raw(key);
+    sources[key] = r ? r.from : 'default';
+    return r ? splitList(r.value) : [];
+  };
+  const metrics = {
+    cacheExpirationMs,
+    applicationLabels: list('controller.metrics.application.labels'),
+    applicationConditions: list('controller.metrics.application.conditions'),
+    clusterLabels: list('controller.metrics.cluster.labels'),
+  };
+
   for (const key of ['controller.diff.server.side', 'controller.resource.health.persist']) {
     const r = raw(key);
     if (r && r.value.toLowerCase() !== 'true')
@@ -179,6 +215,7 @@ export function resolveControllerParams(input: ParamInputs): ControllerParams {
     selfHeal,
     syncTimeoutMs,
     waveDelayMs,
+    metrics,
     sources,
     warnings,
   };

@@ -193,6 +193,15 @@ export async function compareApplication(
         semantics,
         applications: d.cache.apps.list(),
         controllerNamespace: d.cache.namespace,
+        onCount: (n) =>
+          d.metrics?.argocd.orphanedResources.set(
+            {
+              namespace: app.metadata.namespace ?? '',
+              name: app.metadata.name,
+              project: app.spec.project || 'default',
+            },
+            n,
+          ),
       });
   // resource.respectRBAC: a kind the identity may not list (unset), or a value Argo CD does not
   // know, fails the live state as Argo CD's cluster cache fails; the Application is not synced.

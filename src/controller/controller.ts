@@ -15,6 +15,7 @@ import { WatchHttpError } from '../kube/watch.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
 import { createMetrics } from '../observability/metrics.ts';
+import { countClusterEvent, destinationResponseHook, wireArgoCDMetrics } from './argocd-metrics.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import type { Renderer } from '../renderer/client.ts';
@@ -97,8 +98,10 @@ export interface RunningController {
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
   const log = opts.logger;
   const metrics = opts.metrics ?? createMetrics();
-  // Every request to every API server is counted in the one transport (kube/transport.ts).
+  // Every request to every API server is counted in the one transport (kube/transport.ts); those to
+  // destinations made for an Application also as Argo CD counts them (argocd-metrics.ts).
   const onResponse: ResponseHook = (code, identity) => metrics.apiRequests.inc({ code: String(code), identity });
+  const onDestinationResponse = destinationResponseHook(metrics);
   const credential = await credentialFromKubeConfig(opts.kc);
   const control = new ControlClient(credential, { onResponse });
   const { params, data: cmdParamsData } = await loadControllerParams(control, opts.namespace, log, {
@@ -127,13 +130,14 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const factory = new DestinationClientFactory(
     credential,
     opts.liveObjects === false
-      ? { onResponse, onExtrasRefused, execTimeoutMs: opts.execTimeoutMs }
+      ? { onResponse: onDestinationResponse, onExtrasRefused, execTimeoutMs: opts.execTimeoutMs }
       : {
-          onResponse,
+          onResponse: onDestinationResponse,
           onExtrasRefused,
           execTimeoutMs: opts.execTimeoutMs,
           liveObjects: {
             onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
+            onEvent: (server, apiVersion, kind) => countClusterEvent(metrics, server, apiVersion, kind),
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
             // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
             idleMs: () => {
@@ -215,6 +219,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   holder.manager = manager;
   const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
   liveWatches.unref();
+  const stopArgoCDMetrics = wireArgoCDMetrics({ metrics, cache, factory, params, warn: (m) => log.warn(m) });
   let health: HealthServer | undefined;
   if (opts.healthPort !== undefined) {
     health = await startHealthServer({
@@ -235,6 +240,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(health ? { health } : {}),
     stop: async () => {
       clearInterval(liveWatches);
+      stopArgoCDMetrics();
       await cmdParamsWatch.stop();
       // Order matters: the queues refuse new work first (synchronously, inside m.stop()), then the
       // syncs in flight are aborted and left Running, then their handlers are waited for.

@@ -10,6 +10,9 @@ import type { AppProject, Cluster } from '../api/index.ts';
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 import { matchingGlobalProjects } from '../impersonation/global-projects.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { ARGOCD_QUEUE_NAMES } from '../observability/metrics.ts';
+import { runFor } from '../kube/request-context.ts';
+import { destServerOf, purposeOf } from './argocd-metrics.ts';
 import type { KubeObject } from '../api/index.ts';
 import { trackedApp } from '../sync/tracking.ts';
 import type { Semantics } from './semantics.ts';
@@ -298,12 +301,25 @@ export class Manager {
 
   private async handle(kind: 'refresh' | 'operation', key: string): Promise<void> {
     const started = performance.now();
+    const before = this.opts.cache.app(key) as Record<string, unknown> | undefined;
+    const work = () => (kind === 'refresh' ? this.opts.workers.refresh(key) : this.opts.workers.operate(key));
+    // The requests made for this Application are counted against it (argocd_app_k8s_request_total).
+    const observeArgoCD = () => {
+      if (kind !== 'refresh' || !before || !this.opts.metrics) return;
+      const ns = (before['metadata'] as { namespace?: string } | undefined)?.namespace ?? '';
+      this.opts.metrics.argocd.reconcile.observe(
+        { namespace: ns, dest_server: destServerOf(this.opts.cache, before) },
+        (performance.now() - started) / 1000,
+      );
+    };
     let result: ReconcileResult;
     try {
-      result = kind === 'refresh' ? await this.opts.workers.refresh(key) : await this.opts.workers.operate(key);
+      result = await (before ? runFor(purposeOf(before), work) : work());
       this.opts.metrics?.reconcileDuration.observe({ result: 'ok' }, (performance.now() - started) / 1000);
+      observeArgoCD();
     } catch (err) {
       this.opts.metrics?.reconcileDuration.observe({ result: 'error' }, (performance.now() - started) / 1000);
+      observeArgoCD();
       throw err;
     }
     if (!this.opts.cache.app(key)) return;
@@ -345,6 +361,8 @@ export class Manager {
       this.metricsTimer = setInterval(() => {
         m.queueDepth.set({ queue: 'refresh' }, this.refreshQueue.length);
         m.queueDepth.set({ queue: 'operation' }, this.operationQueue.length);
+        m.argocd.workqueueDepth.set({ name: ARGOCD_QUEUE_NAMES.refresh }, this.refreshQueue.length);
+        m.argocd.workqueueDepth.set({ name: ARGOCD_QUEUE_NAMES.operation }, this.operationQueue.length);
         // Reset first: a tenant with nothing queued any more shows no stale depth.
         m.tenantQueueDepth.reset();
         m.tenantQueueProcessing.reset();

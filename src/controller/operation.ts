@@ -11,6 +11,7 @@ import type { AppCondition, Operation, OperationState } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { destServerOf, purposeOf } from './argocd-metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import type { DestinationCapabilities } from './capabilities.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
@@ -251,6 +252,21 @@ export class Operator {
     }
     await patchApplication(this.d.control, raw, { operation: null });
     this.d.metrics?.syncs.inc({ phase: end.phase });
+    if (this.d.metrics && ['Succeeded', 'Failed', 'Error'].includes(end.phase)) {
+      // Argo CD's IncSync and IncAppSyncDuration: completed operations, whole seconds as it counts them.
+      const p = purposeOf(raw);
+      const app = { namespace: p.namespace, name: p.name, project: p.project };
+      const destServer = destServerOf(this.d.cache, raw);
+      this.d.metrics.argocd.appSync.inc({
+        ...app,
+        dest_server: destServer,
+        phase: end.phase,
+        dry_run: String(p.dryRun),
+      });
+      const seconds = Math.floor(Date.parse(now) / 1000) - Math.floor(Date.parse(state.startedAt) / 1000);
+      if (Number.isFinite(seconds))
+        this.d.metrics.argocd.appSyncDuration.inc({ ...app, dest_server: destServer }, Math.max(0, seconds));
+    }
     const succeeded = end.phase === 'Succeeded';
     await this.d.events.record(
       involvedApplication(raw),

@@ -19,6 +19,8 @@ export interface OrphanInput {
   /** Every Application the controller sees, for "tracked by an Application that exists". */
   applications: ReadonlyArray<{ metadata: { name: string; namespace?: string | undefined } }>;
   controllerNamespace: string;
+  /** Told how many orphans were found (0 when none were looked for): argocd_app_orphaned_resources_count. */
+  onCount?: ((count: number) => void) | undefined;
 }
 
 export async function orphanedCondition(
@@ -28,7 +30,10 @@ export async function orphanedCondition(
   const settings = input.project.spec.orphanedResources;
   const namespace = input.app.spec.destination?.namespace ?? '';
   // warn: false: Argo CD still lists them for its UI; impersync has none to show them in, so none are looked for.
-  if (!settings || settings.warn === false || namespace === '') return undefined;
+  if (!settings || settings.warn === false || namespace === '') {
+    input.onCount?.(0);
+    return undefined;
+  }
   const instances = new Set(input.applications.map((a) => appInstanceName(a, input.controllerNamespace)));
   const report = await findOrphans(client, {
     namespace,
@@ -46,6 +51,7 @@ export async function orphanedCondition(
       type: CONDITION.ComparisonError,
       message: `Failed to load live state: failed to get cluster info for "${input.semantics.filter.cluster}": error synchronizing cache state : ${report.error}`,
     };
+  input.onCount?.(report.orphans.length);
   if (report.orphans.length === 0) return undefined;
   return { type: CONDITION.OrphanedResourceWarning, message: orphanedMessage(report.orphans.length) };
 }

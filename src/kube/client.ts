@@ -16,7 +16,7 @@ import { DryRunMemo } from './dry-run-memo.ts';
 import { fail, localError, ok } from './errors.ts';
 import { LiveObjectCache } from './live-cache.ts';
 import { collectionPath, locate, refOf } from './locate.ts';
-import type { LiveCacheOptions } from './live-cache.ts';
+import type { LiveCacheOptions, LiveCacheStats } from './live-cache.ts';
 import { sendJson, watchTransportOver } from './request.ts';
 import type { Transport } from './transport.ts';
 import { DEFAULT_FIELD_MANAGER } from './types.ts';
@@ -80,6 +80,11 @@ export class KubeDestinationClient implements DestinationClient {
   /** Watches running for the live-object cache (0 without one). */
   get liveWatchCount(): number {
     return this.#live?.watchCount ?? 0;
+  }
+
+  /** What its live-object cache holds (undefined without one). */
+  liveStats(): LiveCacheStats | undefined {
+    return this.#live?.stats();
   }
 
   /** Stops the live-object cache's watches. */

@@ -12,7 +12,7 @@ import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
 import { DiscoveryCache } from './discovery.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
-import { Transport } from './transport.ts';
+import { Transport, isHttpResponse } from './transport.ts';
 import type { ResponseHook } from './transport.ts';
 import type { DestinationClient, Identity, KubeError, MadeFor } from './types.ts';
 
@@ -36,10 +36,26 @@ function fingerprint(cred: Credential, cluster: Cluster): string {
 }
 
 /** Live-object caches for the clients this factory builds (the controller turns them on; the CLI does not). */
-export interface LiveObjectsOptions extends Omit<LiveCacheOptions, 'onChange'> {
+export interface LiveObjectsOptions extends Omit<LiveCacheOptions, 'onChange' | 'onEvent'> {
   /** Someone else changed an object a client's cache holds: `server` is the destination. */
   onChange?: (server: string, object: KubeObject, old: KubeObject | undefined) => void;
+  /** A watch event after the initial list, on `server`'s watches. */
+  onEvent?: (server: string, apiVersion: string, kind: string) => void;
 }
+
+/** One destination cluster the factory talks to, for Argo CD's cluster metrics (argocd_cluster_*). */
+export interface DestinationInfo {
+  server: string;
+  /** The Kubernetes version it answered (`gitVersion` of /version), '' before it did. */
+  k8sVersion: string;
+  /** Its last /version request was answered with 200. */
+  connected: boolean;
+  objects: number;
+  resources: number;
+  oldestWatch: number | undefined;
+}
+
+const VERSION_MAX_AGE_MS = 30_000;
 
 export interface FactoryOptions {
   liveObjects?: LiveObjectsOptions;
@@ -64,6 +80,7 @@ export class DestinationClientFactory {
   readonly #transports = new Map<string, { fp: string; transport: Transport; grant: ExtrasGrant }>();
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
+  readonly #versions = new Map<string, { at: number; version: string; connected: boolean }>();
 
   constructor(controller: Credential, opts: FactoryOptions = {}) {
     this.#controller = controller;
@@ -94,7 +111,11 @@ export class DestinationClientFactory {
         void client.close();
       }
     }
-    const transport = new Transport(cred, { onResponse: this.#onResponse });
+    // Requests are told by the cluster's name in Argo CD (its Secret's server), not the URL dialled.
+    const hook = this.#onResponse;
+    const transport = new Transport(cred, {
+      onResponse: hook ? (code, identity, req) => hook(code, identity, { ...req, server: cluster.server }) : undefined,
+    });
     const onRefused = this.#onExtrasRefused;
     const grant = new ExtrasGrant({ onRefused: onRefused ? (err) => onRefused(cluster.server, err) : undefined });
     const entry = { fp, transport, grant };
@@ -120,12 +141,19 @@ export class DestinationClientFactory {
       }
       const live = this.#live;
       const onChange = live?.onChange;
+      const onEvent = live?.onEvent;
       client = new KubeDestinationClient(
         cluster.server,
         identity,
         transport,
         discovery,
-        live ? { ...live, onChange: onChange ? (o, old) => onChange(cluster.server, o, old) : undefined } : undefined,
+        live
+          ? {
+              ...live,
+              onChange: onChange ? (o, old) => onChange(cluster.server, o, old) : undefined,
+              onEvent: onEvent ? (apiVersion, kind) => onEvent(cluster.server, apiVersion, kind) : undefined,
+            }
+          : undefined,
         grant,
       );
       this.#clients.set(key, client);
@@ -138,6 +166,57 @@ export class DestinationClientFactory {
     let n = 0;
     for (const c of this.#clients.values()) n += c.liveWatchCount;
     return n;
+  }
+
+  /**
+   * The clusters this factory has connections to, with their version (asked as the controller at
+   * most every 30 s, within 10 s, as Argo CD's cluster metrics refresh) and what their watches hold.
+   */
+  async destinations(): Promise<DestinationInfo[]> {
+    const now = Date.now();
+    await Promise.all(
+      [...this.#transports].map(async ([server, { transport }]) => {
+        const known = this.#versions.get(server);
+        if (known && now - known.at < VERSION_MAX_AGE_MS) return;
+        const res = await transport.send({ method: 'GET', path: '/version', headers: {}, timeoutMs: 10_000 });
+        let version = known?.version ?? '';
+        const connected = isHttpResponse(res) && res.status === 200;
+        if (connected) {
+          try {
+            const v = (JSON.parse(res.body) as { gitVersion?: unknown }).gitVersion;
+            if (typeof v === 'string') version = v;
+          } catch {
+            // An answer that is not JSON leaves the version as it was.
+          }
+        }
+        this.#versions.set(server, { at: now, version, connected });
+      }),
+    );
+    const out: DestinationInfo[] = [];
+    for (const server of this.#transports.keys()) {
+      const v = this.#versions.get(server);
+      const info: DestinationInfo = {
+        server,
+        k8sVersion: v?.version ?? '',
+        connected: v?.connected ?? false,
+        objects: 0,
+        resources: 0,
+        oldestWatch: undefined,
+      };
+      const resources = new Set<string>();
+      for (const [key, client] of this.#clients) {
+        if (!key.startsWith(`${server}\n`)) continue;
+        const st = client.liveStats();
+        if (!st) continue;
+        info.objects += st.objects;
+        for (const r of st.resources) resources.add(r);
+        if (st.oldestStart !== undefined && (info.oldestWatch === undefined || st.oldestStart < info.oldestWatch))
+          info.oldestWatch = st.oldestStart;
+      }
+      info.resources = resources.size;
+      out.push(info);
+    }
+    return out;
   }
 
   async close(): Promise<void> {

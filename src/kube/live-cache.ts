@@ -11,6 +11,7 @@
 // controller turns into a refresh of the Application that tracks the object: a live edit is seen
 // in seconds, not at the next periodic refresh.
 import type { KubeObject } from '../api/index.ts';
+import { runShared } from './request-context.ts';
 import type { ResourceInfo } from './types.ts';
 import { Watch } from './watch.ts';
 import type { WatchEvent, WatchHttpError, WatchTransport } from './watch.ts';
@@ -26,6 +27,17 @@ export interface LiveCacheOptions {
   /** Server-side watch timeout; renewing costs one request, so it is long (default 30-60 min, random). */
   watchTimeoutSeconds?: (() => number) | undefined;
   onError?: ((collection: string, err: Error) => void) | undefined;
+  /** Every watch event after the initial list, echoes of our own writes included (argocd_cluster_events_total). */
+  onEvent?: ((apiVersion: string, kind: string) => void) | undefined;
+}
+
+/** What the watches hold, for Argo CD's cluster metrics. */
+export interface LiveCacheStats {
+  objects: number;
+  /** `apiVersion kind` of each resource watched. */
+  resources: Set<string>;
+  /** When the oldest running watch started; undefined: none runs. */
+  oldestStart: number | undefined;
 }
 
 export type Lookup = { readonly hit: true; readonly object: KubeObject | null } | { readonly hit: false };
@@ -36,6 +48,8 @@ const PENDING_WRITE_MS = 60_000;
 
 interface Entry {
   watch: Watch | undefined;
+  startedAt?: number;
+  resource?: string;
   lastUsed: number;
   refusedUntil: number;
 }
@@ -70,6 +84,19 @@ export class LiveObjectCache {
     let n = 0;
     for (const e of this.#entries.values()) if (e.watch) n++;
     return n;
+  }
+
+  /** Objects held, resources covered and the age of the watches. */
+  stats(): LiveCacheStats {
+    const out: LiveCacheStats = { objects: 0, resources: new Set(), oldestStart: undefined };
+    for (const e of this.#entries.values()) {
+      if (!e.watch) continue;
+      out.objects += e.watch.store.size;
+      if (e.resource) out.resources.add(e.resource);
+      if (e.startedAt !== undefined && (out.oldestStart === undefined || e.startedAt < out.oldestStart))
+        out.oldestStart = e.startedAt;
+    }
+    return out;
   }
 
   /**
@@ -163,8 +190,14 @@ export class LiveObjectCache {
       },
       onError: (err) => this.#opts.onError?.(collection, err),
     });
-    watch.on((e) => this.#onEvent(collection, watch, e));
-    watch.start();
+    watch.on((e) => {
+      if (watch.isSynced && e.type !== 'RESYNC') this.#opts.onEvent?.(info.apiVersion, info.kind);
+      this.#onEvent(collection, watch, e);
+    });
+    entry.startedAt = Date.now();
+    entry.resource = `${info.apiVersion} ${info.kind}`;
+    // Shared by every Application this identity reads the collection for: its requests are no one's.
+    runShared(() => watch.start());
     return watch;
   }
 

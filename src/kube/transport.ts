@@ -31,8 +31,12 @@ export interface HttpRequest {
 /** Who a request went out as: an impersonated ServiceAccount, or the credential itself. */
 export type RequestIdentity = 'serviceaccount' | 'controller';
 
-/** Called once per request with its HTTP status (0: no answer), for metrics. */
-export type ResponseHook = (code: number, identity: RequestIdentity) => void;
+/** Called once per request with its HTTP status (0: no answer), for metrics: who, which server, what. */
+export type ResponseHook = (
+  code: number,
+  identity: RequestIdentity,
+  request: { server: string; method: HttpRequest['method']; path: string },
+) => void;
 
 export interface TransportOptions {
   onResponse?: ResponseHook | undefined;
@@ -127,7 +131,8 @@ export class Transport {
     for (let attempt = 1; ; attempt++) {
       const res = await this.#sendOnce(req);
       // A request its caller abandoned (a stopped watch's list) had no answer to count.
-      if (isHttpResponse(res) || !req.signal?.aborted) this.#count(isHttpResponse(res) ? res.status : 0, req.headers);
+      if (isHttpResponse(res) || !req.signal?.aborted)
+        this.#count(isHttpResponse(res) ? res.status : 0, req.headers, req.method, req.path);
       if (isHttpResponse(res) || req.method === 'POST' || !res.message.includes('GOAWAY') || attempt >= GOAWAY_ATTEMPTS)
         return res;
       await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
@@ -135,8 +140,12 @@ export class Transport {
   }
 
   /** The metrics hook: a request carrying Impersonate-User went out as that ServiceAccount. */
-  #count(code: number, headers: Record<string, string>): void {
-    this.#onResponse?.(code, headers['impersonate-user'] !== undefined ? 'serviceaccount' : 'controller');
+  #count(code: number, headers: Record<string, string>, method: HttpRequest['method'], path: string): void {
+    this.#onResponse?.(code, headers['impersonate-user'] !== undefined ? 'serviceaccount' : 'controller', {
+      server: this.server,
+      method,
+      path,
+    });
   }
 
   async #sendOnce(req: HttpRequest): Promise<HttpResponse | KubeError> {
@@ -186,10 +195,10 @@ export class Transport {
         bodyTimeout: 0,
       });
       this.#answered(res.statusCode, auth.used);
-      this.#count(res.statusCode, headers);
+      this.#count(res.statusCode, headers, 'GET', path);
       return { status: res.statusCode, body: res.body, discard: () => void res.body.dump().catch(() => undefined) };
     } catch (err) {
-      if (!signal.aborted) this.#count(0, headers);
+      if (!signal.aborted) this.#count(0, headers, 'GET', path);
       return errorFromException(this.server, err);
     }
   }

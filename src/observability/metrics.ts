@@ -1,4 +1,10 @@
-// Prometheus metrics of the controller, in one registry (served on /metrics by health.ts).
+// Prometheus metrics of the controller, in one registry (served on /metrics by health.ts):
+// impersync's own (impersync_*), and Argo CD's application controller's under its names, types,
+// help texts, label names and buckets (Argo CD v3.6.1 controller/metrics/metrics.go), so that its
+// dashboards and alerts keep working (docs/metrics.md lists each and where it is served). No metric
+// name is made of anything an Application says; tenant content only ever becomes a label *value*,
+// which the text format escapes.
+import { hostname } from 'node:os';
 import { Registry, Histogram, Counter, Gauge, collectDefaultMetrics } from 'prom-client';
 
 export interface Metrics {
@@ -14,14 +20,57 @@ export interface Metrics {
   tenantQueueWait: Histogram<'queue' | 'tenant'>;
   watchRestarts: Gauge<'resource'>;
   liveWatches: Gauge;
+  /** Argo CD's application controller's metrics (per-Application ones are added by argocd-apps.ts). */
+  argocd: ArgoCDMetrics;
 }
+
+type AppLabel = 'namespace' | 'name' | 'project';
+
+export interface ArgoCDMetrics {
+  info: Gauge<'version'>;
+  appSync: Counter<AppLabel | 'dest_server' | 'phase' | 'dry_run'>;
+  appSyncDuration: Counter<AppLabel | 'dest_server'>;
+  appK8sRequests: Counter<
+    AppLabel | 'server' | 'response_code' | 'verb' | 'resource_kind' | 'resource_namespace' | 'dry_run'
+  >;
+  orphanedResources: Gauge<AppLabel>;
+  reconcile: Histogram<'namespace' | 'dest_server'>;
+  clusterEvents: Counter<'server' | 'group' | 'kind'>;
+  /** For a Redis client (none in the controller yet): hostname, initiator, command, failed. */
+  redisRequests: Counter<'hostname' | 'initiator' | 'command' | 'failed'>;
+  redisRequestDuration: Histogram<'hostname' | 'initiator'>;
+  /** controller-runtime's workqueue depth, under Argo CD's queue names (app_reconciliation_queue, app_operation_processing_queue). */
+  workqueueDepth: Gauge<'name'>;
+  /** This process's host name, as Argo CD's hostname label says it. */
+  hostname: string;
+  /** Clears what Argo CD clears when controller.metrics.cache.expiration passes. */
+  expire(): void;
+  /**
+   * Drops a deleted Application's series (Argo CD keeps them until the expiration): Applications
+   * come and go with tenants, and their names must not grow the controller's memory without end.
+   */
+  forgetApp(namespace: string, name: string): Promise<void>;
+}
+
+/** Argo CD's names of its two application queues (controller/appcontroller.go). */
+export const ARGOCD_QUEUE_NAMES = { refresh: 'app_reconciliation_queue', operation: 'app_operation_processing_queue' };
+
+/** The Argo CD version impersync stands in for (argocd_info's version label). */
+export const ARGOCD_VERSION = 'v3.6.1+impersync';
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'impersync_' });
   const registers = [registry];
+  if (opts.defaultMetrics) {
+    // The process metrics Argo CD's dashboard reads of the controller (process_cpu_seconds_total,
+    // process_start_time_seconds) under their unprefixed names too: prom-client's are the same
+    // metrics (CPU seconds, start time) as Go's process collector.
+    collectDefaultMetrics({ register: registry, prefix: '', eventLoopMonitoringPrecision: 100 });
+  }
   return {
     registry,
+    argocd: createArgoCDMetrics(registers),
     reconcileDuration: new Histogram({
       name: 'impersync_reconcile_duration_seconds',
       help: 'Time to reconcile one Application, by result (ok, error).',
@@ -91,4 +140,104 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       registers,
     }),
   };
+}
+
+function createArgoCDMetrics(registers: Registry[]): ArgoCDMetrics {
+  const app = ['namespace', 'name', 'project'] as const;
+  const info = new Gauge({
+    name: 'argocd_info',
+    help: 'ArgoCD version information',
+    labelNames: ['version'],
+    registers,
+  });
+  info.set({ version: ARGOCD_VERSION }, 1);
+  const m = {
+    info,
+    appSync: new Counter({
+      name: 'argocd_app_sync_total',
+      help: 'Number of application syncs.',
+      labelNames: [...app, 'dest_server', 'phase', 'dry_run'],
+      registers,
+    }),
+    appSyncDuration: new Counter({
+      name: 'argocd_app_sync_duration_seconds_total',
+      help: 'Application sync performance in seconds total.',
+      labelNames: [...app, 'dest_server'],
+      registers,
+    }),
+    appK8sRequests: new Counter({
+      name: 'argocd_app_k8s_request_total',
+      help: 'Number of kubernetes requests executed during application reconciliation.',
+      labelNames: [...app, 'server', 'response_code', 'verb', 'resource_kind', 'resource_namespace', 'dry_run'],
+      registers,
+    }),
+    orphanedResources: new Gauge({
+      name: 'argocd_app_orphaned_resources_count',
+      help: 'Number of orphaned resources per application',
+      labelNames: [...app],
+      registers,
+    }),
+    reconcile: new Histogram({
+      name: 'argocd_app_reconcile',
+      help: 'Application reconciliation performance in seconds.',
+      labelNames: ['namespace', 'dest_server'],
+      buckets: [0.25, 0.5, 1, 2, 4, 8, 16],
+      registers,
+    }),
+    clusterEvents: new Counter({
+      name: 'argocd_cluster_events_total',
+      help: 'Number of processes k8s resource events.',
+      labelNames: ['server', 'group', 'kind'],
+      registers,
+    }),
+    redisRequests: new Counter({
+      name: 'argocd_redis_request_total',
+      help: 'Number of redis requests executed during application reconciliation.',
+      labelNames: ['hostname', 'initiator', 'command', 'failed'],
+      registers,
+    }),
+    redisRequestDuration: new Histogram({
+      name: 'argocd_redis_request_duration',
+      help: 'Redis requests duration.',
+      labelNames: ['hostname', 'initiator'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    }),
+    workqueueDepth: new Gauge({
+      name: 'workqueue_depth',
+      help: 'Current depth of workqueue',
+      labelNames: ['name'],
+      registers,
+    }),
+    hostname: hostname(),
+  };
+  return {
+    ...m,
+    expire: () => {
+      // Argo CD's list (metrics.go SetExpiration), less the kubectl and batch metrics impersync has not.
+      m.appSync.reset();
+      m.appSyncDuration.reset();
+      m.orphanedResources.reset();
+      m.appK8sRequests.reset();
+      m.clusterEvents.reset();
+      m.redisRequests.reset();
+      m.reconcile.reset();
+      m.redisRequestDuration.reset();
+    },
+    forgetApp: async (namespace, name) => {
+      for (const metric of [m.appSync, m.appSyncDuration, m.appK8sRequests, m.orphanedResources] as const) {
+        const { values } = await (metric as Counter<AppLabel> | Gauge<AppLabel>).get();
+        for (const v of values)
+          if (v.labels['namespace'] === namespace && v.labels['name'] === name)
+            (metric as Counter<string>).remove(v.labels as Record<string, string>);
+      }
+    },
+  };
+}
+
+/** Argo CD's argocd_redis_request_* for a Redis client of the controller: call once per command. */
+export function observeRedisRequest(m: ArgoCDMetrics, command: string, failed: boolean, seconds: number): void {
+  const initiator = 'argocd-application-controller';
+  m.redisRequests.inc({ hostname: m.hostname, initiator, command, failed: String(failed) });
+  m.redisRequestDuration.observe({ hostname: m.hostname, initiator }, seconds);
 }

@@ -6,6 +6,8 @@ import type { Logger } from 'pino';
 import { SourceRenderer } from '../source/index.ts';
 import { gitModulesEnabled } from '../source/submodules.ts';
 import { DEFAULT_LIMITS, type RenderLimits } from '../source/render.ts';
+import { startHealthServer, type HealthServer } from '../observability/health.ts';
+import { createRendererMetrics, type RendererMetrics } from './metrics.ts';
 import { RenderPool } from './pool.ts';
 import { MAX_RENDERED_BYTES } from './protocol.ts';
 import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
@@ -51,6 +53,8 @@ export interface RendererProcessOptions {
   env?: NodeJS.ProcessEnv;
   /** Check out submodules (source/submodules.ts). Default: ARGOCD_GIT_MODULES_ENABLED, as Argo CD's repo-server. */
   submodules?: boolean;
+  /** `host:port` of its /metrics and /healthz (metrics.ts), apart from the token-guarded listener. Default: none. */
+  metricsListen?: string | undefined;
   logger: Logger;
 }
 
@@ -64,11 +68,15 @@ export const RENDERER_DEFAULTS = {
 export interface RunningRenderer {
   server: RendererServer;
   stats: RendererStats;
+  metrics: RendererMetrics;
+  /** Where /metrics is served (`host:port`), when asked for. */
+  metricsAddress?: string;
   stop(): Promise<void>;
 }
 
 export async function startRenderer(opts: RendererProcessOptions): Promise<RunningRenderer> {
   const maxRenders = opts.maxRenders ?? RENDERER_DEFAULTS.maxRenders;
+  const metrics = createRendererMetrics({ defaultMetrics: opts.metricsListen !== undefined });
   const renderTimeoutMs = opts.renderTimeoutMs ?? RENDERER_DEFAULTS.renderTimeoutMs;
   const pool = new RenderPool({
     size: maxRenders,
@@ -86,6 +94,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     git: {
       ...(opts.checkoutCacheBytes !== undefined ? { treeCacheMaxBytes: opts.checkoutCacheBytes } : {}),
       ...(opts.cloneCacheBytes !== undefined ? { cloneCacheMaxBytes: opts.cloneCacheBytes } : {}),
+      onRequest: metrics.onGitRequest,
     },
   });
   const handler = rendererHandler({
@@ -97,10 +106,26 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     cacheBytes: opts.cacheBytes ?? RENDERER_DEFAULTS.cacheBytes,
   });
   const server = await startRendererServer(opts.listen, handler);
+  let metricsServer: HealthServer | undefined;
+  if (opts.metricsListen !== undefined) {
+    const colon = opts.metricsListen.lastIndexOf(':');
+    const host = colon > 0 ? opts.metricsListen.slice(0, colon).replace(/^\[|\]$/g, '') : '0.0.0.0';
+    metricsServer = await startHealthServer({
+      host,
+      port: Number(opts.metricsListen.slice(colon + 1)),
+      registry: metrics.registry,
+      readiness: () => '',
+    });
+  }
   return {
     server,
     stats: handler.stats,
+    metrics,
+    ...(metricsServer
+      ? { metricsAddress: `${opts.metricsListen?.slice(0, opts.metricsListen.lastIndexOf(':'))}:${metricsServer.port}` }
+      : {}),
     stop: async () => {
+      await metricsServer?.close();
       await server.close();
       await pool.close();
     },

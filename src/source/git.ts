@@ -61,7 +61,12 @@ export interface GitRepoCacheOptions {
   toolLimits?: Partial<ToolLimits>;
   /** A commit over these is refused before it is written (materialise.ts). Defaults 1 GiB, 100,000 files. */
   checkoutLimits?: Partial<CheckoutLimits>;
+  /** Told when a request to a remote starts (the URL as shown, its password hidden); the function it returns, when it ends. */
+  onRequest?: GitRequestHook | undefined;
 }
+
+/** Argo CD's repo-server git metrics' hook (reposerver/metrics/githandlers.go): fetch and ls-remote. */
+export type GitRequestHook = (repo: string, type: 'fetch' | 'ls-remote') => () => void;
 
 /** How a repository is reached: its credentials (none: anonymous), and how old its refs may be. */
 export interface RepoOptions {
@@ -116,6 +121,7 @@ export class GitRepoCache {
   readonly #scrub: Scrub;
   readonly #toolLimits: ToolLimits;
   readonly #checkoutLimits: CheckoutLimits;
+  readonly #onRequest: GitRequestHook | undefined;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
   /** The last refs listed per clone key, and when (coalescing, RepoOptions.maxAgeMs); 64 MiB in all. */
@@ -147,6 +153,7 @@ export class GitRepoCache {
     this.#scrub = scrubber([{ from: this.#cacheDir, to: '<cache>' }]);
     this.#toolLimits = { ...DEFAULT_TOOL_LIMITS, ...opts.toolLimits };
     this.#checkoutLimits = { ...DEFAULT_CHECKOUT_LIMITS, ...opts.checkoutLimits };
+    this.#onRequest = opts.onRequest;
     // One commit at the checkout limit must always fit.
     this.#treeCacheMaxBytes = Math.max(
       opts.treeCacheMaxBytes ?? DEFAULT_TREE_CACHE_BYTES,
@@ -281,11 +288,12 @@ export class GitRepoCache {
   }
 
   async #fetch(repo: Repo, refspecs: string[], mustSucceed: boolean): Promise<void> {
+    const done = this.#onRequest?.(repo.shown, 'fetch');
     const r = await this.#remoteGit(
       repo,
       (remote) => ['fetch', '--quiet', '--prune', '--force', '--no-write-fetch-head', '--', remote, ...refspecs],
       { cwd: repo.dir, env: { GIT_DIR: repo.dir }, label: `git fetch of '${repo.shown}'` },
-    );
+    ).finally(() => done?.());
     await this.#measureClone(repo);
     if (r.code !== 0 && mustSucceed) {
       throw new SourceError(
@@ -304,10 +312,11 @@ export class GitRepoCache {
     const p = (async () => {
       await mkdir(this.#cacheDir, { recursive: true });
       this.lsRemoteCount++;
+      const done = this.#onRequest?.(repo.shown, 'ls-remote');
       const r = await this.#remoteGit(repo, (remote) => ['ls-remote', '--', remote], {
         cwd: this.#cacheDir,
         label: `git ls-remote of '${repo.shown}'`,
-      });
+      }).finally(() => done?.());
       if (r.code !== 0) {
         throw new SourceError(
           'RepositoryUnreachable',

@@ -34,7 +34,7 @@ import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { NeedsRepositories, SourceError, redactURL } from './errors.ts';
 import { scrubber } from './scrub.ts';
-import { GitRepoCache, type Checkout } from './git.ts';
+import { GitRepoCache, type Checkout, type GitRequestHook } from './git.ts';
 import { prepareDependencies, type PreparedChart } from './helm-deps.ts';
 import { realpath } from 'node:fs/promises';
 import { ChartSources, sourceKind } from './charts.ts';
@@ -75,6 +75,8 @@ export interface SourceRendererOptions {
     treeCacheMaxBytes?: number;
     /** Bytes of clones kept on disk (git.ts). */
     cloneCacheMaxBytes?: number;
+    /** Each fetch and ls-remote, for the renderer's metrics (git.ts). */
+    onRequest?: GitRequestHook;
   };
   /** Extra `kustomize build` flags, like argocd-cm's kustomize.buildOptions. */
   kustomizeBuildOptions?: string[];
@@ -226,6 +228,7 @@ export class SourceRenderer {
       maxTrees: opts.git?.maxTrees,
       treeCacheMaxBytes: opts.git?.treeCacheMaxBytes,
       cloneCacheMaxBytes: opts.git?.cloneCacheMaxBytes,
+      onRequest: opts.git?.onRequest,
       env: opts.env,
       allowLocalRepositories: opts.allowLocalRepositories,
       toolLimits: toolLimits(this.#limits, opts.toolPaths?.prlimit),

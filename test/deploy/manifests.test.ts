@@ -30,6 +30,7 @@ import {
   PRIVATE_RANGES,
   controllerChecks,
   deploymentOf,
+  labelsOf,
   rendererChecks,
   rendererEgressChecks,
   rendererNetworkChecks,
@@ -147,6 +148,7 @@ test('kustomize: the strict install has the documented objects and no right on t
     'RoleBinding/impersync-controller',
     'Service/impersync-metrics',
     'Service/impersync-renderer',
+    'Service/impersync-renderer-metrics',
     'ServiceAccount/impersync-controller',
     'ServiceAccount/impersync-renderer',
     'ValidatingAdmissionPolicy/impersync-appproject-destination-service-accounts',
@@ -264,6 +266,76 @@ test('kustomize components: cluster-wide impersonation adds exactly one ClusterR
       except: PRIVATE_RANGES,
     },
   );
+});
+
+/** The two ServiceMonitors: each selects exactly its component's metrics Service, on its metrics port. */
+function serviceMonitorChecks(objects: KubeObject[], controllerJob: string | undefined): void {
+  const monitors = objects.filter((o) => o.kind === 'ServiceMonitor');
+  assert.equal(monitors.length, 2, monitors.map((m) => m.metadata.name).join(', '));
+  const services = objects.filter((o) => o.kind === 'Service');
+  const selected = monitors.map((m) => {
+    const spec = m['spec'] as {
+      selector: { matchLabels: Record<string, string> };
+      endpoints: { port: string; path: string }[];
+      jobLabel?: string;
+    };
+    assert.deepEqual(
+      spec.endpoints.map((e) => [e.port, e.path]),
+      [['metrics', '/metrics']],
+    );
+    const picked = services.filter((svc) =>
+      Object.entries(spec.selector.matchLabels).every(([k, v]) => labelsOf(svc)[k] === v),
+    );
+    assert.equal(picked.length, 1, `${m.metadata.name} selects one Service`);
+    const svc = picked[0] as KubeObject;
+    const ports = (svc['spec'] as { ports: { name: string }[] }).ports.map((p) => p.name);
+    assert.deepEqual(ports, ['metrics'], `${svc.metadata.name} has only the metrics port`);
+    if (spec.jobLabel) assert.equal(labelsOf(svc)[spec.jobLabel], controllerJob, 'the job name');
+    return { component: labelsOf(svc)['app.kubernetes.io/component'], job: spec.jobLabel !== undefined };
+  });
+  assert.deepEqual(
+    selected.sort((a, b) => String(a.component).localeCompare(String(b.component))),
+    [
+      { component: 'controller', job: controllerJob !== undefined },
+      { component: 'renderer', job: false },
+    ],
+  );
+}
+
+test('kustomize component servicemonitor: two ServiceMonitors, each on its own metrics Service', () => {
+  const key = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
+  const base = kustomizeBuild('deploy/install').map(key);
+  const withMonitors = kustomizeOverlay(['deploy/install'], ['deploy/install/components/servicemonitor']);
+  assert.deepEqual(
+    withMonitors.map(key).filter((k) => !base.includes(k)),
+    ['ServiceMonitor/impersync-controller', 'ServiceMonitor/impersync-renderer'],
+  );
+  serviceMonitorChecks(withMonitors, 'argocd-application-controller-metrics');
+});
+
+test('helm: serviceMonitor.enabled makes the same two ServiceMonitors; no renderer metrics with renderer.metricsPort 0', () => {
+  const on = helmTemplate({ set: ['serviceMonitor.enabled=true', 'serviceMonitor.labels.release=prom'] });
+  serviceMonitorChecks(on, 'argocd-application-controller-metrics');
+  for (const m of on.filter((o) => o.kind === 'ServiceMonitor')) {
+    assert.equal(labelsOf(m)['release'], 'prom');
+    assert.equal((m['spec'] as { endpoints: { interval: string }[] }).endpoints[0]?.interval, '30s');
+  }
+  const noJob = helmTemplate({ set: ['serviceMonitor.enabled=true', 'serviceMonitor.controllerJob='] });
+  serviceMonitorChecks(noJob, undefined);
+  const off = helmTemplate({ set: ['serviceMonitor.enabled=true', 'renderer.metricsPort=0'] });
+  assert.deepEqual(
+    off.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name),
+    ['impersync'],
+  );
+  assert.ok(!off.some((o) => o.kind === 'Service' && o.metadata.name.endsWith('renderer-metrics')));
+  const renderer = deploymentOf(off, 'renderer').pod.containers[0] as { args: string[]; ports: { name: string }[] };
+  assert.ok(!renderer.args.some((a) => a.startsWith('--metrics-listen')));
+  assert.deepEqual(
+    renderer.ports.map((p) => p.name),
+    ['http'],
+  );
+  const policy = off.find((o) => o.kind === 'NetworkPolicy' && !o.metadata.name.endsWith('-egress'));
+  assert.equal((policy?.['spec'] as { ingress: unknown[] }).ingress.length, 1, 'no metrics rule without the port');
 });
 
 test('the example policies are not installed and read only the extras impersync names each request with', () => {

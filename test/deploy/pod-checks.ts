@@ -48,6 +48,11 @@ export function deploymentOf(
   return { deployment, pod: template.spec, labels: template.metadata.labels };
 }
 
+/** An object's labels ({} without). */
+export function labelsOf(o: KubeObject): Record<string, string> {
+  return ((o.metadata as { labels?: Record<string, string> }).labels ?? {}) as Record<string, string>;
+}
+
 const TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** Volumes that carry a Kubernetes credential: a projected ServiceAccount token, or any Secret but `allowedSecret`. */
@@ -157,11 +162,15 @@ export function rendererChecks(
     '--checkout-max-size=512Mi',
     '--checkout-cache-max-size=1Gi',
     '--clone-cache-max-size=1Gi',
+    '--metrics-listen=0.0.0.0:8084',
   ]);
   assert.deepEqual(c.securityContext, lockedDown);
   assert.deepEqual(
     c.ports.map((p) => [p.name, p.containerPort]),
-    [['http', 8081]],
+    [
+      ['http', 8081],
+      ['metrics', 8084],
+    ],
   );
   assert.deepEqual(
     [c.livenessProbe.httpGet, c.readinessProbe.httpGet],
@@ -211,7 +220,10 @@ type Selector = { matchLabels: Record<string, string> };
 const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-/** The renderer's Service and ingress policy: controller Pods only, port 8081, nothing else selected. */
+/**
+ * The renderer's Service and ingress policy: controller Pods only, port 8081, nothing else selected;
+ * and its metrics Service and rule: port 8084 only, from anyone (it takes no token and renders nothing).
+ */
 export function rendererNetworkChecks(objects: KubeObject[], opts: { service: string; policy: string }): void {
   const renderer = deploymentOf(objects, 'renderer').labels;
   const controller = deploymentOf(objects, 'controller').labels;
@@ -226,8 +238,18 @@ export function rendererNetworkChecks(objects: KubeObject[], opts: { service: st
     spec.ports.map((p) => [p.port, p.targetPort]),
     [[8081, 'http']],
   );
+  const metrics = objects.find((o) => o.kind === 'Service' && o.metadata.name === `${opts.service}-metrics`);
+  assert.ok(metrics, `Service ${opts.service}-metrics`);
+  const mspec = metrics['spec'] as { selector: Record<string, string>; ports: { port: number; targetPort: string }[] };
+  assert.ok(selects(mspec.selector, renderer) && !selects(mspec.selector, controller));
+  assert.deepEqual(
+    mspec.ports.map((p) => [p.port, p.targetPort]),
+    [[8084, 'metrics']],
+  );
+  assert.equal(labelsOf(metrics)['impersync.io/metrics'], 'true', 'the renderer ServiceMonitor selects it');
+  assert.notEqual(labelsOf(svc)['impersync.io/metrics'], 'true', 'and not the token-guarded Service');
   // The controller's own Services do not select the renderer.
-  for (const other of objects.filter((o) => o.kind === 'Service' && o !== svc))
+  for (const other of objects.filter((o) => o.kind === 'Service' && o !== svc && o !== metrics))
     assert.ok(
       !selects((other['spec'] as { selector: Record<string, string> }).selector, renderer),
       other.metadata.name,
@@ -242,7 +264,8 @@ export function rendererNetworkChecks(objects: KubeObject[], opts: { service: st
   };
   assert.ok(selects(p.podSelector.matchLabels, renderer) && !selects(p.podSelector.matchLabels, controller));
   assert.deepEqual(p.policyTypes, ['Ingress']);
-  assert.equal(p.ingress.length, 1);
+  assert.equal(p.ingress.length, 2);
+  assert.deepEqual(p.ingress[1], { ports: [{ protocol: 'TCP', port: 8084 }] }, 'the metrics port, from anyone');
   const rule = p.ingress[0];
   assert.ok(rule);
   assert.equal(rule.from.length, 1);

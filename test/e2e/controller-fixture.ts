@@ -9,6 +9,7 @@ import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
 import {
   applyRaw,
   createNamespace,
@@ -196,6 +197,8 @@ export async function startFixture(
     execTimeoutMs?: number;
     /** Further flags of the child renderer (the plugin tests' `--plugin-sockets`). */
     rendererFlags?: readonly string[];
+    /** The process metrics in the controller's registry, as `impersync run` has them. */
+    defaultMetrics?: boolean;
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -225,6 +228,7 @@ export async function startFixture(
       waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
       events: [events],
       healthPort: 0,
+      ...(opts.defaultMetrics ? { metrics: createMetrics({ defaultMetrics: true }) } : {}),
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
       ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
       ...(opts.execTimeoutMs !== undefined ? { execTimeoutMs: opts.execTimeoutMs } : {}),

@@ -38,6 +38,7 @@ let tokenFile = '';
 let output = '';
 let port = 0;
 let rendererPort = 0;
+let rendererMetricsPort = 0;
 
 type Container = {
   args: string[];
@@ -181,6 +182,7 @@ before(async () => {
 
   port = await freePort();
   rendererPort = await freePort();
+  rendererMetricsPort = await freePort();
   const moved = (from: string, to: string) => (a: string) => a.replace(from, to);
   const renderer = podProcess(install, 'impersync-renderer', RENDERER, {
     env: {
@@ -194,13 +196,18 @@ before(async () => {
     },
     args: (a) =>
       moved(
-        '--listen=0.0.0.0:8081',
-        `--listen=127.0.0.1:${rendererPort}`,
+        '--metrics-listen=0.0.0.0:8084',
+        `--metrics-listen=127.0.0.1:${rendererMetricsPort}`,
       )(
         moved(
-          '/var/cache/impersync-renderer',
-          rnd['renderer-cache'] as string,
-        )(moved('/etc/impersync/renderer-token/token', tokenFile)(a)),
+          '--listen=0.0.0.0:8081',
+          `--listen=127.0.0.1:${rendererPort}`,
+        )(
+          moved(
+            '/var/cache/impersync-renderer',
+            rnd['renderer-cache'] as string,
+          )(moved('/etc/impersync/renderer-token/token', tokenFile)(a)),
+        ),
       ),
     cwd: rnd['renderer-home'] as string,
   });
@@ -263,6 +270,10 @@ test('the Pod leads under its name, answers its probes, and syncs example 1 as i
   const synced = await waitForApp(cp, 'guestbook', 'a sync', (a) => operationPhase(a) === 'Succeeded', 90_000);
   // The renderer rendered it, holding no credential: no token, no kubeconfig, no API server address.
   assert.equal((await fetch(`http://127.0.0.1:${rendererPort}/readyz`)).status, 200);
+  // Its metrics port, without a token: the git requests of that render, as Argo CD's repo-server counts them.
+  const rendererMetrics = await (await fetch(`http://127.0.0.1:${rendererMetricsPort}/metrics`)).text();
+  assert.match(rendererMetrics, /^argocd_git_request_total\{repo="[^"]*",request_type="ls-remote"\} [1-9]/m);
+  assert.equal((await fetch(`http://127.0.0.1:${rendererMetricsPort}/v1/render`, { method: 'POST' })).status, 404);
   assert.deepEqual(
     Object.keys(rendererEnv).filter((k) => /KUBE|TOKEN|SERVICE_HOST/.test(k)),
     [],
