@@ -35,12 +35,14 @@ export interface RedisServerOptions {
   tls?: { cert: string; key: string; ca: string; requireClientCert?: boolean };
   /** Run as a sentinel of this master (`mymaster`). */
   sentinelOf?: { host: string; port: number; name: string };
+  /** This port rather than a free one (a server started again where another was). */
+  port?: number;
 }
 
 export async function startRedis(opts: RedisServerOptions = {}): Promise<TestRedis> {
   const bin = redisServerBinary();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'impersync-redis-'));
-  const [port] = (await freeLoopbackPorts(1)) as [number];
+  const port = opts.port ?? ((await freeLoopbackPorts(1)) as [number])[0];
   const lines = [`bind 127.0.0.1`, `dir ${dir}`, `save ""`, `appendonly no`, `protected-mode no`];
   if (opts.tls) {
     await writeFile(path.join(dir, 'server.pem'), opts.tls.cert);
