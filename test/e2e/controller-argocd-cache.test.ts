@@ -190,3 +190,32 @@ test('a ServiceAccount that may not list Pods gets a tree without them: the tree
   const nodes = await treeWith('narrow', 'the ReplicaSet', (n) => n.some((x) => x.kind === 'ReplicaSet'));
   assert.deepEqual(nodes.map((n) => n.kind).sort(), ['Deployment', 'ReplicaSet']);
 });
+
+test("an Application refused is an empty tree without managed resources; a deleted one leaves Argo CD's cache", async () => {
+  // A project that does not exist: the Application is refused before anything is compared.
+  await applyRaw(
+    cp.admin,
+    application('refused', fx.repo.url, {
+      project: 'no-such-project',
+      path: 'web',
+      destination: { server: IN_CLUSTER, namespace: 'tenant' },
+    }),
+  );
+  const end = Date.now() + 30_000;
+  while (!(await redis.client().exists('app|resources-tree|refused|1.8.3.gz')) && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(await read<ApplicationTree>('app|resources-tree|refused'), {});
+  assert.equal(await read('app|managed-resources|refused'), undefined);
+
+  await request(cp.admin, {
+    method: 'DELETE',
+    path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/narrow',
+  });
+  const until = Date.now() + 30_000;
+  while ((await redis.client().exists('app|resources-tree|narrow|1.8.3.gz')) && Date.now() < until)
+    await new Promise((r) => setTimeout(r, 200));
+  assert.equal(
+    await redis.client().exists('app|resources-tree|narrow|1.8.3.gz', 'app|managed-resources|narrow|1.8.3.gz'),
+    0,
+  );
+});
