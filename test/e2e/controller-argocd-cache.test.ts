@@ -2,7 +2,7 @@
 // control plane with a kwok node so that a Deployment's Pods exist: after a sync, Redis holds the
 // resource tree argocd-server reads (the Deployment, its ReplicaSet and its Pod, each pointing at
 // its owner), the managed resources with their live and target states, and the destination's
-// cluster info. The tree is read as the Application's ServiceAccount: one that may not list Pods
+// cluster info, with the Redis named by argocd-cmd-params-cm's redis.server. The tree is read as the Application's ServiceAccount: one that may not list Pods
 // gets a tree without them, though the Pods exist and the controller could list them.
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
@@ -75,7 +75,14 @@ before(async () => {
       ],
     }),
   );
-  fx = await startFixture(cp, files, { waitTimeoutMs: 60_000, redis: { redis: redis.address } });
+  // Named as Argo CD's installs name it: argocd-cmd-params-cm's redis.server (the flag is the other way).
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'argocd-cmd-params-cm', namespace: 'argocd' },
+    data: { 'redis.server': redis.address },
+  });
+  fx = await startFixture(cp, files, { waitTimeoutMs: 60_000 });
 });
 
 after(async () => {
