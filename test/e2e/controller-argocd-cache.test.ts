@@ -2,8 +2,9 @@
 // control plane with a kwok node so that a Deployment's Pods exist: after a sync, Redis holds the
 // resource tree argocd-server reads (the Deployment, its ReplicaSet and its Pod, each pointing at
 // its owner), the managed resources with their live and target states, and the destination's
-// cluster info, with the Redis named by argocd-cmd-params-cm's redis.server. The tree is read as the Application's ServiceAccount: one that may not list Pods
-// gets a tree without them, though the Pods exist and the controller could list them.
+// cluster info, with the Redis named by argocd-cmd-params-cm's redis.server. The tree is read as
+// the Application's ServiceAccount: one that may not list Pods gets a tree without them, though
+// the Pods exist and the controller could list them.
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
