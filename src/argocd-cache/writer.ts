@@ -257,8 +257,9 @@ export class ArgoCacheWriter {
     this.#pending.clear();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
-    await this.idle();
+    // Disconnected first: a write waiting on a Redis that does not answer fails at once.
     this.#redis.disconnect();
+    await this.idle();
   }
 }
 
