@@ -27,11 +27,14 @@ import { involvedApplication } from './events.ts';
 import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import type { HealthAssessor } from '../sync/index.ts';
+import { appInstanceName } from '../sync/index.ts';
 import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
+
+import type { ArgoCacheWriter } from '../argocd-cache/writer.ts';
 
 export interface ReconcilerDeps {
   cache: ControllerCache;
@@ -57,6 +60,8 @@ export interface ReconcilerDeps {
   semantics: Semantics;
   /** argocd-cmd-params-cm's self-heal timeout and backoff (default Argo CD's). */
   selfHeal?: SelfHealPolicy | undefined;
+  /** Argo CD's cache in Redis (--redis), written after each comparison; absent: none. */
+  argoCache?: ArgoCacheWriter | undefined;
   now?: () => Date;
 }
 
@@ -126,6 +131,13 @@ export class Reconciler {
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
+      // As Argo CD's controller when the Application's conditions are errors: an empty tree, no
+      // managed resources.
+      this.d.argoCache?.submit({
+        instance: appInstanceName(raw, this.d.cache.namespace),
+        exists: () => this.d.cache.app(key) !== undefined,
+        build: async () => ({ tree: {}, managed: null }),
+      });
       const own = admission.by === 'identity' ? admission.conditions : [];
       next = {
         ...prev,

@@ -48,7 +48,7 @@ export interface OrphanReport {
   error?: string;
 }
 
-interface Collection {
+export interface Collection {
   path: string;
   apiVersion: string;
   group: string;
@@ -126,15 +126,35 @@ async function namespacedCollections(client: DestinationClient, namespace: strin
   return out;
 }
 
-/** The orphaned objects of the namespace, as Argo CD counts them for OrphanedResourceWarning. */
-export async function findOrphans(client: DestinationClient, opts: OrphanOptions): Promise<OrphanReport> {
+/** An object listed in a namespace, with its API group. */
+export interface ListedObject {
+  group: string;
+  object: KubeObject;
+}
+
+/** A collection whose list the identity was refused (401 or 403), with the API server's message. */
+export interface RefusedList {
+  c: Collection;
+  message: string;
+}
+
+/**
+ * Every object of the namespace that `client` may list and watch, kind by kind (resource.exclusions
+ * left out); the collections it may not list are `skipped`, and those refused for the identity's
+ * rights also `refused`. Shared by the orphan count and the resource tree Argo CD's cache holds
+ * (argocd-cache/tree.ts).
+ */
+export async function listNamespaceObjects(
+  client: DestinationClient,
+  namespace: string,
+  filter: { rules: ResourceFilter; cluster: string },
+): Promise<{ listed: ListedObject[]; skipped: string[]; refused: RefusedList[] }> {
   const skipped: string[] = [];
-  const collections = (await namespacedCollections(client, opts.namespace)).filter(
-    (c) => !isExcludedResource(opts.filter.rules, c.group, c.kind, opts.filter.cluster),
+  const refused: RefusedList[] = [];
+  const collections = (await namespacedCollections(client, namespace)).filter(
+    (c) => !isExcludedResource(filter.rules, c.group, c.kind, filter.cluster),
   );
-  const listed: Array<{ group: string; object: KubeObject }> = [];
-  const mode = opts.respectRBAC ?? 'disabled';
-  const failures: Array<{ c: Collection; message: string }> = [];
+  const listed: ListedObject[] = [];
   // A few lists at a time: one namespace has a few dozen kinds.
   for (let i = 0; i < collections.length; i += 4) {
     const batch = collections.slice(i, i + 4);
@@ -145,14 +165,21 @@ export async function findOrphans(client: DestinationClient, opts: OrphanOptions
       const c = batch[j] as Collection;
       if (!answer.ok) {
         skipped.push(c.path);
-        const restricted = answer.error.code === 401 || answer.error.code === 403;
-        if (restricted && mode !== 'normal') failures.push({ c, message: answer.error.message });
+        if (answer.error.code === 401 || answer.error.code === 403) refused.push({ c, message: answer.error.message });
         return;
       }
       for (const item of answer.value.items ?? [])
         listed.push({ group: c.group, object: { ...item, apiVersion: c.apiVersion, kind: c.kind } });
     });
   }
+  return { listed, skipped, refused };
+}
+
+/** The orphaned objects of the namespace, as Argo CD counts them for OrphanedResourceWarning. */
+export async function findOrphans(client: DestinationClient, opts: OrphanOptions): Promise<OrphanReport> {
+  const { listed, skipped, refused } = await listNamespaceObjects(client, opts.namespace, opts.filter);
+  const mode = opts.respectRBAC ?? 'disabled';
+  const failures = mode === 'normal' ? [] : refused;
   // Argo CD's GroupKind.String(): Kind.group, or Kind for the core group.
   const gk = (c: Collection) => (c.group ? `${c.kind}.${c.group}` : c.kind);
   for (const { c, message } of failures) {
