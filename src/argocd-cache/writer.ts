@@ -97,6 +97,9 @@ export function redisClientOptions(c: RedisConfig): RedisOptions {
   return { ...common, host, port: Number(port), ...(tls ? { tls } : {}) };
 }
 
+/** Told of each Redis command: its name, whether it failed, and how long it took. */
+export type RedisObserver = (command: string, failed: boolean, seconds: number) => void;
+
 export class ArgoCacheWriter {
   readonly #redis: Redis;
   readonly #config: RedisConfig;
@@ -111,8 +114,14 @@ export class ArgoCacheWriter {
   #idle: Array<() => void> = [];
   #lastError = '';
 
-  constructor(config: RedisConfig, opts: { logger: Logger; registry?: Registry | undefined }) {
+  readonly #observe: RedisObserver | undefined;
+
+  constructor(
+    config: RedisConfig,
+    opts: { logger: Logger; registry?: Registry | undefined; observe?: RedisObserver | undefined },
+  ) {
     this.#config = config;
+    this.#observe = opts.observe;
     this.#log = opts.logger.child({ component: 'argocd-cache' });
     this.#redis = new Redis(redisClientOptions(config));
     // Connection errors are retried by ioredis; each is logged once per distinct message.
@@ -198,11 +207,14 @@ export class ArgoCacheWriter {
     const opts = { prefix: this.#config.prefix, compression: this.#config.compression };
     const ttl = this.#config.appStateExpirationMs;
     const pipeline = this.#redis.pipeline();
+    const commands: string[] = [];
     treeShards(tree, this.#config.treeShardSize).forEach((shard, i) => {
       const key = redisKey(appResourcesTreeKey(w.instance, i), opts);
       pipeline.set(key, marshal(treeStruct(shard), this.#config.compression), 'PX', Math.max(1, ttl));
+      commands.push('set');
     });
     const managedKey = redisKey(appManagedResourcesKey(w.instance), opts);
+    commands.push(managed === null ? 'del' : 'set', 'publish');
     if (managed === null) pipeline.del(managedKey);
     else
       pipeline.set(
@@ -212,7 +224,7 @@ export class ArgoCacheWriter {
         Math.max(1, ttl),
       );
     pipeline.publish(treeUpdatedChannel(w.instance), '');
-    await execAll(pipeline);
+    await this.#exec(pipeline, commands);
     this.#writes.inc({ result: 'ok' });
     // Deleted while this was written: the deletion's own removal may have come first.
     if (w.exists && !w.exists()) {
@@ -221,7 +233,7 @@ export class ArgoCacheWriter {
     }
     if (w.cluster && this.clusterDue(w.cluster.server)) {
       const info = await w.cluster.info();
-      await execAll(
+      await this.#exec(
         this.#redis
           .pipeline()
           .set(
@@ -230,6 +242,7 @@ export class ArgoCacheWriter {
             'PX',
             CLUSTER_INFO_EXPIRATION_MS,
           ),
+        ['set'],
       );
       this.#clusterWritten.set(w.cluster.server, Date.now());
       this.#writes.inc({ result: 'ok' });
@@ -242,9 +255,11 @@ export class ArgoCacheWriter {
     const opts = { prefix: this.#config.prefix, compression: this.#config.compression };
     try {
       await this.#connected();
-      await this.#redis.del(
-        redisKey(appResourcesTreeKey(instance), opts),
-        redisKey(appManagedResourcesKey(instance), opts),
+      await this.#exec(
+        this.#redis
+          .pipeline()
+          .del(redisKey(appResourcesTreeKey(instance), opts), redisKey(appManagedResourcesKey(instance), opts)),
+        ['del'],
       );
     } catch (err) {
       this.#writes.inc({ result: 'error' });
@@ -261,9 +276,19 @@ export class ArgoCacheWriter {
     this.#redis.disconnect();
     await this.idle();
   }
-}
 
-async function execAll(pipeline: ReturnType<Redis['pipeline']>): Promise<void> {
-  const results = (await pipeline.exec()) ?? [];
-  for (const [err] of results) if (err) throw err;
+  /** Runs a pipeline; each of its commands is observed (argocd_redis_request_*) with the pipeline's time. */
+  async #exec(pipeline: ReturnType<Redis['pipeline']>, commands: readonly string[]): Promise<void> {
+    const started = performance.now();
+    let results: Array<[Error | null, unknown]> = [];
+    try {
+      results = (await pipeline.exec()) ?? [];
+    } catch (err) {
+      for (const c of commands) this.#observe?.(c, true, (performance.now() - started) / 1000);
+      throw err;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    commands.forEach((c, i) => this.#observe?.(c, Boolean(results[i]?.[0]), seconds));
+    for (const [err] of results) if (err) throw err;
+  }
 }

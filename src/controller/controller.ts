@@ -14,7 +14,7 @@ import type { KubeError } from '../kube/types.ts';
 import { WatchHttpError } from '../kube/watch.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
-import { createMetrics } from '../observability/metrics.ts';
+import { createMetrics, observeRedisRequest } from '../observability/metrics.ts';
 import { countClusterEvent, destinationResponseHook, wireArgoCDMetrics } from './argocd-metrics.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
@@ -130,7 +130,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   if ('error' in redis)
     log.error({ err: redis.error }, "Argo CD's cache is not written: its Redis settings are unusable");
   const argoCache = redis.enabled
-    ? new ArgoCacheWriter(redis.config, { logger: log, registry: metrics.registry })
+    ? new ArgoCacheWriter(redis.config, {
+        logger: log,
+        registry: metrics.registry,
+        observe: (command, failed, seconds) => observeRedisRequest(metrics.argocd, command, failed, seconds),
+      })
     : undefined;
   if (redis.enabled)
     log.info(
