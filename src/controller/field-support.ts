@@ -172,8 +172,11 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   h('kustomize.buildOptions', 'source/kustomize-options.ts'),
   w('resource.customizations.knownTypeFields.<group_kind>', 'known type fields are not normalized'),
   e('resource.customizations.actions.<group_kind>', "resource actions run from Argo CD's UI and CLI"),
-  w('timeout.reconciliation.jitter', 'the refresh jitter is fixed'),
-  w('timeout.hard.reconciliation', 'there is no periodic hard refresh'),
+  h('timeout.reconciliation.jitter', 'a random part of it delays each periodic refresh (controller/manager.ts)'),
+  h(
+    'timeout.hard.reconciliation',
+    'a periodic refresh of a comparison older than it is hard, the renderer answering afresh (controller/status.ts, reconciler.ts)',
+  ),
   h(
     'kustomize.buildOptions.<version>',
     'read as Argo CD v3.6.1 reads it, which builds every version with kustomize.buildOptions (api/tool-settings.ts)',

@@ -58,8 +58,6 @@ export interface ManagerOptions {
   metrics?: Metrics;
   statusProcessors?: number;
   operationProcessors?: number;
-  /** Jitter added to the periodic refresh, as a fraction of the interval (Argo CD: up to 1 min). */
-  refreshJitter?: number;
   /** Application key → the repositories its charts' dependencies came from (the last render's). */
   dependencies?: ReadonlyMap<string, readonly string[]>;
 }
@@ -288,11 +286,18 @@ export class Manager {
     for (const k of unique) this.refreshQueue.add(k);
   }
 
-  /** The next periodic refresh: the interval plus up to `refreshJitter` of it (spread the load). */
+  /**
+   * The next periodic refresh, as Argo CD's application informer resyncs: every
+   * `timeout.reconciliation` (or `timeout.hard.reconciliation` when that is shorter), each delayed
+   * by a random part of `timeout.reconciliation.jitter` to spread the load.
+   */
   private scheduleRefresh(key: string): void {
-    const interval = this.refreshIntervalMs();
+    const settings = readImpersonationSettings(this.opts.cache.settingsConfigMap());
+    let interval = settings.reconciliationTimeoutSeconds * 1000;
+    const hard = settings.hardReconciliationTimeoutSeconds * 1000;
+    if (hard > 0 && hard < interval) interval = hard;
     if (interval <= 0) return;
-    const jitter = Math.random() * (this.opts.refreshJitter ?? 0.1) * interval;
+    const jitter = Math.random() * settings.reconciliationJitterSeconds * 1000;
     this.refreshQueue.addAfter(key, interval + jitter);
   }
 

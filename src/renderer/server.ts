@@ -88,6 +88,8 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     const resolved = input.refSources ? { ...input, refSources: await resolvedRefSources(input) } : input;
     const key = cacheKey(resolved, revision);
     let answer = noCache ? undefined : cache.get(key);
+    // Which refresh rendered and which reused an answer (the hard-refresh tests read these lines).
+    opts.logger.debug({ application: input.appName, revision, cached: answer !== undefined }, 'render answered');
     if (answer) counts.cacheHits++;
     else {
       counts.renders++;

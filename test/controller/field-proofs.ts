@@ -109,6 +109,13 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'application.sync.impersonation.enforced': p('test/impersonation/settings.test.ts'),
     globalProjects: p('test/impersonation/global-projects.test.ts'),
     'timeout.reconciliation': p('test/impersonation/settings.test.ts', 'test/e2e/controller-refresh.test.ts'),
+    'timeout.reconciliation.jitter': p('test/impersonation/settings.test.ts', 'test/e2e/controller-reconciliation.test.ts'),
+    'timeout.hard.reconciliation': pm(
+      ['periodicRefreshKind'],
+      'test/impersonation/settings.test.ts',
+      'test/controller/status.test.ts',
+      'test/e2e/controller-reconciliation.test.ts',
+    ),
     'application.resourceTrackingMethod': p('test/sync/settings.test.ts', 'test/e2e/semantics-settings.test.ts'),
     'application.instanceLabelKey': p('test/sync/settings.test.ts', 'test/e2e/semantics-settings.test.ts'),
     installationID: p('test/sync/tracking-methods.test.ts'),
