@@ -14,11 +14,13 @@ import type { KubeObject } from '../api/index.ts';
 import { trackedApp } from '../sync/tracking.ts';
 import type { Semantics } from './semantics.ts';
 import { worthRefresh } from './update-filter.ts';
+import { GPG_KEYS_CM } from './cache.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
 import { ConflictError } from './applications.ts';
 import {
   appsAffectedByCluster,
+  appsAffectedByGPGKeys,
   appsAffectedByKnownHosts,
   appsAffectedByProject,
   appsAffectedByRepository,
@@ -233,6 +235,18 @@ export class Manager {
     this.requeue(appsAffectedByKnownHosts(this.appIndex(), before, after), `${SSH_KNOWN_HOSTS_CM} changed`);
   }
 
+  private onGPGKeys(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const data = (o: WatchedObject | undefined): unknown => (o as { data?: unknown } | undefined)?.data ?? {};
+    if (e.type === 'MODIFIED' && isDeepStrictEqual(data(e.old), data(e.object))) return;
+    const all = this.opts.cache.allProjects();
+    const verifies = (name: string): boolean => {
+      const p = all.find((x) => x.metadata.name === name);
+      return !!p && ((p.spec.signatureKeys ?? []).length > 0 || p.spec.sourceIntegrity !== undefined);
+    };
+    this.requeue(appsAffectedByGPGKeys(this.appIndex(), verifies, this.inheritsFrom()), `${GPG_KEYS_CM} changed`);
+  }
+
   private onTLSCerts(e: WatchEvent): void {
     if (e.type === 'RESYNC') return;
     const certs = (o: WatchedObject | undefined): Record<string, string> =>
@@ -328,6 +342,7 @@ export class Manager {
     cache.repoSecrets.on((e) => this.onRepositorySecret(e));
     cache.knownHostsCM.on((e) => this.onKnownHosts(e));
     cache.tlsCertsCM.on((e) => this.onTLSCerts(e));
+    cache.gpgKeysCM.on((e) => this.onGPGKeys(e));
     cache.start();
     await cache.synced();
     const onError = (kind: string) => (key: string, err: unknown) => {

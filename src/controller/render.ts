@@ -179,7 +179,11 @@ export async function renderApplication(
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
         ...(opts.tools ? { tools: opts.tools } : {}),
       };
-      const policy = signaturePolicy(opts.project, source.repoURL);
+      // ARGOCD_GPG_ENABLED=false: Argo CD verifies nothing (and refuses no mode it cannot check).
+      const policy =
+        opts.repositories.gpgEnabled === false
+          ? { kind: 'none' as const }
+          : signaturePolicy(opts.project, source.repoURL);
       if (policy.kind === 'refused') throw new SourceError('InvalidSource', policy.message);
       if (policy.kind === 'verify') {
         const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});

@@ -101,7 +101,11 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'spec.syncWindows[].**': pm(['SyncWindow'], 'test/project/windows.test.ts', 'test/e2e/semantics-sync.test.ts'),
     'spec.orphanedResources.**': p('test/sync/orphans.test.ts', 'test/e2e/semantics-diff.test.ts'),
     'spec.permitOnlyProjectScopedClusters': p('test/project/clusters.test.ts', 'test/e2e/clusters-tenancy.test.ts'),
-    'spec.signatureKeys[].**': p('test/project/signatures.test.ts', 'test/e2e/git-semantics.test.ts'),
+    'spec.signatureKeys[].**': p(
+      'test/project/signatures.test.ts',
+      'test/e2e/git-semantics.test.ts',
+      'test/e2e/gpg-settings.test.ts',
+    ),
     'spec.sourceIntegrity.**': p('test/project/signatures.test.ts', 'test/e2e/git-semantics.test.ts'),
   },
   argocdCm: {
@@ -109,7 +113,10 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'application.sync.impersonation.enforced': p('test/impersonation/settings.test.ts'),
     globalProjects: p('test/impersonation/global-projects.test.ts'),
     'timeout.reconciliation': p('test/impersonation/settings.test.ts', 'test/e2e/controller-refresh.test.ts'),
-    'timeout.reconciliation.jitter': p('test/impersonation/settings.test.ts', 'test/e2e/controller-reconciliation.test.ts'),
+    'timeout.reconciliation.jitter': p(
+      'test/impersonation/settings.test.ts',
+      'test/e2e/controller-reconciliation.test.ts',
+    ),
     'timeout.hard.reconciliation': pm(
       ['periodicRefreshKind'],
       'test/impersonation/settings.test.ts',
