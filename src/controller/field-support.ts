@@ -192,7 +192,10 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   ),
   h('helm.enable', 'not "true": a Helm source is read as a plain directory, as Argo CD (source/tool-choice.ts)'),
   h('jsonnet.enable', 'not "true": .jsonnet files are left out of a directory, as Argo CD (source/directory.ts)'),
-  w('helm.valuesFileSchemes', 'value files are read from the repository or a ref source only; a URL is refused'),
+  h(
+    'helm.valuesFileSchemes',
+    'the schemes a value file URL may use; the renderer fetches https and http ones, with no credential (source/helm.ts)',
+  ),
   // Argo CD copies these node labels into the resource tree its UI shows; no sync or diff reads them.
   w('application.allowedNodeLabels', 'node labels are not read (the resource tree of the UI)'),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),

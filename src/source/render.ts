@@ -275,6 +275,8 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       kubeVersion: req.kubeVersion,
       apiVersions: req.apiVersions,
       helmHome: env.helmHome,
+      valuesFileSchemes: req.tools?.valuesFileSchemes,
+      maxValueFileBytes: env.limits.maxFileBytes,
     });
     return {
       sourceType,

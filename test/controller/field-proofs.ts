@@ -113,6 +113,7 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'application.sync.impersonation.enforced': p('test/impersonation/settings.test.ts'),
     globalProjects: p('test/impersonation/global-projects.test.ts'),
     'timeout.reconciliation': p('test/impersonation/settings.test.ts', 'test/e2e/controller-refresh.test.ts'),
+    'helm.valuesFileSchemes': p('test/source/values-url.test.ts', 'test/source/tool-settings.test.ts'),
     'timeout.reconciliation.jitter': p(
       'test/impersonation/settings.test.ts',
       'test/e2e/controller-reconciliation.test.ts',
