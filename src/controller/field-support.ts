@@ -312,7 +312,10 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   ),
   w('argocd.argoproj.io/hydrate', 'read by the source hydrator only; spec.sourceHydrator is refused'),
   w('argocd.argoproj.io/hydrate-timestamp', 'read by the source hydrator only; spec.sourceHydrator is refused'),
-  w('argocd.argoproj.io/manifest-generate-paths', 'there is no Git webhook'),
+  h(
+    'argocd.argoproj.io/manifest-generate-paths',
+    "a new commit that changes none of its paths keeps the previous commit's manifests (source/generate-paths.ts, renderer/server.ts)",
+  ),
   w('argocd.argoproj.io/kubernetes-version', 'the destination version is read from the destination'),
   e('argocd.argoproj.io/application-set-refresh', 'ApplicationSets'),
   e('argocd.argoproj.io/auto-label-cluster-info', "Argo CD's cluster Secret labels"),

@@ -166,6 +166,12 @@ export interface RenderInput {
   submoduleRepositories?: readonly SubmoduleRepository[] | undefined;
   /** The project requires a signed revision (signatures.ts): verified before anything is rendered. */
   signature?: SignatureRequirement | undefined;
+  /**
+   * annotation manifest-generate-paths (generate-paths.ts): the paths, relative to the repository
+   * root, and the revision last compared. The renderer's server answers the previous commit's
+   * objects for a new commit that changes none of the paths, as Argo CD's repo-server does.
+   */
+  generatePaths?: { paths: readonly string[]; syncedRevision: string } | undefined;
 }
 
 export interface RefSource {
@@ -242,6 +248,19 @@ export class SourceRenderer {
     }
     const source = input.source;
     return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision, repoOptions(input));
+  }
+
+  /**
+   * The files a Git source's repository changed from commit `from` to `to` (manifest-generate-paths);
+   * undefined for another kind of source, or when a commit cannot be had.
+   */
+  async changedFiles(
+    input: Pick<RenderInput, 'source' | 'repository'>,
+    from: string,
+    to: string,
+  ): Promise<string[] | undefined> {
+    if (sourceKind(input.source, input.repository) !== 'git') return undefined;
+    return this.#git.changedFiles(input.source.repoURL, from, to, input.repository);
   }
 
   /** `git ls-remote` runs so far (tests and bench/repos). */

@@ -185,6 +185,10 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'IncludeMutationWebhook=true': p('test/sync/compare.test.ts'),
   },
   annotations: {
+    'argocd.argoproj.io/manifest-generate-paths': p(
+      'test/source/generate-paths.test.ts',
+      'test/e2e/generate-paths.test.ts',
+    ),
     'argocd.argoproj.io/sync-options': p('test/sync/annotations.test.ts', 'test/e2e/semantics-sync.test.ts'),
     'argocd.argoproj.io/sync-wave': p('test/sync/order.test.ts', 'test/e2e/sync-engine.test.ts'),
     'argocd.argoproj.io/hook': p('test/sync/annotations.test.ts', 'test/e2e/sync-engine.test.ts'),
