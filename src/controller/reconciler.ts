@@ -100,7 +100,9 @@ export class Reconciler {
     const nowDate = this.now();
     const now = nowDate.toISOString();
     // Asked for, or hard when the last comparison is older than timeout.hard.reconciliation.
-    const hardTimeoutSeconds = readImpersonationSettings(this.d.cache.settingsConfigMap()).hardReconciliationTimeoutSeconds;
+    const hardTimeoutSeconds = readImpersonationSettings(
+      this.d.cache.settingsConfigMap(),
+    ).hardReconciliationTimeoutSeconds;
     const expiredHard =
       annotations[REFRESH_ANNOTATION] === undefined &&
       periodicRefreshKind(prev, nowDate.getTime(), hardTimeoutSeconds * 1000) === 'hard';

@@ -101,7 +101,11 @@ test('timeout.hard.reconciliation: a periodic refresh of a comparison older than
   );
   // Argo CD's too: a soft refresh more often than the hard timeout keeps the comparison young, so
   // none of them is hard.
-  const longer = await watchWith({ 'timeout.reconciliation.jitter': '0s', 'timeout.hard.reconciliation': '3s' }, 3_000, 6_000);
+  const longer = await watchWith(
+    { 'timeout.reconciliation.jitter': '0s', 'timeout.hard.reconciliation': '3s' },
+    3_000,
+    6_000,
+  );
   assert.ok(longer.length >= 3, `periodic refreshes every second: ${JSON.stringify(longer)}`);
   assert.deepEqual(
     longer.filter((a) => !a.cached),
