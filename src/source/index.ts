@@ -432,6 +432,7 @@ export class SourceRenderer {
         {
           checkoutDir: dir,
           source,
+          ...(hasCredential(input.repository) ? { sourceHasCredential: true } : {}),
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
           ...(input.instanceName ? { instanceName: input.instanceName } : {}),
@@ -500,4 +501,15 @@ function inThisThread(
     timeoutMs,
   );
   return renderCheckout(request, { ...environment, signal: stop.signal }).finally(() => clearTimeout(timer));
+}
+
+/** Whether a repository's access carries a credential (Argo CD's GetGitCreds would give the plugin one). */
+function hasCredential(access: RepositoryAccess | undefined): boolean {
+  return !!(
+    access?.username ||
+    access?.password ||
+    access?.bearerToken ||
+    access?.sshPrivateKey ||
+    access?.tlsClientCertKey
+  );
 }

@@ -98,6 +98,11 @@ export interface RenderEnvironment {
 
 export interface RenderRequest {
   /** Root of the checked-out commit. */
+  /**
+   * The source's repository has a credential (a plugin asking for it with provideGitCreds is then
+   * refused: the credential itself never reaches the worker).
+   */
+  sourceHasCredential?: boolean | undefined;
   checkoutDir: string;
   source: ApplicationSource;
   /** The Application's name: Helm's release name unless spec.source.helm.releaseName says otherwise. */
