@@ -80,6 +80,8 @@ export interface SourceRendererOptions {
   kustomizeBuildOptions?: string[];
   /** Folder of config management plugins' cmp-server sockets (source/cmp/). Default: none, every plugin source refused. */
   pluginSocketDir?: string;
+  /** Globs of files left out of the app folder streamed to a plugin (source/cmp/archive.ts). */
+  pluginTarExclusions?: readonly string[];
   /** Environment for git, helm and kustomize (default: this process's). */
   env?: NodeJS.ProcessEnv;
   /**
@@ -473,6 +475,9 @@ export class SourceRenderer {
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
           pluginSocketDir: this.#opts.pluginSocketDir,
+          ...(this.#opts.pluginTarExclusions?.length
+            ? { pluginTarExclusions: [...this.#opts.pluginTarExclusions] }
+            : {}),
           env: { ...(this.#opts.env ?? process.env) },
         },
         remainingMs,

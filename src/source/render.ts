@@ -92,6 +92,8 @@ export interface RenderEnvironment {
   signal?: AbortSignal | undefined;
   /** The folder of config management plugins' cmp-server sockets (source/cmp/); absent: none. */
   pluginSocketDir?: string | undefined;
+  /** Argo CD's --plugin-tar-exclude: globs of files not streamed to a plugin (source/cmp/archive.ts). */
+  pluginTarExclusions?: readonly string[] | undefined;
   /** Where a time limit lower than the renderer's is set (limits.renderTimeoutMs is then that one). */
   timeLimitSetBy?: string | undefined;
 }

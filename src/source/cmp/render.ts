@@ -53,6 +53,8 @@ export interface PluginRenderInput {
     documents: DocumentLimits;
   };
   signal?: AbortSignal | undefined;
+  /** Globs of files not streamed to the plugin (Argo CD's --plugin-tar-exclude). */
+  tarExclusions?: readonly string[] | undefined;
   /** The source's repository has a credential, which a plugin with provideGitCreds would be given. */
   sourceHasCredential?: boolean | undefined;
 }
@@ -71,6 +73,7 @@ export function pluginInput(
     kubeVersion: req.kubeVersion,
     apiVersions: req.apiVersions,
     socketDir: env.pluginSocketDir,
+    ...(env.pluginTarExclusions?.length ? { tarExclusions: env.pluginTarExclusions } : {}),
     limits: {
       timeoutMs: env.limits.toolTimeoutMs,
       maxAnswerBytes: env.limits.maxToolOutputBytes,
@@ -224,7 +227,11 @@ function streamMaker(input: PluginRenderInput, plugin: Plugin): () => Promise<Ap
   let archive: Promise<RepoArchive> | undefined;
   const env = pluginEnv({ ...input, plugin });
   return async () => {
-    archive ??= archiveRepository(input.root, { maxFiles: input.limits.maxFiles, maxBytes: input.limits.maxBytes });
+    archive ??= archiveRepository(
+      input.root,
+      { maxFiles: input.limits.maxFiles, maxBytes: input.limits.maxBytes },
+      input.tarExclusions,
+    );
     return appStream(input, await archive, env);
   };
 }
