@@ -176,7 +176,11 @@ describe('a plugin source rendered by a real argocd-cmp-server', () => {
       renderCheckout(
         {
           checkoutDir: path.join(top, 'checkout'),
-          source: { repoURL: 'https://example.com/r.git', path: 'app', plugin: { name: 'gitcreds' } } as ApplicationSource,
+          source: {
+            repoURL: 'https://example.com/r.git',
+            path: 'app',
+            plugin: { name: 'gitcreds' },
+          } as ApplicationSource,
           appName: 'greet',
           sourceHasCredential: true,
         },
