@@ -13,6 +13,7 @@ export const TOOL_SWITCH_KEYS = {
 export type SwitchedSourceType = keyof typeof TOOL_SWITCH_KEYS;
 
 const KUSTOMIZE_BUILD_OPTIONS = 'kustomize.buildOptions';
+const VALUES_FILE_SCHEMES = 'helm.valuesFileSchemes';
 const KUSTOMIZE_VERSION_PREFIXES = ['kustomize.version', 'kustomize.path'] as const;
 
 export const ToolSettingsSchema = z.strictObject({
@@ -44,6 +45,8 @@ export const ToolSettingsSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  /** argocd-cm helm.valuesFileSchemes, split on commas; absent: Argo CD's default, https and http. */
+  valuesFileSchemes: z.array(z.string().max(64)).max(64).optional(),
   /** Argo CD's "failed to get Kustomize settings" error: every render of a Kustomize source fails with it. */
   error: z.string().max(4096).optional(),
 });
@@ -59,6 +62,15 @@ export function readToolSettings(data: Readonly<Record<string, string>> | undefi
     return value !== undefined && value !== '' && value !== 'true';
   });
   if (disabled.length > 0) out.disabled = disabled;
+  // As Argo CD's GetHelmSettings: present (even empty) replaces the default list.
+  const schemes = data[VALUES_FILE_SCHEMES];
+  if (schemes !== undefined)
+    out.valuesFileSchemes = schemes
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '')
+      .slice(0, 64)
+      .map((s) => s.slice(0, 64));
 
   const versions = new Map<string, { name: string; path: string; buildOptions?: string }>();
   const perVersionOptions = new Map<string, string>();

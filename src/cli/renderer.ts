@@ -34,6 +34,8 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --tools-dir DIR             folder with helm and kustomize (default $IMPERSYNC_TOOLS_DIR, then PATH)
   --plugin-sockets DIR        cmp-server sockets of config management plugin sidecars (default
                               $ARGOCD_PLUGINSOCKFILEPATH, then /home/argocd/cmp-server/plugins)
+  --plugin-tar-exclude GLOB   leave files matching GLOB out of the app folder streamed to a plugin
+                              (repeatable; default $ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS, ;-separated)
   --max-renders N             renders at once; more wait (default ${RENDERER_DEFAULTS.maxRenders})
   --render-timeout DURATION   one render's time limit, fetch to parsed objects (default ${RENDERER_DEFAULTS.renderTimeoutMs / 1000}s)
   --render-memory SIZE        memory of one render's parsing (default 1Gi)
@@ -61,6 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     'cache-dir': { type: 'string' },
     'tools-dir': { type: 'string' },
     'plugin-sockets': { type: 'string' },
+    'plugin-tar-exclude': { type: 'string', multiple: true },
     'max-renders': { type: 'string' },
     'render-timeout': { type: 'string' },
     'render-memory': { type: 'string' },
@@ -172,6 +175,15 @@ export async function main(argv: string[]): Promise<number> {
     'plugin-sockets',
     process.env['ARGOCD_PLUGINSOCKFILEPATH'] || DEFAULT_PLUGIN_SOCKET_DIR,
   );
+  // As Argo CD's repo-server: the flag, or its variable split on `;`.
+  const flagged = v['plugin-tar-exclude'];
+  const pluginTarExclusions = (
+    Array.isArray(flagged)
+      ? flagged.map(String)
+      : (process.env['ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS'] ?? '').split(';')
+  )
+    .map((g) => g.trim())
+    .filter((g) => g !== '');
   const running = await startRenderer({
     ...opts,
     listen,
@@ -182,6 +194,7 @@ export async function main(argv: string[]): Promise<number> {
     ...(toolsDir !== '' ? { toolsDir } : {}),
     ...(metricsListen !== '' ? { metricsListen } : {}),
     pluginSocketDir,
+    ...(pluginTarExclusions.length > 0 ? { pluginTarExclusions } : {}),
   });
   process.stdout.write(
     `${JSON.stringify({ listening: running.server.address, ...(running.metricsAddress ? { metrics: running.metricsAddress } : {}) })}\n`,

@@ -26,7 +26,7 @@ import {
 import { RepositorySecretError, type RepositoryConfig } from '../api/repository.ts';
 import type { RepositoryState } from '../repository/access.ts';
 
-const GPG_KEYS_CM = 'argocd-gpg-keys-cm';
+export const GPG_KEYS_CM = 'argocd-gpg-keys-cm';
 
 /** The repository state a render is given, and the Secrets that do not parse, with the URL each is for. */
 export interface ControllerRepositoryState extends RepositoryState {
@@ -41,6 +41,8 @@ export interface CacheOptions {
   resyncMs?: number;
   livenessMs?: number;
   onError?: (what: string, err: Error) => void;
+  /** ARGOCD_GPG_ENABLED as read at start: false turns commit signature verification off. */
+  gpgEnabled?: boolean;
 }
 
 export class ControllerCache {
@@ -53,6 +55,7 @@ export class ControllerCache {
   readonly knownHostsCM: Watch;
   /** argocd-gpg-keys-cm: the public keys commit signatures are verified with. */
   readonly gpgKeysCM: Watch;
+  private readonly gpgEnabled: boolean;
   readonly tlsCertsCM: Watch;
   readonly namespace: string;
   private readonly parsedRepos = new WeakMap<WatchedObject, RepositoryConfig | Error>();
@@ -62,6 +65,7 @@ export class ControllerCache {
 
   constructor(transport: WatchTransport, opts: CacheOptions) {
     this.namespace = opts.namespace;
+    this.gpgEnabled = opts.gpgEnabled !== false;
     this.appNamespaces = opts.applicationNamespaces;
     const ns = encodeURIComponent(opts.namespace);
     const common = {
@@ -178,6 +182,7 @@ export class ControllerCache {
       knownHosts: data(this.knownHostsCM, SSH_KNOWN_HOSTS_CM)[SSH_KNOWN_HOSTS_KEY] ?? '',
       tlsCerts: data(this.tlsCertsCM, TLS_CERTS_CM),
       gpgKeys: data(this.gpgKeysCM, GPG_KEYS_CM),
+      gpgEnabled: this.gpgEnabled,
     };
   }
 

@@ -46,6 +46,8 @@ export interface ControllerParams {
     applicationConditions: string[];
     clusterLabels: string[];
   };
+  /** ARGOCD_GPG_ENABLED: false or no (any case) turns commit signature verification off, as Argo CD. */
+  gpgEnabled: boolean;
   /** Where each honoured value came from: flag, env, configmap or default. */
   sources: Record<string, 'flag' | 'env' | 'configmap' | 'default'>;
   /** For the start-up log: unusable values (Argo CD's words) and keys set that are not acted on. */
@@ -216,9 +218,16 @@ export function resolveControllerParams(input: ParamInputs): ControllerParams {
     syncTimeoutMs,
     waveDelayMs,
     metrics,
+    gpgEnabled: gpgEnabled(input.env),
     sources,
     warnings,
   };
+}
+
+/** Argo CD's sourceintegrity.IsGPGEnabled: on unless ARGOCD_GPG_ENABLED is false or no, in any case. */
+export function gpgEnabled(env: ParamInputs['env']): boolean {
+  const v = (env['ARGOCD_GPG_ENABLED'] ?? '').toLowerCase();
+  return v !== 'false' && v !== 'no';
 }
 
 /** Variables Argo CD's controller reads that are no key of this ConfigMap. */

@@ -147,10 +147,15 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       },
       "writing Argo CD's cache (resource trees, managed resources, cluster info) to Redis",
     );
+  if (!params.gpgEnabled)
+    log.warn(
+      'ARGOCD_GPG_ENABLED is false: no commit signature is verified, whatever AppProject signatureKeys or sourceIntegrity ask, as in Argo CD',
+    );
   const cmdParamsWatch = new CmdParamsWatch(control.watchTransport(), opts.namespace, cmdParamsData, log);
   const cache = new ControllerCache(control.watchTransport(), {
     namespace: opts.namespace,
     applicationNamespaces: params.applicationNamespaces,
+    gpgEnabled: params.gpgEnabled,
     ...(opts.watchLivenessMs !== undefined ? { livenessMs: opts.watchLivenessMs } : {}),
     onError: (what, err) => log.warn({ watch: what, err: err.message }, 'watch interrupted; reconnecting'),
   });

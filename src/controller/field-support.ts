@@ -175,8 +175,11 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
     'both sides of the comparison read through the Kubernetes type named, and Argo Rollouts\u2019 pod template as a PodSpec (sync/known-types.ts)',
   ),
   e('resource.customizations.actions.<group_kind>', "resource actions run from Argo CD's UI and CLI"),
-  w('timeout.reconciliation.jitter', 'the refresh jitter is fixed'),
-  w('timeout.hard.reconciliation', 'there is no periodic hard refresh'),
+  h('timeout.reconciliation.jitter', 'a random part of it delays each periodic refresh (controller/manager.ts)'),
+  h(
+    'timeout.hard.reconciliation',
+    'a periodic refresh of a comparison older than it is hard, the renderer answering afresh (controller/status.ts, reconciler.ts)',
+  ),
   h(
     'kustomize.buildOptions.<version>',
     'read as Argo CD v3.6.1 reads it, which builds every version with kustomize.buildOptions (api/tool-settings.ts)',
@@ -192,7 +195,10 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
   ),
   h('helm.enable', 'not "true": a Helm source is read as a plain directory, as Argo CD (source/tool-choice.ts)'),
   h('jsonnet.enable', 'not "true": .jsonnet files are left out of a directory, as Argo CD (source/directory.ts)'),
-  w('helm.valuesFileSchemes', 'value files are read from the repository or a ref source only; a URL is refused'),
+  h(
+    'helm.valuesFileSchemes',
+    'the schemes a value file URL may use; the renderer fetches https and http ones, with no credential (source/helm.ts)',
+  ),
   // Argo CD copies these node labels into the resource tree its UI shows; no sync or diff reads them.
   w('application.allowedNodeLabels', 'node labels are not read (the resource tree of the UI)'),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),
@@ -315,7 +321,10 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   ),
   w('argocd.argoproj.io/hydrate', 'read by the source hydrator only; spec.sourceHydrator is refused'),
   w('argocd.argoproj.io/hydrate-timestamp', 'read by the source hydrator only; spec.sourceHydrator is refused'),
-  w('argocd.argoproj.io/manifest-generate-paths', 'there is no Git webhook'),
+  h(
+    'argocd.argoproj.io/manifest-generate-paths',
+    "a new commit that changes none of its paths keeps the previous commit's manifests (source/generate-paths.ts, renderer/server.ts)",
+  ),
   w('argocd.argoproj.io/kubernetes-version', 'the destination version is read from the destination'),
   e('argocd.argoproj.io/application-set-refresh', 'ApplicationSets'),
   e('argocd.argoproj.io/auto-label-cluster-info', "Argo CD's cluster Secret labels"),

@@ -17,11 +17,13 @@ import type { KubeObject } from '../api/index.ts';
 import { trackedApp } from '../sync/tracking.ts';
 import type { Semantics } from './semantics.ts';
 import { worthRefresh } from './update-filter.ts';
+import { GPG_KEYS_CM } from './cache.ts';
 import type { ControllerCache } from './cache.ts';
 import { WorkQueue } from './queue.ts';
 import { ConflictError } from './applications.ts';
 import {
   appsAffectedByCluster,
+  appsAffectedByGPGKeys,
   appsAffectedByKnownHosts,
   appsAffectedByProject,
   appsAffectedByRepository,
@@ -61,8 +63,6 @@ export interface ManagerOptions {
   metrics?: Metrics;
   statusProcessors?: number;
   operationProcessors?: number;
-  /** Jitter added to the periodic refresh, as a fraction of the interval (Argo CD: up to 1 min). */
-  refreshJitter?: number;
   /** Application key → the repositories its charts' dependencies came from (the last render's). */
   dependencies?: ReadonlyMap<string, readonly string[]>;
   /** An Application was deleted (its values leave Argo CD's cache). */
@@ -241,6 +241,18 @@ export class Manager {
     this.requeue(appsAffectedByKnownHosts(this.appIndex(), before, after), `${SSH_KNOWN_HOSTS_CM} changed`);
   }
 
+  private onGPGKeys(e: WatchEvent): void {
+    if (e.type === 'RESYNC') return;
+    const data = (o: WatchedObject | undefined): unknown => (o as { data?: unknown } | undefined)?.data ?? {};
+    if (e.type === 'MODIFIED' && isDeepStrictEqual(data(e.old), data(e.object))) return;
+    const all = this.opts.cache.allProjects();
+    const verifies = (name: string): boolean => {
+      const p = all.find((x) => x.metadata.name === name);
+      return !!p && ((p.spec.signatureKeys ?? []).length > 0 || p.spec.sourceIntegrity !== undefined);
+    };
+    this.requeue(appsAffectedByGPGKeys(this.appIndex(), verifies, this.inheritsFrom()), `${GPG_KEYS_CM} changed`);
+  }
+
   private onTLSCerts(e: WatchEvent): void {
     if (e.type === 'RESYNC') return;
     const certs = (o: WatchedObject | undefined): Record<string, string> =>
@@ -294,11 +306,18 @@ export class Manager {
     for (const k of unique) this.refreshQueue.add(k);
   }
 
-  /** The next periodic refresh: the interval plus up to `refreshJitter` of it (spread the load). */
+  /**
+   * The next periodic refresh, as Argo CD's application informer resyncs: every
+   * `timeout.reconciliation` (or `timeout.hard.reconciliation` when that is shorter), each delayed
+   * by a random part of `timeout.reconciliation.jitter` to spread the load.
+   */
   private scheduleRefresh(key: string): void {
-    const interval = this.refreshIntervalMs();
+    const settings = readImpersonationSettings(this.opts.cache.settingsConfigMap());
+    let interval = settings.reconciliationTimeoutSeconds * 1000;
+    const hard = settings.hardReconciliationTimeoutSeconds * 1000;
+    if (hard > 0 && hard < interval) interval = hard;
     if (interval <= 0) return;
-    const jitter = Math.random() * (this.opts.refreshJitter ?? 0.1) * interval;
+    const jitter = Math.random() * settings.reconciliationJitterSeconds * 1000;
     this.refreshQueue.addAfter(key, interval + jitter);
   }
 
@@ -342,6 +361,7 @@ export class Manager {
     cache.repoSecrets.on((e) => this.onRepositorySecret(e));
     cache.knownHostsCM.on((e) => this.onKnownHosts(e));
     cache.tlsCertsCM.on((e) => this.onTLSCerts(e));
+    cache.gpgKeysCM.on((e) => this.onGPGKeys(e));
     cache.start();
     await cache.synced();
     const onError = (kind: string) => (key: string, err: unknown) => {

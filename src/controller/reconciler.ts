@@ -32,7 +32,8 @@ import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
-import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
+import { mergeConditions, periodicRefreshKind, shouldWriteStatus, withHealthTransition } from './status.ts';
+import { readImpersonationSettings } from '../impersonation/settings.ts';
 
 import type { ArgoCacheWriter } from '../argocd-cache/writer.ts';
 
@@ -101,8 +102,16 @@ export class Reconciler {
     }
     const prev = readStatus(raw);
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
-    const refreshKind = annotations[REFRESH_ANNOTATION];
-    const now = this.now().toISOString();
+    const nowDate = this.now();
+    const now = nowDate.toISOString();
+    // Asked for, or hard when the last comparison is older than timeout.hard.reconciliation.
+    const hardTimeoutSeconds = readImpersonationSettings(
+      this.d.cache.settingsConfigMap(),
+    ).hardReconciliationTimeoutSeconds;
+    const expiredHard =
+      annotations[REFRESH_ANNOTATION] === undefined &&
+      periodicRefreshKind(prev, nowDate.getTime(), hardTimeoutSeconds * 1000) === 'hard';
+    const refreshKind = expiredHard ? 'hard' : annotations[REFRESH_ANNOTATION];
     const admission = admit(this.d.cache.controlState(), raw);
     const decided = admission.admitted || admission.by === 'identity' ? admission : undefined;
     const log = this.d.logger.child({
@@ -115,6 +124,10 @@ export class Reconciler {
           }
         : {}),
     });
+    if (expiredHard)
+      log.info(
+        `Refreshing app status (comparison expired, requesting hard refresh. reconciledAt: ${prev?.reconciledAt ?? 'never'}, expiry: ${hardTimeoutSeconds}s)`,
+      );
     if (decided) this.d.metrics?.identityDecisions.inc({ outcome: decided.identity.decision });
     let next: ApplicationStatus;
     let result: ReconcileResult = {};

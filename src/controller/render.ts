@@ -14,9 +14,13 @@ import { fetchDecision } from '../project/fetch-repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } from '../repository/access.ts';
 import type { RepositoryState } from '../repository/access.ts';
 import { NeedsRepositories, SourceError, redactURL, type RepositoryNeed } from '../source/errors.ts';
+import { refreshPaths } from '../source/generate-paths.ts';
 import type { DependencyRepository, RenderInput, RenderedObject, RefSource } from '../source/index.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { hasSignatureCriteria, signaturePolicy } from '../project/signatures.ts';
+
+/** The annotation naming the paths whose changes regenerate the manifests (Argo CD's AnnotationKeyManifestGeneratePaths). */
+export const MANIFEST_GENERATE_PATHS = 'argocd.argoproj.io/manifest-generate-paths';
 
 export interface RenderedApplication {
   objects: RenderedObject[];
@@ -179,7 +183,15 @@ export async function renderApplication(
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
         ...(opts.tools ? { tools: opts.tools } : {}),
       };
-      const policy = signaturePolicy(opts.project, source.repoURL);
+      // ARGOCD_GPG_ENABLED=false: Argo CD verifies nothing (and refuses no mode it cannot check).
+      // manifest-generate-paths, as Argo CD's evaluateRevisionChanges: with a revision compared before.
+      const synced = multiSource ? app.status?.sync?.revisions?.[i] : app.status?.sync?.revision;
+      const generatePaths = refreshPaths(app.metadata.annotations?.[MANIFEST_GENERATE_PATHS], source.path);
+      if (synced && generatePaths.length > 0) input.generatePaths = { paths: generatePaths, syncedRevision: synced };
+      const policy =
+        opts.repositories.gpgEnabled === false
+          ? { kind: 'none' as const }
+          : signaturePolicy(opts.project, source.repoURL);
       if (policy.kind === 'refused') throw new SourceError('InvalidSource', policy.message);
       if (policy.kind === 'verify') {
         const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});

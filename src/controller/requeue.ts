@@ -102,3 +102,15 @@ export function appsAffectedByTLSCerts(
     .filter((a) => (a.repoURLs ?? []).some((u) => !isSSHURL(u) && changed.has(hostOf(u)?.host ?? '')))
     .map((a) => a.key);
 }
+
+/**
+ * argocd-gpg-keys-cm changed: the Applications whose project, or a global project it inherits
+ * from, asks for commit signatures (signatureKeys, or sourceIntegrity) are verified again.
+ */
+export function appsAffectedByGPGKeys(
+  apps: Iterable<AppIndexEntry>,
+  verifies: (project: string) => boolean,
+  inheritsFrom: (project: string) => string[],
+): string[] {
+  return [...apps].filter((a) => [a.project, ...inheritsFrom(a.project)].some(verifies)).map((a) => a.key);
+}

@@ -58,3 +58,18 @@ export function shouldWriteStatus(
   const at = prev?.reconciledAt ? Date.parse(prev.reconciledAt) : NaN;
   return Number.isNaN(at) || nowMs - at >= refreshIntervalMs;
 }
+
+/**
+ * The kind of refresh a comparison gets when nobody asked for one (Argo CD's comparisonExpiry): hard
+ * once the last comparison is older than argocd-cm `timeout.hard.reconciliation` (or there was none),
+ * when that is set; otherwise a normal one.
+ */
+export function periodicRefreshKind(
+  prev: ApplicationStatus | undefined,
+  nowMs: number,
+  hardTimeoutMs: number,
+): 'hard' | undefined {
+  if (hardTimeoutMs <= 0) return undefined;
+  const at = prev?.reconciledAt ? Date.parse(prev.reconciledAt) : NaN;
+  return Number.isNaN(at) || nowMs - at >= hardTimeoutMs ? 'hard' : undefined;
+}

@@ -15,12 +15,19 @@ export const IMPERSONATION_ENABLED_KEY = 'application.sync.impersonation.enabled
 export const IMPERSONATION_ENFORCED_KEY = 'application.sync.impersonation.enforced';
 export const GLOBAL_PROJECTS_KEY = 'globalProjects';
 export const RECONCILIATION_TIMEOUT_KEY = 'timeout.reconciliation';
+/** The most a periodic refresh is delayed by at random (Argo CD's ARGOCD_RECONCILIATION_JITTER). */
+export const RECONCILIATION_JITTER_KEY = 'timeout.reconciliation.jitter';
+/** How old a comparison may get before a periodic refresh is a hard one (ARGOCD_HARD_RECONCILIATION_TIMEOUT). */
+export const HARD_RECONCILIATION_TIMEOUT_KEY = 'timeout.hard.reconciliation';
 /** impersync's own: the Impersonate-Extra attribution is required, not dropped when refused (docs/impersonation.md §11). */
 export const REQUIRE_EXTRAS_KEY = 'impersync.impersonation.requireExtras';
 
 export const DEFAULT_IMPERSONATION_ENABLED = false;
 export const DEFAULT_IMPERSONATION_ENFORCED = true;
 export const DEFAULT_RECONCILIATION_TIMEOUT_SECONDS = 120;
+/** Argo CD's controller defaults: a jitter of up to 60 s, no periodic hard refresh. */
+export const DEFAULT_RECONCILIATION_JITTER_SECONDS = 60;
+export const DEFAULT_HARD_RECONCILIATION_TIMEOUT_SECONDS = 0;
 
 export interface GlobalProjectSetting {
   projectName: string;
@@ -46,6 +53,10 @@ export interface ImpersonationSettings {
   /** spec §7, in argocd-cm order. Entries with an invalid selector are kept (global-projects.ts stops at them). */
   globalProjects: GlobalProjectSetting[];
   reconciliationTimeoutSeconds: number;
+  /** Each periodic refresh waits a random part of this longer, as Argo CD's controller (0: none). */
+  reconciliationJitterSeconds: number;
+  /** A periodic refresh of a comparison older than this is hard: nothing cached is reused (0: never). */
+  hardReconciliationTimeoutSeconds: number;
   /** `configmap` when read, `absent` when there is none (defaults), `error` when it could not be read. */
   source: 'configmap' | 'absent' | 'error';
   /** Read errors (spec §4 wording) and unusable values, in key order; empty when all is well. */
@@ -65,6 +76,8 @@ function defaults(source: ImpersonationSettings['source'], errors: string[] = []
     requireExtras: false,
     globalProjects: [],
     reconciliationTimeoutSeconds: DEFAULT_RECONCILIATION_TIMEOUT_SECONDS,
+    reconciliationJitterSeconds: DEFAULT_RECONCILIATION_JITTER_SECONDS,
+    hardReconciliationTimeoutSeconds: DEFAULT_HARD_RECONCILIATION_TIMEOUT_SECONDS,
     source,
     errors,
   };
@@ -109,6 +122,17 @@ export function readImpersonationSettings(configMap: ConfigMap | undefined | Err
       settings.errors.push(
         `${configMapName(configMap)} data.${RECONCILIATION_TIMEOUT_KEY}: ${parsed.error}; using ${DEFAULT_RECONCILIATION_TIMEOUT_SECONDS}s`,
       );
+  }
+  // As Argo CD's env.ParseDurationFromEnv: a value that does not parse keeps the default.
+  for (const [key, field, fallback] of [
+    [RECONCILIATION_JITTER_KEY, 'reconciliationJitterSeconds', DEFAULT_RECONCILIATION_JITTER_SECONDS],
+    [HARD_RECONCILIATION_TIMEOUT_KEY, 'hardReconciliationTimeoutSeconds', DEFAULT_HARD_RECONCILIATION_TIMEOUT_SECONDS],
+  ] as const) {
+    const value = data[key];
+    if (value === undefined || value.trim() === '') continue;
+    const parsed = parseDurationSeconds(value);
+    if (parsed.ok) settings[field] = parsed.seconds;
+    else settings.errors.push(`${configMapName(configMap)} data.${key}: ${parsed.error}; using ${fallback}s`);
   }
   return settings;
 }

@@ -24,6 +24,14 @@ export function encodeAnswer(result: RenderResult): EncodedAnswer {
   return { body: Buffer.from(`${lines.join('\n')}\n`), objects: result.objects.length };
 }
 
+/** The same answer under another revision (its header's first line rewritten, the objects as they were). */
+export function withRevision(answer: EncodedAnswer, revision: string): EncodedAnswer {
+  const end = answer.body.indexOf(0x0a);
+  const header = JSON.parse(answer.body.subarray(0, end).toString('utf8')) as RenderAnswerHeader;
+  const first = Buffer.from(JSON.stringify({ ...header, revision }));
+  return { body: Buffer.concat([first, answer.body.subarray(end)]), objects: answer.objects };
+}
+
 /** Why `answer` is over the request's limits, or undefined. */
 export function overApplicationLimits(
   answer: EncodedAnswer,

@@ -278,7 +278,7 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
   const { source, appName, instanceName, destinationNamespace, project, revision, kubeVersion, apiVersions } = input;
   const { sourceRepos } = input;
   const { repository, refSources, refNames, dependencyRepositories, revisionMaxAgeMs, tools, localManifests } = input;
-  const { submoduleRepositories, signature } = input;
+  const { submoduleRepositories, signature, generatePaths } = input;
   return {
     source,
     appName,
@@ -298,5 +298,6 @@ function wire(input: Partial<RenderInput>): Record<string, unknown> {
     localManifests,
     submoduleRepositories,
     signature,
+    generatePaths,
   };
 }

@@ -79,6 +79,13 @@ export const RenderInputSchema = z.strictObject({
       publicKeys: z.array(z.string().max(1024 * 1024)).max(1000),
     })
     .optional(),
+  /** annotation manifest-generate-paths: its paths from the root, and the revision last compared. */
+  generatePaths: z
+    .strictObject({
+      paths: z.array(z.string().max(4096)).max(1000),
+      syncedRevision: z.string().max(1024),
+    })
+    .optional(),
   /** operation.sync.manifests, parsed by the renderer (source/local-manifests.ts). */
   localManifests: z.array(z.string().max(MAX_REQUEST_BYTES)).max(10_000).optional(),
 });

@@ -23,6 +23,8 @@ export interface RendererProcessOptions {
   toolsDir?: string | undefined;
   /** Folder of cmp-server sockets of config management plugins (source/cmp/). Default: none. */
   pluginSocketDir?: string | undefined;
+  /** Globs of files left out of the app folder streamed to a plugin (Argo CD's --plugin-tar-exclude). */
+  pluginTarExclusions?: readonly string[] | undefined;
   /** file:// and local paths as repoURL: for local demos and tests only. Default false. */
   allowLocalRepositories?: boolean;
   /** Renders at once (and worker threads). Default 4. */
@@ -87,6 +89,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     ...(opts.toolsDir !== undefined ? { toolsDir: opts.toolsDir } : {}),
     ...(opts.env !== undefined ? { env: opts.env } : {}),
     ...(opts.pluginSocketDir !== undefined ? { pluginSocketDir: opts.pluginSocketDir } : {}),
+    ...(opts.pluginTarExclusions?.length ? { pluginTarExclusions: opts.pluginTarExclusions } : {}),
     limits: { renderTimeoutMs, maxRenderedBytes: MAX_RENDERED_BYTES, ...opts.limits },
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     submodules: opts.submodules ?? gitModulesEnabled(process.env),

@@ -30,7 +30,8 @@ import {
   type NeedsAnswer,
 } from './protocol.ts';
 import { AnswerCache } from './answer-cache.ts';
-import { encodeAnswer, overApplicationLimits } from './answer.ts';
+import { encodeAnswer, overApplicationLimits, withRevision, type EncodedAnswer } from './answer.ts';
+import { appFilesHaveChanged } from '../source/generate-paths.ts';
 import { APPLICATION_LIMIT_KEYS } from '../api/limits.ts';
 import { RenderSlots } from './slots.ts';
 import { ANSWER_CONTENT_TYPE, type RequestLimits } from './protocol.ts';
@@ -88,6 +89,9 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     const resolved = input.refSources ? { ...input, refSources: await resolvedRefSources(input) } : input;
     const key = cacheKey(resolved, revision);
     let answer = noCache ? undefined : cache.get(key);
+    if (!answer && !noCache) answer = await unchangedAnswer(resolved, revision);
+    // Which refresh rendered and which reused an answer (the hard-refresh tests read these lines).
+    opts.logger.debug({ application: input.appName, revision, cached: answer !== undefined }, 'render answered');
     if (answer) counts.cacheHits++;
     else {
       counts.renders++;
@@ -98,6 +102,28 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     const over = overApplicationLimits(answer, limits, input.source);
     if (over) throw over;
     return { status: 200, body: answer.body, type: 'ndjson' };
+  };
+
+  /**
+   * manifest-generate-paths, as Argo CD's UpdateRevisionForPaths: when the new commit changes no file
+   * under the paths, the previous commit's cached answer is the new one's (under the new revision),
+   * even where a file elsewhere would render differently. Ref sources: rendered anew (not compared).
+   */
+  const unchangedAnswer = async (input: RenderInput, revision: string): Promise<EncodedAnswer | undefined> => {
+    const g = input.generatePaths;
+    if (!g || g.paths.length === 0 || g.syncedRevision === revision || input.refSources) return undefined;
+    const previous = cache.get(cacheKey(input, g.syncedRevision));
+    // Not cached (Argo CD's "manifest cache miss"): generated at the new commit.
+    if (!previous) return undefined;
+    const files = await opts.renderer.changedFiles(input, g.syncedRevision, revision);
+    if (files === undefined || (files.length > 0 && appFilesHaveChanged(g.paths, files))) return undefined;
+    opts.logger.debug(
+      { application: input.appName, from: g.syncedRevision, to: revision },
+      'manifest cache moved: no change under manifest-generate-paths',
+    );
+    const moved = withRevision(previous, revision);
+    cache.set(cacheKey(input, revision), moved);
+    return moved;
   };
 
   /** Each ref source at the commit its targetRevision names now. */
@@ -289,8 +315,10 @@ function readBody(req: http.IncomingMessage): Promise<string | undefined> {
 function cacheKey(input: RenderInput, revision: string): string {
   // The input holds the credentials: an answer rendered with one is never served to a request
   // with another. Only the digest is kept. How old refs may be does not change the objects.
-  const { revisionMaxAgeMs: _age, ...rest } = input;
+  // Nor does the revision manifest-generate-paths compares with.
+  const { revisionMaxAgeMs: _age, generatePaths: _paths, ...rest } = input;
   void _age;
+  void _paths;
   return createHash('sha256')
     .update(JSON.stringify({ ...rest, revision }))
     .digest('hex');

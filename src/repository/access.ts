@@ -20,6 +20,8 @@ export interface RepositoryState {
   tlsCerts: Readonly<Record<string, string>>;
   /** argocd-gpg-keys-cm: key ID → ASCII-armoured public key (the keyring signatures are verified with). */
   gpgKeys?: Readonly<Record<string, string>> | undefined;
+  /** false when ARGOCD_GPG_ENABLED turns signature verification off (Argo CD's IsGPGEnabled). */
+  gpgEnabled?: boolean | undefined;
 }
 
 export const EMPTY_REPOSITORY_STATE: RepositoryState = { configs: [], errors: [], knownHosts: '', tlsCerts: {} };

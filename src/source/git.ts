@@ -240,6 +240,34 @@ export class GitRepoCache {
     return this.#mutex.with(repo.key, () => listSubmodules(this.#cloneRunner(repo), revision, repo.shown));
   }
 
+  /**
+   * The files changed between two commits (git diff --name-only), as Argo CD's ChangedFiles; undefined
+   * when either commit cannot be had (force-pushed away): the caller then takes the source as changed.
+   */
+  async changedFiles(
+    repoURL: string,
+    from: string,
+    to: string,
+    access: RepositoryAccess | undefined,
+  ): Promise<string[] | undefined> {
+    if (!FULL_SHA.test(from) || !FULL_SHA.test(to)) return undefined;
+    const repo = await this.#repo(repoURL, access);
+    return this.#mutex.with(repo.key, async () => {
+      if (!(await this.#fetchCommit(repo, from)) || !(await this.#fetchCommit(repo, to))) return undefined;
+      const r = await this.#gitIn(
+        repo,
+        ['diff', '--name-only', '-z', '--no-renames', from, to, '--'],
+        'git diff',
+        this.#localTimeoutMs,
+      );
+      if (r.code !== 0) return undefined;
+      return r.stdout
+        .toString('utf8')
+        .split('\0')
+        .filter((f) => f !== '');
+    });
+  }
+
   /** A local git command in the clone a checkout of `repoURL` made (signatures.ts), `env` added. */
   async inClone(repoURL: string, access: RepositoryAccess | undefined, args: string[], env: NodeJS.ProcessEnv) {
     const repo = await this.#repo(repoURL, access);

@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
-import { SourceError } from './errors.ts';
+import { SourceError, redactURL } from './errors.ts';
+import { httpGet } from './http.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import type { ToolLimits } from './limits.ts';
 import { isInside, physicalRelative } from './paths.ts';
@@ -49,7 +50,16 @@ export interface HelmTemplateInput {
   signal?: AbortSignal | undefined;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
+  /** argocd-cm helm.valuesFileSchemes: the URL schemes a value file may use (undefined: https and http). */
+  valuesFileSchemes?: readonly string[] | undefined;
+  /** The most a value file fetched by URL may hold. */
+  maxValueFileBytes: number;
 }
+
+/** Argo CD's default for argocd-cm helm.valuesFileSchemes (util/settings GetHelmSettings). */
+export const DEFAULT_VALUES_FILE_SCHEMES: readonly string[] = ['https', 'http'];
+/** What the renderer fetches a value file URL over; another scheme an admin allows is refused. */
+const FETCHED_SCHEMES = new Set(['https', 'http']);
 
 /** Fields of spec.source.helm that are honoured; anything else set is an error, not a silent no-op. */
 const SUPPORTED = new Set([
@@ -98,8 +108,11 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
       : (input.apiVersions ?? []);
   for (const v of apiVersions) args.push(`--api-versions=${v}`);
 
+  const renames = [...input.renames];
+  let remote = 0;
   for (const file of spec.valueFiles ?? []) {
-    const resolved = await resolveValueFile(input, file);
+    const local = () => path.join(input.workDir, `remote-values-${remote++}.yaml`);
+    const resolved = await resolveValueFile(input, file, local, renames);
     if (resolved) args.push(`--values=${resolved}`);
     else if (spec.ignoreMissingValueFiles !== true) {
       throw new SourceError(
@@ -148,10 +161,7 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     label: `helm template of '${input.shownPath}'`,
     howToGet: howToGet('helm'),
     limits: input.limits,
-    scrub: scrubber([
-      ...input.renames,
-      { from: path.join(input.workDir, 'values.yaml'), to: 'spec.source.helm.values' },
-    ]),
+    scrub: scrubber([...renames, { from: path.join(input.workDir, 'values.yaml'), to: 'spec.source.helm.values' }]),
   });
   if (r.code !== 0) {
     throw new SourceError(
@@ -167,7 +177,12 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
  * stay inside the repository, lexically and physically (no symlink out). Undefined when the file
  * does not exist.
  */
-async function resolveValueFile(input: HelmTemplateInput, written: string): Promise<string | undefined> {
+async function resolveValueFile(
+  input: HelmTemplateInput,
+  written: string,
+  remotePath: () => string,
+  renames: PathRename[],
+): Promise<string | undefined> {
   const ref = written.startsWith('$') ? written.split('/')[0] : undefined;
   const refRoot = ref && input.refRoots && Object.hasOwn(input.refRoots, ref) ? input.refRoots[ref] : undefined;
   if (ref && !refRoot && input.refNames?.includes(ref)) {
@@ -195,12 +210,10 @@ async function resolveValueFile(input: HelmTemplateInput, written: string): Prom
     const real = path.join(refRoot, physical);
     return existsSync(real) ? real : undefined;
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(file)) {
-    throw new SourceError(
-      'InvalidSource',
-      `helm value file '${written}' of '${input.shownPath}': remote value files are not supported, commit the file to the repository`,
-    );
-  }
+  // A scheme as Go's url.Parse reads one (Argo CD's ResolveValueFilePathOrUrl): letters, digits,
+  // `+`, `-`, `.` before the first `:`, which comes before any `/`.
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(file)?.[1];
+  if (scheme !== undefined) return fetchValueFile(input, file, scheme, remotePath(), renames);
   const base = input.valuesDir ?? input.chartDir;
   const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(base, file);
   if (!isInside(input.repoRoot, abs)) {
@@ -218,6 +231,45 @@ async function resolveValueFile(input: HelmTemplateInput, written: string): Prom
   }
   const real = path.join(input.repoRoot, physical);
   return existsSync(real) ? real : undefined;
+}
+
+/**
+ * A value file given by URL, fetched by the renderer (never by helm) when argocd-cm
+ * helm.valuesFileSchemes allows its scheme, with no credential: Argo CD hands the URL to helm,
+ * whose getter sends none. Within the file size limit and the render's time; redirects followed
+ * (none to another scheme than http and https). Written to `local` for `--values`.
+ */
+async function fetchValueFile(
+  input: HelmTemplateInput,
+  url: string,
+  scheme: string,
+  local: string,
+  renames: PathRename[],
+): Promise<string> {
+  const allowed = input.valuesFileSchemes ?? DEFAULT_VALUES_FILE_SCHEMES;
+  if (!allowed.some((s) => s.toLowerCase() === scheme.toLowerCase()))
+    throw new SourceError(
+      'InvalidSource',
+      `error resolving value file path: the URL scheme '${scheme}' is not allowed`,
+    );
+  const shown = redactURL(url);
+  if (!FETCHED_SCHEMES.has(scheme.toLowerCase()))
+    throw new SourceError(
+      'InvalidSource',
+      `helm value file '${shown}' of '${input.shownPath}': the URL scheme '${scheme}' is allowed by argocd-cm helm.valuesFileSchemes, but the renderer fetches value files over https and http only`,
+    );
+  const what = `helm value file '${shown}' of '${input.shownPath}'`;
+  const res = await httpGet(url, undefined, {
+    maxBytes: input.maxValueFileBytes,
+    timeoutMs: input.timeoutMs,
+    what,
+    signal: input.signal,
+  });
+  if (res.status < 200 || res.status >= 300)
+    throw new SourceError('RepositoryUnreachable', `${what} could not be fetched: the server answered ${res.status}`);
+  await writeFile(local, res.body);
+  renames.push({ from: local, to: shown });
+  return local;
 }
 
 /** Helm's rule for release names (chartutil.ValidateReleaseName): a DNS-1123 subdomain of at most 53 characters. */

@@ -82,6 +82,8 @@ export interface SourceRendererOptions {
   kustomizeBuildOptions?: string[];
   /** Folder of config management plugins' cmp-server sockets (source/cmp/). Default: none, every plugin source refused. */
   pluginSocketDir?: string;
+  /** Globs of files left out of the app folder streamed to a plugin (source/cmp/archive.ts). */
+  pluginTarExclusions?: readonly string[];
   /** Environment for git, helm and kustomize (default: this process's). */
   env?: NodeJS.ProcessEnv;
   /**
@@ -168,6 +170,12 @@ export interface RenderInput {
   submoduleRepositories?: readonly SubmoduleRepository[] | undefined;
   /** The project requires a signed revision (signatures.ts): verified before anything is rendered. */
   signature?: SignatureRequirement | undefined;
+  /**
+   * annotation manifest-generate-paths (generate-paths.ts): the paths, relative to the repository
+   * root, and the revision last compared. The renderer's server answers the previous commit's
+   * objects for a new commit that changes none of the paths, as Argo CD's repo-server does.
+   */
+  generatePaths?: { paths: readonly string[]; syncedRevision: string } | undefined;
 }
 
 export interface RefSource {
@@ -245,6 +253,19 @@ export class SourceRenderer {
     }
     const source = input.source;
     return this.#git.resolveRevision(source.repoURL, input.revision ?? source.targetRevision, repoOptions(input));
+  }
+
+  /**
+   * The files a Git source's repository changed from commit `from` to `to` (manifest-generate-paths);
+   * undefined for another kind of source, or when a commit cannot be had.
+   */
+  async changedFiles(
+    input: Pick<RenderInput, 'source' | 'repository'>,
+    from: string,
+    to: string,
+  ): Promise<string[] | undefined> {
+    if (sourceKind(input.source, input.repository) !== 'git') return undefined;
+    return this.#git.changedFiles(input.source.repoURL, from, to, input.repository);
   }
 
   /** `git ls-remote` runs so far (tests and bench/repos). */
@@ -416,6 +437,7 @@ export class SourceRenderer {
         {
           checkoutDir: dir,
           source,
+          ...(hasCredential(input.repository) ? { sourceHasCredential: true } : {}),
           appName: input.appName,
           destinationNamespace: input.destinationNamespace,
           ...(input.instanceName ? { instanceName: input.instanceName } : {}),
@@ -456,6 +478,9 @@ export class SourceRenderer {
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,
           pluginSocketDir: this.#opts.pluginSocketDir,
+          ...(this.#opts.pluginTarExclusions?.length
+            ? { pluginTarExclusions: [...this.#opts.pluginTarExclusions] }
+            : {}),
           env: { ...(this.#opts.env ?? process.env) },
         },
         remainingMs,
@@ -484,4 +509,15 @@ function inThisThread(
     timeoutMs,
   );
   return renderCheckout(request, { ...environment, signal: stop.signal }).finally(() => clearTimeout(timer));
+}
+
+/** Whether a repository's access carries a credential (Argo CD's GetGitCreds would give the plugin one). */
+function hasCredential(access: RepositoryAccess | undefined): boolean {
+  return !!(
+    access?.username ||
+    access?.password ||
+    access?.bearerToken ||
+    access?.sshPrivateKey ||
+    access?.tlsClientCertKey
+  );
 }

@@ -92,12 +92,19 @@ export interface RenderEnvironment {
   signal?: AbortSignal | undefined;
   /** The folder of config management plugins' cmp-server sockets (source/cmp/); absent: none. */
   pluginSocketDir?: string | undefined;
+  /** Argo CD's --plugin-tar-exclude: globs of files not streamed to a plugin (source/cmp/archive.ts). */
+  pluginTarExclusions?: readonly string[] | undefined;
   /** Where a time limit lower than the renderer's is set (limits.renderTimeoutMs is then that one). */
   timeLimitSetBy?: string | undefined;
 }
 
 export interface RenderRequest {
   /** Root of the checked-out commit. */
+  /**
+   * The source's repository has a credential (a plugin asking for it with provideGitCreds is then
+   * refused: the credential itself never reaches the worker).
+   */
+  sourceHasCredential?: boolean | undefined;
   checkoutDir: string;
   source: ApplicationSource;
   /** The Application's name: Helm's release name unless spec.source.helm.releaseName says otherwise. */
@@ -275,6 +282,8 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       kubeVersion: req.kubeVersion,
       apiVersions: req.apiVersions,
       helmHome: env.helmHome,
+      valuesFileSchemes: req.tools?.valuesFileSchemes,
+      maxValueFileBytes: env.limits.maxFileBytes,
     });
     return {
       sourceType,

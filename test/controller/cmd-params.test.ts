@@ -4,7 +4,7 @@
 // named; keys of Argo CD's other components pass without a word.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolveControllerParams, splitList } from '../../src/controller/cmd-params.ts';
+import { gpgEnabled, resolveControllerParams, splitList } from '../../src/controller/cmd-params.ts';
 import { CMD_PARAM_KEYS } from '../../src/controller/cmd-params-keys.ts';
 import { changedKeys, readCmdParamsData } from '../../src/controller/cmd-params-watch.ts';
 import type { ControlClient } from '../../src/kube/control.ts';
@@ -257,4 +257,13 @@ test('reading the ConfigMap: absent is no data; refused is said at once; an API 
   const down = answering([503]);
   assert.equal(await readCmdParamsData(down.control, 'argocd', log, 1), undefined);
   assert.equal(down.calls(), 5);
+});
+
+test("ARGOCD_GPG_ENABLED: off only for false or no, in any case, as Argo CD's IsGPGEnabled", () => {
+  assert.equal(gpgEnabled({}), true);
+  assert.equal(gpgEnabled({ ARGOCD_GPG_ENABLED: 'true' }), true);
+  assert.equal(gpgEnabled({ ARGOCD_GPG_ENABLED: 'anything' }), true);
+  assert.equal(gpgEnabled({ ARGOCD_GPG_ENABLED: 'false' }), false);
+  assert.equal(gpgEnabled({ ARGOCD_GPG_ENABLED: 'FALSE' }), false);
+  assert.equal(gpgEnabled({ ARGOCD_GPG_ENABLED: 'No' }), false);
 });

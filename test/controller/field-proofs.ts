@@ -101,7 +101,11 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'spec.syncWindows[].**': pm(['SyncWindow'], 'test/project/windows.test.ts', 'test/e2e/semantics-sync.test.ts'),
     'spec.orphanedResources.**': p('test/sync/orphans.test.ts', 'test/e2e/semantics-diff.test.ts'),
     'spec.permitOnlyProjectScopedClusters': p('test/project/clusters.test.ts', 'test/e2e/clusters-tenancy.test.ts'),
-    'spec.signatureKeys[].**': p('test/project/signatures.test.ts', 'test/e2e/git-semantics.test.ts'),
+    'spec.signatureKeys[].**': p(
+      'test/project/signatures.test.ts',
+      'test/e2e/git-semantics.test.ts',
+      'test/e2e/gpg-settings.test.ts',
+    ),
     'spec.sourceIntegrity.**': p('test/project/signatures.test.ts', 'test/e2e/git-semantics.test.ts'),
   },
   argocdCm: {
@@ -109,6 +113,17 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'application.sync.impersonation.enforced': p('test/impersonation/settings.test.ts'),
     globalProjects: p('test/impersonation/global-projects.test.ts'),
     'timeout.reconciliation': p('test/impersonation/settings.test.ts', 'test/e2e/controller-refresh.test.ts'),
+    'helm.valuesFileSchemes': p('test/source/values-url.test.ts', 'test/source/tool-settings.test.ts'),
+    'timeout.reconciliation.jitter': p(
+      'test/impersonation/settings.test.ts',
+      'test/e2e/controller-reconciliation.test.ts',
+    ),
+    'timeout.hard.reconciliation': pm(
+      ['periodicRefreshKind'],
+      'test/impersonation/settings.test.ts',
+      'test/controller/status.test.ts',
+      'test/e2e/controller-reconciliation.test.ts',
+    ),
     'application.resourceTrackingMethod': p('test/sync/settings.test.ts', 'test/e2e/semantics-settings.test.ts'),
     'application.instanceLabelKey': p('test/sync/settings.test.ts', 'test/e2e/semantics-settings.test.ts'),
     installationID: p('test/sync/tracking-methods.test.ts'),
@@ -175,6 +190,10 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'IncludeMutationWebhook=true': p('test/sync/compare.test.ts'),
   },
   annotations: {
+    'argocd.argoproj.io/manifest-generate-paths': p(
+      'test/source/generate-paths.test.ts',
+      'test/e2e/generate-paths.test.ts',
+    ),
     'argocd.argoproj.io/sync-options': p('test/sync/annotations.test.ts', 'test/e2e/semantics-sync.test.ts'),
     'argocd.argoproj.io/sync-wave': p('test/sync/order.test.ts', 'test/e2e/sync-engine.test.ts'),
     'argocd.argoproj.io/hook': p('test/sync/annotations.test.ts', 'test/e2e/sync-engine.test.ts'),

@@ -209,16 +209,16 @@ test('each warned name, set alone, is named in the condition; each honoured one 
 test('the condition: one UnsupportedFieldWarning listing each, with why', () => {
   const app = baseApp();
   app.spec.syncPolicy = { syncOptions: ['ServerSideApply=false', 'Nonsense=true'] };
-  app.metadata.annotations = { 'argocd.argoproj.io/manifest-generate-paths': '.' };
+  app.metadata.annotations = { 'argocd.argoproj.io/hydrate': 'normal' };
   const c = unhonouredCondition({
     app,
     project: baseProject(),
-    settings: { 'timeout.hard.reconciliation': '1h', url: 'https://argo' },
+    settings: { 'application.allowedNodeLabels': 'zone', url: 'https://argo' },
   });
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: sync option Nonsense=true (not an option Argo CD defines); annotation argocd.argoproj.io/manifest-generate-paths (there is no Git webhook); argocd-cm timeout.hard.reconciliation (there is no periodic hard refresh)',
+    'impersync does not act on: sync option Nonsense=true (not an option Argo CD defines); annotation argocd.argoproj.io/hydrate (read by the source hydrator only; spec.sourceHydrator is refused); argocd-cm application.allowedNodeLabels (node labels are not read (the resource tree of the UI))',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });

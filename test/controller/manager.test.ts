@@ -96,6 +96,7 @@ function harness(opts: { cacheStopped?: Promise<void> } = {}) {
     repoSecrets: none,
     knownHostsCM: none,
     tlsCertsCM: none,
+    gpgKeysCM: none,
     start: () => {},
     synced: async () => {},
     stop: () => opts.cacheStopped ?? Promise.resolve(),

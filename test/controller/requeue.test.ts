@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appsAffectedByCluster, appsAffectedByProject, appsAffectedBySettings } from '../../src/controller/requeue.ts';
+import {
+  appsAffectedByCluster,
+  appsAffectedByGPGKeys,
+  appsAffectedByProject,
+  appsAffectedBySettings,
+} from '../../src/controller/requeue.ts';
 import type { AppIndexEntry } from '../../src/controller/requeue.ts';
 
 const apps: AppIndexEntry[] = [
@@ -30,4 +35,19 @@ test('a cluster Secret change requeues apps targeting it by server or name, befo
 
 test('an argocd-cm change requeues every app', () => {
   assert.equal(appsAffectedBySettings(apps).length, 4);
+});
+
+test('argocd-gpg-keys-cm: the Applications of projects that verify signatures, their own or a global one', () => {
+  const apps: AppIndexEntry[] = [
+    { key: 'argocd/a', project: 'signed', destination: {} },
+    { key: 'argocd/b', project: 'plain', destination: {} },
+    { key: 'argocd/c', project: 'inherits', destination: {} },
+  ];
+  const verifies = (p: string) => p === 'signed' || p === 'global-signed';
+  const inherits = (p: string) => (p === 'inherits' ? ['global-signed'] : []);
+  assert.deepEqual(appsAffectedByGPGKeys(apps, verifies, inherits), ['argocd/a', 'argocd/c']);
+  assert.deepEqual(
+    appsAffectedByGPGKeys(apps, () => false, inherits),
+    [],
+  );
 });

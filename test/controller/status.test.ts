@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   mergeConditions,
+  periodicRefreshKind,
   shouldWriteStatus,
   statusChanged,
   withHealthTransition,
@@ -70,4 +71,14 @@ test("status.health.lastTransitionTime is set when the health status code change
       status: 'Healthy',
     },
   );
+});
+
+test("periodicRefreshKind: Argo CD's comparisonExpiry for timeout.hard.reconciliation", () => {
+  const at = Date.parse('2026-01-01T00:00:00Z');
+  const prev = { reconciledAt: '2026-01-01T00:00:00Z' } as ApplicationStatus;
+  assert.equal(periodicRefreshKind(prev, at + 3_600_000, 0), undefined, 'unset: never hard');
+  assert.equal(periodicRefreshKind(prev, at + 59_000, 60_000), undefined, 'younger than the timeout');
+  assert.equal(periodicRefreshKind(prev, at + 60_000, 60_000), 'hard', 'as old as the timeout');
+  assert.equal(periodicRefreshKind(undefined, at, 60_000), 'hard', 'never compared: hard when set');
+  assert.equal(periodicRefreshKind(undefined, at, 0), undefined);
 });

@@ -32,7 +32,11 @@ let repo: TestRepo;
 let cacheDir: string;
 let ctl: ControllerProcess;
 const extraRepos: TestRepo[] = [];
-const GOOD_SETTINGS = { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '3s' };
+const GOOD_SETTINGS = {
+  'application.sync.impersonation.enabled': 'true',
+  'timeout.reconciliation': '3s',
+  'timeout.reconciliation.jitter': '0s',
+};
 
 const manyConfigMaps = (n: number): string => {
   const docs: string[] = [];

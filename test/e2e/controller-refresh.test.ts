@@ -44,7 +44,11 @@ before(async () => {
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   });
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '2s' });
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'timeout.reconciliation': '2s',
+    'timeout.reconciliation.jitter': '0s',
+  });
   // A wave waits longer than any test here takes to act on it: the terminating test's operation must
   // end terminated, never timed out first because the machine was slow to get to its termination.
   fx = await startFixture(cp, guestbookFiles(), { applicationNamespaces: ['team-*'], waitTimeoutMs: 120_000 });

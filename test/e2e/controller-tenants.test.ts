@@ -102,7 +102,11 @@ before(async () => {
   cp = await startControlPlane();
   await grantControllerRights(cp);
   await grantControllerLease(cp);
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '3s' });
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'timeout.reconciliation': '3s',
+    'timeout.reconciliation.jitter': '0s',
+  });
   for (const tenant of ['noisy', 'quiet']) {
     await deployer(cp, tenant, 'deployer');
     await applyRaw(

@@ -39,7 +39,11 @@ before(async () => {
   cp = await startControlPlane();
   await grantControllerRights(cp);
   // A short reconciliation interval: recovery comes from the periodic refresh, as in Argo CD.
-  await setSettings(cp, { 'application.sync.impersonation.enabled': 'true', 'timeout.reconciliation': '2s' });
+  await setSettings(cp, {
+    'application.sync.impersonation.enabled': 'true',
+    'timeout.reconciliation': '2s',
+    'timeout.reconciliation.jitter': '0s',
+  });
   for (const ns of ['unreachable', 'gone']) await deployer(cp, ns, 'deployer');
   await applyRaw(
     cp.admin,

@@ -214,11 +214,12 @@ test('argocd.argoproj.io/skip-reconcile: the Application is left alone entirely'
 });
 
 test('what Argo CD defines and impersync does not act on is named in UnsupportedFieldWarning and an event', async () => {
-  // An annotation Argo CD's Git webhook reads (ServerSideApply=false, the example here before, is now refused).
+  // An annotation only Argo CD's source hydrator reads (manifest-generate-paths, the example here
+  // before, is now honoured).
   const said = app('said', 'said', 'said');
   await applyRaw(cp.admin, {
     ...said,
-    metadata: { ...said.metadata, annotations: { 'argocd.argoproj.io/manifest-generate-paths': '.' } },
+    metadata: { ...said.metadata, annotations: { 'argocd.argoproj.io/hydrate': 'normal' } },
   });
   const a = await waitForApp(
     cp,
@@ -228,7 +229,7 @@ test('what Argo CD defines and impersync does not act on is named in Unsupported
   );
   assert.equal(
     condition(a, 'UnsupportedFieldWarning'),
-    'impersync does not act on: annotation argocd.argoproj.io/manifest-generate-paths (there is no Git webhook)',
+    'impersync does not act on: annotation argocd.argoproj.io/hydrate (read by the source hydrator only; spec.sourceHydrator is refused)',
   );
   // The event is recorded just after the status is written: wait for it rather than race it.
   await until('the UnsupportedFieldWarning event', () =>

@@ -209,3 +209,28 @@ describe('timeout.reconciliation', () => {
     assert.equal(parseDurationSeconds('5s3').ok, false);
   });
 });
+
+describe('timeout.reconciliation.jitter and timeout.hard.reconciliation', () => {
+  test("default to Argo CD's controller defaults: a 60 s jitter, no hard refresh", () => {
+    const s = readImpersonationSettings(cm({}));
+    assert.equal(s.reconciliationJitterSeconds, 60);
+    assert.equal(s.hardReconciliationTimeoutSeconds, 0);
+    assert.equal(readImpersonationSettings(undefined).reconciliationJitterSeconds, 60);
+  });
+  test('read as durations', () => {
+    const s = readImpersonationSettings(
+      cm({ 'timeout.reconciliation.jitter': '0s', 'timeout.hard.reconciliation': '1h' }),
+    );
+    assert.equal(s.reconciliationJitterSeconds, 0);
+    assert.equal(s.hardReconciliationTimeoutSeconds, 3600);
+  });
+  test('a bad value keeps the default and says so', () => {
+    const s = readImpersonationSettings(
+      cm({ 'timeout.reconciliation.jitter': 'often', 'timeout.hard.reconciliation': '-1s' }),
+    );
+    assert.equal(s.reconciliationJitterSeconds, 60);
+    assert.equal(s.hardReconciliationTimeoutSeconds, 0);
+    assert.match(s.errors.join('\n'), /data\.timeout\.reconciliation\.jitter: invalid duration 'often'.*using 60s/);
+    assert.match(s.errors.join('\n'), /data\.timeout\.hard\.reconciliation: negative duration '-1s'; using 0s/);
+  });
+});

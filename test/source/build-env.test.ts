@@ -210,7 +210,7 @@ describe('build variables in a render', () => {
     );
     await assert.rejects(
       renderer.render(app({ path: 'chart', helm: { valueFiles: ['$ARGOCD_APP_SOURCE_REPO_URL'] } })),
-      /remote value files are not supported/,
+      /the URL scheme 'file' is not allowed/,
     );
   });
 

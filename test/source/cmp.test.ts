@@ -56,6 +56,12 @@ describe('a plugin source rendered by a real argocd-cmp-server', () => {
     sidecars = await startCmpSidecars({
       greeter: pluginYaml('greeter', GENERATE),
       sleeper: pluginYaml('sleeper', 'sleep 600'),
+      // Asks the repo-server for the source repository's Git credentials.
+      gitcreds: pluginYaml(
+        'gitcreds',
+        'printf "apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: with-creds\\n"',
+        '  provideGitCreds: true',
+      ),
       // Found by its discovery rule, for `plugin: {}` and for a source that names no type.
       finder: pluginYaml(
         'finder',
@@ -157,6 +163,34 @@ describe('a plugin source rendered by a real argocd-cmp-server', () => {
       render({ path: 'plain', plugin: {} }),
       (err: unknown) =>
         err instanceof SourceError && /could not find plugin supporting the given repository/.test(err.message),
+    );
+  });
+
+  test('provideGitCreds: no credential to give renders as Argo CD does; a repository with one is refused, never handed over', async () => {
+    const out = await render({ path: 'app', plugin: { name: 'gitcreds' } });
+    assert.deepEqual(
+      out.objects.map((o) => o.object.metadata.name),
+      ['with-creds'],
+    );
+    await assert.rejects(
+      renderCheckout(
+        {
+          checkoutDir: path.join(top, 'checkout'),
+          source: {
+            repoURL: 'https://example.com/r.git',
+            path: 'app',
+            plugin: { name: 'gitcreds' },
+          } as ApplicationSource,
+          appName: 'greet',
+          sourceHasCredential: true,
+        },
+        env,
+      ),
+      (err: unknown) =>
+        err instanceof SourceError &&
+        /plugin gitcreds asks for the Git credentials of 'https:\/\/example.com\/r.git' \(provideGitCreds: true/.test(
+          err.message,
+        ),
     );
   });
 });

@@ -167,3 +167,13 @@ describe('argocd-cm tool settings', () => {
     await assert.rejects(render({ path: 'jsonnet' }, {}), refused('InvalidSource', /jsonnet is not supported/));
   });
 });
+
+test("argocd-cm helm.valuesFileSchemes read as Argo CD's GetHelmSettings: split on commas, trimmed; absent is the default", () => {
+  assert.equal(readToolSettings({})?.valuesFileSchemes, undefined, 'absent: the renderer uses https and http');
+  assert.deepEqual(readToolSettings({ 'helm.valuesFileSchemes': ' https , s3,,' })?.valuesFileSchemes, ['https', 's3']);
+  assert.deepEqual(
+    readToolSettings({ 'helm.valuesFileSchemes': '' })?.valuesFileSchemes,
+    [],
+    'present and empty: no scheme allowed',
+  );
+});

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { SourceError } from '../errors.ts';
 import { formatBytes } from '../limits.ts';
+import { goMatch } from '../generate-paths.ts';
 
 export interface ArchiveLimits {
   maxFiles: number;
@@ -29,7 +30,33 @@ export function* chunksOf(tgz: Buffer, size = 64 * 1024): Generator<Buffer> {
   for (let i = 0; i < tgz.length; i += size) yield tgz.subarray(i, i + size);
 }
 
-export async function archiveRepository(root: string, limits: ArchiveLimits): Promise<RepoArchive> {
+/**
+ * Argo CD's matchesExclusionPattern for --plugin-tar-exclude: a glob with a `/` is matched against
+ * the path from the root with `**` for any number of folders (doublestar), one without against the
+ * whole path as Go's filepath.Match (so `*.md` leaves out top-level files only).
+ */
+export function excluded(globs: readonly string[], relativePath: string): boolean {
+  return globs.some((g) => (g.includes('/') ? doublestarMatch(g, relativePath) : goMatch(g, relativePath)));
+}
+
+function doublestarMatch(pattern: string, name: string): boolean {
+  const match = (p: string[], n: string[]): boolean => {
+    if (p.length === 0) return n.length === 0;
+    const [head, ...rest] = p as [string, ...string[]];
+    if (head === '**') {
+      for (let i = 0; i <= n.length; i++) if (match(rest, n.slice(i))) return true;
+      return false;
+    }
+    return n.length > 0 && goMatch(head, n[0] as string) && match(rest, n.slice(1));
+  };
+  return match(pattern.split('/'), name.split('/'));
+}
+
+export async function archiveRepository(
+  root: string,
+  limits: ArchiveLimits,
+  exclusions: readonly string[] = [],
+): Promise<RepoArchive> {
   const blocks: Buffer[] = [];
   let files = 0;
   let bytes = 0;
@@ -37,6 +64,8 @@ export async function archiveRepository(root: string, limits: ArchiveLimits): Pr
     const names = (await readdir(path.join(root, rel))).sort();
     for (const name of names) {
       const entry = rel === '' ? name : `${rel}/${name}`;
+      // A folder excluded is not walked (Argo CD's SkipDir); a file excluded is not sent.
+      if (exclusions.length > 0 && excluded(exclusions, entry)) continue;
       const full = path.join(root, entry);
       const info = await lstat(full);
       if (info.isDirectory()) {

@@ -49,6 +49,8 @@ export class PluginClient {
 
   checkPluginConfiguration(limits: CallLimits): Promise<PluginConfiguration> {
     return new Promise((resolve, reject) => {
+      let stopCancelling = (): void => {};
+      let over = false;
       const call = this.#client.makeUnaryRequest(
         `${SERVICE}/CheckPluginConfiguration`,
         (b: Buffer) => b,
@@ -56,9 +58,15 @@ export class PluginClient {
         Buffer.alloc(0), // google.protobuf.Empty
         new grpc.Metadata(),
         { deadline: limits.deadline },
-        (err, res) => (err || !res ? reject(err ?? new Error('no answer')) : resolve(res)),
+        (err, res) => {
+          over = true;
+          stopCancelling();
+          if (err || !res) reject(err ?? new Error('no answer'));
+          else resolve(res);
+        },
       );
-      cancelOnAbort(call, limits.signal);
+      stopCancelling = cancelOnAbort(call, limits.signal);
+      if (over) stopCancelling();
     });
   }
 
@@ -76,16 +84,27 @@ export class PluginClient {
 
   #clientStream<T>(method: string, decodeAnswer: (b: Buffer) => T, stream: AppStream, limits: CallLimits): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      // Aborted once the call has its status (an answer, an error, the deadline): the writes stop
+      // then, rather than wait forever for a drain that will not come, holding the app's archive.
+      const finished = new AbortController();
+      let stopCancelling = (): void => {};
       const call = this.#client.makeClientStreamRequest(
         `${SERVICE}/${method}`,
         (b: Buffer) => b,
         decodeAnswer,
         new grpc.Metadata(),
         { deadline: limits.deadline },
-        (err, res) => (err || res === undefined ? reject(err ?? new Error('no answer')) : resolve(res)),
+        (err, res) => {
+          finished.abort();
+          stopCancelling();
+          if (err || res === undefined) reject(err ?? new Error('no answer'));
+          else resolve(res);
+        },
       );
-      cancelOnAbort(call, limits.signal);
-      void sendStream(call, stream).catch((err: unknown) => {
+      stopCancelling = cancelOnAbort(call, limits.signal);
+      if (finished.signal.aborted) stopCancelling();
+      void sendStream(call, stream, finished.signal).catch((err: unknown) => {
+        if (finished.signal.aborted) return;
         call.cancel();
         reject(err instanceof Error ? err : new Error(String(err)));
       });
@@ -93,20 +112,43 @@ export class PluginClient {
   }
 }
 
-/** Writes the metadata and the chunks, waiting for the socket to drain between them. */
-async function sendStream(call: grpc.ClientWritableStream<Buffer>, stream: AppStream): Promise<void> {
+/**
+ * Writes the metadata and the chunks, waiting for the socket to drain between them; stops (and lets
+ * go of the chunks) as soon as `finished` says the call is over.
+ */
+export async function sendStream(
+  call: grpc.ClientWritableStream<Buffer>,
+  stream: AppStream,
+  finished: AbortSignal,
+): Promise<void> {
   const write = (msg: Buffer) =>
-    new Promise<void>((resolve) => {
-      if (call.write(msg)) resolve();
-      else call.once('drain', () => resolve());
+    new Promise<void>((resolve, reject) => {
+      if (finished.aborted) return reject(new Error('the call is over'));
+      if (call.write(msg)) return resolve();
+      const drained = () => {
+        finished.removeEventListener('abort', over);
+        resolve();
+      };
+      const over = () => {
+        call.removeListener('drain', drained);
+        reject(new Error('the call is over'));
+      };
+      call.once('drain', drained);
+      finished.addEventListener('abort', over, { once: true });
     });
   await write(metadataRequest(stream.metadata));
   for (const chunk of stream.chunks) await write(fileRequest(chunk));
-  call.end();
+  if (!finished.aborted) call.end();
 }
 
-function cancelOnAbort(call: grpc.Call, signal: AbortSignal | undefined): void {
-  if (!signal) return;
-  if (signal.aborted) call.cancel();
-  else signal.addEventListener('abort', () => call.cancel(), { once: true });
+/** Cancels the call when the render is aborted; the returned function removes the listener once the call is over. */
+function cancelOnAbort(call: grpc.Call, signal: AbortSignal | undefined): () => void {
+  if (!signal) return () => {};
+  if (signal.aborted) {
+    call.cancel();
+    return () => {};
+  }
+  const cancel = () => call.cancel();
+  signal.addEventListener('abort', cancel, { once: true });
+  return () => signal.removeEventListener('abort', cancel);
 }

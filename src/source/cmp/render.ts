@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { ApplicationSource } from '../../api/application.ts';
 import type { BuildEnv } from '../build-env.ts';
 import type { RenderEnvironment, RenderRequest } from '../render.ts';
-import { SourceError } from '../errors.ts';
+import { SourceError, redactURL } from '../errors.ts';
 import type { DocumentLimits } from '../expand.ts';
 import { parseManifests, type ParsedObject } from '../parse.ts';
 import { archiveRepository, chunksOf, type RepoArchive } from './archive.ts';
@@ -53,6 +53,10 @@ export interface PluginRenderInput {
     documents: DocumentLimits;
   };
   signal?: AbortSignal | undefined;
+  /** Globs of files not streamed to the plugin (Argo CD's --plugin-tar-exclude). */
+  tarExclusions?: readonly string[] | undefined;
+  /** The source's repository has a credential, which a plugin with provideGitCreds would be given. */
+  sourceHasCredential?: boolean | undefined;
 }
 
 /** What a plugin render gets: the tool limits of any render, and the build variables. */
@@ -69,6 +73,7 @@ export function pluginInput(
     kubeVersion: req.kubeVersion,
     apiVersions: req.apiVersions,
     socketDir: env.pluginSocketDir,
+    ...(env.pluginTarExclusions?.length ? { tarExclusions: env.pluginTarExclusions } : {}),
     limits: {
       timeoutMs: env.limits.toolTimeoutMs,
       maxAnswerBytes: env.limits.maxToolOutputBytes,
@@ -77,6 +82,7 @@ export function pluginInput(
       documents,
     },
     signal: env.signal,
+    ...(req.sourceHasCredential ? { sourceHasCredential: true } : {}),
   };
 }
 
@@ -93,8 +99,16 @@ export async function renderPlugin(input: PluginRenderInput): Promise<ParsedObje
   const stream = streamMaker(input, plugin);
   const found = await detect(input, plugin, stream, call);
   try {
-    // Argo CD asks again, for provideGitCreds; the renderer never gives a plugin a credential.
-    await found.client.checkPluginConfiguration(call);
+    // Argo CD asks again, for provideGitCreds, and hands the plugin the source repository's Git
+    // credential when it has one. The plugin runs what the repository holds, and a credential
+    // (often a template's, shared by every repository under it) would go wherever that sends it:
+    // the renderer never gives one, and refuses rather than render without what the plugin expects.
+    const config = await found.client.checkPluginConfiguration(call);
+    if (config.provideGitCreds && input.sourceHasCredential)
+      throw failed(
+        input.appName,
+        `plugin ${found.name} asks for the Git credentials of '${redactURL(input.source.repoURL)}' (provideGitCreds: true in its discovery config): impersync never hands a repository credential to a plugin, which runs the repository's content; set provideGitCreds to false, or use the repository without a credential`,
+      );
     const answer = await found.client.generateManifest(await stream(), call).catch((err: unknown) => {
       throw callFailed(input, err, 'error generating manifests in cmp', call.deadline);
     });
@@ -213,7 +227,11 @@ function streamMaker(input: PluginRenderInput, plugin: Plugin): () => Promise<Ap
   let archive: Promise<RepoArchive> | undefined;
   const env = pluginEnv({ ...input, plugin });
   return async () => {
-    archive ??= archiveRepository(input.root, { maxFiles: input.limits.maxFiles, maxBytes: input.limits.maxBytes });
+    archive ??= archiveRepository(
+      input.root,
+      { maxFiles: input.limits.maxFiles, maxBytes: input.limits.maxBytes },
+      input.tarExclusions,
+    );
     return appStream(input, await archive, env);
   };
 }
