@@ -31,7 +31,7 @@ import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
-import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
+import { mergeConditions, shouldWriteStatus, statusChanged, withHealthTransition } from './status.ts';
 
 export interface ReconcilerDeps {
   cache: ControllerCache;
@@ -57,6 +57,8 @@ export interface ReconcilerDeps {
   semantics: Semantics;
   /** argocd-cmd-params-cm's self-heal timeout and backoff (default Argo CD's). */
   selfHeal?: SelfHealPolicy | undefined;
+  /** Argo CD's own application controller, when it runs against the same Applications (argocd-controller.ts). */
+  argoController?: { running(): string | undefined } | undefined;
   now?: () => Date;
 }
 
@@ -95,6 +97,23 @@ export class Reconciler {
       return {};
     }
     const prev = readStatus(raw);
+    const conflict = this.d.argoController?.running();
+    if (conflict) {
+      // Nothing compared, applied or synced: one condition says why, the rest of the status (Argo
+      // CD's controller's) is left as it is. Written only when it is not there yet.
+      const now = this.now().toISOString();
+      const conditions = mergeConditions(
+        prev?.conditions,
+        [
+          { type: CONDITION.ControllerConflictError, message: conflict },
+          ...(prev?.conditions ?? []).filter((c) => c.type !== CONDITION.ControllerConflictError),
+        ],
+        now,
+      );
+      const next: ApplicationStatus = { ...prev, conditions };
+      if (statusChanged(prev, next)) await writeStatus(this.d.control, raw, next);
+      return {};
+    }
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
     const now = this.now().toISOString();
@@ -135,7 +154,8 @@ export class Reconciler {
         conditions: mergeConditions(prev?.conditions, [admission.condition, ...own, ...carriedConditions(prev)], now),
       };
     }
-    next = withHealthTransition(prev, next, now);
+    // Argo CD writes its own namespace into every status it refreshes.
+    next = { ...withHealthTransition(prev, next, now), controllerNamespace: this.d.cache.namespace };
     // The finalizers before the status, as Argo CD: an Application is never seen Synced without
     // the pre-delete finalizer its hooks need, so a deletion right after cannot skip them. Guarded
     // by the resourceVersion the status write would have been: a write meanwhile (the operation's)
@@ -147,6 +167,25 @@ export class Reconciler {
       : raw;
     if (shouldWriteStatus(prev, next, this.now().getTime(), this.d.refreshIntervalMs())) {
       await writeStatus(this.d.control, current, next);
+      // Argo CD's events for a changed sync or health status (appcontroller.go persistAppStatus).
+      const [s0, s1] = [prev?.sync?.status ?? '', next.sync?.status ?? ''];
+      if (s0 !== s1)
+        await this.d.events.record(
+          involvedApplication(raw),
+          'Normal',
+          EVENT_REASON.ResourceUpdated,
+          `Updated sync status: ${s0} -> ${s1}`,
+        );
+      const [h0, h1] = [prev?.health?.status ?? '', next.health?.status ?? ''];
+      if (h0 !== h1) {
+        const why = next.health?.message ? ` (${next.health.message})` : '';
+        await this.d.events.record(
+          involvedApplication(raw),
+          'Normal',
+          EVENT_REASON.ResourceUpdated,
+          `Updated health status: ${h0} -> ${h1}${why}`,
+        );
+      }
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);
