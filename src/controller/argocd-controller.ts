@@ -11,8 +11,8 @@
 // starting is not Ready yet. Without that right (403) impersync cannot tell, says so once in its
 // log, and does not refuse: the install's RBAC then decides, as before.
 import type { Logger } from 'pino';
-import type { WatchTransport, WatchedObject } from '../kube/watch.ts';
-import { Watch, WatchHttpError } from '../kube/watch.ts';
+import type { WatchHttpError, WatchTransport, WatchedObject } from '../kube/watch.ts';
+import { Watch } from '../kube/watch.ts';
 
 export const ARGOCD_CONTROLLER_LABEL = 'app.kubernetes.io/name';
 export const ARGOCD_CONTROLLER_NAME = 'argocd-application-controller';

@@ -9,6 +9,7 @@
 // every dry-run and reads every live object from the API server as the identity, rather than
 // reusing a remembered dry-run answer or the live-object watches. So a right revoked meanwhile, or
 // a change a dry-run sees but the watch does not (a CRD's new default), shows at once.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { ApplicationStatus, EventReason } from '../api/index.ts';
@@ -72,6 +73,14 @@ const EVENTFUL = new Set<string>([
 
 export class Reconciler {
   private readonly d: ReconcilerDeps;
+  /**
+   * The status last written, by Application, while the API server keeps less of it than was sent
+   * (Argo CD's own CRD types status and drops the fields it does not list, such as syncWindows):
+   * as long as the stored status is still what that write left (nobody wrote status since), the
+   * next status is compared with what was sent, not with what was kept, so a refresh that finds
+   * nothing new writes nothing. Empty with a CRD that keeps what it is sent.
+   */
+  private readonly written = new Map<string, { kept: unknown; sent: ApplicationStatus }>();
 
   constructor(deps: ReconcilerDeps) {
     this.d = deps;
@@ -88,7 +97,10 @@ export class Reconciler {
 
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
-    if (!raw) return {};
+    if (!raw) {
+      this.written.delete(key);
+      return {};
+    }
     if (skipsReconcile(raw)) {
       this.d.logger.debug(
         { application: key },
@@ -165,8 +177,13 @@ export class Reconciler {
           metadata: { finalizers, resourceVersion: raw.metadata.resourceVersion },
         })
       : raw;
-    if (shouldWriteStatus(prev, next, this.now().getTime(), this.d.refreshIntervalMs())) {
-      await writeStatus(this.d.control, current, next);
+    const memo = this.written.get(key);
+    const base = memo && isDeepStrictEqual(current['status'], memo.kept) ? memo.sent : prev;
+    if (shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())) {
+      const stored = await writeStatus(this.d.control, current, next);
+      if (!isDeepStrictEqual(stored['status'], JSON.parse(JSON.stringify(next))))
+        this.written.set(key, { kept: stored['status'], sent: next });
+      else this.written.delete(key);
       // Argo CD's events for a changed sync or health status (appcontroller.go persistAppStatus).
       const [s0, s1] = [prev?.sync?.status ?? '', next.sync?.status ?? ''];
       if (s0 !== s1)

@@ -145,7 +145,7 @@ before(async () => {
   cp = await startDeployersPlane({
     settings: { 'application.sync.impersonation.enabled': 'true' },
     project: 'dropin',
-    namespaces: ['argo-shape', 'argo-term', 'imp-term', 'switch', 'both'],
+    namespaces: ['argo-shape', 'argo-term', 'imp-term', 'switch', 'both', 'pruned'],
   });
   await useCrd(ARGOCD_CRD_DIR);
   await untilDiscovery(false);
@@ -157,6 +157,7 @@ before(async () => {
     'imp-term/cm.yaml': cm('never'),
     'switch/cm.yaml': cm('switch'),
     'both/cm.yaml': cm('both'),
+    'pruned/cm.yaml': cm('pruned'),
   });
 });
 
@@ -313,4 +314,80 @@ test("Argo CD's application controller running in the control namespace: one con
     (a) => refusal(a) === undefined && syncStatus(a) === 'Synced' && operationPhase(a) === 'Succeeded',
   );
   assert.equal(done.status?.['controllerNamespace'], NS);
+});
+
+test("a CRD whose status schema drops what it does not list (as Argo CD's does): a refresh that finds nothing new writes nothing", async () => {
+  // Argo CD's shape with a typed status, as Argo CD's CRD has it, that lists neither impersync's own
+  // `identity` in history nor `controllerNamespace` (as Argo CD's CRDs before it had that field):
+  // the API server prunes both from every write, and a refresh computes controllerNamespace anew.
+  const crd = (await loadCrds(ARGOCD_CRD_DIR)).find(
+    (c) => c.metadata.name === 'applications.argoproj.io',
+  ) as unknown as {
+    spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }> };
+  };
+  const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const history = {
+    type: 'array',
+    items: {
+      type: 'object',
+      properties: Object.fromEntries(
+        ['id', 'revision', 'deployedAt', 'deployStartedAt'].map((k) => [
+          k,
+          { type: k === 'id' ? 'integer' : 'string' },
+        ]),
+      ),
+    },
+  };
+  for (const v of crd.spec.versions)
+    v.schema.openAPIV3Schema.properties['status'] = {
+      type: 'object',
+      properties: {
+        ...Object.fromEntries(['sync', 'health', 'operationState', 'summary'].map((k) => [k, open])),
+        history,
+        resources: { type: 'array', items: open },
+        conditions: { type: 'array', items: open },
+        reconciledAt: { type: 'string' },
+        sourceType: { type: 'string' },
+      },
+    };
+  const res = await request(cp.admin, {
+    method: 'PATCH',
+    path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io?fieldManager=impersync&force=true',
+    contentType: 'application/apply-patch+yaml',
+    body: crd,
+  });
+  assert.ok(res.status < 300, res.text);
+  await untilDiscovery(false);
+  await applyRaw(cp.admin, app('pruned', true));
+  const synced = await waitForApp(
+    cp,
+    'pruned',
+    'synced, its history recorded',
+    (a) => operationPhase(a) === 'Succeeded' && ((a.status?.['history'] ?? []) as unknown[]).length === 1,
+  );
+  assert.equal(
+    ((synced.status?.['history'] ?? []) as Array<Record<string, unknown>>)[0]?.['identity'],
+    undefined,
+    'the schema pruned it',
+  );
+  assert.equal(synced.status?.['controllerNamespace'], undefined, 'the schema pruned it');
+  // Settle, then ask for a refresh: its only write is the removal of the refresh annotation.
+  await new Promise((r) => setTimeout(r, 3000));
+  const since = (await cp.readAudit()).length;
+  await request(cp.admin, {
+    method: 'PATCH',
+    path: `${APPS}/pruned`,
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } },
+  });
+  await waitForApp(
+    cp,
+    'pruned',
+    'refreshed',
+    (a) => !(a['metadata'] as { annotations?: Record<string, string> }).annotations?.['argocd.argoproj.io/refresh'],
+  );
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.deepEqual(await controllerWrites('pruned', since), ['patch'], 'the annotation removed, no status rewritten');
+  // Back to the fixture for any test that follows.
+  await useCrd(ARGOCD_CRD_DIR);
 });
