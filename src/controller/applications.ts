@@ -2,6 +2,7 @@
 // operation starts from, the status write (optimistic concurrency, kept within the size limit; through
 // the status subresource or as an ordinary field, as the CRD has it) and
 // JSON merge patches of the Application itself (operation, annotations, finalizers).
+import { isCompleted, PROGRESS_ANNOTATION } from '../api/index.ts';
 import type { ApplicationStatus } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { KubeError, KubeResult } from '../kube/types.ts';
@@ -144,6 +145,24 @@ async function patchStatus(
   if (resourceVersion) ops.push({ op: 'replace', path: '/metadata/resourceVersion', value: resourceVersion });
   ops.push({ op: 'add', path: '/status', value: status });
   if (opts.clearOperation && raw['operation'] !== undefined) ops.push({ op: 'remove', path: '/operation' });
+  // A running sync's progress also as an annotation (api/status.ts PROGRESS_ANNOTATION: a CRD that
+  // types status drops it), removed once the operation is over.
+  const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations;
+  const state = (status as ApplicationStatus).operationState;
+  const pointer = `/metadata/annotations/${PROGRESS_ANNOTATION.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+  if (state?.progress && !isCompleted(state.phase)) {
+    const value = JSON.stringify({
+      startedAt: state.startedAt,
+      retryCount: state.retryCount ?? 0,
+      progress: state.progress,
+    });
+    if (annotations?.[PROGRESS_ANNOTATION] !== value)
+      ops.push(
+        annotations
+          ? { op: 'add', path: pointer, value }
+          : { op: 'add', path: '/metadata/annotations', value: { [PROGRESS_ANNOTATION]: value } },
+      );
+  } else if (annotations?.[PROGRESS_ANNOTATION] !== undefined) ops.push({ op: 'remove', path: pointer });
   return control.request<RawApplication>({
     method: 'PATCH',
     path: appPath(namespace, name),

@@ -145,7 +145,7 @@ before(async () => {
   cp = await startDeployersPlane({
     settings: { 'application.sync.impersonation.enabled': 'true' },
     project: 'dropin',
-    namespaces: ['argo-shape', 'argo-term', 'imp-term', 'switch', 'both', 'pruned'],
+    namespaces: ['argo-shape', 'argo-term', 'imp-term', 'switch', 'both', 'pruned', 'waits'],
   });
   await useCrd(ARGOCD_CRD_DIR);
   await untilDiscovery(false);
@@ -158,6 +158,14 @@ before(async () => {
     'switch/cm.yaml': cm('switch'),
     'both/cm.yaml': cm('both'),
     'pruned/cm.yaml': cm('pruned'),
+    // Wave 0 never becomes healthy (its pod selects a node label nothing has); wave 1 waits for it.
+    'waits/job.yaml': stuckHook
+      .replace('    argocd.argoproj.io/hook: PreSync', '    argocd.argoproj.io/sync-wave: "0"')
+      .replace('name: stuck', 'name: slow'),
+    'waits/cm.yaml': cm('after').replace(
+      'name: after',
+      'name: after\n  annotations:\n    argocd.argoproj.io/sync-wave: "1"',
+    ),
   });
 });
 
@@ -342,7 +350,20 @@ test("a CRD whose status schema drops what it does not list (as Argo CD's does):
     v.schema.openAPIV3Schema.properties['status'] = {
       type: 'object',
       properties: {
-        ...Object.fromEntries(['sync', 'health', 'operationState', 'summary'].map((k) => [k, open])),
+        ...Object.fromEntries(['sync', 'health', 'summary'].map((k) => [k, open])),
+        // As Argo CD's CRD types it: no `progress` (nor impersync's `generation`).
+        operationState: {
+          type: 'object',
+          properties: {
+            operation: open,
+            phase: { type: 'string' },
+            message: { type: 'string' },
+            startedAt: { type: 'string' },
+            finishedAt: { type: 'string' },
+            retryCount: { type: 'integer' },
+            syncResult: open,
+          },
+        },
         history,
         resources: { type: 'array', items: open },
         conditions: { type: 'array', items: open },
@@ -388,6 +409,31 @@ test("a CRD whose status schema drops what it does not list (as Argo CD's does):
   );
   await new Promise((r) => setTimeout(r, 1500));
   assert.deepEqual(await controllerWrites('pruned', since), ['patch'], 'the annotation removed, no status rewritten');
+});
+
+test("the same CRD drops operationState.progress: where a sync stands survives in an annotation, so a wave's wait still times out", async () => {
+  await applyRaw(cp.admin, {
+    ...app('waits', false),
+    operation: { sync: { revision: 'HEAD' }, initiatedBy: { username: 'alice' } },
+  });
+  const waiting = await waitForApp(cp, 'waits', 'waiting for wave 0', (a) =>
+    JSON.stringify(opState(a)?.syncResult ?? {}).includes('"name":"slow"'),
+  );
+  assert.equal((waiting.status?.['operationState'] as Record<string, unknown>)['progress'], undefined, 'pruned');
+  const kept = (waiting['metadata'] as { annotations?: Record<string, string> }).annotations?.[
+    'impersync.io/operation-progress'
+  ];
+  assert.ok(kept && JSON.parse(kept).progress.waitingSince, `the progress annotation: ${kept}`);
+  // The fixture's wave wait timeout is 20 s: it counts from when wave 0 was applied, not from each step.
+  const done = await waitForApp(cp, 'waits', 'failed: wave 0 timed out', (a) => operationPhase(a) === 'Failed', 60_000);
+  assert.match(opState(done)?.message ?? '', /one or more synchronization tasks/);
+  const after = await request(cp.admin, { path: '/api/v1/namespaces/waits/configmaps/after' });
+  assert.equal(after.status, 404, 'wave 1 never applied');
+  assert.equal(
+    (done['metadata'] as { annotations?: Record<string, string> }).annotations?.['impersync.io/operation-progress'],
+    undefined,
+    'removed once the operation is over',
+  );
   // Back to the fixture for any test that follows.
   await useCrd(ARGOCD_CRD_DIR);
 });
