@@ -68,6 +68,8 @@ export const CONDITION = {
   OrphanedResourceWarning: 'OrphanedResourceWarning',
   /** impersync's own: fields, options and annotations Argo CD defines that impersync does not act on. */
   UnsupportedFieldWarning: 'UnsupportedFieldWarning',
+  /** impersync's own: Argo CD's application controller runs against the same Applications (controller/argocd-controller.ts). */
+  ControllerConflictError: 'ControllerConflictError',
 } as const;
 
 export const ConditionSchema = z.looseObject({
@@ -199,6 +201,16 @@ export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
 export const ApplicationStatusSchema = z.looseObject({
   sync: SyncStatusSchema.optional(),
+  /** Argo CD's: the external URLs and container images of the Application's resources (controller/summary.ts). */
+  summary: z
+    .looseObject({
+      externalURLs: z.array(z.string()).optional(),
+      images: z.array(z.string()).optional(),
+      isAppOfApps: z.boolean().optional(),
+    })
+    .optional(),
+  /** Argo CD's: the namespace of the controller that reconciles the Application. */
+  controllerNamespace: z.string().optional(),
   health: AppHealthStatusSchema.optional(),
   resources: z.array(ResourceStatusSchema).optional(),
   reconciledAt: z.string().optional(),
@@ -231,5 +243,33 @@ export type ApplicationStatus = z.infer<typeof ApplicationStatusSchema>;
  */
 export function readStatus(raw: { readonly [k: string]: unknown }): ApplicationStatus | undefined {
   const parsed = ApplicationStatusSchema.safeParse(raw['status']);
-  return parsed.success ? parsed.data : undefined;
+  if (!parsed.success) return undefined;
+  const state = parsed.data.operationState;
+  if (!state || state.progress) return parsed.data;
+  const progress = keptProgress(raw, state);
+  return progress ? { ...parsed.data, operationState: { ...state, progress } } : parsed.data;
+}
+
+/**
+ * Where a running sync stands (operationState.progress, impersync's own field) is also written to
+ * this annotation of the Application when status is an ordinary field: Argo CD's CRD types
+ * operationState and drops `progress` from every write, and Argo CD's server rewrites the whole
+ * status with the fields its Go types know; annotations survive both. Read back only for the same
+ * attempt of the same operation (its startedAt and retryCount).
+ */
+export const PROGRESS_ANNOTATION = 'impersync.io/operation-progress';
+
+function keptProgress(raw: { readonly [k: string]: unknown }, state: OperationState): SyncProgress | undefined {
+  const annotations = (raw['metadata'] as { annotations?: Record<string, unknown> } | undefined)?.annotations;
+  const text = annotations?.[PROGRESS_ANNOTATION];
+  if (typeof text !== 'string') return undefined;
+  let kept: { startedAt?: unknown; retryCount?: unknown; progress?: unknown };
+  try {
+    kept = JSON.parse(text) as typeof kept;
+  } catch {
+    return undefined;
+  }
+  if (kept.startedAt !== state.startedAt || (kept.retryCount ?? 0) !== (state.retryCount ?? 0)) return undefined;
+  const progress = SyncProgressSchema.safeParse(kept.progress);
+  return progress.success ? progress.data : undefined;
 }

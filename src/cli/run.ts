@@ -96,13 +96,19 @@ function inCluster(): boolean {
 
 /** Prints what a person running the controller wants to see: who synced as whom, who was refused. */
 export function printerSink(write: (line: string) => void): EventSink {
+  // Argo CD's OperationCompleted message does not say as whom: the OperationStarted one did.
+  const startedAs = new Map<string, string>();
   return {
     record: async (obj, type, reason, message) => {
       const app = `${obj.namespace}/${obj.name}`;
-      if (reason === EVENT_REASON.OperationCompleted) write(`✔ ${app}: ${message}`);
-      else if (reason === EVENT_REASON.OperationFailed) write(`✖ ${app}: ${message}`);
+      const as = /^Sync operation started (as .*)$/.exec(message)?.[1];
+      if (reason === EVENT_REASON.OperationStarted && as) startedAs.set(app, as);
+      else if (reason === EVENT_REASON.OperationCompleted)
+        write(
+          `${type === 'Warning' ? '✖' : '✔'} ${app}: ${message}${startedAs.has(app) ? ` ${startedAs.get(app)}` : ''}`,
+        );
       else if (reason === EVENT_REASON.ImpersonationFallback) write(`! ${app}: ${message}`);
-      else if (reason === EVENT_REASON.DeletionFailed) write(`✖ ${app}: deletion: ${message}`);
+      else if (reason === EVENT_REASON.StatusRefreshed) write(`✖ ${app}: ${message}`);
       else if (reason === EVENT_REASON.ResourcesDeleted) write(`✔ ${app}: ${message}`);
       else if (type === 'Warning' && reason !== EVENT_REASON.ImpersonationDenied)
         write(`! ${app}: ${reason}: ${message}`);

@@ -182,11 +182,16 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
     'impersync: installed examples 1 (guestbook), 6 (guestbook-myns, guestbook-dev, guestbook-prod; their ServiceAccounts have no rights) and 7 (guestbook-no-namespace) with automated sync',
   );
 
+  // Argo CD's OperationCompleted message does not say as whom: the OperationStarted one did.
+  const startedAs = new Map<string, string>();
   const printer: EventSink = {
-    record: async (obj, _type, reason, message) => {
+    record: async (obj, type, reason, message) => {
       const app = `${obj.namespace}/${obj.name}`;
-      if (reason === EVENT_REASON.OperationCompleted) say(`✔ ${app} synced: ${message}`);
-      else if (reason === EVENT_REASON.OperationFailed) say(`✖ ${app} refused: ${message}`);
+      const as = /^Sync operation started (as .*)$/.exec(message)?.[1];
+      if (reason === EVENT_REASON.OperationStarted && as) startedAs.set(app, as);
+      else if (reason === EVENT_REASON.OperationCompleted && type === 'Normal')
+        say(`✔ ${app} synced: ${message}${startedAs.has(app) ? ` ${startedAs.get(app)}` : ''}`);
+      else if (reason === EVENT_REASON.OperationCompleted) say(`✖ ${app} refused: ${message}`);
       else if (reason === EVENT_REASON.ImpersonationFallback) say(`! ${app}: ${message}`);
       else if (
         reason === EVENT_REASON.ComparisonError ||

@@ -2,7 +2,7 @@
 // a refresh (not the controller's status writes), and when it has operation work. The keys other
 // objects' changes affect are requeue.ts's.
 import { isDeepStrictEqual } from 'node:util';
-import { projectName } from '../api/index.ts';
+import { PROGRESS_ANNOTATION, projectName } from '../api/index.ts';
 import type { WatchedObject } from '../kube/watch.ts';
 import { parseBool } from '../sync/settings.ts';
 import type { AppIndexEntry } from './requeue.ts';
@@ -52,8 +52,19 @@ function annotationsNeedRefresh(
   a0: Record<string, string> | undefined,
   a1: Record<string, string> | undefined,
 ): boolean {
-  const { [REFRESH_ANNOTATION]: r0, [REFRESH_TIMESTAMP_ANNOTATION]: t0, ...rest0 } = a0 ?? {};
-  const { [REFRESH_ANNOTATION]: r1, [REFRESH_TIMESTAMP_ANNOTATION]: t1, ...rest1 } = a1 ?? {};
+  // The progress annotation is the operation's own write (api/status.ts), never a reason to refresh.
+  const {
+    [REFRESH_ANNOTATION]: r0,
+    [REFRESH_TIMESTAMP_ANNOTATION]: t0,
+    [PROGRESS_ANNOTATION]: _p0,
+    ...rest0
+  } = a0 ?? {};
+  const {
+    [REFRESH_ANNOTATION]: r1,
+    [REFRESH_TIMESTAMP_ANNOTATION]: t1,
+    [PROGRESS_ANNOTATION]: _p1,
+    ...rest1
+  } = a1 ?? {};
   return !isDeepStrictEqual(rest0, rest1) || (r1 !== undefined && r1 !== r0) || (t1 !== undefined && t1 !== t0);
 }
 
