@@ -22,7 +22,6 @@ import {
   heldWaveFiles,
   operationPhase,
   project,
-  setSettings,
   startFixture,
   waitForApp,
 } from './controller-fixture.ts';
@@ -88,6 +87,7 @@ function childApplication(repoURL: string): string {
   ].join('\n');
 }
 
+const PART_OF = { 'app.kubernetes.io/part-of': 'argocd' };
 const NAMESPACES = ['guestbook', 'manual', 'held', 'broken', 'hookfail', 'child'];
 
 export function dropinSuite(shape: CrdShape): void {
@@ -106,18 +106,28 @@ export function dropinSuite(shape: CrdShape): void {
     cp = await startControlPlane(shape === 'argocd' ? { nodes: 1, crds: false } : { nodes: 1 });
     await installArgoCDCrds(cp, shape);
     await grantControllerRights(cp);
-    await setSettings(cp, { 'application.sync.impersonation.enabled': 'true' });
+    // Argo CD reads only settings labelled as its own (app.kubernetes.io/part-of: argocd).
+    await applyRaw(
+      cp.admin,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'argocd-cm', namespace: NS, labels: PART_OF },
+        data: { 'application.sync.impersonation.enabled': 'true' },
+      },
+      { force: true },
+    );
     // Argo CD's server reads these as an install has them; the secret key signs its sessions.
     await applyRaw(cp.admin, {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: 'argocd-secret', namespace: NS, labels: { 'app.kubernetes.io/part-of': 'argocd' } },
+      metadata: { name: 'argocd-secret', namespace: NS, labels: PART_OF },
       stringData: { 'server.secretkey': 'drop-in-test-key' },
     });
     await applyRaw(cp.admin, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: 'argocd-rbac-cm', namespace: NS, labels: { 'app.kubernetes.io/part-of': 'argocd' } },
+      metadata: { name: 'argocd-rbac-cm', namespace: NS, labels: PART_OF },
       data: { 'policy.default': 'role:admin' },
     });
     await applyRaw(cp.admin, project('tenant', EVERY_DESTINATION_AS_DEPLOYER));
@@ -141,7 +151,7 @@ export function dropinSuite(shape: CrdShape): void {
     await applyRaw(cp.admin, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: 'argocd-cmd-params-cm', namespace: NS },
+      metadata: { name: 'argocd-cmd-params-cm', namespace: NS, labels: PART_OF },
       data: { 'redis.server': redis.address },
     });
     process.env['REDIS_SERVER'] = redis.address;
