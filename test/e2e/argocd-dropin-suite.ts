@@ -219,6 +219,21 @@ export function dropinSuite(shape: CrdShape): void {
     assert.match(flat, /Service\s+guestbook\s+web\s+No/, flat);
   });
 
+  test(`[${shape} CRD] argocd cluster list shows the destination cluster's state from impersync's cache`, async () => {
+    let out = '';
+    await until(
+      'the in-cluster destination Successful',
+      async () => {
+        const r = await argocd.cli(['cluster', 'list']);
+        out = `${r.code}\n${r.stdout}\n${r.stderr}`;
+        return r.code === 0 && /Successful/.test(r.stdout);
+      },
+      60_000,
+    ).catch(async (err: Error) => assert.fail(await withLogs(`${err.message}\nlast answer: ${out}`)));
+    // The API server's version, as Argo CD's controller reports it from its cluster cache.
+    assert.match(out, new RegExp(`${IN_CLUSTER.replace(/[.]/g, '\\.')}\\s+in-cluster\\s+1\\.34\\s+Successful`), out);
+  });
+
   test(`[${shape} CRD] the notifications catalog's triggers fire on the status of a deployed Application`, async () => {
     const fired = async (trigger: string) => (await runTrigger(argocd, trigger, 'guestbook')).every(Boolean);
     assert.equal(await fired('on-created'), true);
@@ -250,6 +265,10 @@ export function dropinSuite(shape: CrdShape): void {
     assert.match(diff.stdout, /<\s+greeting: edited-live/, diff.stdout);
     assert.match(diff.stdout, />\s+greeting: hello/, diff.stdout);
     assert.doesNotMatch(diff.stdout, /Deployment|Service/, 'only the edited object differs');
+    // The live manifests the UI shows come from the same cache.
+    const live = await argocd.cliOk(['app', 'manifests', 'guestbook', '--source', 'live']);
+    assert.match(live, /name: guestbook-config/, live);
+    assert.match(live, /greeting: edited-live/, live);
     // A sync from the CLI repairs it.
     const synced = await argocd.cliOk(['app', 'sync', 'guestbook', '--timeout', '120']);
     assert.match(synced, /Phase:\s+Succeeded/, synced);
