@@ -6,7 +6,7 @@
 // kube-scheduler for simulated nodes; the distribution registry for the OCI tests; Argo CD's bundled
 // health checks, the controller's default library and their test suite; Argo CD's
 // argocd binaries for the plugin and drop-in tests, and the same release's CRDs and notifications
-// catalog for the drop-in tests) are obtained first, each
+// catalog for the drop-in tests; Debian's redis-server for Argo CD's cache) are obtained first, each
 // once, so that a fresh machine builds them with their progress visible instead of inside a test
 // (`npm start` builds only etcd and kube-apiserver; the control-plane script then adds
 // kube-controller-manager alone). A failure here does not stop the run: the tests that need a binary
@@ -33,6 +33,7 @@ const exported = {
   'scripts/health-scripts': 'IMPERSYNC_HEALTH_SCRIPTS_DIR',
   'scripts/argocd-binaries': 'IMPERSYNC_ARGOCD_DIR',
   'scripts/argocd-data': 'IMPERSYNC_ARGOCD_DATA_DIR',
+  'scripts/redis-server': 'IMPERSYNC_REDIS_SERVER',
 };
 const chains = [
   ['scripts/control-plane-binaries', 'scripts/kwok-binary'],
@@ -40,6 +41,7 @@ const chains = [
   ['scripts/registry-binary'],
   ['scripts/health-scripts', 'scripts/argocd-data'],
   ['scripts/argocd-binaries'],
+  ['scripts/redis-server'],
 ];
 const parallel = availableParallelism() >= 4;
 const env = { ...process.env };

@@ -5,7 +5,10 @@ import { existsSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { EVENT_REASON } from '../api/index.ts';
-import { parseFlags, stringFlag, type Flags } from './args.ts';
+import { listFlag, parseFlags, stringFlag, type Flags } from './args.ts';
+import { parseGoDuration } from '../argocd-cache/options.ts';
+import type { RedisFlags } from '../argocd-cache/options.ts';
+import { isCompression } from '../argocd-cache/encode.ts';
 import { connectControlCluster } from '../kube/control.ts';
 import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
@@ -24,6 +27,10 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
                     [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
                     [--allow-local-repositories]
+                    [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
+                    [--redis-compress gzip|none] [--redis-use-tls [--redis-ca-certificate FILE]
+                    [--redis-client-certificate FILE --redis-client-key FILE] [--redis-insecure-skip-tls-verify]]
+                    [--app-state-cache-expiration DURATION]
 
 Runs the controller: watches Applications, AppProjects, argocd-cm and cluster Secrets in NS and
 syncs each Application as the ServiceAccount its AppProject assigns (destinationServiceAccounts).
@@ -48,6 +55,20 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --renderer-token-file FILE     the renderer's token from a file instead
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
+
+Argo CD's cache, for argocd-server's resource tree, live manifests and diff (off without a Redis):
+  --redis HOST:PORT              the Redis Argo CD's server reads (argocd-redis:6379; default:
+                                 REDIS_SERVER, then argocd-cmd-params-cm redis.server)
+  --sentinel HOST:PORT           a Redis sentinel (repeatable; default REDIS_SENTINEL_HOSTS, redis.sentinel.hosts)
+  --sentinelmaster NAME          the sentinel master group (default REDIS_SENTINEL_MASTER, or master)
+  --redisdb N                    the database (default REDISDB, redis.db, or 0)
+  --redis-compress gzip|none     value compression (default REDIS_COMPRESSION, redis.compression, or gzip)
+  --redis-use-tls                TLS to Redis, with --redis-ca-certificate FILE (default: the system's
+                                 CAs), --redis-client-certificate FILE and --redis-client-key FILE,
+                                 --redis-insecure-skip-tls-verify
+  --app-state-cache-expiration D how long a tree lives in Redis (default ARGOCD_APP_STATE_CACHE_EXPIRATION, or 1h)
+  REDIS_USERNAME, REDIS_PASSWORD (REDIS_SENTINEL_USERNAME/PASSWORD, or REDIS_CREDS_DIR_PATH's files) authenticate;
+  ARGOCD_REDIS_KEY_PREFIX (redis.key.prefix) prefixes every key.
 
 argocd-cmd-params-cm in NS is read at start, as Argo CD's application controller reads it (through
 its environment: ARGOCD_APPLICATION_NAMESPACES, ARGOCD_SYNC_WAVE_DELAY, ARGOCD_APPLICATION_CONTROLLER_*
@@ -103,6 +124,17 @@ export async function main(argv: string[]): Promise<number> {
     'renderer-token-secret': { type: 'string' },
     'renderer-token-file': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
+    redis: { type: 'string' },
+    redisdb: { type: 'string' },
+    sentinel: { type: 'string', multiple: true },
+    sentinelmaster: { type: 'string' },
+    'redis-compress': { type: 'string' },
+    'redis-use-tls': { type: 'boolean' },
+    'redis-ca-certificate': { type: 'string' },
+    'redis-client-certificate': { type: 'string' },
+    'redis-client-key': { type: 'string' },
+    'redis-insecure-skip-tls-verify': { type: 'boolean' },
+    'app-state-cache-expiration': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -131,6 +163,11 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     numbers[name] = n;
+  }
+  const redis = redisFlags(v);
+  if (typeof redis === 'string') {
+    process.stderr.write(`impersync run: ${redis}\n`);
+    return 2;
   }
   if (argv.length === 0 && !inCluster() && !process.env['KUBECONFIG']) {
     const { runLocal } = await import('../controller/local.ts');
@@ -196,6 +233,7 @@ export async function main(argv: string[]): Promise<number> {
       ...rendering(),
       metrics,
       events: [printerSink((line) => logger.info(line))],
+      redis,
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
       ...(numbers['operation-processors'] !== undefined
         ? { operationProcessors: numbers['operation-processors'] }
@@ -291,5 +329,31 @@ function rendererFrom(
         token = undefined;
       },
     });
+  };
+}
+
+/** The Redis flags as given, or the error of one that cannot be used. */
+export function redisFlags(v: Flags): RedisFlags | string {
+  const str = (name: string) => (typeof v[name] === 'string' ? v[name] : undefined);
+  const compress = str('redis-compress');
+  if (compress !== undefined && !isCompression(compress))
+    return `--redis-compress must be gzip or none, not '${compress}'`;
+  const db = str('redisdb');
+  if (db !== undefined && !/^\d+$/.test(db)) return `--redisdb must be a whole number, not '${db}'`;
+  const exp = str('app-state-cache-expiration');
+  if (exp !== undefined && parseGoDuration(exp) === undefined)
+    return `--app-state-cache-expiration must be a duration (1h, 90m), not '${exp}'`;
+  return {
+    redis: str('redis'),
+    redisdb: db,
+    sentinel: listFlag(v, 'sentinel'),
+    sentinelmaster: str('sentinelmaster'),
+    redisCompress: compress,
+    redisUseTls: v['redis-use-tls'] === true,
+    redisCaCertificate: str('redis-ca-certificate'),
+    redisClientCertificate: str('redis-client-certificate'),
+    redisClientKey: str('redis-client-key'),
+    redisInsecureSkipTlsVerify: v['redis-insecure-skip-tls-verify'] === true,
+    appStateCacheExpiration: exp,
   };
 }

@@ -1,5 +1,6 @@
 // Reading and writing Applications on the control cluster, as the controller: the fresh read an
-// operation starts from, the status write (optimistic concurrency, kept within the size limit) and
+// operation starts from, the status write (optimistic concurrency, kept within the size limit; through
+// the status subresource or as an ordinary field, as the CRD has it) and
 // JSON merge patches of the Application itself (operation, annotations, finalizers).
 import type { ApplicationStatus } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
@@ -49,26 +50,172 @@ export async function readApplication(control: ControlClient, key: string): Prom
 }
 
 /**
- * Replaces the status through the status subresource, with the object's resourceVersion
- * (optimistic concurrency: a conflict is a ConflictError the queue retries, never a blind
- * overwrite). Returns the updated object.
+ * Whether the Application CRD has a status subresource, as discovery says (`applications/status`
+ * among argoproj.io/v1alpha1's resources). impersync's CRD and Argo CD's have none (status is an
+ * ordinary field, written with the Application); an older impersync CRD has one. Asked again after
+ * STATUS_MODE_TTL_MS, and at once when a write suggests the CRD changed: a 404 from /status (the
+ * subresource went), or a write of the main resource whose answer lacks the status sent (the
+ * subresource came: the API server then drops status from ordinary updates).
+ */
+export const STATUS_MODE_TTL_MS = 60_000;
+
+class StatusMode {
+  #value: boolean | undefined;
+  #at = 0;
+  #inflight: Promise<boolean> | undefined;
+
+  async subresource(control: ControlClient, now = Date.now()): Promise<boolean> {
+    if (this.#value !== undefined && now - this.#at < STATUS_MODE_TTL_MS) return this.#value;
+    this.#inflight ??= (async () => {
+      const res = await control.request<{ resources?: Array<{ name?: string }> }>({
+        method: 'GET',
+        path: '/apis/argoproj.io/v1alpha1',
+      });
+      // Discovery unanswered: keep what was known (else assume no subresource, Argo CD's shape; a
+      // wrong guess is corrected by the write's answer).
+      const value = res.ok
+        ? (res.value.resources ?? []).some((r) => r.name === 'applications/status')
+        : (this.#value ?? false);
+      this.#value = value;
+      this.#at = Date.now();
+      return value;
+    })().finally(() => (this.#inflight = undefined));
+    return this.#inflight;
+  }
+
+  forget(): void {
+    this.#at = 0;
+  }
+}
+
+const modes = new WeakMap<ControlClient, StatusMode>();
+
+function modeOf(control: ControlClient): StatusMode {
+  let m = modes.get(control);
+  if (!m) modes.set(control, (m = new StatusMode()));
+  return m;
+}
+
+/** Whether status is written through the status subresource on this control cluster now (discovery, cached). */
+export function statusSubresource(control: ControlClient): Promise<boolean> {
+  return modeOf(control).subresource(control);
+}
+
+export interface StatusWriteOptions {
+  /**
+   * Also remove `operation`, in the same write, where the CRD allows it (no status subresource: one
+   * request, as Argo CD's controller finishes an operation). The answer says whether it did: its
+   * `operation` is gone; with a subresource the caller clears it with its own patch.
+   */
+  clearOperation?: boolean;
+}
+
+async function putStatus(
+  control: ControlClient,
+  raw: WatchedObject,
+  status: Record<string, unknown>,
+): Promise<KubeResult<RawApplication>> {
+  const { namespace = '', name } = raw.metadata;
+  return control.request<RawApplication>({
+    method: 'PUT',
+    path: `${appPath(namespace, name)}/status`,
+    body: { ...raw, status },
+  });
+}
+
+/**
+ * The status as an ordinary field: a JSON patch that carries only `status` (and the removal of
+ * `operation` when asked), guarded by the resourceVersion read (a patch that sets it is
+ * conditional: 409 when the Application changed meanwhile, so a spec edit is never overwritten
+ * with what was read before it, and never lost).
+ */
+async function patchStatus(
+  control: ControlClient,
+  raw: WatchedObject,
+  status: Record<string, unknown>,
+  opts: StatusWriteOptions,
+): Promise<KubeResult<RawApplication>> {
+  const {
+    namespace = '',
+    name,
+    resourceVersion,
+  } = raw.metadata as { namespace?: string; name: string; resourceVersion?: string };
+  const ops: Array<Record<string, unknown>> = [];
+  if (resourceVersion) ops.push({ op: 'replace', path: '/metadata/resourceVersion', value: resourceVersion });
+  ops.push({ op: 'add', path: '/status', value: status });
+  if (opts.clearOperation && raw['operation'] !== undefined) ops.push({ op: 'remove', path: '/operation' });
+  return control.request<RawApplication>({
+    method: 'PATCH',
+    path: appPath(namespace, name),
+    body: ops,
+    contentType: 'application/json-patch+json',
+  });
+}
+
+/**
+ * The answer of a main-resource write kept the status sent (else a status subresource dropped it).
+ * Compared by the fields every schema of Argo CD's keeps (a CRD whose status schema is narrower
+ * than impersync's prunes the rest): a status that differs only elsewhere is caught by the next
+ * discovery, STATUS_MODE_TTL_MS later.
+ */
+function keptStatus(res: KubeResult<RawApplication>, status: Record<string, unknown>): boolean {
+  if (!res.ok) return true;
+  const marks = (s: unknown) => {
+    const x = (s ?? {}) as ApplicationStatus;
+    return JSON.stringify([
+      x.reconciledAt,
+      x.sync?.status,
+      x.health?.status,
+      x.operationState?.phase,
+      x.operationState?.startedAt,
+      x.operationState?.finishedAt,
+    ]);
+  };
+  return marks(res.value['status']) === marks(status);
+}
+
+async function writeOnce(
+  control: ControlClient,
+  raw: WatchedObject,
+  status: Record<string, unknown>,
+  opts: StatusWriteOptions,
+): Promise<KubeResult<RawApplication>> {
+  const mode = modeOf(control);
+  if (await mode.subresource(control)) {
+    const res = await putStatus(control, raw, status);
+    if (res.ok || res.error.code !== 404) return res;
+    // 404: the Application is gone, or the CRD no longer has the subresource. Ask again.
+    mode.forget();
+    if (await mode.subresource(control)) return res;
+    return patchStatus(control, raw, status, opts);
+  }
+  const res = await patchStatus(control, raw, status, opts);
+  if (keptStatus(res, status)) return res;
+  // The status did not stick: the CRD has gained a subresource since discovery was asked.
+  mode.forget();
+  if (!(await mode.subresource(control))) return res;
+  // The patch went through (a new resourceVersion) without its status: write it onto that object.
+  return res.ok ? putStatus(control, res.value, status) : res;
+}
+
+/**
+ * Replaces the status with the object's resourceVersion (optimistic concurrency: a conflict is a
+ * ConflictError the queue retries, never a blind overwrite): through the status subresource when
+ * the CRD has one, else as a patch of the Application that carries only status. Returns the
+ * updated object.
  */
 export async function writeStatus(
   control: ControlClient,
   raw: WatchedObject,
   status: ApplicationStatus,
+  opts: StatusWriteOptions = {},
 ): Promise<RawApplication> {
   const { namespace = '', name } = raw.metadata;
-  const path = `${appPath(namespace, name)}/status`;
-  let res = await control.request<RawApplication>({ method: 'PUT', path, body: { ...raw, status: fitStatus(status) } });
+  let res = await writeOnce(control, raw, fitStatus(status), opts);
   // Still refused for its size (a smaller etcd limit than the budget assumes): without any sync
   // results, so that a finished operation is recorded rather than run again.
   if (!res.ok && isTooLarge(res.error.code, res.error.message))
-    res = await control.request<RawApplication>({
-      method: 'PUT',
-      path,
-      body: { ...raw, status: fitStatus(status, 0) },
-    });
+    res = await writeOnce(control, raw, fitStatus(status, 0), opts);
   return valueOf(`Application ${namespace}/${name}: writing status failed`, res);
 }
 

@@ -20,7 +20,7 @@ const n = (key: string, env: string, note: string): CmdParamKey => ({ key, env, 
 const RENDERER = "impersync's renderer is set by `impersync run --renderer` (a token over HTTP or a unix socket)";
 const CLIENT = "impersync's API clients have no such setting";
 const METRICS = "impersync's metrics have no such setting";
-const REDIS = 'impersync writes no Redis cache';
+const REDIS = "Argo CD's cache in Redis (argocd-cache/options.ts)";
 const OTLP = 'impersync sends no traces';
 const CLUSTER_CACHE = 'impersync keeps no cluster cache: it watches only what Applications manage, as their identities';
 const HYDRATOR = 'the source hydrator is not implemented';
@@ -107,12 +107,16 @@ export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
   n('commit.server', 'ARGOCD_APPLICATION_CONTROLLER_COMMIT_SERVER', HYDRATOR),
   n('hydrator.enabled', 'ARGOCD_HYDRATOR_ENABLED', HYDRATOR),
   n('controller.hydration.processors', 'ARGOCD_APPLICATION_CONTROLLER_HYDRATION_PROCESSORS', HYDRATOR),
-  n(
+  h(
     'controller.app.state.cache.expiration',
     'ARGOCD_APP_STATE_CACHE_EXPIRATION',
-    'impersync keeps no application state cache that expires: each refresh compares anew',
+    `${REDIS}: how long a tree and managed resources live (default 1h), unless --app-state-cache-expiration is given`,
   ),
-  n('controller.default.cache.expiration', 'ARGOCD_DEFAULT_CACHE_EXPIRATION', REDIS),
+  h(
+    'controller.default.cache.expiration',
+    'ARGOCD_DEFAULT_CACHE_EXPIRATION',
+    `${REDIS}: as in Argo CD's controller, no value written falls back on it: each has its own expiration`,
+  ),
   n(
     'controller.sharding.algorithm',
     'ARGOCD_CONTROLLER_SHARDING_ALGORITHM',
@@ -158,12 +162,16 @@ export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
     'ARGOCD_LOG_FORMAT_TIMESTAMP',
     "impersync logs RFC 3339 times (Argo CD's default), whatever the key says",
   ),
-  n('redis.server', 'REDIS_SERVER', REDIS),
-  n('redis.sentinel.hosts', 'REDIS_SENTINEL_HOSTS', REDIS),
-  n('redis.sentinel.master', 'REDIS_SENTINEL_MASTER', REDIS),
-  n('redis.compression', 'REDIS_COMPRESSION', REDIS),
-  n('redis.db', 'REDISDB', REDIS),
-  n('redis.key.prefix', 'ARGOCD_REDIS_KEY_PREFIX', REDIS),
+  h('redis.server', 'REDIS_SERVER', `${REDIS}: the Redis (host:port), unless --redis is given`),
+  h(
+    'redis.sentinel.hosts',
+    'REDIS_SENTINEL_HOSTS',
+    `${REDIS}: its sentinels (comma-separated), unless --sentinel is given`,
+  ),
+  h('redis.sentinel.master', 'REDIS_SENTINEL_MASTER', `${REDIS}: the sentinel master group (default master)`),
+  h('redis.compression', 'REDIS_COMPRESSION', `${REDIS}: gzip (the default) or none, unless --redis-compress is given`),
+  h('redis.db', 'REDISDB', `${REDIS}: the database number, unless --redisdb is given`),
+  h('redis.key.prefix', 'ARGOCD_REDIS_KEY_PREFIX', `${REDIS}: the prefix of every key`),
   ...['otlp.address', 'otlp.insecure', 'otlp.headers', 'otlp.attrs', 'otlp.sample.ratio'].map((k) =>
     n(k, `ARGOCD_APPLICATION_CONTROLLER_OTLP_${k.slice(5).replace('.', '_').toUpperCase()}`, OTLP),
   ),

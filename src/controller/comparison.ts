@@ -25,6 +25,7 @@ import { renderApplication } from './render.ts';
 import { comparisonNeeds, liveFrom } from './rights-needs.ts';
 import { mergeConditions } from './status.ts';
 import { automatedSyncAllowed, syncWindowsStatus } from './sync-windows.ts';
+import { argoCacheWrite } from './argocd-cache.ts';
 import { repositorySecretsOf, unhonouredCondition } from './unhonoured.ts';
 
 export type Admitted = Extract<Admission, { admitted: true }>;
@@ -202,6 +203,17 @@ export async function compareApplication(
   ] as const)
     for (const message of messages) warnings.push({ type, message });
   // A changed managedNamespaceMetadata is OutOfSync until synced (Argo CD's HasChangedManagedNamespaceMetadata).
+  // Argo CD's cache for argocd-server (argocd-cache/): queued, built and written off this refresh.
+  d.argoCache?.submit(
+    argoCacheWrite(d, ctx, {
+      resources: cmp.resources,
+      client: identityClient,
+      assessor,
+      filter: semantics.filter,
+      capabilities: () => d.capabilities?.for(d.factory.forIdentity(ctx.cluster, ctx.actsAs)) ?? Promise.resolve({}),
+      log,
+    }),
+  );
   const nsChanged = namespaceMetadataChanged(app, prev);
   const syncStatus = cmp.errors.length > 0 ? 'Unknown' : nsChanged ? 'OutOfSync' : cmp.syncStatus;
   const resources = cmp.resources.map(resourceStatusOf);

@@ -31,6 +31,10 @@ import { Reconciler } from './reconciler.ts';
 import { RightsCheck } from './rights.ts';
 import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
 import type { ControllerParams } from './cmd-params.ts';
+import { ARGOCD_CMD_PARAMS_CM } from './cmd-params-keys.ts';
+import { resolveRedisOptions } from '../argocd-cache/options.ts';
+import type { RedisFlags } from '../argocd-cache/options.ts';
+import { ArgoCacheWriter } from '../argocd-cache/writer.ts';
 
 export interface ControllerOptions {
   kc: KubeConfig;
@@ -69,6 +73,11 @@ export interface ControllerOptions {
   liveObjects?: boolean;
   /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
   execTimeoutMs?: number;
+  /**
+   * `impersync run`'s Redis flags (--redis, --sentinel, ...): with these, Argo CD's variables or
+   * argocd-cmd-params-cm's redis.* keys naming a Redis, Argo CD's cache is written there.
+   */
+  redis?: RedisFlags;
 }
 
 export interface ChildRendererSettings {
@@ -86,6 +95,8 @@ export interface ChildRendererSettings {
 
 export interface RunningController {
   manager: Manager;
+  /** Argo CD's cache writer, when a Redis is given. */
+  argoCache?: ArgoCacheWriter;
   /** The settings argocd-cmd-params-cm, the flags and the environment gave at start. */
   params: ControllerParams;
   cache: ControllerCache;
@@ -110,6 +121,24 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       logLevel: opts.logLevel,
     },
   });
+  const redis = resolveRedisOptions({ flags: opts.redis, env: opts.env ?? process.env, data: cmdParamsData });
+  for (const w of redis.warnings) log.warn({ configMap: ARGOCD_CMD_PARAMS_CM }, w);
+  if ('error' in redis)
+    log.error({ err: redis.error }, "Argo CD's cache is not written: its Redis settings are unusable");
+  const argoCache = redis.enabled
+    ? new ArgoCacheWriter(redis.config, { logger: log, registry: metrics.registry })
+    : undefined;
+  if (redis.enabled)
+    log.info(
+      {
+        redis: redis.config.address ?? redis.config.sentinels.map((s) => `${s.host}:${s.port}`),
+        ...(redis.config.sentinels.length ? { sentinelMaster: redis.config.sentinelMaster } : {}),
+        db: redis.config.db,
+        compression: redis.config.compression,
+        tls: redis.config.tls !== undefined,
+      },
+      "writing Argo CD's cache (resource trees, managed resources, cluster info) to Redis",
+    );
   const cmdParamsWatch = new CmdParamsWatch(control.watchTransport(), opts.namespace, cmdParamsData, log);
   const cache = new ControllerCache(control.watchTransport(), {
     namespace: opts.namespace,
@@ -191,7 +220,13 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   };
   // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
   const dependencies = new Map<string, readonly string[]>();
-  const reconciler = new Reconciler({ ...common, refreshIntervalMs, dependencies, selfHeal: params.selfHeal });
+  const reconciler = new Reconciler({
+    ...common,
+    refreshIntervalMs,
+    dependencies,
+    selfHeal: params.selfHeal,
+    argoCache,
+  });
   const operator = new Operator({
     ...common,
     waitTimeoutMs: opts.waitTimeoutMs,
@@ -229,6 +264,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const m = manager;
   return {
     manager: m,
+    ...(argoCache ? { argoCache } : {}),
     params,
     cache,
     metrics,
@@ -245,6 +281,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       await control.close();
       // A child renderer this controller started ends with it.
       if (!opts.renderer) await renderer.close();
+      await argoCache?.close();
       await assessors.close();
       await semantics.close();
       await health?.close();

@@ -240,7 +240,9 @@ export class Operator {
           now,
           historyLimit,
         });
-        await writeStatus(this.d.control, current, status);
+        // Without a status subresource `operation` goes in the same write (as Argo CD's
+        // controller finishes), so no crash can leave a finished operation set.
+        current = await writeStatus(this.d.control, current, status, { clearOperation: true });
         break;
       } catch (err) {
         if (!(err instanceof ConflictError) || attempt >= 5) throw err;
@@ -249,7 +251,7 @@ export class Operator {
         current = fresh;
       }
     }
-    await patchApplication(this.d.control, raw, { operation: null });
+    if (current['operation'] !== undefined) await patchApplication(this.d.control, current, { operation: null });
     this.d.metrics?.syncs.inc({ phase: end.phase });
     const succeeded = end.phase === 'Succeeded';
     await this.d.events.record(

@@ -33,6 +33,8 @@ import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
 import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
 
+import type { ArgoCacheWriter } from '../argocd-cache/writer.ts';
+
 export interface ReconcilerDeps {
   cache: ControllerCache;
   factory: DestinationClientFactory;
@@ -57,6 +59,8 @@ export interface ReconcilerDeps {
   semantics: Semantics;
   /** argocd-cmd-params-cm's self-heal timeout and backoff (default Argo CD's). */
   selfHeal?: SelfHealPolicy | undefined;
+  /** Argo CD's cache in Redis (--redis), written after each comparison; absent: none. */
+  argoCache?: ArgoCacheWriter | undefined;
   now?: () => Date;
 }
 

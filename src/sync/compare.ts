@@ -45,6 +45,12 @@ export interface ResourceComparison {
   target?: KubeObject;
   /** The live object as the identity read it; null when missing. */
   live?: KubeObject | null;
+  /**
+   * The pair the sync status was decided on (Argo CD's NormalizedLive and PredictedLive): the live
+   * object and the dry-run's answer, both normalized; null where there is none. Secrets unmasked.
+   */
+  normalizedLive?: KubeObject | null;
+  predictedLive?: KubeObject | null;
 }
 
 export interface ComparisonResult {
@@ -197,6 +203,8 @@ async function compareOne(
     status: synced ? 'Synced' : 'OutOfSync',
     health: live ? await (opts.health ?? builtinAssessor)(live) : { status: 'Missing' },
     diff: synced ? '' : renderDiff(pair, opts),
+    normalizedLive: pair.live,
+    predictedLive: pair.predicted,
     ...(note ? { message: note.message } : {}),
   };
 }

@@ -109,13 +109,27 @@ async function namespacedCollections(client: DestinationClient, namespace: strin
   return out;
 }
 
-/** The orphaned objects of the namespace, as Argo CD counts them for OrphanedResourceWarning. */
-export async function findOrphans(client: DestinationClient, opts: OrphanOptions): Promise<OrphanReport> {
+/** An object listed in a namespace, with its API group. */
+export interface ListedObject {
+  group: string;
+  object: KubeObject;
+}
+
+/**
+ * Every object of the namespace that `client` may list and watch, kind by kind (resource.exclusions
+ * left out); the collections it may not list are `skipped`. Shared by the orphan count and the
+ * resource tree Argo CD's cache holds (argocd-cache/tree.ts).
+ */
+export async function listNamespaceObjects(
+  client: DestinationClient,
+  namespace: string,
+  filter: { rules: ResourceFilter; cluster: string },
+): Promise<{ listed: ListedObject[]; skipped: string[] }> {
   const skipped: string[] = [];
-  const collections = (await namespacedCollections(client, opts.namespace)).filter(
-    (c) => !isExcludedResource(opts.filter.rules, c.group, c.kind, opts.filter.cluster),
+  const collections = (await namespacedCollections(client, namespace)).filter(
+    (c) => !isExcludedResource(filter.rules, c.group, c.kind, filter.cluster),
   );
-  const listed: Array<{ group: string; object: KubeObject }> = [];
+  const listed: ListedObject[] = [];
   // A few lists at a time: one namespace has a few dozen kinds.
   for (let i = 0; i < collections.length; i += 4) {
     const batch = collections.slice(i, i + 4);
@@ -132,6 +146,12 @@ export async function findOrphans(client: DestinationClient, opts: OrphanOptions
         listed.push({ group: c.group, object: { ...item, apiVersion: c.apiVersion, kind: c.kind } });
     });
   }
+  return { listed, skipped };
+}
+
+/** The orphaned objects of the namespace, as Argo CD counts them for OrphanedResourceWarning. */
+export async function findOrphans(client: DestinationClient, opts: OrphanOptions): Promise<OrphanReport> {
+  const { listed, skipped } = await listNamespaceObjects(client, opts.namespace, opts.filter);
   const byOwner = new Map<string, Array<{ group: string; object: KubeObject }>>();
   for (const entry of listed)
     for (const uid of ownerUids(entry.object)) {

@@ -387,7 +387,7 @@ test('a status another writer left in a shape impersync rejects: the Application
   const patch = (path: string, body: unknown) =>
     requestOk(cp.admin, { method: 'PATCH', path, body, contentType: 'application/merge-patch+json' });
   const stray = async () => {
-    const patched = (await patch(`${appPath}/status`, {
+    const patched = (await patch(appPath, {
       status: {
         sync: { status: '' },
         health: { status: 'Great' },

@@ -1,6 +1,7 @@
 // Shared set-up of the controller end-to-end tests: a control plane, the controller's RBAC as
 // deploy/install/base grants it (its namespace, plus impersonate and get on ServiceAccounts), a Git
 // repository served from disk, and the controller running in-process with the real modules.
+import type { RedisFlags } from '../../src/argocd-cache/options.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -196,6 +197,8 @@ export async function startFixture(
     execTimeoutMs?: number;
     /** Further flags of the child renderer (the plugin tests' `--plugin-sockets`). */
     rendererFlags?: readonly string[];
+    /** `impersync run`'s Redis flags: Argo CD's cache is written there. */
+    redis?: RedisFlags;
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -228,6 +231,7 @@ export async function startFixture(
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),
       ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
       ...(opts.execTimeoutMs !== undefined ? { execTimeoutMs: opts.execTimeoutMs } : {}),
+      ...(opts.redis ? { redis: opts.redis } : {}),
     });
   const fx: Fixture = {
     repo,

@@ -296,14 +296,14 @@ test('terminating a running operation (phase Terminating) aborts the sync betwee
   await applyRaw(cp.admin, { ...app, operation: { sync: {}, initiatedBy: { username: 'alice' } } });
   await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
   // What `argocd app terminate-op` writes. The controller may write status between our read and our
-  // write (409 Conflict): read again and retry, as any client of the status subresource must.
+  // write (409 Conflict): read again and retry, as Argo CD's server does (an ordinary update of the whole Application).
   for (let attempt = 1; ; attempt++) {
     const running = await waitForApp(cp, 'slow', 'Running', (a) => operationPhase(a) === 'Running');
     const state = running.status?.['operationState'] as Record<string, unknown>;
     try {
       await requestOk(cp.admin, {
         method: 'PUT',
-        path: `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/slow/status`,
+        path: `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/slow`,
         body: { ...running, status: { ...running.status, operationState: { ...state, phase: 'Terminating' } } },
       });
       break;

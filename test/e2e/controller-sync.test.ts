@@ -316,7 +316,7 @@ test('a restart in the middle of an operation resumes it and never runs it twice
     // What a controller that died after recording Running (spec: state before acting) left behind.
     await requestOk(cp.admin, {
       method: 'PUT',
-      path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume/status`,
+      path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume`,
       body: {
         ...app,
         status: {
@@ -346,10 +346,15 @@ test('a restart in the middle of an operation resumes it and never runs it twice
     const generation = (app['metadata'] as { generation: number }).generation;
     await requestOk(cp.admin, {
       method: 'PUT',
-      path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume/status`,
+      path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/resume`,
       body: {
         ...app,
-        status: { ...app.status, operationState: { ...(app.status?.['operationState'] as object), generation } },
+        // Status is an ordinary field of the Application (no status subresource): this write itself
+        // makes the generation one more, the one the state must carry to count as of this operation.
+        status: {
+          ...app.status,
+          operationState: { ...(app.status?.['operationState'] as object), generation: generation + 1 },
+        },
       },
     });
   });

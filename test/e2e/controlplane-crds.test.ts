@@ -1,6 +1,6 @@
 // deploy/crds/ on a real API server: structural and Established, the design document's YAML
 // applies unchanged, Argo CD fields the schema does not list survive strict validation, wrong
-// types are refused naming the field, status is a subresource shown in the printer columns.
+// types are refused naming the field, status is an ordinary field (as in Argo CD's CRD) shown in the printer columns.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -193,7 +193,7 @@ test('wrong types and missing required fields are refused, naming the field', as
   }
 });
 
-test('status is a subresource: applies leave it alone, /status sets it, and the printer columns show it', async () => {
+test("status is an ordinary field, as in Argo CD's CRD: an update of the Application sets it, and the printer columns show it", async () => {
   const app: KubeObject = {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Application',
@@ -206,15 +206,24 @@ test('status is a subresource: applies leave it alone, /status sets it, and the 
     status: { sync: { status: 'Synced' } },
   };
   const applied = await applyRaw(cp.admin, app, { fieldManager: 'kubectl' });
-  assert.equal(applied['status'], undefined, 'status in the main resource is ignored');
+  assert.deepEqual(applied['status'], { sync: { status: 'Synced' } }, 'no status subresource: status is kept');
+  const sub = await request(cp.admin, {
+    path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/columns/status',
+  });
+  assert.equal(sub.status, 404, 'there is no /status');
 
-  const path = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/columns/status';
+  const path = '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/columns';
   const status = {
     sync: { status: 'OutOfSync', revision: 'abc' },
     health: { status: 'Progressing' },
     somethingArgoCDAdds: { x: 1 },
   };
-  await requestOk(cp.admin, { method: 'PATCH', path, contentType: 'application/merge-patch+json', body: { status } });
+  await requestOk(cp.admin, {
+    method: 'PATCH',
+    path,
+    contentType: 'application/json-patch+json',
+    body: [{ op: 'add', path: '/status', value: status }],
+  });
   const live = await getRaw(cp.admin, {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Application',

@@ -159,7 +159,7 @@ test('strict RBAC: Applications and their status, AppProjects read-only, argocd-
   const allowed: [string, string, unknown?][] = [
     ['GET', apps],
     ['GET', `${apps}?watch=1&timeoutSeconds=1`],
-    ['PATCH', `${apps}/guestbook/status`, { status: { sync: { status: 'OutOfSync' } } }],
+    ['PATCH', `${apps}/guestbook`, { status: { sync: { status: 'OutOfSync' } } }],
     ['PATCH', `${apps}/guestbook`, { metadata: { finalizers: ['resources-finalizer.argocd.argoproj.io'] } }],
     ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/default'],
     ['GET', '/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects?watch=1&timeoutSeconds=1'],

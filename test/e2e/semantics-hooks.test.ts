@@ -180,12 +180,12 @@ test('a terminated operation takes the hook finalizer off its running hook and d
   );
   const held = await getObj('batch/v1', 'Job', 'hookterm', 'stuck');
   assert.ok(held?.metadata.finalizers?.includes('argocd.argoproj.io/hook-finalizer'));
-  // What `argocd app terminate-op` writes; a status write of the controller's meanwhile is a 409: again.
+  // What `argocd app terminate-op` writes (Argo CD's server: an ordinary update of the whole Application); a status write of the controller's meanwhile is a 409: again.
   for (let attempt = 1; ; attempt++) {
     const a = await getApp(cp, 'hookterm');
     const res = await request(cp.admin, {
       method: 'PUT',
-      path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/hookterm/status',
+      path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/hookterm',
       body: { ...a, status: { ...a.status, operationState: { ...opState(a), phase: 'Terminating' } } },
     });
     if (res.status === 200) break;

@@ -1,0 +1,255 @@
+// Writes Argo CD's cache to Redis (ioredis), as Argo CD's application controller writes it
+// (util/cache/appstate/cache.go): after each refresh the resource tree (one value, or shards with
+// the count on the first), then the managed resources, then a message on the managed-resources
+// channel that argocd-server's resource-tree stream subscribes to; each destination's cluster info
+// at most once a minute (Argo CD's expires after 10 minutes). Never in the way of reconciliation:
+// `submit` only queues what to write (the latest per Application replaces an older one still
+// waiting), a worker builds and writes it, and a failure is logged, counted and retried later.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import { Counter } from 'prom-client';
+import type { Registry } from 'prom-client';
+import {
+  appManagedResourcesKey,
+  appResourcesTreeKey,
+  clusterInfoKey,
+  clusterInfoStruct,
+  diffStruct,
+  marshal,
+  redisKey,
+  sortManagedResources,
+  treeShards,
+  treeStruct,
+  treeUpdatedChannel,
+} from './encode.ts';
+import type { RedisConfig } from './options.ts';
+import type { ApplicationTree, ClusterInfo, ResourceDiff } from './types.ts';
+
+const CLUSTER_INFO_EXPIRATION_MS = 10 * 60_000;
+const CLUSTER_INFO_EVERY_MS = 60_000;
+const RETRY_MIN_MS = 2_000;
+const RETRY_MAX_MS = 60_000;
+const CONCURRENCY = 4;
+
+/** What one Application's refresh leaves for the cache; built by the worker, not by the refresh. */
+export interface AppCacheWrite {
+  /** Argo CD's instance name (`name`, or `namespace_name` outside the controller's namespace). */
+  instance: string;
+  build(): Promise<{ tree: ApplicationTree; managed: ResourceDiff[] }>;
+  /** The destination's cluster info, when due (`clusterDue` said so). */
+  cluster?: { server: string; info: () => Promise<ClusterInfo> } | undefined;
+}
+
+function readCred(dir: string, name: string): string {
+  try {
+    return readFileSync(join(dir, name), 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw err;
+  }
+}
+
+/** ioredis options from Argo CD's: address or sentinels, db, credentials, TLS, retries. */
+export function redisClientOptions(c: RedisConfig): RedisOptions {
+  let { username, password, sentinelUsername, sentinelPassword } = c;
+  if (c.credsDir) {
+    // REDIS_CREDS_DIR_PATH: only the files count, a missing one is an empty credential (as in Argo CD).
+    password = readCred(c.credsDir, 'auth');
+    username = readCred(c.credsDir, 'auth_username');
+    sentinelUsername = readCred(c.credsDir, 'sentinel_username');
+    sentinelPassword = readCred(c.credsDir, 'sentinel_auth');
+  }
+  const tls = c.tls
+    ? {
+        ...(c.tls.caFile ? { ca: readFileSync(c.tls.caFile) } : {}),
+        ...(c.tls.certFile ? { cert: readFileSync(c.tls.certFile) } : {}),
+        ...(c.tls.keyFile ? { key: readFileSync(c.tls.keyFile) } : {}),
+        rejectUnauthorized: !c.tls.insecureSkipVerify,
+      }
+    : undefined;
+  const common: RedisOptions = {
+    db: c.db,
+    ...(username ? { username } : {}),
+    ...(password ? { password } : {}),
+    maxRetriesPerRequest: c.maxRetries,
+    connectTimeout: 10_000,
+    commandTimeout: 30_000,
+    lazyConnect: true,
+    // Reconnect forever, at most every 10 s: the cache comes back when Redis does.
+    retryStrategy: (times) => Math.min(times * 500, 10_000),
+  };
+  if (c.sentinels.length > 0)
+    return {
+      ...common,
+      sentinels: c.sentinels,
+      name: c.sentinelMaster,
+      ...(sentinelUsername ? { sentinelUsername } : {}),
+      ...(sentinelPassword ? { sentinelPassword } : {}),
+      ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+    };
+  const [, host = '', port = '6379'] = /^\[?(.*?)\]?:(\d+)$/.exec(c.address ?? '') ?? [];
+  return { ...common, host, port: Number(port), ...(tls ? { tls } : {}) };
+}
+
+export class ArgoCacheWriter {
+  readonly #redis: Redis;
+  readonly #config: RedisConfig;
+  readonly #log: Logger;
+  readonly #writes: Counter<'result'>;
+  readonly #pending = new Map<string, AppCacheWrite>();
+  readonly #clusterWritten = new Map<string, number>();
+  #running = 0;
+  #retryMs = RETRY_MIN_MS;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+  #idle: Array<() => void> = [];
+  #lastError = '';
+
+  constructor(config: RedisConfig, opts: { logger: Logger; registry?: Registry | undefined }) {
+    this.#config = config;
+    this.#log = opts.logger.child({ component: 'argocd-cache' });
+    this.#redis = new Redis(redisClientOptions(config));
+    // Connection errors are retried by ioredis; each is logged once per distinct message.
+    this.#redis.on('error', (err: Error) => this.#logError(err));
+    this.#writes = new Counter({
+      name: 'impersync_argocd_cache_writes_total',
+      help: "Writes of Argo CD's cache to Redis (an Application's tree and managed resources, or a cluster's info), by result",
+      labelNames: ['result'],
+      registers: opts.registry ? [opts.registry] : [],
+    });
+  }
+
+  #logError(err: Error): void {
+    if (err.message === this.#lastError) return;
+    this.#lastError = err.message;
+    this.#log.warn({ err: err.message }, "Argo CD's cache: Redis refused or cannot be reached; writes are retried");
+  }
+
+  /** Whether the destination's cluster info is due (once a minute per server). */
+  clusterDue(server: string): boolean {
+    return Date.now() - (this.#clusterWritten.get(server) ?? 0) >= CLUSTER_INFO_EVERY_MS;
+  }
+
+  /** Queues the Application's values; returns at once. */
+  submit(write: AppCacheWrite): void {
+    if (this.#closed) return;
+    this.#pending.set(write.instance, write);
+    this.#pump();
+  }
+
+  /** Resolves once nothing is queued or being written (tests). */
+  idle(): Promise<void> {
+    if (this.#pending.size === 0 && this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #pump(): void {
+    if (this.#timer) return;
+    while (this.#running < CONCURRENCY && this.#pending.size > 0) {
+      const [instance, write] = this.#pending.entries().next().value as [string, AppCacheWrite];
+      this.#pending.delete(instance);
+      this.#running++;
+      void this.#write(write)
+        .then(
+          () => {
+            this.#retryMs = RETRY_MIN_MS;
+            this.#lastError = '';
+          },
+          (err: unknown) => {
+            this.#writes.inc({ result: 'error' });
+            this.#logError(err as Error);
+            // Retried later unless a newer refresh has queued its own values meanwhile.
+            if (!this.#closed && !this.#pending.has(instance)) this.#pending.set(instance, write);
+            if (!this.#timer && !this.#closed) {
+              this.#timer = setTimeout(() => {
+                this.#timer = undefined;
+                this.#pump();
+              }, this.#retryMs);
+              this.#timer.unref();
+              this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+            }
+          },
+        )
+        .finally(() => {
+          this.#running--;
+          this.#pump();
+          if (this.#running === 0 && (this.#pending.size === 0 || this.#closed)) {
+            for (const r of this.#idle.splice(0)) r();
+          }
+        });
+    }
+  }
+
+  async #connected(): Promise<void> {
+    if (this.#redis.status === 'wait') await this.#redis.connect();
+  }
+
+  async #write(w: AppCacheWrite): Promise<void> {
+    const { tree, managed } = await w.build();
+    await this.#connected();
+    const opts = { prefix: this.#config.prefix, compression: this.#config.compression };
+    const ttl = this.#config.appStateExpirationMs;
+    const pipeline = this.#redis.pipeline();
+    treeShards(tree, this.#config.treeShardSize).forEach((shard, i) => {
+      const key = redisKey(appResourcesTreeKey(w.instance, i), opts);
+      pipeline.set(key, marshal(treeStruct(shard), this.#config.compression), 'PX', Math.max(1, ttl));
+    });
+    pipeline.set(
+      redisKey(appManagedResourcesKey(w.instance), opts),
+      marshal(sortManagedResources(managed).map(diffStruct), this.#config.compression),
+      'PX',
+      Math.max(1, ttl),
+    );
+    pipeline.publish(treeUpdatedChannel(w.instance), '');
+    await execAll(pipeline);
+    this.#writes.inc({ result: 'ok' });
+    if (w.cluster && this.clusterDue(w.cluster.server)) {
+      const info = await w.cluster.info();
+      await execAll(
+        this.#redis
+          .pipeline()
+          .set(
+            redisKey(clusterInfoKey(w.cluster.server), opts),
+            marshal(clusterInfoStruct(info), this.#config.compression),
+            'PX',
+            CLUSTER_INFO_EXPIRATION_MS,
+          ),
+      );
+      this.#clusterWritten.set(w.cluster.server, Date.now());
+      this.#writes.inc({ result: 'ok' });
+    }
+  }
+
+  /** An Application deleted: its values go (Argo CD's SetAppResourcesTree/SetAppManagedResources with nil). */
+  async forget(instance: string): Promise<void> {
+    this.#pending.delete(instance);
+    const opts = { prefix: this.#config.prefix, compression: this.#config.compression };
+    try {
+      await this.#connected();
+      await this.#redis.del(
+        redisKey(appResourcesTreeKey(instance), opts),
+        redisKey(appManagedResourcesKey(instance), opts),
+      );
+    } catch (err) {
+      this.#writes.inc({ result: 'error' });
+      this.#logError(err as Error);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#pending.clear();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.idle();
+    this.#redis.disconnect();
+  }
+}
+
+async function execAll(pipeline: ReturnType<Redis['pipeline']>): Promise<void> {
+  const results = (await pipeline.exec()) ?? [];
+  for (const [err] of results) if (err) throw err;
+}

@@ -1,0 +1,3 @@
+module impersync.test/argocdcache
+
+go 1.22
