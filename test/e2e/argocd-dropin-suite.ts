@@ -8,8 +8,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { applyRaw, getRaw, grantRole, request, startControlPlane } from '../support/index.ts';
 import type { TestControlPlane } from '../support/index.ts';
-import { installArgoCDCrds, runTrigger, startArgoCD, startRedis } from '../support/argocd.ts';
-import type { ArgoCD, CrdShape, Redis } from '../support/argocd.ts';
+import { installArgoCDCrds, runTrigger, startArgoCD } from '../support/argocd.ts';
+import type { ArgoCD, CrdShape } from '../support/argocd.ts';
+import { startRedis } from '../support/redis.ts';
+import type { TestRedis } from '../support/redis.ts';
 import { until } from '../support/faults.ts';
 import {
   EVERY_DESTINATION_AS_DEPLOYER,
@@ -92,7 +94,7 @@ const NAMESPACES = ['guestbook', 'manual', 'held', 'broken', 'hookfail', 'child'
 
 export function dropinSuite(shape: CrdShape): void {
   let cp: TestControlPlane;
-  let redis: Redis;
+  let redis: TestRedis;
   let fx: Fixture;
   let argocd: ArgoCD;
   let firstRevision = '';

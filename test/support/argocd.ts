@@ -1,6 +1,6 @@
-// Argo CD's own server side, for the drop-in tests: a redis-server, Argo CD's argocd-repo-server
-// and argocd-server (authentication off, plaintext, on loopback) against a test control plane,
-// and Argo CD's `argocd` CLI pointed at that server. impersync's controller takes the place of
+// Argo CD's own server side, for the drop-in tests: Argo CD's argocd-repo-server and argocd-server
+// (authentication off, plaintext, on loopback) against a test control plane and a redis-server of
+// test/support/redis.ts, and Argo CD's `argocd` CLI pointed at that server. impersync's controller takes the place of
 // Argo CD's application controller; everything else is Argo CD v3.6.1's, built once by
 // scripts/argocd-binaries. Argo CD's CRDs and notifications catalog come from scripts/argocd-data
 // (the release's own files, extracted at test time, never committed).
@@ -18,6 +18,7 @@ import { startProcess, startWatchdog } from '../../src/controlplane/processes.ts
 import type { ManagedProcess, Watchdog } from '../../src/controlplane/processes.ts';
 import type { TestControlPlane } from './controlplane.ts';
 import { argocdDir } from './cmp.ts';
+import type { TestRedis } from './redis.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 let dataCached: string | undefined;
@@ -138,54 +139,6 @@ function baseEnv(home: string): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, TMPDIR: home, LC_ALL: 'C' };
 }
 
-export interface Redis {
-  /** host:port on loopback. */
-  address: string;
-  port: number;
-  stop(): Promise<void>;
-  log(): Promise<string>;
-}
-
-const REDIS_SERVER = process.env['IMPERSYNC_REDIS_SERVER'] ?? '/usr/bin/redis-server';
-
-/** A redis-server on a free loopback port, no persistence. */
-export async function startRedis(opts: { watchdog?: Watchdog; timeoutMs?: number } = {}): Promise<Redis> {
-  const watchdog = opts.watchdog ?? startWatchdog();
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'argocd-redis-'));
-  const [port] = (await freeLoopbackPorts(1)) as [number];
-  let started: Started;
-  try {
-    started = await startBounded(
-      watchdog,
-      dir,
-      {
-        name: 'redis-server',
-        command: REDIS_SERVER,
-        args: ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
-        env: baseEnv(dir),
-      },
-      () => probe(port, 'PING\r\n', '+PONG'),
-      opts.timeoutMs ?? 20_000,
-    );
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    const missing = (err as Error).message.includes('ENOENT') || (err as Error).message.includes('code null');
-    throw new Error(
-      `${(err as Error).message}${missing ? `\n${REDIS_SERVER} could not be run: install Redis (Debian: apt-get install redis-server) or set IMPERSYNC_REDIS_SERVER` : ''}`,
-    );
-  }
-  return {
-    address: `127.0.0.1:${port}`,
-    port,
-    log: started.log,
-    stop: async () => {
-      await started.process.stop(2000);
-      if (opts.watchdog === undefined) watchdog.release();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -196,7 +149,7 @@ export interface ArgoCD {
   /** host:port of argocd-server (plaintext, authentication off). */
   server: string;
   repoServer: string;
-  redis: Redis;
+  redis: TestRedis;
   /** Runs `argocd <args>` against the server; never throws for a non-zero exit. */
   cli(args: readonly string[], opts?: { timeoutMs?: number }): Promise<CliResult>;
   /** The same, failing with the command, exit code and both outputs unless it exits 0. */
@@ -210,14 +163,14 @@ export interface ArgoCD {
 
 /**
  * Starts Argo CD's repo-server and API server in `namespace` (default argocd) of the control plane,
- * reading and writing Argo CD's cache in `redis` (a redis-server of startRedis, shared with
+ * reading and writing Argo CD's cache in `redis` (test/support/redis.ts startRedis, shared with
  * impersync's controller). The API server runs as the control plane's admin, as Argo CD's server
  * has cluster-wide rights in an install. argocd-cm must exist before (the settings Argo CD reads).
  */
 export async function startArgoCD(
   cp: TestControlPlane,
   opts: {
-    redis: Redis;
+    redis: TestRedis;
     namespace?: string;
     applicationNamespaces?: readonly string[];
     timeoutMs?: number;
@@ -353,7 +306,7 @@ export async function startArgoCD(
     const serverFlags = ['--server', server, '--plaintext', '--config', path.join(cliHome, 'config')];
     const logs = async () => {
       const parts: string[] = [];
-      for (const s of [{ name: 'redis-server', log: opts.redis.log }, ...started])
+      for (const s of started)
         parts.push(`--- ${s.name} (last lines) ---\n${(await s.log()).split('\n').slice(-60).join('\n')}`);
       return parts.join('\n');
     };
