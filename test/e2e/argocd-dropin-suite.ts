@@ -148,15 +148,13 @@ export function dropinSuite(shape: CrdShape): void {
       rules: [{ apiGroups: ['argoproj.io'], resources: ['applications'], verbs: ['*'] }],
     });
     redis = await startRedis();
-    // Argo CD's controller finds Redis in argocd-cmd-params-cm (redis.server), which its
-    // Deployment hands it as REDIS_SERVER: both, as an install has them.
+    // Argo CD's controller finds Redis in argocd-cmd-params-cm (redis.server); so does impersync.
     await applyRaw(cp.admin, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: 'argocd-cmd-params-cm', namespace: NS, labels: PART_OF },
       data: { 'redis.server': redis.address },
     });
-    process.env['REDIS_SERVER'] = redis.address;
     argocd = await startArgoCD(cp, { redis });
     fx = await startFixture(
       cp,
