@@ -68,6 +68,8 @@ export const CONDITION = {
   OrphanedResourceWarning: 'OrphanedResourceWarning',
   /** impersync's own: fields, options and annotations Argo CD defines that impersync does not act on. */
   UnsupportedFieldWarning: 'UnsupportedFieldWarning',
+  /** impersync's own: Argo CD's application controller runs against the same Applications (controller/argocd-controller.ts). */
+  ControllerConflictError: 'ControllerConflictError',
 } as const;
 
 export const ConditionSchema = z.looseObject({
@@ -199,6 +201,16 @@ export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
 export const ApplicationStatusSchema = z.looseObject({
   sync: SyncStatusSchema.optional(),
+  /** Argo CD's: the external URLs and container images of the Application's resources (controller/summary.ts). */
+  summary: z
+    .looseObject({
+      externalURLs: z.array(z.string()).optional(),
+      images: z.array(z.string()).optional(),
+      isAppOfApps: z.boolean().optional(),
+    })
+    .optional(),
+  /** Argo CD's: the namespace of the controller that reconciles the Application. */
+  controllerNamespace: z.string().optional(),
   health: AppHealthStatusSchema.optional(),
   resources: z.array(ResourceStatusSchema).optional(),
   reconciledAt: z.string().optional(),

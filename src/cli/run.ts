@@ -97,10 +97,9 @@ export function printerSink(write: (line: string) => void): EventSink {
   return {
     record: async (obj, type, reason, message) => {
       const app = `${obj.namespace}/${obj.name}`;
-      if (reason === EVENT_REASON.OperationCompleted) write(`✔ ${app}: ${message}`);
-      else if (reason === EVENT_REASON.OperationFailed) write(`✖ ${app}: ${message}`);
+      if (reason === EVENT_REASON.OperationCompleted) write(`${type === 'Warning' ? '✖' : '✔'} ${app}: ${message}`);
       else if (reason === EVENT_REASON.ImpersonationFallback) write(`! ${app}: ${message}`);
-      else if (reason === EVENT_REASON.DeletionFailed) write(`✖ ${app}: deletion: ${message}`);
+      else if (reason === EVENT_REASON.StatusRefreshed) write(`✖ ${app}: ${message}`);
       else if (reason === EVENT_REASON.ResourcesDeleted) write(`✔ ${app}: ${message}`);
       else if (type === 'Warning' && reason !== EVENT_REASON.ImpersonationDenied)
         write(`! ${app}: ${reason}: ${message}`);

@@ -3,6 +3,7 @@
 // admitted identity, its health assessed with argocd-cm's customizations (sync/compare.ts) → every
 // missing right named at once, the warnings Argo CD raises, the sync windows → the status that
 // says so, and whether Argo CD's rules start an automated sync.
+import { applicationSummary } from './summary.ts';
 import { toolSettingsOf } from '../api/tool-settings.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
@@ -42,6 +43,7 @@ const REFRESH_CONDITIONS = new Set<string>([
   CONDITION.ExcludedResourceWarning,
   CONDITION.OrphanedResourceWarning,
   CONDITION.UnsupportedFieldWarning,
+  CONDITION.ControllerConflictError,
 ]);
 
 export function carriedConditions(prev: ApplicationStatus | undefined): AppCondition[] {
@@ -227,6 +229,10 @@ export async function compareApplication(
       },
       resources,
       health: cmp.health,
+      summary: applicationSummary(
+        app.metadata.annotations,
+        cmp.resources.flatMap((r) => (r.live ? [r.live] : [])),
+      ),
       ...(rendered.multiSource ? { sourceTypes: rendered.sourceTypes } : { sourceType: rendered.sourceTypes[0] ?? '' }),
     },
     // A failed health check is a ComparisonError too, but leaves the sync status alone (Argo CD).

@@ -2,6 +2,7 @@
 // factory, the renderer (the install's, or a child process this controller starts and stops), the
 // Lua runner of argocd-cm's health checks, reconciler, operation runner, manager and the
 // health/metrics endpoint.
+import { ArgoControllerDetector } from './argocd-controller.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { EXTRA_KEYS } from '../api/index.ts';
@@ -204,7 +205,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const rights = new RightsCheck();
   // ignoreDifferences' jq expressions, run in a worker thread that stop() ends.
   const semantics = new Semantics();
+  // Argo CD's own application controller in the control namespace: nothing is reconciled while it runs.
+  const argoController = new ArgoControllerDetector(control.watchTransport(), opts.namespace, log);
   const common = {
+    argoController,
     cache,
     factory,
     control,
@@ -248,6 +252,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     operationProcessors: params.operationProcessors,
   });
   holder.manager = manager;
+  argoController.onChange = () => manager.requeueAll("Argo CD's application controller started or stopped");
   const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
   liveWatches.unref();
   let health: HealthServer | undefined;
@@ -258,6 +263,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       readiness: () => (cache.notSynced() ? `caches not synced: ${cache.notSynced()}` : ''),
     });
   }
+  argoController.start();
+  await argoController.ready;
   await manager.start();
   cmdParamsWatch.start();
   log.info({ namespace: opts.namespace, applicationNamespaces: params.applicationNamespaces }, 'controller started');
@@ -272,6 +279,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     stop: async () => {
       clearInterval(liveWatches);
       await cmdParamsWatch.stop();
+      await argoController.stop();
       // Order matters: the queues refuse new work first (synchronously, inside m.stop()), then the
       // syncs in flight are aborted and left Running, then their handlers are waited for.
       const stopped = m.stop();

@@ -310,7 +310,10 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
   w('argocd.argoproj.io/kubernetes-version', 'the destination version is read from the destination'),
   e('argocd.argoproj.io/application-set-refresh', 'ApplicationSets'),
   e('argocd.argoproj.io/auto-label-cluster-info', "Argo CD's cluster Secret labels"),
-  e('argocd.argoproj.io/ignore-default-links', 'the UI'),
+  h(
+    'argocd.argoproj.io/ignore-default-links',
+    "an Ingress's URLs left out of status.summary.externalURLs (controller/summary.ts); the UI reads it too",
+  ),
   e('argocd.argoproj.io/managed-by-url', 'the UI'),
 ];
 

@@ -94,7 +94,13 @@ export class Finalizer {
     const ctx = admit(this.d.cache.controlState(), raw);
     const fail = async (message: string): Promise<ReconcileResult> => {
       this.d.logger.warn({ application: key }, `deletion failed: ${message}`);
-      await this.d.events.record(involved, 'Warning', EVENT_REASON.DeletionFailed, message);
+      // Argo CD's event for it (appcontroller.go processAppOperationQueueItem).
+      await this.d.events.record(
+        involved,
+        'Warning',
+        EVENT_REASON.StatusRefreshed,
+        `Unable to delete application resources: ${message}`,
+      );
       const status = readStatus(raw) ?? {};
       const now = (this.d.now?.() ?? new Date()).toISOString();
       const conds = [

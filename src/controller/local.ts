@@ -183,10 +183,10 @@ async function runOn(cp: ControlPlane, repoDir: string, say: (line: string) => v
   );
 
   const printer: EventSink = {
-    record: async (obj, _type, reason, message) => {
+    record: async (obj, type, reason, message) => {
       const app = `${obj.namespace}/${obj.name}`;
-      if (reason === EVENT_REASON.OperationCompleted) say(`✔ ${app} synced: ${message}`);
-      else if (reason === EVENT_REASON.OperationFailed) say(`✖ ${app} refused: ${message}`);
+      if (reason === EVENT_REASON.OperationCompleted && type === 'Normal') say(`✔ ${app} synced: ${message}`);
+      else if (reason === EVENT_REASON.OperationCompleted) say(`✖ ${app} refused: ${message}`);
       else if (reason === EVENT_REASON.ImpersonationFallback) say(`! ${app}: ${message}`);
       else if (
         reason === EVENT_REASON.ComparisonError ||

@@ -282,6 +282,16 @@ export class Manager {
     else this.refreshQueue.add(key);
   }
 
+  /** Every Application refreshed, and those with operation work put on the operation queue too. */
+  requeueAll(why: string): void {
+    const keys = this.opts.cache.appKeys();
+    this.requeue(keys, why);
+    for (const k of keys) {
+      const raw = this.opts.cache.app(k);
+      if (raw && hasOperationWork(raw)) this.operationQueue.add(k);
+    }
+  }
+
   private requeue(keys: string[], why: string): void {
     const unique = [...new Set(keys)];
     if (unique.length > 0) this.log.debug({ count: unique.length, why }, 'requeue');

@@ -57,6 +57,8 @@ export interface OperatorDeps {
   events: EventSink;
   logger: Logger;
   metrics?: Metrics;
+  /** Argo CD's own application controller, when it runs against the same Applications: no operation then. */
+  argoController?: { running(): string | undefined } | undefined;
   now?: () => Date;
 }
 
@@ -95,6 +97,8 @@ export class Operator {
   }
 
   async operate(key: string): Promise<ReconcileResult> {
+    // Argo CD's controller runs the operations meanwhile; the refresh's condition says so.
+    if (this.d.argoController?.running()) return {};
     // Read from the API server, never the cache: an operation is not started from a stale object.
     let raw = await readApplication(this.d.control, key);
     if (!raw || skipsReconcile(raw)) return {};
@@ -257,10 +261,25 @@ export class Operator {
     await this.d.events.record(
       involvedApplication(raw),
       succeeded ? 'Normal' : 'Warning',
-      succeeded ? EVENT_REASON.OperationCompleted : EVENT_REASON.OperationFailed,
-      `Sync operation to ${revision ?? state.operation.sync?.revision ?? ''} ${succeeded ? 'succeeded' : 'failed'}: ${end.message}`,
+      EVENT_REASON.OperationCompleted,
+      completedMessage(state, end, revision),
     );
     this.d.logger.info({ application: key, phase: end.phase }, end.message);
     return raw['operation'] !== undefined ? { operationCleared: true } : {};
   }
+}
+
+/**
+ * Argo CD's OperationCompleted message (appcontroller.go setOperationState): "Sync operation" (or
+ * "Partial sync operation" when it names resources), "to <revision>" when the sync has a result
+ * (a multi-source one's revisions joined by ","), then "succeeded" or "failed: <message>".
+ */
+export function completedMessage(state: OperationState, end: End, revision?: string): string {
+  const words = [(state.operation.sync?.resources?.length ?? 0) > 0 ? 'Partial sync operation' : 'Sync operation'];
+  const result = state.syncResult;
+  const rev = result?.revisions?.length ? result.revisions.join(',') : (result?.revision ?? revision);
+  if (result || revision !== undefined) words.push('to', rev ?? '');
+  if (end.phase === 'Succeeded') words.push('succeeded');
+  else words.push('failed:', end.message);
+  return words.join(' ');
 }

@@ -9,6 +9,7 @@
 // every dry-run and reads every live object from the API server as the identity, rather than
 // reusing a remembered dry-run answer or the live-object watches. So a right revoked meanwhile, or
 // a change a dry-run sees but the watch does not (a CRD's new default), shows at once.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
 import type { ApplicationStatus, EventReason } from '../api/index.ts';
@@ -31,7 +32,7 @@ import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
-import { mergeConditions, shouldWriteStatus, withHealthTransition } from './status.ts';
+import { mergeConditions, shouldWriteStatus, statusChanged, withHealthTransition } from './status.ts';
 
 import type { ArgoCacheWriter } from '../argocd-cache/writer.ts';
 
@@ -61,6 +62,8 @@ export interface ReconcilerDeps {
   selfHeal?: SelfHealPolicy | undefined;
   /** Argo CD's cache in Redis (--redis), written after each comparison; absent: none. */
   argoCache?: ArgoCacheWriter | undefined;
+  /** Argo CD's own application controller, when it runs against the same Applications (argocd-controller.ts). */
+  argoController?: { running(): string | undefined } | undefined;
   now?: () => Date;
 }
 
@@ -74,6 +77,14 @@ const EVENTFUL = new Set<string>([
 
 export class Reconciler {
   private readonly d: ReconcilerDeps;
+  /**
+   * The status last written, by Application, while the API server keeps less of it than was sent
+   * (Argo CD's own CRD types status and drops the fields it does not list, such as syncWindows):
+   * as long as the stored status is still what that write left (nobody wrote status since), the
+   * next status is compared with what was sent, not with what was kept, so a refresh that finds
+   * nothing new writes nothing. Empty with a CRD that keeps what it is sent.
+   */
+  private readonly written = new Map<string, { kept: unknown; sent: ApplicationStatus }>();
 
   constructor(deps: ReconcilerDeps) {
     this.d = deps;
@@ -90,7 +101,10 @@ export class Reconciler {
 
   async refresh(key: string): Promise<ReconcileResult> {
     const raw = this.d.cache.app(key);
-    if (!raw) return {};
+    if (!raw) {
+      this.written.delete(key);
+      return {};
+    }
     if (skipsReconcile(raw)) {
       this.d.logger.debug(
         { application: key },
@@ -99,6 +113,23 @@ export class Reconciler {
       return {};
     }
     const prev = readStatus(raw);
+    const conflict = this.d.argoController?.running();
+    if (conflict) {
+      // Nothing compared, applied or synced: one condition says why, the rest of the status (Argo
+      // CD's controller's) is left as it is. Written only when it is not there yet.
+      const now = this.now().toISOString();
+      const conditions = mergeConditions(
+        prev?.conditions,
+        [
+          { type: CONDITION.ControllerConflictError, message: conflict },
+          ...(prev?.conditions ?? []).filter((c) => c.type !== CONDITION.ControllerConflictError),
+        ],
+        now,
+      );
+      const next: ApplicationStatus = { ...prev, conditions };
+      if (statusChanged(prev, next)) await writeStatus(this.d.control, raw, next);
+      return {};
+    }
     const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const refreshKind = annotations[REFRESH_ANNOTATION];
     const now = this.now().toISOString();
@@ -139,7 +170,8 @@ export class Reconciler {
         conditions: mergeConditions(prev?.conditions, [admission.condition, ...own, ...carriedConditions(prev)], now),
       };
     }
-    next = withHealthTransition(prev, next, now);
+    // Argo CD writes its own namespace into every status it refreshes.
+    next = { ...withHealthTransition(prev, next, now), controllerNamespace: this.d.cache.namespace };
     // The finalizers before the status, as Argo CD: an Application is never seen Synced without
     // the pre-delete finalizer its hooks need, so a deletion right after cannot skip them. Guarded
     // by the resourceVersion the status write would have been: a write meanwhile (the operation's)
@@ -149,8 +181,32 @@ export class Reconciler {
           metadata: { finalizers, resourceVersion: raw.metadata.resourceVersion },
         })
       : raw;
-    if (shouldWriteStatus(prev, next, this.now().getTime(), this.d.refreshIntervalMs())) {
-      await writeStatus(this.d.control, current, next);
+    const memo = this.written.get(key);
+    const base = memo && isDeepStrictEqual(current['status'], memo.kept) ? memo.sent : prev;
+    if (shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())) {
+      const stored = await writeStatus(this.d.control, current, next);
+      if (!isDeepStrictEqual(stored['status'], JSON.parse(JSON.stringify(next))))
+        this.written.set(key, { kept: stored['status'], sent: next });
+      else this.written.delete(key);
+      // Argo CD's events for a changed sync or health status (appcontroller.go persistAppStatus).
+      const [s0, s1] = [prev?.sync?.status ?? '', next.sync?.status ?? ''];
+      if (s0 !== s1)
+        await this.d.events.record(
+          involvedApplication(raw),
+          'Normal',
+          EVENT_REASON.ResourceUpdated,
+          `Updated sync status: ${s0} -> ${s1}`,
+        );
+      const [h0, h1] = [prev?.health?.status ?? '', next.health?.status ?? ''];
+      if (h0 !== h1) {
+        const why = next.health?.message ? ` (${next.health.message})` : '';
+        await this.d.events.record(
+          involvedApplication(raw),
+          'Normal',
+          EVENT_REASON.ResourceUpdated,
+          `Updated health status: ${h0} -> ${h1}${why}`,
+        );
+      }
       // A new error condition is worth an event (once: unchanged conditions keep their lastTransitionTime).
       for (const c of next.conditions ?? []) {
         const isNew = !(prev?.conditions ?? []).some((p) => p.type === c.type && p.message === c.message);

@@ -185,6 +185,7 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'argocd.argoproj.io/refresh': p('test/e2e/controller-cases.test.ts'),
     'argocd.argoproj.io/refresh-timestamp': p('test/e2e/controller-refresh.test.ts'),
     'argocd.argoproj.io/skip-reconcile': p('test/e2e/semantics-diff.test.ts'),
+    'argocd.argoproj.io/ignore-default-links': p('test/controller/summary.test.ts'),
     'argocd.argoproj.io/deletion-approved': p('test/e2e/semantics-sync.test.ts', 'test/e2e/semantics-options.test.ts'),
     'argocd.argoproj.io/client-side-apply-migration-manager': p('test/sync/takeover.test.ts'),
     'argocd.argoproj.io/ignore-healthcheck': p('test/sync/health-aggregate.test.ts'),

@@ -63,6 +63,8 @@ const tenantFree = (o: { rule: { resources?: string[]; apiGroups?: string[] } })
       'secrets',
       'leases',
       'events',
+      // Read only, in the control namespace: whether Argo CD's application controller runs there.
+      'pods',
       'serviceaccounts',
       ...EXTRA_KEYS.map((k) => `userextras/${k}`),
     ].includes(r),
@@ -163,6 +165,12 @@ test('kustomize: the strict install has the documented objects and no right on t
   const rules = rulesOf(objects);
   assert.ok(rules.every(tenantFree), JSON.stringify(rules.filter((r) => !tenantFree(r))));
   assert.ok(rules.every((r) => !(r.rule.verbs.includes('*') || (r.rule.resources ?? []).includes('*'))));
+  // Pods of the control namespace are only read (is Argo CD's application controller running?).
+  const pods = rules.filter((r) => (r.rule.resources ?? []).includes('pods'));
+  assert.deepEqual(
+    pods.map((r) => [r.kind, r.rule.verbs]),
+    [['Role', ['get', 'list', 'watch']]],
+  );
   // Outside its namespace: impersonating ServiceAccounts, and reading them to check they still exist,
   // as a ClusterRole that only RoleBindings in tenant namespaces (deploy/install/tenants) use.
   assert.deepEqual(

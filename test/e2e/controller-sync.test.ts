@@ -386,7 +386,10 @@ test('deletion honours enforced: refused deletion is a DeletionError and a Warni
   assert.ok(
     fx.events.events.some(
       (e) =>
-        e.object.name === 'keep' && e.type === 'Warning' && e.reason === 'DeletionFailed' && e.message === expected,
+        e.object.name === 'keep' &&
+        e.type === 'Warning' &&
+        e.reason === 'StatusRefreshed' &&
+        e.message === `Unable to delete application resources: ${expected}`,
     ),
   );
   const cmRef = { apiVersion: 'v1', kind: 'ConfigMap', name: 'guestbook-config', namespace: 'keep' };

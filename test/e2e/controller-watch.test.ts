@@ -140,8 +140,8 @@ test('a repeated event is aggregated into one Event with a count', async () => {
     namespace: 'argocd',
     uid: 'u-1',
   };
-  await rec.record(obj, 'Warning', 'OperationFailed', 'no matching service account');
-  await rec.record(obj, 'Warning', 'OperationFailed', 'no matching service account');
+  await rec.record(obj, 'Warning', 'OperationCompleted', 'no matching service account');
+  await rec.record(obj, 'Warning', 'OperationCompleted', 'no matching service account');
   await rec.record(obj, 'Normal', 'OperationStarted', 'started');
   assert.deepEqual(errors, []);
   const list = (await requestOk(cp.admin, {
@@ -150,7 +150,7 @@ test('a repeated event is aggregated into one Event with a count', async () => {
   })) as { items: Array<{ reason: string; count: number; type: string }> };
   const byReason = Object.fromEntries(list.items.map((e) => [e.reason, e]));
   assert.equal(list.items.length, 2);
-  assert.equal(byReason['OperationFailed']?.count, 2);
-  assert.equal(byReason['OperationFailed']?.type, 'Warning');
+  assert.equal(byReason['OperationCompleted']?.count, 2);
+  assert.equal(byReason['OperationCompleted']?.type, 'Warning');
   assert.equal(byReason['OperationStarted']?.count, 1);
 });

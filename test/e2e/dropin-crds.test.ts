@@ -145,7 +145,7 @@ before(async () => {
   cp = await startDeployersPlane({
     settings: { 'application.sync.impersonation.enabled': 'true' },
     project: 'dropin',
-    namespaces: ['argo-shape', 'argo-term', 'imp-term', 'switch'],
+    namespaces: ['argo-shape', 'argo-term', 'imp-term', 'switch', 'both', 'pruned'],
   });
   await useCrd(ARGOCD_CRD_DIR);
   await untilDiscovery(false);
@@ -156,6 +156,8 @@ before(async () => {
     'imp-term/hook.yaml': stuckHook,
     'imp-term/cm.yaml': cm('never'),
     'switch/cm.yaml': cm('switch'),
+    'both/cm.yaml': cm('both'),
+    'pruned/cm.yaml': cm('pruned'),
   });
 });
 
@@ -253,4 +255,139 @@ test('the CRD replaced while the controller runs: /status while it has the subre
   writes = await controllerWrites('switch', since);
   assert.ok(writes.includes('patch'), `the status went with the Application: ${writes.join(', ')}`);
   assert.ok(!writes.includes('update status'), writes.join(', '));
+});
+
+test("Argo CD's application controller running in the control namespace: one condition, nothing synced, until it stops", async () => {
+  // What Argo CD's StatefulSet runs, as the detection reads it: a Pod labelled
+  // app.kubernetes.io/name=argocd-application-controller in the control namespace, Ready.
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: 'argocd-application-controller-0',
+      namespace: NS,
+      labels: { 'app.kubernetes.io/name': 'argocd-application-controller' },
+    },
+    spec: { containers: [{ name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.6.1' }] },
+  };
+  await applyRaw(cp.admin, pod);
+  const podPath = `/api/v1/namespaces/${NS}/pods/argocd-application-controller-0`;
+  const ready = await request(cp.admin, {
+    method: 'PATCH',
+    path: `${podPath}/status`,
+    contentType: 'application/merge-patch+json',
+    body: {
+      status: {
+        phase: 'Running',
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date().toISOString() }],
+      },
+    },
+  });
+  assert.equal(ready.status, 200, ready.text);
+  const refusal = (a: App) =>
+    ((a.status?.['conditions'] ?? []) as Array<{ type: string; message: string }>).find(
+      (c) => c.type === 'ControllerConflictError',
+    )?.message;
+  await applyRaw(cp.admin, app('both', true));
+  const held = await waitForApp(cp, 'both', 'the conflict condition', (a) => refusal(a) !== undefined);
+  assert.match(
+    refusal(held) ?? '',
+    /^Argo CD's application controller is running in namespace argocd \(Ready Pod argocd-application-controller-0 labelled app\.kubernetes\.io\/name=argocd-application-controller\)/,
+  );
+  assert.equal(operationPhase(held), undefined, 'no sync started');
+  await new Promise((r) => setTimeout(r, 2000));
+  const cmInDest = await request(cp.admin, { path: '/api/v1/namespaces/both/configmaps/both' });
+  assert.equal(cmInDest.status, 404, 'nothing applied while Argo CD runs');
+  assert.equal(
+    fx.logs.filter((l) => l.includes("Argo CD's application controller is running in namespace argocd")).length,
+    1,
+    'one log line',
+  );
+
+  // Scaled to 0: its Pod goes; impersync reconciles and syncs.
+  const gone = await request(cp.admin, { method: 'DELETE', path: `${podPath}?gracePeriodSeconds=0` });
+  assert.ok(gone.status < 300, gone.text);
+  const done = await waitForApp(
+    cp,
+    'both',
+    'synced once Argo CD stopped',
+    (a) => refusal(a) === undefined && syncStatus(a) === 'Synced' && operationPhase(a) === 'Succeeded',
+  );
+  assert.equal(done.status?.['controllerNamespace'], NS);
+});
+
+test("a CRD whose status schema drops what it does not list (as Argo CD's does): a refresh that finds nothing new writes nothing", async () => {
+  // Argo CD's shape with a typed status, as Argo CD's CRD has it, that lists neither impersync's own
+  // `identity` in history nor `controllerNamespace` (as Argo CD's CRDs before it had that field):
+  // the API server prunes both from every write, and a refresh computes controllerNamespace anew.
+  const crd = (await loadCrds(ARGOCD_CRD_DIR)).find(
+    (c) => c.metadata.name === 'applications.argoproj.io',
+  ) as unknown as {
+    spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }> };
+  };
+  const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const history = {
+    type: 'array',
+    items: {
+      type: 'object',
+      properties: Object.fromEntries(
+        ['id', 'revision', 'deployedAt', 'deployStartedAt'].map((k) => [
+          k,
+          { type: k === 'id' ? 'integer' : 'string' },
+        ]),
+      ),
+    },
+  };
+  for (const v of crd.spec.versions)
+    v.schema.openAPIV3Schema.properties['status'] = {
+      type: 'object',
+      properties: {
+        ...Object.fromEntries(['sync', 'health', 'operationState', 'summary'].map((k) => [k, open])),
+        history,
+        resources: { type: 'array', items: open },
+        conditions: { type: 'array', items: open },
+        reconciledAt: { type: 'string' },
+        sourceType: { type: 'string' },
+      },
+    };
+  const res = await request(cp.admin, {
+    method: 'PATCH',
+    path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io?fieldManager=impersync&force=true',
+    contentType: 'application/apply-patch+yaml',
+    body: crd,
+  });
+  assert.ok(res.status < 300, res.text);
+  await untilDiscovery(false);
+  await applyRaw(cp.admin, app('pruned', true));
+  const synced = await waitForApp(
+    cp,
+    'pruned',
+    'synced, its history recorded',
+    (a) => operationPhase(a) === 'Succeeded' && ((a.status?.['history'] ?? []) as unknown[]).length === 1,
+  );
+  assert.equal(
+    ((synced.status?.['history'] ?? []) as Array<Record<string, unknown>>)[0]?.['identity'],
+    undefined,
+    'the schema pruned it',
+  );
+  assert.equal(synced.status?.['controllerNamespace'], undefined, 'the schema pruned it');
+  // Settle, then ask for a refresh: its only write is the removal of the refresh annotation.
+  await new Promise((r) => setTimeout(r, 3000));
+  const since = (await cp.readAudit()).length;
+  await request(cp.admin, {
+    method: 'PATCH',
+    path: `${APPS}/pruned`,
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } },
+  });
+  await waitForApp(
+    cp,
+    'pruned',
+    'refreshed',
+    (a) => !(a['metadata'] as { annotations?: Record<string, string> }).annotations?.['argocd.argoproj.io/refresh'],
+  );
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.deepEqual(await controllerWrites('pruned', since), ['patch'], 'the annotation removed, no status rewritten');
+  // Back to the fixture for any test that follows.
+  await useCrd(ARGOCD_CRD_DIR);
 });

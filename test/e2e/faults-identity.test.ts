@@ -293,7 +293,9 @@ test(
     );
     // The controller records the event after its status write (which the wait above saw): poll for it.
     const failedEvent = () =>
-      fx.events.events.some((e) => e.reason === 'OperationFailed' && e.message.includes(missing('sa-only')));
+      fx.events.events.some(
+        (e) => e.reason === 'OperationCompleted' && e.type === 'Warning' && e.message.includes(missing('sa-only')),
+      );
     for (const end = Date.now() + 10_000; !failedEvent() && Date.now() < end;)
       await new Promise((r) => setTimeout(r, 100));
     assert.ok(failedEvent());

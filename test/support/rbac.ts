@@ -265,6 +265,8 @@ export async function grantInstalledControllerRights(
       },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      // Whether Argo CD's application controller runs here (controller/argocd-controller.ts).
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
     ],
   });
   await grantImpersonation(kc, {
