@@ -3,11 +3,18 @@
 // then the environment variables Argo CD reads, then the argocd-cmd-params-cm keys its manifests
 // map onto them. Unlike Argo CD, no address at all (no --redis, REDIS_SERVER, redis.server nor
 // sentinel) means no cache: impersync runs without Redis by default.
-import { splitList } from '../controller/cmd-params.ts';
 import { isCompression } from './encode.ts';
 import type { Compression } from './encode.ts';
 
 /** `impersync run`'s Redis flags, as given (undefined: not given). */
+/** Argo CD's StringsFromEnv split: comma-separated, each item trimmed, empties dropped. */
+function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 export interface RedisFlags {
   redis?: string | undefined;
   redisdb?: string | undefined;

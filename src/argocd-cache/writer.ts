@@ -38,7 +38,10 @@ const CONCURRENCY = 4;
 export interface AppCacheWrite {
   /** Argo CD's instance name (`name`, or `namespace_name` outside the controller's namespace). */
   instance: string;
-  build(): Promise<{ tree: ApplicationTree; managed: ResourceDiff[] }>;
+  /** `managed` null: the managed resources are deleted (Argo CD's SetAppManagedResources with nil). */
+  build(): Promise<{ tree: ApplicationTree; managed: ResourceDiff[] | null }>;
+  /** Whether the Application still exists: a refresh that ends after its deletion writes nothing. */
+  exists?: () => boolean;
   /** The destination's cluster info, when due (`clusterDue` said so). */
   cluster?: { server: string; info: () => Promise<ClusterInfo> } | undefined;
 }
@@ -188,7 +191,9 @@ export class ArgoCacheWriter {
   }
 
   async #write(w: AppCacheWrite): Promise<void> {
+    if (w.exists && !w.exists()) return;
     const { tree, managed } = await w.build();
+    if (w.exists && !w.exists()) return;
     await this.#connected();
     const opts = { prefix: this.#config.prefix, compression: this.#config.compression };
     const ttl = this.#config.appStateExpirationMs;
@@ -197,15 +202,23 @@ export class ArgoCacheWriter {
       const key = redisKey(appResourcesTreeKey(w.instance, i), opts);
       pipeline.set(key, marshal(treeStruct(shard), this.#config.compression), 'PX', Math.max(1, ttl));
     });
-    pipeline.set(
-      redisKey(appManagedResourcesKey(w.instance), opts),
-      marshal(sortManagedResources(managed).map(diffStruct), this.#config.compression),
-      'PX',
-      Math.max(1, ttl),
-    );
+    const managedKey = redisKey(appManagedResourcesKey(w.instance), opts);
+    if (managed === null) pipeline.del(managedKey);
+    else
+      pipeline.set(
+        managedKey,
+        marshal(sortManagedResources(managed).map(diffStruct), this.#config.compression),
+        'PX',
+        Math.max(1, ttl),
+      );
     pipeline.publish(treeUpdatedChannel(w.instance), '');
     await execAll(pipeline);
     this.#writes.inc({ result: 'ok' });
+    // Deleted while this was written: the deletion's own removal may have come first.
+    if (w.exists && !w.exists()) {
+      await this.forget(w.instance);
+      return;
+    }
     if (w.cluster && this.clusterDue(w.cluster.server)) {
       const info = await w.cluster.info();
       await execAll(

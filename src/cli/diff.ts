@@ -59,7 +59,7 @@ export interface DiffReport {
   revision: string;
   syncStatus: ComparisonResult['syncStatus'];
   health: ComparisonResult['health'];
-  resources: Array<Omit<ComparisonResult['resources'][number], 'target' | 'live'>>;
+  resources: Array<Omit<ComparisonResult['resources'][number], 'target' | 'live' | 'normalizedLive' | 'predictedLive'>>;
   errors: string[];
   warnings: string[];
 }
@@ -205,7 +205,9 @@ async function compareLive(
       revision,
       syncStatus: comparison.syncStatus,
       health: comparison.health,
-      resources: comparison.resources.map(({ target: _t, live: _l, ...rest }) => rest),
+      resources: comparison.resources.map(
+        ({ target: _t, live: _l, normalizedLive: _n, predictedLive: _p, ...rest }) => rest,
+      ),
       errors: [...violations, ...comparison.errors, ...(comparison.healthError ? [comparison.healthError] : [])],
       warnings: [...warnings, ...comparison.warnings, ...comparison.excluded, ...comparison.shared],
     },

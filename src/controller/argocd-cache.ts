@@ -2,6 +2,7 @@
 // instance name, how to build its tree and managed resources from the comparison (as its
 // identity, later, off the refresh), and its destination's cluster info when due.
 import type { Logger } from 'pino';
+import { applicationKey } from '../api/index.ts';
 import type { KubeObject } from '../api/index.ts';
 import type { DestinationClient } from '../kube/types.ts';
 import type { HealthAssessor, ResourceComparison } from '../sync/index.ts';
@@ -36,8 +37,10 @@ export function argoCacheWrite(d: ReconcilerDeps, ctx: Admitted, input: CacheInp
       return null;
     }
   };
+  const key = applicationKey(ctx.app);
   return {
     instance,
+    exists: () => d.cache.app(key) !== undefined,
     build: async () => {
       const { tree, skipped } = await resourceTree({ ...input, assessor: safeAssessor });
       if (skipped.length > 0)

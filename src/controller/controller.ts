@@ -36,6 +36,7 @@ import { ARGOCD_CMD_PARAMS_CM } from './cmd-params-keys.ts';
 import { resolveRedisOptions } from '../argocd-cache/options.ts';
 import type { RedisFlags } from '../argocd-cache/options.ts';
 import { ArgoCacheWriter } from '../argocd-cache/writer.ts';
+import { appInstanceName } from '../sync/index.ts';
 
 export interface ControllerOptions {
   kc: KubeConfig;
@@ -250,6 +251,12 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     dependencies,
     statusProcessors: params.statusProcessors,
     operationProcessors: params.operationProcessors,
+    ...(argoCache
+      ? {
+          onAppDeleted: (app: { metadata: { name: string; namespace?: string | undefined } }) =>
+            void argoCache.forget(appInstanceName(app, opts.namespace)),
+        }
+      : {}),
   });
   holder.manager = manager;
   argoController.onChange = () => manager.requeueAll("Argo CD's application controller started or stopped");

@@ -62,6 +62,8 @@ export interface ManagerOptions {
   refreshJitter?: number;
   /** Application key → the repositories its charts' dependencies came from (the last render's). */
   dependencies?: ReadonlyMap<string, readonly string[]>;
+  /** An Application was deleted (its values leave Argo CD's cache). */
+  onAppDeleted?: (app: { metadata: { name: string; namespace?: string | undefined } }) => void;
 }
 
 export class Manager {
@@ -145,6 +147,7 @@ export class Manager {
     if (e.type === 'DELETED') {
       this.refreshQueue.forget(key);
       this.operationQueue.forget(key);
+      this.opts.onAppDeleted?.(e.object);
       return;
     }
     if (e.type === 'RESYNC' || appChangeNeedsRefresh(e.old, e.object)) this.refreshQueue.add(key);

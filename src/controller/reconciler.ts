@@ -28,6 +28,7 @@ import { involvedApplication } from './events.ts';
 import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
 import type { HealthAssessor } from '../sync/index.ts';
+import { appInstanceName } from '../sync/index.ts';
 import type { RightsCheck } from './rights.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
@@ -161,6 +162,13 @@ export class Reconciler {
     } else {
       // spec §5: the diff applies the same table as the sync; nothing refused is reported Synced.
       log.warn({ condition: admission.condition.type }, admission.condition.message);
+      // As Argo CD's controller when the Application's conditions are errors: an empty tree, no
+      // managed resources.
+      this.d.argoCache?.submit({
+        instance: appInstanceName(raw, this.d.cache.namespace),
+        exists: () => this.d.cache.app(key) !== undefined,
+        build: async () => ({ tree: {}, managed: null }),
+      });
       const own = admission.by === 'identity' ? admission.conditions : [];
       next = {
         ...prev,

@@ -2,8 +2,9 @@
 // control plane with a kwok node so that a Deployment's Pods exist: after a sync, Redis holds the
 // resource tree argocd-server reads (the Deployment, its ReplicaSet and its Pod, each pointing at
 // its owner), the managed resources with their live and target states, and the destination's
-// cluster info. The tree is read as the Application's ServiceAccount: one that may not list Pods
-// gets a tree without them, though the Pods exist and the controller could list them.
+// cluster info, with the Redis named by argocd-cmd-params-cm's redis.server. The tree is read as
+// the Application's ServiceAccount: one that may not list Pods gets a tree without them, though
+// the Pods exist and the controller could list them.
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
@@ -75,7 +76,14 @@ before(async () => {
       ],
     }),
   );
-  fx = await startFixture(cp, files, { waitTimeoutMs: 60_000, redis: { redis: redis.address } });
+  // Named as Argo CD's installs name it: argocd-cmd-params-cm's redis.server (the flag is the other way).
+  await applyRaw(cp.admin, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'argocd-cmd-params-cm', namespace: 'argocd' },
+    data: { 'redis.server': redis.address },
+  });
+  fx = await startFixture(cp, files, { waitTimeoutMs: 60_000 });
 });
 
 after(async () => {
@@ -189,4 +197,33 @@ test('a ServiceAccount that may not list Pods gets a tree without them: the tree
   // ...but the tree, read as apps-only, stops at the ReplicaSet.
   const nodes = await treeWith('narrow', 'the ReplicaSet', (n) => n.some((x) => x.kind === 'ReplicaSet'));
   assert.deepEqual(nodes.map((n) => n.kind).sort(), ['Deployment', 'ReplicaSet']);
+});
+
+test("an Application refused is an empty tree without managed resources; a deleted one leaves Argo CD's cache", async () => {
+  // A project that does not exist: the Application is refused before anything is compared.
+  await applyRaw(
+    cp.admin,
+    application('refused', fx.repo.url, {
+      project: 'no-such-project',
+      path: 'web',
+      destination: { server: IN_CLUSTER, namespace: 'tenant' },
+    }),
+  );
+  const end = Date.now() + 30_000;
+  while (!(await redis.client().exists('app|resources-tree|refused|1.8.3.gz')) && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(await read<ApplicationTree>('app|resources-tree|refused'), {});
+  assert.equal(await read('app|managed-resources|refused'), undefined);
+
+  await request(cp.admin, {
+    method: 'DELETE',
+    path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/narrow',
+  });
+  const until = Date.now() + 30_000;
+  while ((await redis.client().exists('app|resources-tree|narrow|1.8.3.gz')) && Date.now() < until)
+    await new Promise((r) => setTimeout(r, 200));
+  assert.equal(
+    await redis.client().exists('app|resources-tree|narrow|1.8.3.gz', 'app|managed-resources|narrow|1.8.3.gz'),
+    0,
+  );
 });

@@ -98,6 +98,26 @@ test('src/sync imports nothing of kube/ but its types, and no HTTP client', () =
 // for the renderer process, which holds no Kubernetes credential to send anywhere (issue 13).
 const SOURCE_HTTP = 'src/source/http.ts imports undici';
 
+test("src/argocd-cache imports nothing of kube/ but its types: the tree is listed with the identity's client it is handed", () => {
+  assert.deepEqual(violations('src/argocd-cache'), []);
+});
+
+test("Argo CD's cache encoding, its options and a node's info are pure: no Redis client, no I/O", () => {
+  for (const entry of ['src/argocd-cache/encode.ts', 'src/argocd-cache/options.ts', 'src/argocd-cache/info.ts']) {
+    const { files, packages } = runtimeClosure(entry);
+    assert.deepEqual(
+      rel(files).filter((f) => !/^src\/(argocd-cache\/(encode|options|info|types)|api\/[a-z-]+)\.ts$/.test(f)),
+      [],
+      `${entry} reaches these`,
+    );
+    assert.deepEqual(
+      [...packages].filter((p) => !['node:zlib', 'zod', 'yaml'].includes(p)),
+      [],
+      `${entry} loads these packages`,
+    );
+  }
+});
+
 test('src/source imports nothing of kube/ but its types, and no HTTP client but http.ts (chart repositories)', () => {
   assert.deepEqual(
     violations('src/source').filter((v) => v !== SOURCE_HTTP),
