@@ -212,6 +212,8 @@ export async function startArgoCD(
             '--metrics-port',
             String(repoMetrics),
             '--disable-tls',
+            // Its default names the mounted mTLS CA, which plaintext refuses.
+            '--client-ca-path=',
             '--redis',
             opts.redis.address,
             '--logformat',
