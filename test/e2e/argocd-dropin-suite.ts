@@ -291,12 +291,16 @@ export function dropinSuite(shape: CrdShape): void {
       'the annotation is gone',
     );
     // Argo CD's controller writes reconciledAt with every refresh it makes.
-    await waitForApp(
-      cp,
-      'guestbook',
+    let seen: unknown;
+    await until(
       `reconciledAt later than ${before}`,
-      (a) => Date.parse(a.status?.['reconciledAt'] as string) > Date.parse(before),
+      async () => {
+        const a = await app('guestbook');
+        seen = { reconciledAt: a.status?.['reconciledAt'], annotations: annotationsOf(a) };
+        return Date.parse(a.status?.['reconciledAt'] as string) > Date.parse(before);
+      },
       15_000,
+      () => `last seen: ${JSON.stringify(seen)}`,
     );
   });
 
