@@ -5,7 +5,8 @@
 // The binaries the tests need (control plane; helm and kustomize for rendering; kwok and
 // kube-scheduler for simulated nodes; the distribution registry for the OCI tests; Argo CD's bundled
 // health checks, the controller's default library and their test suite; Argo CD's
-// argocd-cmp-server for the plugin tests; Debian's redis-server for Argo CD's cache) are obtained first, each
+// argocd binaries for the plugin and drop-in tests, and the same release's CRDs and notifications
+// catalog for the drop-in tests; Debian's redis-server for Argo CD's cache) are obtained first, each
 // once, so that a fresh machine builds them with their progress visible instead of inside a test
 // (`npm start` builds only etcd and kube-apiserver; the control-plane script then adds
 // kube-controller-manager alone). A failure here does not stop the run: the tests that need a binary
@@ -32,13 +33,14 @@ const exported = {
   'scripts/health-scripts': 'IMPERSYNC_HEALTH_SCRIPTS_DIR',
   'scripts/argocd-dashboard': 'IMPERSYNC_ARGOCD_DASHBOARD',
   'scripts/argocd-binaries': 'IMPERSYNC_ARGOCD_DIR',
+  'scripts/argocd-data': 'IMPERSYNC_ARGOCD_DATA_DIR',
   'scripts/redis-server': 'IMPERSYNC_REDIS_SERVER',
 };
 const chains = [
   ['scripts/control-plane-binaries', 'scripts/kwok-binary'],
   ['scripts/tool-binaries'],
   ['scripts/registry-binary'],
-  ['scripts/health-scripts', 'scripts/argocd-dashboard'],
+  ['scripts/health-scripts', 'scripts/argocd-dashboard', 'scripts/argocd-data'],
   ['scripts/argocd-binaries'],
   ['scripts/redis-server'],
 ];
