@@ -69,6 +69,8 @@ export interface ControllerOptions {
   liveObjects?: boolean;
   /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
   execTimeoutMs?: number;
+  /** Sharded (shards.ts): whether this replica acts on an Application now. Default: on every one. */
+  owns?: (key: string) => boolean;
 }
 
 export interface ChildRendererSettings {
@@ -91,6 +93,13 @@ export interface RunningController {
   cache: ControllerCache;
   metrics: Metrics;
   health?: HealthServer;
+  /** Sharded: a shard came to this replica; refresh its Applications and resume their operations. */
+  adopt(matches: (key: string) => boolean): void;
+  /**
+   * Sharded: a shard left (owns() already says no for it): abort its syncs in flight, leaving their
+   * operations Running for the next owner, and wait until nothing of it runs here.
+   */
+  drop(matches: (key: string) => boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -211,6 +220,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     dependencies,
     statusProcessors: params.statusProcessors,
     operationProcessors: params.operationProcessors,
+    ...(opts.owns ? { owns: opts.owns } : {}),
   });
   holder.manager = manager;
   const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
@@ -233,6 +243,15 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     cache,
     metrics,
     ...(health ? { health } : {}),
+    adopt: (matches) => m.adopt(matches),
+    drop: async (matches) => {
+      operator.abandon(matches);
+      try {
+        await m.drop(matches);
+      } finally {
+        operator.forgive(matches);
+      }
+    },
     stop: async () => {
       clearInterval(liveWatches);
       await cmdParamsWatch.stop();
