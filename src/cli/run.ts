@@ -48,8 +48,8 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --shards N                     share the Applications among the replicas: N shards by a hash of each
                                  Application's namespace/name, each held through a Lease, a replica acting
                                  only on the shards it holds and taking its even share of them
-                                 (replicas find each other through their member Leases). Default:
-                                 ARGOCD_CONTROLLER_REPLICAS, else 1 (one shard: --leader-elect as before)
+                                 (replicas find each other through their member Leases). Default 1
+                                 (no sharding: with --leader-elect, one replica works)
   --leader-election-lease-duration D, --leader-election-renew-deadline D, --leader-election-retry-period D
                                  the Leases' timings (default 15s, 10s, 2s; as 500ms, 15s or 1m);
                                  the renew deadline must be shorter than the lease duration
@@ -187,11 +187,10 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`impersync run: ${timings}\n`);
     return 2;
   }
-  const shardsText = typeof v['shards'] === 'string' ? v['shards'] : process.env['ARGOCD_CONTROLLER_REPLICAS'];
+  const shardsText = typeof v['shards'] === 'string' ? v['shards'] : undefined;
   const shardCount = shardsText === undefined || shardsText === '' ? 1 : Number(shardsText);
   if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 1024) {
-    const from = typeof v['shards'] === 'string' ? '--shards' : 'ARGOCD_CONTROLLER_REPLICAS';
-    process.stderr.write(`impersync run: ${from} must be a whole number from 1 to 1024, not '${shardsText}'\n`);
+    process.stderr.write(`impersync run: --shards must be a whole number from 1 to 1024, not '${shardsText}'\n`);
     return 2;
   }
   if (argv.length === 0 && !inCluster() && !process.env['KUBECONFIG']) {
