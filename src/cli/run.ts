@@ -17,7 +17,9 @@ import { startController } from '../controller/controller.ts';
 import { splitList } from '../controller/cmd-params.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
-import { defaultIdentity, startLeaderElection } from '../controller/leader.ts';
+import { checkTimings, defaultIdentity, startLeaderElection } from '../controller/leader.ts';
+import { shardOf, startShards } from '../controller/shards.ts';
+import type { Shards } from '../controller/shards.ts';
 import { startHealthServer } from '../observability/health.ts';
 import { createLogger, isLogLevel } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
@@ -25,6 +27,8 @@ import { createMetrics } from '../observability/metrics.ts';
 export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NAME] [--namespace NS]
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
                     [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
+                    [--shards N] [--leader-election-lease-duration D] [--leader-election-renew-deadline D]
+                    [--leader-election-retry-period D]
                     [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
                     [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT]
                     [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
@@ -46,7 +50,16 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --health-port PORT             /healthz, /readyz, /metrics (default 8080; 0 picks a free port)
   --log-level LEVEL              trace, debug, info (default: controller.log.level), warn, error
   --leader-elect                 run as one of several replicas: only the holder of a Lease in NS reconciles
-  --leader-election-lease NAME   the Lease's name (default impersync-controller)
+  --leader-election-lease NAME   the Lease's name (default impersync-controller); with --shards, the
+                                 prefix of the shard Leases NAME-shard-I and member Leases NAME-member-ID
+  --shards N                     share the Applications among the replicas: N shards by a hash of each
+                                 Application's namespace/name, each held through a Lease, a replica acting
+                                 only on the shards it holds and taking its even share of them
+                                 (replicas find each other through their member Leases). Default 1
+                                 (no sharding: with --leader-elect, one replica works)
+  --leader-election-lease-duration D, --leader-election-renew-deadline D, --leader-election-retry-period D
+                                 the Leases' timings (default 15s, 10s, 2s; as 500ms, 15s or 1m);
+                                 the renew deadline must be shorter than the lease duration
   --renderer URL                 the renderer that renders sources (http://host:port or unix:/path);
                                  default: a child process of this one (impersync renderer), with no
                                  variable of this process's environment but PATH
@@ -86,6 +99,39 @@ function positiveInt(v: string | undefined, name: string): number | string | und
   if (v === undefined) return undefined;
   const n = Number(v);
   return Number.isInteger(n) && n >= 0 ? n : `--${name} must be a whole number, not '${v}'`;
+}
+
+/** `500ms`, `15s`, `1m` or a plain number of seconds, in ms; undefined when not a duration. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
+}
+
+/** The Lease timing flags (controller-runtime's defaults when absent), or the error. */
+function leaseTimings(v: Flags): { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number } | string {
+  const out: Record<string, number> = {};
+  for (const [flag, key, def] of [
+    ['leader-election-lease-duration', 'leaseDurationMs', 15_000],
+    ['leader-election-renew-deadline', 'renewDeadlineMs', 10_000],
+    ['leader-election-retry-period', 'retryPeriodMs', 2_000],
+  ] as const) {
+    const text = v[flag];
+    if (typeof text !== 'string') {
+      out[key] = def;
+      continue;
+    }
+    const ms = parseDuration(text);
+    if (ms === undefined || ms <= 0) return `--${flag} must be a duration such as 500ms, 15s or 1m, not '${text}'`;
+    out[key] = ms;
+  }
+  const t = {
+    leaseDurationMs: out['leaseDurationMs'] ?? 0,
+    renewDeadlineMs: out['renewDeadlineMs'] ?? 0,
+    retryPeriodMs: out['retryPeriodMs'] ?? 0,
+  };
+  return checkTimings(t.leaseDurationMs, t.renewDeadlineMs, t.retryPeriodMs) ?? t;
 }
 
 function inCluster(): boolean {
@@ -128,6 +174,10 @@ export async function main(argv: string[]): Promise<number> {
     'log-level': { type: 'string' },
     'leader-elect': { type: 'boolean' },
     'leader-election-lease': { type: 'string' },
+    'leader-election-lease-duration': { type: 'string' },
+    'leader-election-renew-deadline': { type: 'string' },
+    'leader-election-retry-period': { type: 'string' },
+    shards: { type: 'string' },
     renderer: { type: 'string' },
     'renderer-token-secret': { type: 'string' },
     'renderer-token-file': { type: 'string' },
@@ -176,6 +226,17 @@ export async function main(argv: string[]): Promise<number> {
   const redis = redisFlags(v);
   if (typeof redis === 'string') {
     process.stderr.write(`impersync run: ${redis}\n`);
+    return 2;
+  }
+  const timings = leaseTimings(v);
+  if (typeof timings === 'string') {
+    process.stderr.write(`impersync run: ${timings}\n`);
+    return 2;
+  }
+  const shardsText = typeof v['shards'] === 'string' ? v['shards'] : undefined;
+  const shardCount = shardsText === undefined || shardsText === '' ? 1 : Number(shardsText);
+  if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 1024) {
+    process.stderr.write(`impersync run: --shards must be a whole number from 1 to 1024, not '${shardsText}'\n`);
     return 2;
   }
   if (argv.length === 0 && !inCluster() && !process.env['KUBECONFIG']) {
@@ -246,8 +307,9 @@ export async function main(argv: string[]): Promise<number> {
           : 'starting',
   });
   logger.info({ port: health.port }, 'serving /healthz, /readyz and /metrics');
-  const start = async () => {
+  const start = async (owns?: (key: string) => boolean) => {
     controller = await startController({
+      ...(owns ? { owns } : {}),
       kc,
       namespace,
       ...(globs !== undefined ? { applicationNamespaces: globs } : {}),
@@ -270,13 +332,39 @@ export async function main(argv: string[]): Promise<number> {
     await c?.stop();
   };
   let election: ReturnType<typeof startLeaderElection> | undefined;
-  if (leaderElect) {
-    const lease = stringFlag(v, 'leader-election-lease', 'impersync-controller');
+  let sharded: Shards | undefined;
+  const lease = stringFlag(v, 'leader-election-lease', 'impersync-controller');
+  if (shardCount > 1) {
+    // Every replica runs the controller (its caches warm); it acts only on the shards it holds.
+    const identity = defaultIdentity();
+    const inShard = (i: number) => (key: string) => shardOf(key, shardCount) === i;
+    starting = start((key) => sharded?.owns(key) ?? false);
+    await starting;
+    sharded = startShards({
+      control: await connection(),
+      namespace,
+      base: lease,
+      shards: shardCount,
+      identity,
+      ...timings,
+      onGained: (i) => {
+        logger.info({ shard: i, shards: shardCount, identity }, 'shard acquired: acting on its Applications');
+        controller?.adopt(inShard(i));
+      },
+      onLost: async (i) => {
+        await controller?.drop(inShard(i));
+        logger.info({ shard: i, shards: shardCount, identity }, 'shard given up: its work here has stopped');
+      },
+      onHolder: (i, holder) => logger.info({ shard: i, holder }, 'shard holder observed'),
+      onError: (err) => logger.warn({ err: err.message }, 'shard leases'),
+    });
+  } else if (leaderElect) {
     election = startLeaderElection({
       kc,
       namespace,
       name: lease,
       identity: defaultIdentity(),
+      ...timings,
       onStartedLeading: (signal) => {
         logger.info({ lease }, 'leading: starting the controller');
         starting = start();
@@ -301,6 +389,8 @@ export async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', stop);
   });
   logger.info('stopping');
+  // Sharded: every shard's work stops and its Lease is released (the others take it at once), then the rest.
+  await sharded?.stop();
   await stopController();
   await election?.stop();
   await health.close();

@@ -119,7 +119,7 @@ export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
   n(
     'controller.sharding.algorithm',
     'ARGOCD_CONTROLLER_SHARDING_ALGORITHM',
-    'impersync does not shard: one replica, chosen by leader election (--leader-elect), reconciles every cluster',
+    'impersync shards Applications by a hash of their namespace/name (--shards), not clusters by an algorithm',
   ),
   n(
     'controller.kubectl.parallelism.limit',

@@ -245,9 +245,11 @@ function environmentWarnings(env: ParamInputs['env']): string[] {
   const replicas = env['ARGOCD_CONTROLLER_REPLICAS'];
   if (replicas && replicas !== '1')
     out.push(
-      `ARGOCD_CONTROLLER_REPLICAS is ${replicas} and not acted on: impersync does not shard; run replicas with --leader-elect`,
+      `ARGOCD_CONTROLLER_REPLICAS is ${replicas} and not acted on: impersync shards Applications by a hash of their namespace/name, not clusters; run the replicas with --shards N`,
     );
   if (env['ARGOCD_ENABLE_DYNAMIC_CLUSTER_DISTRIBUTION']?.toLowerCase() === 'true')
-    out.push('ARGOCD_ENABLE_DYNAMIC_CLUSTER_DISTRIBUTION is not acted on: impersync does not shard');
+    out.push(
+      'ARGOCD_ENABLE_DYNAMIC_CLUSTER_DISTRIBUTION is not acted on: impersync shards Applications (--shards), not clusters',
+    );
   return out;
 }

@@ -81,6 +81,8 @@ export interface ControllerOptions {
    * argocd-cmd-params-cm's redis.* keys naming a Redis, Argo CD's cache is written there.
    */
   redis?: RedisFlags;
+  /** Sharded (shards.ts): whether this replica acts on an Application now. Default: on every one. */
+  owns?: (key: string) => boolean;
 }
 
 export interface ChildRendererSettings {
@@ -105,6 +107,13 @@ export interface RunningController {
   cache: ControllerCache;
   metrics: Metrics;
   health?: HealthServer;
+  /** Sharded: a shard came to this replica; refresh its Applications and resume their operations. */
+  adopt(matches: (key: string) => boolean): void;
+  /**
+   * Sharded: a shard left (owns() already says no for it): abort its syncs in flight, leaving their
+   * operations Running for the next owner, and wait until nothing of it runs here.
+   */
+  drop(matches: (key: string) => boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -270,6 +279,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
             void argoCache.forget(appInstanceName(app, opts.namespace)),
         }
       : {}),
+    ...(opts.owns ? { owns: opts.owns } : {}),
   });
   holder.manager = manager;
   argoController.onChange = () => manager.requeueAll("Argo CD's application controller started or stopped");
@@ -297,6 +307,15 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     cache,
     metrics,
     ...(health ? { health } : {}),
+    adopt: (matches) => m.adopt(matches),
+    drop: async (matches) => {
+      operator.abandon(matches);
+      try {
+        await m.drop(matches);
+      } finally {
+        operator.forgive(matches);
+      }
+    },
     stop: async () => {
       clearInterval(liveWatches);
       stopArgoCDMetrics();

@@ -363,9 +363,12 @@ export const CLUSTER_SECRET_RULES: readonly FieldRule[] = [
   h('data.namespaces', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.clusterResources', 'namespace-scoped clusters (project/clusters.ts, controller/limits.ts)'),
   h('data.project', 'project-scoped clusters (project/clusters.ts, controller/admission.ts)'),
-  // Argo CD's controller shards clusters across replicas by it; one impersync controller
-  // reconciles every cluster, so no result changes (sharding and scaling are the scale issue's).
-  w('data.shard', 'there is no sharding: one controller reconciles every cluster'),
+  // Argo CD's controller shards clusters across replicas by it; impersync shards Applications by a
+  // hash of their namespace/name (controller/shards.ts), so the field picks no replica.
+  w(
+    'data.shard',
+    'impersync shards Applications by a hash of their namespace/name, not clusters: this picks no replica',
+  ),
   h('data.config.awsAuthConfig', 'argocd-k8s-auth aws, run from PATH as an exec plugin (kube/credentials.ts)'),
   h('data.config.execProviderConfig', 'run by the controller as client-go runs it (kube/exec-credential.ts)'),
   r(

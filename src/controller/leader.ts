@@ -62,6 +62,12 @@ export type LeaderElectionOptions = {
   onError?: (err: Error) => void;
   /** After losing leadership, stand as candidate again (default) or end the election. */
   rejoinAfterLoss?: boolean;
+  /**
+   * Asked before each attempt to take the Lease while not holding it (never before a renewal):
+   * false watches the Lease without taking it, free or expired (shards.ts: a replica takes a
+   * shard only while it holds fewer than its fair share). Default: always.
+   */
+  mayAcquire?: () => boolean;
 };
 
 export type LeaderElection = {
@@ -166,7 +172,9 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
     const timeoutMs = renewMs;
     const client = await connection();
     const got = await client.request<Lease>({ method: 'GET', path: leasePath, timeoutMs });
+    const may = () => opts.mayAcquire?.() !== false;
     if (!got.ok && got.error.code === 404) {
+      if (!may()) return false;
       const lease: Lease = {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
@@ -194,6 +202,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
     const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
     // Held by someone else and seen renewed within its duration: not ours to take.
     if (heldBy !== '' && !amHolder && observedAt + durationMs > now()) return false;
+    if (!amHolder && !may()) return false;
     const next: Lease = {
       ...current,
       spec: {

@@ -67,6 +67,11 @@ export interface ManagerOptions {
   dependencies?: ReadonlyMap<string, readonly string[]>;
   /** An Application was deleted (its values leave Argo CD's cache). */
   onAppDeleted?: (app: { metadata: { name: string; namespace?: string | undefined } }) => void;
+  /**
+   * Whether this replica acts on the Application now (shards.ts: it holds the key's shard). Keys
+   * it does not own are dropped as they come off the queues. Default: every key (one replica).
+   */
+  owns?: (key: string) => boolean;
 }
 
 export class Manager {
@@ -76,6 +81,8 @@ export class Manager {
   private readonly log: Logger;
   private metricsTimer: NodeJS.Timeout | undefined;
   private tenantCount: { at: number; count: number } | undefined;
+  /** Handlers running, by key (up to two per key: a refresh and an operation), for drop(). */
+  private readonly inFlight = new Map<Promise<void>, string>();
 
   constructor(opts: ManagerOptions) {
     this.opts = opts;
@@ -331,7 +338,47 @@ export class Manager {
     this.refreshQueue.addAfter(key, interval + jitter);
   }
 
-  private async handle(kind: 'refresh' | 'operation', key: string): Promise<void> {
+  private owns(key: string): boolean {
+    return this.opts.owns?.(key) ?? true;
+  }
+
+  /**
+   * A shard came to this replica: its Applications are refreshed, and their operations (one
+   * another replica left Running is resumed from its recorded state, operation-machine.ts).
+   */
+  adopt(matches: (key: string) => boolean): void {
+    for (const key of this.opts.cache.appKeys()) {
+      if (!matches(key)) continue;
+      const raw = this.opts.cache.app(key);
+      if (!raw || skipsReconcile(raw)) continue;
+      this.refreshQueue.add(key);
+      if (hasOperationWork(raw)) this.operationQueue.add(key);
+    }
+  }
+
+  /**
+   * A shard left this replica (owns() already says no for its keys, so nothing new starts): waits
+   * for the handlers of its keys still running. Queued keys stay queued and are dropped when taken.
+   */
+  async drop(matches: (key: string) => boolean): Promise<void> {
+    const running = [...this.inFlight].filter(([, key]) => matches(key)).map(([p]) => p);
+    await Promise.all(running);
+  }
+
+  private handle(kind: 'refresh' | 'operation', key: string): Promise<void> {
+    // Not this replica's (sharded, and another holds the key's shard): dropped here, before any read.
+    if (!this.owns(key)) return Promise.resolve();
+    const run = this.handleOwned(kind, key);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.set(settled, key);
+    void settled.then(() => this.inFlight.delete(settled));
+    return run;
+  }
+
+  private async handleOwned(kind: 'refresh' | 'operation', key: string): Promise<void> {
     const started = performance.now();
     const before = this.opts.cache.app(key) as Record<string, unknown> | undefined;
     const work = () => (kind === 'refresh' ? this.opts.workers.refresh(key) : this.opts.workers.operate(key));
@@ -354,7 +401,7 @@ export class Manager {
       observeArgoCD();
       throw err;
     }
-    if (!this.opts.cache.app(key)) return;
+    if (!this.opts.cache.app(key) || !this.owns(key)) return;
     if (result.operation) this.operationQueue.add(key);
     if (kind === 'operation' && !result.operationCleared && !result.operationRunning) this.refreshQueue.add(key);
     if (result.requeueAfterMs !== undefined)

@@ -70,6 +70,8 @@ export class Operator {
   private readonly saCheck: ServiceAccountCheck;
   private readonly finalizer: Finalizer;
   private stopping = false;
+  /** Keys whose shard went elsewhere while they ran (abandon()). */
+  private readonly abandoned = new Set<(key: string) => boolean>();
 
   constructor(deps: OperatorDeps) {
     this.d = deps;
@@ -88,6 +90,21 @@ export class Operator {
   abandonAll(): void {
     this.stopping = true;
     for (const ac of this.running.values()) ac.abort();
+  }
+
+  /**
+   * A shard went to another replica: abort these keys' syncs in flight and leave their operations
+   * Running for the new owner to resume (as abandonAll, for some keys). Until forgiven, a step of
+   * theirs that was still being prepared applies nothing.
+   */
+  abandon(matches: (key: string) => boolean): void {
+    this.abandoned.add(matches);
+    for (const [key, ac] of this.running) if (matches(key)) ac.abort();
+  }
+
+  /** The abandoned keys' handlers have ended: a later owner term may act on them again. */
+  forgive(matches: (key: string) => boolean): void {
+    this.abandoned.delete(matches);
   }
 
   /** `argocd app terminate-op` sets operationState.phase to Terminating: abort the sync in flight. */
@@ -156,7 +173,12 @@ export class Operator {
     let attempt: Attempt;
     try {
       attempt = await attemptStep(
-        { d: this.d, saCheck: this.saCheck, stopping: () => this.stopping, now: () => this.now() },
+        {
+          d: this.d,
+          saCheck: this.saCheck,
+          stopping: () => this.stopping || [...this.abandoned].some((m) => m(key)),
+          now: () => this.now(),
+        },
         key,
         raw,
         state,

@@ -50,3 +50,21 @@ test('impersync --version names the package version and the pinned Argo CD relea
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^impersync \d+\.\d+\.\d+\nArgo CD health checks: v3\.6\.1\n$/);
 });
+
+test('impersync run refuses a bad --shards and Lease timings client-go would refuse, naming the flag', () => {
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'run', ...args], { encoding: 'utf8' });
+  for (const [args, message] of [
+    [['--shards', '0'], /--shards must be a whole number from 1 to 1024, not '0'/],
+    [['--shards', 'two'], /--shards must be a whole number/],
+    [['--leader-election-lease-duration', 'soon'], /--leader-election-lease-duration must be a duration/],
+    [
+      ['--leader-election-lease-duration', '5s', '--leader-election-renew-deadline', '5s'],
+      /lease duration \(5000 ms\) must be greater than renew deadline \(5000 ms\)/,
+    ],
+  ] as const) {
+    const r = run(...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, message);
+  }
+});

@@ -80,7 +80,7 @@ test('a newly set or replaced operation alone does not requeue a refresh (the op
  * The Manager's wiring with its own parts stood in for: a cache that only delivers the events a
  * test emits (the real watches are exercised in test/e2e/controller-*.test.ts), workers that count.
  */
-function harness(opts: { cacheStopped?: Promise<void> } = {}) {
+function harness(opts: { cacheStopped?: Promise<void>; owns?: (key: string) => boolean; listKeys?: boolean } = {}) {
   const apps = new Map<string, WatchedObject>();
   let emit: (e: WatchEvent) => void = () => {};
   const none = { on: () => {} };
@@ -102,7 +102,7 @@ function harness(opts: { cacheStopped?: Promise<void> } = {}) {
     stop: () => opts.cacheStopped ?? Promise.resolve(),
     watchesNamespace: () => true,
     app: (k: string) => apps.get(k),
-    appKeys: () => [],
+    appKeys: () => (opts.listKeys ? [...apps.keys()] : []),
     allProjects: () => [],
     project: () => undefined,
     settingsConfigMap: () => undefined,
@@ -123,6 +123,7 @@ function harness(opts: { cacheStopped?: Promise<void> } = {}) {
   });
   const manager = new Manager({
     cache,
+    ...(opts.owns ? { owns: opts.owns } : {}),
     logger: createLogger({ level: 'silent' }),
     workers: {
       refresh: async (): Promise<ReconcileResult> => {
@@ -225,4 +226,43 @@ test('operation work: an operation, a Running state to resume, or a deletion', (
   assert.equal(hasOperationWork({ ...base, status: { operationState: { phase: 'Running' } } }), true);
   assert.equal(hasOperationWork({ ...base, status: { operationState: { phase: 'Succeeded' } } }), false);
   assert.equal(hasOperationWork({ ...base, metadata: { ...base.metadata, deletionTimestamp: 'now' } }), true);
+});
+
+test('sharded: keys of shards not held are dropped as they come off the queues; adopt() queues a gained shard with its operations; drop() waits for its handlers', async () => {
+  let owned = false;
+  const h = harness({ owns: () => owned, listKeys: true });
+  const withOp = { ...base, operation: { sync: { revision: 'abc' } } };
+  h.set(withOp);
+  await h.manager.start();
+  try {
+    // Not held: the start-up refresh and a new operation are dropped.
+    h.emit({ type: 'MODIFIED', old: base, object: withOp });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(h.calls.length, 0, h.calls.join(' '));
+    // Gained: refreshed, and its operation (another replica may have left it Running) resumed.
+    owned = true;
+    h.manager.adopt(() => true);
+    await h.seen('operate', 1);
+    await h.seen('refresh', 1);
+    // Lost while the operation runs: drop() settles only once that handler has ended.
+    owned = false;
+    let dropped = false;
+    const drop = h.manager
+      .drop(() => true)
+      .then(() => {
+        dropped = true;
+      });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(dropped, false, 'drop() waits for the operation in flight');
+    h.releaseOperation();
+    await drop;
+    assert.ok(h.calls.includes('operated'));
+    // Nothing after: the refresh the ended operation would ask for is dropped too.
+    const before = h.calls.length;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(h.calls.length, before, h.calls.join(' '));
+  } finally {
+    h.releaseOperation();
+    await h.manager.stop();
+  }
 });

@@ -188,8 +188,17 @@ test('kustomize: the strict install has the documented objects and no right on t
     'argocd-tls-certs-cm',
     'argocd-gpg-keys-cm',
   ]);
+  // Two shards: the shard and member Leases of this namespace (member names follow the Pods).
   const leaseUpdate = rules.find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
-  assert.deepEqual(leaseUpdate?.rule.resourceNames, ['impersync-controller']);
+  assert.equal(leaseUpdate?.kind, 'Role');
+  assert.deepEqual(leaseUpdate?.rule.verbs, ['get', 'list', 'create', 'update', 'delete']);
+  const controllerArgs = (
+    objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'impersync-controller') as unknown as {
+      spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } };
+    }
+  ).spec;
+  assert.equal(controllerArgs.replicas, 2);
+  assert.ok(controllerArgs.template.spec.containers[0]?.args.includes('--shards=2'));
   appProjectsReadOnly(rules);
   secretRules(rules);
   // The renderer's ServiceAccount is bound to nothing.
@@ -514,7 +523,9 @@ test('helm template: values reach the objects', () => {
   assert.ok(
     c?.args.includes('--leader-election-lease=ops-lease') &&
       c.args.includes('--log-level=debug') &&
-      c.args.includes('--leader-elect'),
+      c.args.includes('--shards=3') &&
+      !c.args.includes('--leader-elect'),
+    c?.args.join(' '),
   );
   assert.deepEqual(dep.spec.template.spec.nodeSelector, { pool: 'system' });
   assert.deepEqual(dep.spec.template.spec.tolerations, [{ key: 'dedicated', operator: 'Exists' }]);
@@ -573,8 +584,32 @@ test('helm template: values reach the objects', () => {
   });
   // The existence check before a sync reads the same ServiceAccounts, with the same narrowing.
   for (const r of impersonation) assert.deepEqual(r.rule.verbs, ['impersonate', 'get']);
+  // Three replicas, three shards: the shard and member Leases of the release namespace.
+  const lease = rulesOf(objects).find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
+  assert.equal(lease?.rule.resourceNames, undefined);
+  assert.deepEqual(lease?.rule.verbs, ['get', 'list', 'create', 'update', 'delete']);
+});
+
+test('helm template: sharding.shards=1 is leader election on one Lease, as before shards', () => {
+  const objects = helmTemplate({
+    release: 'ops',
+    set: ['replicas=3', 'sharding.shards=1', 'leaderElection.leaseName=ops-lease'],
+  });
+  const dep = find(objects, 'Deployment', 'ops-impersync') as KubeObject & {
+    spec: { template: { spec: { containers: { args: string[] }[] } } };
+  };
+  const args = dep.spec.template.spec.containers[0]?.args ?? [];
+  assert.ok(args.includes('--leader-elect') && !args.some((a) => a.startsWith('--shards')), args.join(' '));
   const lease = rulesOf(objects).find((r) => r.rule.resources?.includes('leases') && r.rule.verbs.includes('update'));
   assert.deepEqual(lease?.rule.resourceNames, ['ops-lease']);
+  const five = find(
+    helmTemplate({ set: ['replicas=2', 'sharding.shards=5'] }),
+    'Deployment',
+    'impersync',
+  ) as KubeObject & {
+    spec: { template: { spec: { containers: { args: string[] }[] } } };
+  };
+  assert.ok(five.spec.template.spec.containers[0]?.args.includes('--shards=5'));
 });
 
 test('helm template refuses strict RBAC with impersonation not enforced, values off the schema, and old clusters', () => {

@@ -231,13 +231,14 @@ export async function grantImpersonation(
 export async function grantInstalledControllerRights(
   kc: KubeConfig,
   namespace: string,
-  opts: { getServiceAccounts?: boolean } = {},
+  opts: { getServiceAccounts?: boolean; to?: Subject } = {},
 ): Promise<void> {
   await createNamespace(kc, namespace);
+  const to = opts.to ?? 'controller';
   await grantRole(kc, {
     name: 'impersync-controller',
     namespace,
-    to: 'controller',
+    to,
     rules: [
       {
         apiGroups: ['argoproj.io'],
@@ -271,6 +272,7 @@ export async function grantInstalledControllerRights(
   });
   await grantImpersonation(kc, {
     name: 'impersync-impersonate',
+    to,
     verbs: opts.getServiceAccounts === false ? ['impersonate'] : ['impersonate', 'get'],
   });
 }

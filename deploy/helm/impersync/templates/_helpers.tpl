@@ -76,3 +76,10 @@ app.kubernetes.io/component: renderer
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Shards the Applications are split into: sharding.shards, or as many as replicas (at least 1). */}}
+{{- define "impersync.shards" -}}
+{{- $s := int (default 0 (.Values.sharding).shards) -}}
+{{- if eq $s 0 -}}{{- $s = int .Values.replicas -}}{{- end -}}
+{{- max 1 $s -}}
+{{- end }}
