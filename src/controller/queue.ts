@@ -11,6 +11,7 @@
 // queued, or whose keys each take a render's time limit, delays another tenant's key by at most its
 // turn, and a tenant whose keys cost 100 times more gets about a hundredth of the turns.
 import { FairQueue, tenantCap } from '../renderer/fair.ts';
+import type { Taken } from '../renderer/fair.ts';
 
 export interface QueueOptions {
   /** Per-key backoff after the first failure (client-go: 5 ms). */
@@ -187,9 +188,9 @@ export class WorkQueue {
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.opts.ratePerSecond) * 1000);
   }
 
-  /** Next key to work on (tenants in turn, each within its share), or undefined once shut down. */
+  /** Next key to work on (least-charged tenant first, each within its share), or undefined once shut down. */
   async get(): Promise<string | undefined> {
-    let next: { tenant: string; item: string } | undefined;
+    let next: Taken<string> | undefined;
     for (;;) {
       if (this.shuttingDown) return undefined;
       next = this.queue.take((t) => this.atCap(t));
