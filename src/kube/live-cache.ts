@@ -33,6 +33,8 @@ export type Lookup = { readonly hit: true; readonly object: KubeObject | null } 
 const MISS: Lookup = { hit: false };
 // Our own write not yet seen by the watch: after this long, stop waiting for its echo.
 const PENDING_WRITE_MS = 60_000;
+// How often a read waiting for a watch's first list (or our write's echo) looks again.
+const LOOKUP_POLL_MS = 10;
 
 interface Entry {
   watch: Watch | undefined;
@@ -80,6 +82,30 @@ export class LiveObjectCache {
     const cached = this.#peek(info, collection, name);
     if (cached === undefined) return MISS;
     return { hit: true, object: cached ? structuredClone(cached) : null };
+  }
+
+  /**
+   * As `lookup`, but a miss only because the collection's watch is still making its first list,
+   * or because the watch has not yet shown this client's own write, waits for it (up to `waitMs`,
+   * checking every few milliseconds) instead of sending the caller to the server: the answer is
+   * then as current as a GET, without the GET. A watch refused, in backoff or silent is not waited
+   * for.
+   */
+  async lookupSoon(info: ResourceInfo, collection: string, name: string, waitMs: number): Promise<Lookup> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const first = this.lookup(info, collection, name);
+      if (first.hit || !this.#worthWaiting(collection, name) || Date.now() >= deadline) return first;
+      await new Promise((r) => setTimeout(r, LOOKUP_POLL_MS));
+    }
+  }
+
+  #worthWaiting(collection: string, name: string): boolean {
+    const entry = this.#entries.get(collection);
+    if (this.#closed || !entry?.watch) return false;
+    // Making its first list (not yet synced), or synced and streaming with our write not yet shown.
+    if (!entry.watch.isSynced) return true;
+    return entry.watch.streaming && this.#pending.has(`${collection}/${name}`);
   }
 
   /**
