@@ -81,7 +81,7 @@ try {
   const imp = await runImpersync('app-', undefined);
   const impRequests = await requestsBy(cp, cp.controllerUserName, imp);
   const baseline = baselineRoot
-    ? await runImpersync('base-', baselineRoot).then(async (r) => ({
+    ? await runImpersync('app-base-', baselineRoot).then(async (r) => ({
         ...r,
         requests: await requestsBy(cp, cp.controllerUserName, r),
       }))

@@ -11,6 +11,7 @@ import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
 import { RendererClient, type Renderer } from '../renderer/client.ts';
 import { startController } from '../controller/controller.ts';
+import { memoryLimit } from '../controller/memory.ts';
 import { splitList } from '../controller/cmd-params.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
@@ -23,7 +24,7 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
                     [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
                     [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
-                    [--allow-local-repositories]
+                    [--allow-local-repositories] [--memory-limit SIZE]
 
 Runs the controller: watches Applications, AppProjects, argocd-cm and cluster Secrets in NS and
 syncs each Application as the ServiceAccount its AppProject assigns (destinationServiceAccounts).
@@ -46,6 +47,9 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --renderer-token-secret NAME   the Secret in NS holding the renderer's token; made when missing
                                  (default impersync-renderer-token, with --renderer)
   --renderer-token-file FILE     the renderer's token from a file instead
+  --memory-limit SIZE            the container's memory limit (e.g. 1Gi); half of it is what refreshes
+                                 and syncs may hold at once (default: IMPERSYNC_MEMORY_LIMIT, else
+                                 cgroup v2 memory.max, else a quarter of the machine's memory)
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
 
@@ -103,6 +107,7 @@ export async function main(argv: string[]): Promise<number> {
     'renderer-token-secret': { type: 'string' },
     'renderer-token-file': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
+    'memory-limit': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -131,6 +136,14 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     numbers[name] = n;
+  }
+  const memory = memoryLimit({
+    flag: typeof v['memory-limit'] === 'string' ? v['memory-limit'] : undefined,
+    env: process.env['IMPERSYNC_MEMORY_LIMIT'],
+  });
+  if (!memory.ok) {
+    process.stderr.write(`impersync run: ${memory.error}\n`);
+    return 2;
   }
   if (argv.length === 0 && !inCluster() && !process.env['KUBECONFIG']) {
     const { runLocal } = await import('../controller/local.ts');
@@ -194,6 +207,7 @@ export async function main(argv: string[]): Promise<number> {
       ...(typeof v['log-level'] === 'string' ? { logLevel: level } : {}),
       logger,
       ...rendering(),
+      memoryLimitBytes: memory.bytes,
       metrics,
       events: [printerSink((line) => logger.info(line))],
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),

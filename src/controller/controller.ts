@@ -30,6 +30,8 @@ import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
 import { RightsCheck } from './rights.ts';
 import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
+import { controllerBudget, observeBudget } from './memory.ts';
+import { withBudgetJob } from '../renderer/budget.ts';
 import type { ControllerParams } from './cmd-params.ts';
 
 export interface ControllerOptions {
@@ -67,6 +69,12 @@ export interface ControllerOptions {
    * cache and a live edit refreshes its Application at once. False: every comparison GETs.
    */
   liveObjects?: boolean;
+  /**
+   * The container's memory limit in bytes, of which half is the budget of what refreshes and
+   * operation steps hold at once (memory.ts); default: IMPERSYNC_MEMORY_LIMIT, cgroup v2's
+   * memory.max, or a quarter of the machine's memory.
+   */
+  memoryLimitBytes?: number;
   /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
   execTimeoutMs?: number;
 }
@@ -175,6 +183,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const rights = new RightsCheck();
   // ignoreDifferences' jq expressions, run in a worker thread that stop() ends.
   const semantics = new Semantics();
+  const budget = controllerBudget(opts, log);
   const common = {
     cache,
     factory,
@@ -202,8 +211,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     cache,
     semantics,
     workers: {
-      refresh: (k) => reconciler.refresh(k),
-      operate: (k) => operator.operate(k),
+      // Each a job of the memory budget: what its renders hold is admitted before it is read.
+      refresh: (k) => withBudgetJob(budget, `Application ${k}`, () => reconciler.refresh(k)),
+      operate: (k) => withBudgetJob(budget, `Application ${k}`, () => operator.operate(k)),
       terminate: (k) => operator.terminate(k),
     },
     logger: log,
@@ -213,7 +223,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     operationProcessors: params.operationProcessors,
   });
   holder.manager = manager;
-  const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
+  const liveWatches = setInterval(() => {
+    metrics.liveWatches.set(factory.liveWatchCount());
+    observeBudget(budget, metrics, log);
+  }, 5000);
   liveWatches.unref();
   let health: HealthServer | undefined;
   if (opts.healthPort !== undefined) {

@@ -10,6 +10,7 @@
 // - A job bigger than the whole budget could never be admitted: it is refused at once with an
 //   error naming it and its size, never left waiting.
 // - What waits is visible: `stats()` (for the metrics) and `waiting()` (each job and since when).
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 export class BudgetExceededError extends Error {
   readonly job: string;
@@ -158,4 +159,59 @@ export class ByteBudget {
       i++;
     }
   }
+}
+
+// A job's hold on a budget, carried through its async work (AsyncLocalStorage), so that code deep
+// inside it (the renderer client reading an answer) can ask for the bytes it is about to hold
+// without every caller passing a handle down.
+
+/**
+ * Bytes of memory one byte of a render's answer stands for while its job runs: the answer read (1),
+ * its objects parsed (about 3), the live objects read for them and the dry-run answers, parsed
+ * (about 2 each).
+ */
+export const HELD_PER_ANSWER_BYTE = 8;
+
+interface BudgetJob {
+  readonly name: string;
+  readonly budget: ByteBudget;
+  held: number;
+  release: () => void;
+  /** Growths of one job are made one after another (sources rendered at once). */
+  chain: Promise<void>;
+}
+
+const jobs = new AsyncLocalStorage<BudgetJob>();
+
+/** Runs `fn` as a job named `name` on `budget` (none: no admission); what it holds is given back when it ends. */
+export async function withBudgetJob<T>(budget: ByteBudget | undefined, name: string, fn: () => Promise<T>): Promise<T> {
+  if (!budget) return fn();
+  const job: BudgetJob = { name, budget, held: 0, release: () => undefined, chain: Promise.resolve() };
+  try {
+    return await jobs.run(job, fn);
+  } finally {
+    job.release();
+  }
+}
+
+/**
+ * The job running now is about to hold `bytes` more: waits until its whole hold fits the budget.
+ * To grow, it gives back what it held and waits for the sum, so a job waiting holds nothing of the
+ * budget and jobs growing at the same time can never wait for each other forever. More than the
+ * whole budget is a BudgetExceededError naming the job and the size. Outside a job: nothing.
+ */
+export function holdInJob(bytes: number): Promise<void> {
+  const job = jobs.getStore();
+  if (!job) return Promise.resolve();
+  const grown = job.chain.then(async () => {
+    const total = job.held + Math.max(0, Math.ceil(bytes));
+    if (total > job.budget.capacity) throw new BudgetExceededError(job.name, total, job.budget.capacity);
+    job.release();
+    job.held = 0;
+    job.release = () => undefined;
+    job.release = await job.budget.acquire(job.name, total);
+    job.held = total;
+  });
+  job.chain = grown.catch(() => undefined);
+  return grown;
 }

@@ -3,7 +3,11 @@
 // budget refused at once by name and size.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BudgetExceededError, ByteBudget } from '../../src/renderer/budget.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { memoryBudget, memoryLimit } from '../../src/controller/memory.ts';
+import { BudgetExceededError, ByteBudget, holdInJob, withBudgetJob } from '../../src/renderer/budget.ts';
 
 const flush = () => new Promise((r) => setImmediate(r));
 
@@ -107,7 +111,7 @@ test('property: random jobs are never admitted over the budget, all finish, none
     const done: string[] = [];
     const refused: string[] = [];
     // Bytes admitted after each job arrived and before it was admitted, by jobs that arrived later.
-    const arrivals: Array<{ job: string; bytes: number; at: number; admittedAt?: number }> = [];
+    const arrivals: Array<{ job: string; bytes: number; at: number; admittedAt?: number | undefined }> = [];
     const admissions: Array<{ job: string; bytes: number; order: number }> = [];
     const running: Array<{ until: number; release: () => void }> = [];
     let order = 0;
@@ -120,7 +124,7 @@ test('property: random jobs are never admitted over the budget, all finish, none
         const big = rnd() < 0.15;
         const bytes = big ? Math.floor(400 + rnd() * 700) : Math.floor(1 + rnd() * 100);
         const job = `job-${seed}-${tick}-${k}`;
-        const entry = { job, bytes, at: order++ };
+        const entry: { job: string; bytes: number; at: number; admittedAt?: number } = { job, bytes, at: order++ };
         arrivals.push(entry);
         b.acquire(job, bytes).then(
           (release) => {
@@ -162,5 +166,77 @@ test('property: random jobs are never admitted over the budget, all finish, none
         .reduce((s, x) => s + x.bytes, 0);
       assert.ok(passedBy <= capacity + maxJob, `seed ${seed}: ${a.job} passed by ${passedBy} bytes`);
     }
+  }
+});
+
+test('jobs hold what they are about to read, grow without waiting for each other forever, and give it all back', async () => {
+  const b = new ByteBudget(100);
+  let maxUsed = 0;
+  const gate = Promise.withResolvers<void>();
+  const job = (name: string, sizes: number[]) =>
+    withBudgetJob(b, name, async () => {
+      for (const s of sizes) {
+        await holdInJob(s);
+        maxUsed = Math.max(maxUsed, b.used);
+        await gate.promise;
+      }
+      return name;
+    });
+  // Each grows to 60 in two steps: both cannot hold 60 at once, and neither holds while it waits.
+  const both = Promise.all([job('Application a/one', [30, 30]), job('Application b/two', [30, 30])]);
+  await flush();
+  gate.resolve();
+  assert.deepEqual(await both, ['Application a/one', 'Application b/two']);
+  assert.ok(maxUsed <= 100, `held ${maxUsed}`);
+  assert.equal(b.used, 0, 'all given back when the jobs ended');
+  // Growths of one job made at once (sources rendered together) are added up, none lost.
+  await withBudgetJob(b, 'Application c/multi', async () => {
+    await Promise.all([holdInJob(20), holdInJob(20), holdInJob(20)]);
+    assert.equal(b.used, 60);
+  });
+  assert.equal(b.used, 0);
+  // Outside a job nothing is held.
+  await holdInJob(1e12);
+  assert.equal(b.used, 0);
+});
+
+test('a job that would hold more than the whole budget fails with its name and size, and holds nothing after', async () => {
+  const b = new ByteBudget(10 * 1024 ** 2);
+  await assert.rejects(
+    withBudgetJob(b, 'Application team-a/huge', async () => {
+      await holdInJob(4 * 1024 ** 2);
+      await holdInJob(8 * 1024 ** 2);
+    }),
+    /Application team-a\/huge needs 12\.0 MiB of memory, more than the whole memory budget of 10\.0 MiB/,
+  );
+  assert.equal(b.used, 0);
+});
+
+test('the memory limit comes from the flag, the variable, cgroup v2, or a quarter of the machine', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'budget-'));
+  try {
+    const file = join(dir, 'memory.max');
+    writeFileSync(file, '536870912\n');
+    assert.deepEqual(memoryLimit({ flag: '1Gi', env: '2Gi', cgroupFile: file }), {
+      ok: true,
+      bytes: 1024 ** 3,
+      from: '--memory-limit',
+    });
+    assert.deepEqual(memoryLimit({ env: '1073741824', cgroupFile: file }), {
+      ok: true,
+      bytes: 1024 ** 3,
+      from: 'IMPERSYNC_MEMORY_LIMIT',
+    });
+    assert.deepEqual(memoryLimit({ cgroupFile: file }), { ok: true, bytes: 512 * 1024 ** 2, from: file });
+    writeFileSync(file, 'max\n');
+    const unlimited = memoryLimit({ cgroupFile: file });
+    assert.ok(unlimited.ok && unlimited.bytes === Math.floor(totalmem() / 4));
+    assert.deepEqual(memoryLimit({ flag: 'lots' }), {
+      ok: false,
+      error: "--memory-limit: 'lots' is not a size (a number of bytes, or e.g. 512Mi, 1Gi)",
+    });
+    assert.equal(memoryBudget(1024 ** 3).capacity, 512 * 1024 ** 2, 'half the limit');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
