@@ -38,6 +38,8 @@ const LOOKUP_POLL_MS = 10;
 
 interface Entry {
   watch: Watch | undefined;
+  /** The watch has been seen delivering: a pause after is a reconnect, not its first start. */
+  streamed: boolean;
   lastUsed: number;
   refusedUntil: number;
 }
@@ -103,9 +105,10 @@ export class LiveObjectCache {
   #worthWaiting(collection: string, name: string): boolean {
     const entry = this.#entries.get(collection);
     if (this.#closed || !entry?.watch) return false;
-    // Making its first list (not yet synced), or synced and streaming with our write not yet shown.
-    if (!entry.watch.isSynced) return true;
-    return entry.watch.streaming && this.#pending.has(`${collection}/${name}`);
+    // Starting (making its first list, or listed and opening its stream), or delivering with our
+    // write not yet shown. A watch that delivered before and is reconnecting is not waited for.
+    if (!entry.watch.streaming) return !entry.streamed;
+    return this.#pending.has(`${collection}/${name}`);
   }
 
   /**
@@ -125,7 +128,7 @@ export class LiveObjectCache {
     const now = Date.now();
     let entry = this.#entries.get(collection);
     if (!entry) {
-      entry = { watch: undefined, lastUsed: now, refusedUntil: 0 };
+      entry = { watch: undefined, streamed: false, lastUsed: now, refusedUntil: 0 };
       this.#entries.set(collection, entry);
     }
     entry.lastUsed = now;
@@ -136,6 +139,7 @@ export class LiveObjectCache {
     // Only while a stream is delivering (which follows a complete list): a watch in backoff,
     // relisting or gone silent may be missing changes, and a stale object would compare as Synced.
     if (!entry.watch.streaming) return undefined;
+    entry.streamed = true;
     const key = `${collection}/${name}`;
     const cached =
       (entry.watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined) ?? null;
@@ -184,6 +188,7 @@ export class LiveObjectCache {
       onFatal: (err: WatchHttpError) => {
         // Not allowed to list or watch here (or the kind went away): GET as before, ask again later.
         entry.watch = undefined;
+        entry.streamed = false;
         entry.refusedUntil = Date.now() + (this.#opts.refusedRetryMs ?? 600_000);
         this.#opts.onError?.(collection, err);
       },
