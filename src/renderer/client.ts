@@ -203,17 +203,16 @@ export class RendererClient implements Renderer {
     const limit = this.#opts.maxAnswerBytes ?? Math.min(limits?.maxRenderedBytes ?? MAX_ANSWER_BYTES, MAX_ANSWER_BYTES);
     // Held in the controller's memory budget before it is read (renderer/budget.ts; nothing outside
     // a job): the length the answer declares, or its limit; an answer longer than it said is cut.
-    if (Number.isSafeInteger(declared) && declared > limit) {
-      body.destroy();
-      throw this.#tooLarge(source, limit, limits);
-    }
-    const admitted = Number.isSafeInteger(declared) && declared >= 0 ? declared : limit;
-    try {
-      await holdInJob(admitted * HELD_PER_ANSWER_BYTE);
-    } catch (err) {
-      body.destroy();
-      throw err;
-    }
+    // Declared over the limit: nothing held, and reading stops at the limit as for any answer.
+    const oversized = Number.isSafeInteger(declared) && declared > limit;
+    const admitted = !oversized && Number.isSafeInteger(declared) && declared >= 0 ? declared : limit;
+    if (!oversized)
+      try {
+        await holdInJob(admitted * HELD_PER_ANSWER_BYTE);
+      } catch (err) {
+        body.destroy();
+        throw err;
+      }
     const max = admitted;
     const objects: RenderedObject[] = [];
     let header:
