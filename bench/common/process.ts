@@ -52,14 +52,19 @@ export type ControllerProcess = {
 };
 
 /** Starts `impersync run` against `kubeconfig` and resolves once it logged 'controller started'. */
-export async function startControllerProcess(kubeconfig: string, extraArgs: string[] = []): Promise<ControllerProcess> {
+export async function startControllerProcess(
+  kubeconfig: string,
+  extraArgs: string[] = [],
+  /** Another checkout to run the controller from (with its own node_modules), for a before/after run. */
+  root: string = ROOT,
+): Promise<ControllerProcess> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-bench-cache-'));
-  const node = path.join(ROOT, 'node_modules', '.bin', 'node');
+  const node = path.join(root, 'node_modules', '.bin', 'node');
   const child = spawn(
     node,
     [
       '--disable-warning=ExperimentalWarning',
-      path.join(ROOT, 'src', 'cli', 'main.ts'),
+      path.join(root, 'src', 'cli', 'main.ts'),
       'run',
       '--kubeconfig',
       kubeconfig,

@@ -2,6 +2,8 @@
 // (b) a minimal client applying the same manifests as the same ServiceAccounts, in one run on one
 // control plane (each reference on its own fresh namespaces). Not a test: it asserts nothing.
 //   node bench/sync-scale/main.ts [--apps 100] [--timeout 1800]
+// IMPERSYNC_BENCH_BASELINE=<another checkout, with node_modules> also runs that checkout's controller
+// on its own fresh namespaces in the same run (before/after side by side).
 import { startControlPlane } from '../../test/support/index.ts';
 import { attribution, breakdown, failures, requestsBy } from '../common/audit.ts';
 import {
@@ -28,31 +30,32 @@ const kubectl = findKubectl();
 console.log(
   `sync-scale: ${N} Applications × 5 resources; kubectl ${kubectl.version} (${kubectl.path}); node ${process.version}`,
 );
+const baselineRoot = process.env['IMPERSYNC_BENCH_BASELINE'];
 const cp = await startControlPlane();
-try {
-  await prepareControlNamespace(cp);
 
-  // impersync
-  const apps = names('app-');
+type ImpRun = {
+  ms: number;
+  from: number;
+  to: number;
+  cpu: number;
+  gitCpu: number;
+  peakRss: number;
+  health: Record<string, number>;
+};
+
+/** N Applications named `prefix`… synced from scratch by a controller run from `root` (this checkout by default). */
+async function runImpersync(prefix: string, root: string | undefined): Promise<ImpRun> {
+  const apps = names(prefix);
   await createTenants(cp, apps);
   const repo = await createRepo(apps);
-  const ctl = await startControllerProcess(cp.controllerKubeconfigPath);
-  let imp: {
-    ms: number;
-    from: number;
-    to: number;
-    cpu: number;
-    gitCpu: number;
-    peakRss: number;
-    health: Record<string, number>;
-  };
+  const ctl = await startControllerProcess(cp.controllerKubeconfigPath, [], root);
   try {
     const s0 = ctl.sample();
     const from = Date.now();
     await createApplications(cp, apps, repo.url);
     const done = await waitAllDone(cp, apps, flags.timeout * 1000);
     const s1 = ctl.sample();
-    imp = {
+    const run = {
       ms: done.doneAt - from,
       from,
       to: done.doneAt,
@@ -62,13 +65,27 @@ try {
       health: healthCounts(done.apps),
     };
     console.log(
-      `impersync: all ${N} Synced + Succeeded after ${seconds(imp.ms)} s (health: ${JSON.stringify(imp.health)}); startup CPU ${fixed(s0.cpu, 2)} s`,
+      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); startup CPU ${fixed(s0.cpu, 2)} s`,
     );
+    return run;
   } finally {
     await ctl.stop();
     await repo.remove();
   }
+}
+
+try {
+  await prepareControlNamespace(cp);
+
+  // impersync; with IMPERSYNC_BENCH_BASELINE, also the checkout it names (before/after in one run)
+  const imp = await runImpersync('app-', undefined);
   const impRequests = await requestsBy(cp, cp.controllerUserName, imp);
+  const baseline = baselineRoot
+    ? await runImpersync('app-base-', baselineRoot).then(async (r) => ({
+        ...r,
+        requests: await requestsBy(cp, cp.controllerUserName, r),
+      }))
+    : undefined;
 
   // (a) kubectl
   const kApps = names('kubectl-');
@@ -108,6 +125,17 @@ try {
         `${fixed(imp.cpu, 1)} + git ${fixed(imp.gitCpu, 1)}`,
         mib(imp.peakRss),
       ),
+      ...(baseline
+        ? [
+            row(
+              `impersync baseline (${baselineRoot})`,
+              baseline.ms,
+              baseline.requests.length,
+              `${fixed(baseline.cpu, 1)} + git ${fixed(baseline.gitCpu, 1)}`,
+              mib(baseline.peakRss),
+            ),
+          ]
+        : []),
       row(
         '(a) kubectl --server-side --as, 8 at a time',
         a.ms,
@@ -124,15 +152,30 @@ try {
     [
       ['impersync / (a) kubectl', `${fixed(imp.ms / a.ms, 2)}×`],
       ['impersync / (b) practical limit', `${fixed(imp.ms / b.ms, 2)}×`],
+      ...(baseline
+        ? [
+            ['impersync / baseline (time)', `${fixed(imp.ms / baseline.ms, 2)}×`],
+            ['impersync / baseline (requests)', `${fixed(impRequests.length / baseline.requests.length, 2)}×`],
+            ['baseline / (b) practical limit', `${fixed(baseline.ms / b.ms, 2)}×`],
+          ]
+        : []),
     ],
   );
   table(
     `where impersync's requests went (controller user, per Application; failures by code: ${JSON.stringify(failures(impRequests))})`,
     ['request', 'per app', 'total'],
     breakdown(impRequests)
-      .slice(0, 20)
+      .slice(0, 30)
       .map(([what, n]) => [what, fixed(n / N, 2), String(n)]),
   );
+  if (baseline)
+    table(
+      `where the baseline's requests went (per Application; failures by code: ${JSON.stringify(failures(baseline.requests))})`,
+      ['request', 'per app', 'total'],
+      breakdown(baseline.requests)
+        .slice(0, 30)
+        .map(([what, n]) => [what, fixed(n / N, 2), String(n)]),
+    );
   const named = attribution(impRequests);
   table(
     "impersync's requests as a ServiceAccount: naming their Application (docs/impersonation.md §11), rights asked (§12)",

@@ -9,7 +9,7 @@
 // without the noisy tenant, then with it, in one run against one controller process: the ratio is
 // what the noisy tenant costs the quiet ones. The controller's peak RSS (and its child renderer's)
 // is read from /proc after each half.
-//   node bench/tenants/main.ts [--noisy 40] [--trials 5] [--reconciliation 10]
+//   node bench/tenants/main.ts [--noisy 40] [--trials 5] [--reconciliation 10] [--memory-limit-mib 1024]
 import { Agent, request } from 'undici';
 import { applyRaw, listRaw, startControlPlane, type KubeObject } from '../../test/support/index.ts';
 import { TestRepo } from '../../test/support/git.ts';
@@ -22,8 +22,8 @@ import { appName, createTenant, DEPLOYER, manifestFiles } from '../common/tenant
 import { readdirSync, readFileSync } from 'node:fs';
 
 const USAGE =
-  'usage: node bench/tenants/main.ts [--noisy N Applications of the noisy tenant (default 40)] [--trials T commits per half (default 5)] [--reconciliation SECONDS (default 10)]';
-const flags = intFlags(USAGE, { noisy: 40, trials: 5, reconciliation: 10 });
+  'usage: node bench/tenants/main.ts [--noisy N Applications of the noisy tenant (default 40)] [--trials T commits per half (default 5)] [--reconciliation SECONDS (default 10)] [--memory-limit-mib MIB (the --memory-limit of the controller, as the install 1 GiB limit by default)]';
+const flags = intFlags(USAGE, { noisy: 40, trials: 5, reconciliation: 10, 'memory-limit-mib': 1024 });
 const QUIET = 10;
 const IN_CLUSTER = 'https://kubernetes.default.svc';
 const KINDS = ['keys', 'alias', 'wide', 'bomb', 'plain'] as const;
@@ -84,7 +84,10 @@ try {
     },
   });
 
-  const controller = await startControllerProcess(cp.controllerKubeconfigPath);
+  // The install's limit (resources.limits.memory 1Gi), given as the chart gives it.
+  const controller = await startControllerProcess(cp.controllerKubeconfigPath, [
+    `--memory-limit=${flags['memory-limit-mib']}Mi`,
+  ]);
   stops.push(() => controller.stop());
   const renderers = (): number[] =>
     readdirSync('/proc')

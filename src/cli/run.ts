@@ -14,6 +14,7 @@ import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
 import { RendererClient, type Renderer } from '../renderer/client.ts';
 import { startController } from '../controller/controller.ts';
+import { memoryLimit } from '../controller/memory.ts';
 import { splitList } from '../controller/cmd-params.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
@@ -30,7 +31,7 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--shards N] [--leader-election-lease-duration D] [--leader-election-renew-deadline D]
                     [--leader-election-retry-period D]
                     [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
-                    [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT]
+                    [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT] [--memory-limit SIZE]
                     [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
                     [--redis-compress gzip|none] [--redis-use-tls [--redis-ca-certificate FILE]
                     [--redis-client-certificate FILE --redis-client-key FILE] [--redis-insecure-skip-tls-verify]]
@@ -66,6 +67,9 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --renderer-token-secret NAME   the Secret in NS holding the renderer's token; made when missing
                                  (default impersync-renderer-token, with --renderer)
   --renderer-token-file FILE     the renderer's token from a file instead
+  --memory-limit SIZE            the container's memory limit (e.g. 1Gi); half of it is what refreshes
+                                 and syncs may hold at once (default: IMPERSYNC_MEMORY_LIMIT, else
+                                 cgroup v2 memory.max, else a quarter of the machine's memory)
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
   --renderer-metrics-listen ADDR the child renderer serves its /metrics (Argo CD's git request
@@ -194,6 +198,7 @@ export async function main(argv: string[]): Promise<number> {
     'redis-client-key': { type: 'string' },
     'redis-insecure-skip-tls-verify': { type: 'boolean' },
     'app-state-cache-expiration': { type: 'string' },
+    'memory-limit': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -237,6 +242,12 @@ export async function main(argv: string[]): Promise<number> {
   const shardCount = shardsText === undefined || shardsText === '' ? 1 : Number(shardsText);
   if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 1024) {
     process.stderr.write(`impersync run: --shards must be a whole number from 1 to 1024, not '${shardsText}'\n`);
+  const memory = memoryLimit({
+    flag: typeof v['memory-limit'] === 'string' ? v['memory-limit'] : undefined,
+    env: process.env['IMPERSYNC_MEMORY_LIMIT'],
+  });
+  if (!memory.ok) {
+    process.stderr.write(`impersync run: ${memory.error}\n`);
     return 2;
   }
   if (argv.length === 0 && !inCluster() && !process.env['KUBECONFIG']) {
@@ -316,6 +327,7 @@ export async function main(argv: string[]): Promise<number> {
       ...(typeof v['log-level'] === 'string' ? { logLevel: level } : {}),
       logger,
       ...rendering(),
+      memoryLimitBytes: memory.bytes,
       metrics,
       events: [printerSink((line) => logger.info(line))],
       redis,

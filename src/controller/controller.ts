@@ -32,6 +32,8 @@ import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
 import { RightsCheck } from './rights.ts';
 import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
+import { controllerBudget, observeBudget } from './memory.ts';
+import { withBudgetJob } from '../renderer/budget.ts';
 import type { ControllerParams } from './cmd-params.ts';
 import { ARGOCD_CMD_PARAMS_CM } from './cmd-params-keys.ts';
 import { resolveRedisOptions } from '../argocd-cache/options.ts';
@@ -74,6 +76,12 @@ export interface ControllerOptions {
    * cache and a live edit refreshes its Application at once. False: every comparison GETs.
    */
   liveObjects?: boolean;
+  /**
+   * The container's memory limit in bytes, of which half is the budget of what refreshes and
+   * operation steps hold at once (memory.ts); default: IMPERSYNC_MEMORY_LIMIT, cgroup v2's
+   * memory.max, or a quarter of the machine's memory.
+   */
+  memoryLimitBytes?: number;
   /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
   execTimeoutMs?: number;
   /**
@@ -230,6 +238,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const semantics = new Semantics();
   // Argo CD's own application controller in the control namespace: nothing is reconciled while it runs.
   const argoController = new ArgoControllerDetector(control.watchTransport(), opts.namespace, log);
+  const budget = controllerBudget(opts, log);
   const common = {
     argoController,
     cache,
@@ -264,8 +273,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     cache,
     semantics,
     workers: {
-      refresh: (k) => reconciler.refresh(k),
-      operate: (k) => operator.operate(k),
+      // Each a job of the memory budget: what its renders hold is admitted before it is read.
+      refresh: (k) => withBudgetJob(budget, `Application ${k}`, () => reconciler.refresh(k)),
+      operate: (k) => withBudgetJob(budget, `Application ${k}`, () => operator.operate(k)),
       terminate: (k) => operator.terminate(k),
     },
     logger: log,
@@ -283,7 +293,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   });
   holder.manager = manager;
   argoController.onChange = () => manager.requeueAll("Argo CD's application controller started or stopped");
-  const liveWatches = setInterval(() => metrics.liveWatches.set(factory.liveWatchCount()), 5000);
+  const liveWatches = setInterval(() => {
+    metrics.liveWatches.set(factory.liveWatchCount());
+    observeBudget(budget, metrics, log);
+  }, 5000);
   liveWatches.unref();
   const stopArgoCDMetrics = wireArgoCDMetrics({ metrics, cache, factory, params, warn: (m) => log.warn(m) });
   let health: HealthServer | undefined;

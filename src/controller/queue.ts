@@ -5,10 +5,13 @@
 // next controller lists everything again), and it resolves once the handlers in flight return.
 //
 // Beyond client-go, the workers are shared fairly between tenants (renderer/fair.ts): keys wait per
-// tenant and are taken tenant by tenant, and while more than one tenant is known none holds more
-// than three quarters of the workers. A tenant with 1,000 keys queued, or whose keys each take a
-// render's time limit, delays another tenant's key by at most its turn.
+// tenant, each tenant is charged the time its keys' handlers take (a reconcile: its renders, parses,
+// comparisons and syncs), the next key is the least-charged waiting tenant's, and while more than
+// one tenant is known none holds more than three quarters of the workers. A tenant with 1,000 keys
+// queued, or whose keys each take a render's time limit, delays another tenant's key by at most its
+// turn, and a tenant whose keys cost 100 times more gets about a hundredth of the turns.
 import { FairQueue, tenantCap } from '../renderer/fair.ts';
+import type { Taken } from '../renderer/fair.ts';
 
 export interface QueueOptions {
   /** Per-key backoff after the first failure (client-go: 5 ms). */
@@ -40,10 +43,10 @@ export interface QueueStats {
 export type TenantStats = Map<string, QueueStats>;
 
 export class WorkQueue {
-  private readonly queue = new FairQueue<string>();
+  private readonly queue: FairQueue<string>;
   private readonly queued = new Set<string>();
-  /** Keys being processed, with the tenant each was taken for. */
-  private readonly processing = new Map<string, string>();
+  /** Keys being processed, with the tenant each was taken for and the call that ends its charge. */
+  private readonly processing = new Map<string, { tenant: string; finish: () => void }>();
   private readonly processingPerTenant = new Map<string, number>();
   private workerCount = 0;
   /** Keys added while being processed: re-queued when their processing ends. */
@@ -73,6 +76,12 @@ export class WorkQueue {
     };
     this.tokens = this.opts.burst;
     this.lastRefill = this.opts.now();
+    this.queue = new FairQueue<string>(this.opts.now);
+  }
+
+  /** Milliseconds of handler time charged to `tenant` (its keys that ran, and those running). */
+  charged(tenant: string): number {
+    return this.queue.charged(tenant);
   }
 
   get length(): number {
@@ -179,18 +188,18 @@ export class WorkQueue {
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.opts.ratePerSecond) * 1000);
   }
 
-  /** Next key to work on (tenants in turn, each within its share), or undefined once shut down. */
+  /** Next key to work on (least-charged tenant first, each within its share), or undefined once shut down. */
   async get(): Promise<string | undefined> {
-    let next: { tenant: string; item: string } | undefined;
+    let next: Taken<string> | undefined;
     for (;;) {
       if (this.shuttingDown) return undefined;
       next = this.queue.take((t) => this.atCap(t));
       if (next) break;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
-    const { tenant, item: key } = next;
+    const { tenant, item: key, finish } = next;
     this.queued.delete(key);
-    this.processing.set(key, tenant);
+    this.processing.set(key, { tenant, finish });
     this.processingPerTenant.set(tenant, (this.processingPerTenant.get(tenant) ?? 0) + 1);
     const at = this.addedAt.get(key);
     this.addedAt.delete(key);
@@ -200,17 +209,20 @@ export class WorkQueue {
 
   /** Processing of `key` ended; if it was added meanwhile, it is queued again. */
   done(key: string): void {
-    const tenant = this.processing.get(key);
-    if (tenant !== undefined) {
+    const taken = this.processing.get(key);
+    this.processing.delete(key);
+    // A key added while it ran is owed a run, unless shutdown began (enqueue refuses it then). It is
+    // queued before its run's charge ends, so its tenant never looks away and keeps its account.
+    if (this.dirty.delete(key)) this.enqueue(key);
+    if (taken !== undefined) {
+      const { tenant } = taken;
+      taken.finish();
       const n = (this.processingPerTenant.get(tenant) ?? 1) - 1;
       if (n > 0) this.processingPerTenant.set(tenant, n);
       else this.processingPerTenant.delete(tenant);
       // Its tenant may be below its share again: a waiting worker may take one of its keys.
       this.wake();
     }
-    this.processing.delete(key);
-    // A key added while it ran is owed a run, unless shutdown began (enqueue refuses it then).
-    if (this.dirty.delete(key)) this.enqueue(key);
   }
 
   /** Start `n` workers running `handler`; a throw re-queues the key with backoff. */

@@ -34,6 +34,9 @@ import type {
 
 export { DEFAULT_FIELD_MANAGER } from './types.ts';
 
+/** How long a read waits for the live-object watch to list (or show our write) before it GETs. */
+const LIVE_WAIT_MS = 2000;
+
 /** The user agent of the live-object watches: shared by the Applications of one identity, they name none. */
 export const LIVE_WATCH_USER_AGENT = 'impersync (live-object watch)';
 
@@ -247,7 +250,9 @@ export class KubeDestinationClient implements DestinationClient {
     const where = await this.#locate(ref, caller);
     if (!where.ok) return where;
     const { info, collection, name, path } = where.value;
-    const live = caller.cached ? this.#live?.lookup(info, collection, name) : undefined;
+    // A watch making its first list, or not yet showing our own write, is waited for a moment: its
+    // answer is as current as the GET it saves (from scratch, every object's first read).
+    const live = caller.cached ? await this.#live?.lookupSoon(info, collection, name, LIVE_WAIT_MS) : undefined;
     if (live?.hit) return ok(live.object);
     const res = await this.#send<KubeObject>({ method: 'GET', path }, caller);
     if (!res.ok && res.error.code === 404) return ok(null);

@@ -45,11 +45,15 @@ export type Lookup = { readonly hit: true; readonly object: KubeObject | null } 
 const MISS: Lookup = { hit: false };
 // Our own write not yet seen by the watch: after this long, stop waiting for its echo.
 const PENDING_WRITE_MS = 60_000;
+// How often a read waiting for a watch's first list (or our write's echo) looks again.
+const LOOKUP_POLL_MS = 10;
 
 interface Entry {
   watch: Watch | undefined;
   startedAt?: number;
   resource?: string;
+  /** The watch has been seen delivering: a pause after is a reconnect, not its first start. */
+  streamed: boolean;
   lastUsed: number;
   refusedUntil: number;
 }
@@ -110,6 +114,31 @@ export class LiveObjectCache {
   }
 
   /**
+   * As `lookup`, but a miss only because the collection's watch is still making its first list,
+   * or because the watch has not yet shown this client's own write, waits for it (up to `waitMs`,
+   * checking every few milliseconds) instead of sending the caller to the server: the answer is
+   * then as current as a GET, without the GET. A watch refused, in backoff or silent is not waited
+   * for.
+   */
+  async lookupSoon(info: ResourceInfo, collection: string, name: string, waitMs: number): Promise<Lookup> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const first = this.lookup(info, collection, name);
+      if (first.hit || !this.#worthWaiting(collection, name) || Date.now() >= deadline) return first;
+      await new Promise((r) => setTimeout(r, LOOKUP_POLL_MS));
+    }
+  }
+
+  #worthWaiting(collection: string, name: string): boolean {
+    const entry = this.#entries.get(collection);
+    if (this.#closed || !entry?.watch) return false;
+    // Starting (making its first list, or listed and opening its stream), or delivering with our
+    // write not yet shown. A watch that delivered before and is reconnecting is not waited for.
+    if (!entry.watch.streaming) return !entry.streamed;
+    return this.#pending.has(`${collection}/${name}`);
+  }
+
+  /**
    * The resourceVersion the cache holds for an object, '' when it knows the object is absent, or
    * undefined when it cannot say (no delivering watch, a write in flight). For memoised dry-runs.
    */
@@ -126,7 +155,7 @@ export class LiveObjectCache {
     const now = Date.now();
     let entry = this.#entries.get(collection);
     if (!entry) {
-      entry = { watch: undefined, lastUsed: now, refusedUntil: 0 };
+      entry = { watch: undefined, streamed: false, lastUsed: now, refusedUntil: 0 };
       this.#entries.set(collection, entry);
     }
     entry.lastUsed = now;
@@ -137,6 +166,7 @@ export class LiveObjectCache {
     // Only while a stream is delivering (which follows a complete list): a watch in backoff,
     // relisting or gone silent may be missing changes, and a stale object would compare as Synced.
     if (!entry.watch.streaming) return undefined;
+    entry.streamed = true;
     const key = `${collection}/${name}`;
     const cached =
       (entry.watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined) ?? null;
@@ -185,6 +215,7 @@ export class LiveObjectCache {
       onFatal: (err: WatchHttpError) => {
         // Not allowed to list or watch here (or the kind went away): GET as before, ask again later.
         entry.watch = undefined;
+        entry.streamed = false;
         entry.refusedUntil = Date.now() + (this.#opts.refusedRetryMs ?? 600_000);
         this.#opts.onError?.(collection, err);
       },

@@ -22,6 +22,9 @@ export interface Metrics {
   liveWatches: Gauge;
   /** Argo CD's application controller's metrics (per-Application ones are added by argocd-apps.ts). */
   argocd: ArgoCDMetrics;
+  memoryBudget: Gauge<'state'>;
+  memoryBudgetWaiting: Gauge;
+  memoryBudgetOldestWait: Gauge;
 }
 
 type AppLabel = 'namespace' | 'name' | 'project';
@@ -131,6 +134,22 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     liveWatches: new Gauge({
       name: 'impersync_live_object_watches',
       help: 'Watches of managed objects open (one per namespace, kind and identity read).',
+      registers,
+    }),
+    memoryBudget: new Gauge({
+      name: 'impersync_memory_budget_bytes',
+      help: 'The memory budget of refreshes and operation steps (state=capacity), the bytes admitted (used) and the bytes waited for (waiting).',
+      labelNames: ['state'],
+      registers,
+    }),
+    memoryBudgetWaiting: new Gauge({
+      name: 'impersync_memory_budget_waiting_jobs',
+      help: 'Refreshes and operation steps waiting for memory budget.',
+      registers,
+    }),
+    memoryBudgetOldestWait: new Gauge({
+      name: 'impersync_memory_budget_oldest_wait_seconds',
+      help: 'How long the job waiting longest for memory budget has waited.',
       registers,
     }),
     watchRestarts: new Gauge({

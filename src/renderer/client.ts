@@ -11,6 +11,7 @@ import type { ApplicationSource } from '../api/application.ts';
 import type { ApplicationLimits } from '../api/limits.ts';
 import { APPLICATION_LIMIT_KEYS } from '../api/limits.ts';
 import { NeedsRepositories, SourceError, formatBytes, redactURL } from '../source/errors.ts';
+import { HELD_PER_ANSWER_BYTE, holdInJob } from './budget.ts';
 import type { RenderedObject, RenderInput, RenderResult } from '../source/index.ts';
 import {
   ANSWER_CONTENT_TYPE,
@@ -148,7 +149,7 @@ export class RendererClient implements Renderer {
       return this.#post(path, body, source, limits, true);
     }
     if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith(ANSWER_CONTENT_TYPE))
-      return this.#objects(res.body, source, limits);
+      return this.#objects(res.body, source, limits, Number(res.headers['content-length']));
     const text = await this.#read(res.body, source);
     let json: unknown;
     try {
@@ -197,8 +198,22 @@ export class RendererClient implements Renderer {
     body: AsyncIterable<Buffer> & { destroy(): void },
     source: ApplicationSource,
     limits: ApplicationLimits | undefined,
+    declared: number,
   ): Promise<RenderResult> {
-    const max = this.#opts.maxAnswerBytes ?? Math.min(limits?.maxRenderedBytes ?? MAX_ANSWER_BYTES, MAX_ANSWER_BYTES);
+    const limit = this.#opts.maxAnswerBytes ?? Math.min(limits?.maxRenderedBytes ?? MAX_ANSWER_BYTES, MAX_ANSWER_BYTES);
+    // Held in the controller's memory budget before it is read (renderer/budget.ts; nothing outside
+    // a job): the length the answer declares, or its limit; an answer longer than it said is cut.
+    // Declared over the limit: nothing held, and reading stops at the limit as for any answer.
+    const oversized = Number.isSafeInteger(declared) && declared > limit;
+    const admitted = !oversized && Number.isSafeInteger(declared) && declared >= 0 ? declared : limit;
+    if (!oversized)
+      try {
+        await holdInJob(admitted * HELD_PER_ANSWER_BYTE);
+      } catch (err) {
+        body.destroy();
+        throw err;
+      }
+    const max = admitted;
     const objects: RenderedObject[] = [];
     let header:
       | {
@@ -231,7 +246,8 @@ export class RendererClient implements Renderer {
     try {
       for await (const chunk of body) {
         size += chunk.length;
-        if (size > max) throw this.#tooLarge(source, max, limits);
+        if (size > max)
+          throw max < limit ? this.#malformed('its length (longer than it said)') : this.#tooLarge(source, max, limits);
         let from = 0;
         for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, from)) {
           pending.push(chunk.subarray(from, nl));

@@ -1,5 +1,6 @@
 // The renderer's render slots, shared fairly between tenants (fair.ts): requests wait in a bounded
-// queue, taken tenant by tenant, and no tenant holds more than its share of the slots while others
+// queue, taken by the least slot time charged to their tenant (each tenant is charged the time it
+// holds a slot), then tenant by tenant, and no tenant holds more than its share of the slots while others
 // are about. A tenant counts as about for ten minutes after its last request: the controller
 // refreshes every Application at least that often, so a quiet tenant keeps its room.
 import { FairQueue, tenantCap } from './fair.ts';
@@ -15,7 +16,7 @@ export class RenderSlots {
   readonly #max: number;
   readonly #maxQueued: number;
   readonly #now: () => number;
-  readonly #waiting = new FairQueue<(release: () => void) => void>();
+  readonly #waiting: FairQueue<(release: () => void) => void>;
   readonly #running = new Map<string, number>();
   readonly #seen = new Map<string, number>();
   #total = 0;
@@ -24,6 +25,12 @@ export class RenderSlots {
     this.#max = max;
     this.#maxQueued = maxQueued;
     this.#now = now;
+    this.#waiting = new FairQueue(now);
+  }
+
+  /** Milliseconds of slot time charged to `tenant`. */
+  charged(tenant: string): number {
+    return this.#waiting.charged(tenant);
   }
 
   get stats(): SlotStats {
@@ -41,13 +48,14 @@ export class RenderSlots {
   }
 
   /** A slot for `tenant`, counted at once; the function that gives it back. */
-  #grant(tenant: string): () => void {
+  #grant(tenant: string, finish: () => void): () => void {
     this.#total++;
     this.#running.set(tenant, (this.#running.get(tenant) ?? 0) + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      finish();
       this.#total--;
       const n = (this.#running.get(tenant) ?? 1) - 1;
       if (n > 0) this.#running.set(tenant, n);
@@ -70,7 +78,7 @@ export class RenderSlots {
     while (this.#total < this.#max) {
       const next = this.#waiting.take((t) => this.#atCap(t));
       if (!next) return;
-      next.item(this.#grant(next.tenant));
+      next.item(this.#grant(next.tenant, next.finish));
     }
   }
 }

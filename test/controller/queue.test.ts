@@ -250,6 +250,34 @@ test(
   },
 );
 
+test('the workers are shared by the time handlers take: 100× costlier keys get about 100× fewer turns', async () => {
+  let t = 0;
+  const q = new WorkQueue({
+    ratePerSecond: 0,
+    now: () => t,
+    tenantOf: (k) => k.split('/')[0] as string,
+    tenants: () => 2,
+  });
+  const turns = { heavy: 0, light: 0 };
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  q.run(1, async (key) => {
+    const tenant = key.split('/')[0] as 'heavy' | 'light';
+    turns[tenant]++;
+    await Promise.resolve();
+    t += tenant === 'heavy' ? 1000 : 10; // the handler's time, on the queue's clock
+    if (t >= 1_000_000) stop();
+    else q.add(key); // re-added while processing: runs again after, so both tenants always wait
+  });
+  q.add('heavy/app');
+  q.add('light/app');
+  await stopped;
+  await q.shutdown();
+  assert.ok(turns.heavy >= 490 && turns.heavy <= 510, `heavy: ${turns.heavy} turns`);
+  assert.ok(turns.light >= 49_000 && turns.light <= 51_000, `light: ${turns.light} turns`);
+  assert.ok(Math.abs(q.charged('heavy') - q.charged('light')) <= 1000);
+});
+
 test('alone, a tenant may use every worker', async () => {
   const q = new WorkQueue({ ratePerSecond: 0, tenantOf: () => 'only', tenants: () => 1 });
   let running = 0;

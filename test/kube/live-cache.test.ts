@@ -128,3 +128,43 @@ test('cluster-scoped kinds, kinds without list/watch and refused lists are alway
     await refusing.close();
   }
 });
+
+test('a read waits for the first list, and for the echo of our write, instead of going to the server', async () => {
+  const { transport, push } = scripted([cm('one', '5')]);
+  const cache = new LiveObjectCache(transport);
+  try {
+    // The first read starts the watch and is answered by its list (here at once), not a miss.
+    const first = await cache.lookupSoon(CM, COLL, 'one', 2000);
+    assert.ok(first.hit, 'answered from the first list');
+    assert.equal(first.object?.metadata.resourceVersion, '5');
+    assert.deepEqual(await cache.lookupSoon(CM, COLL, 'two', 2000), { hit: true, object: null });
+    // Our write: the read waits for its echo and returns the version it made.
+    cache.noteWrite(COLL, 'one', cm('one', '7') as never);
+    const echoed = cache.lookupSoon(CM, COLL, 'one', 2000);
+    setTimeout(() => push('MODIFIED', cm('one', '7')), 30);
+    const after = await echoed;
+    assert.ok(after.hit);
+    assert.equal(after.object?.metadata.resourceVersion, '7');
+    // An echo that never comes: a miss after the wait (the caller GETs).
+    cache.noteWrite(COLL, 'one', cm('one', '9') as never);
+    const t0 = Date.now();
+    assert.deepEqual(await cache.lookupSoon(CM, COLL, 'one', 100), { hit: false });
+    assert.ok(Date.now() - t0 >= 100);
+  } finally {
+    await cache.close();
+  }
+});
+
+test('a refused watch is not waited for: the read goes to the server at once', async () => {
+  const refused = scripted([], 403);
+  const cache = new LiveObjectCache(refused.transport, { onError: () => undefined });
+  try {
+    cache.lookup(CM, COLL, 'one');
+    await settle(() => cache.watchCount === 0);
+    const t0 = Date.now();
+    assert.deepEqual(await cache.lookupSoon(CM, COLL, 'one', 5000), { hit: false });
+    assert.ok(Date.now() - t0 < 1000, 'not waited for');
+  } finally {
+    await cache.close();
+  }
+});

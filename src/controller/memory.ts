@@ -1,0 +1,104 @@
+// The controller's memory budget: how many bytes its comparisons and syncs may hold at once,
+// derived from the container's memory limit, and what one byte of a render's answer stands for.
+//
+// A refresh or an operation step is a job (renderer/budget.ts): before the renderer client reads
+// an answer it holds (its declared length) × HELD_PER_ANSWER_BYTE (8) of the budget, and waits while
+// that does not fit; the hold is given back when the job ends. So the rendered objects, and the
+// live objects and dry-run answers compared with them, are admitted before they are read, whatever
+// mix of tenants' content arrives. Not in the budget: what stays between jobs (the Application and
+// project caches, the live-object watches' stores), which grows with what is managed, not with
+// what is rendered at once.
+import { readFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
+import type { Logger } from 'pino';
+import type { Metrics } from '../observability/metrics.ts';
+import { ByteBudget, formatMiB } from '../renderer/budget.ts';
+import { parseByteSize } from '../renderer/sizes.ts';
+
+export { HELD_PER_ANSWER_BYTE } from '../renderer/budget.ts';
+
+/** The share of the memory limit comparisons and syncs may hold; the rest is the process's own. */
+export const BUDGET_SHARE_OF_LIMIT = 0.5;
+
+export interface MemoryLimitSources {
+  /** --memory-limit, as written. */
+  flag?: string | undefined;
+  /** IMPERSYNC_MEMORY_LIMIT (the chart sets it from resources.limits.memory). */
+  env?: string | undefined;
+  /** The cgroup v2 file (default /sys/fs/cgroup/memory.max). */
+  cgroupFile?: string;
+}
+
+export type MemoryLimit = { ok: true; bytes: number; from: string } | { ok: false; error: string };
+
+/** The memory limit: the flag, else the variable, else cgroup v2's memory.max, else a quarter of the machine's memory. */
+export function memoryLimit(src: MemoryLimitSources): MemoryLimit {
+  for (const [raw, from] of [
+    [src.flag, '--memory-limit'],
+    [src.env, 'IMPERSYNC_MEMORY_LIMIT'],
+  ] as const) {
+    if (raw === undefined || raw === '') continue;
+    const size = parseByteSize(raw);
+    if (!size.ok) return { ok: false, error: `${from}: ${size.error}` };
+    if (size.bytes <= 0) return { ok: false, error: `${from}: must be more than 0` };
+    return { ok: true, bytes: size.bytes, from };
+  }
+  const file = src.cgroupFile ?? '/sys/fs/cgroup/memory.max';
+  try {
+    const text = readFileSync(file, 'utf8').trim();
+    if (/^\d+$/.test(text) && Number(text) > 0) return { ok: true, bytes: Number(text), from: file };
+  } catch {
+    // No cgroup v2 limit here (not in a container, or cgroup v1).
+  }
+  return { ok: true, bytes: Math.floor(totalmem() / 4), from: 'a quarter of the machine memory (no limit found)' };
+}
+
+/** The budget of the controller's jobs for a memory limit of `limitBytes`. */
+export function memoryBudget(limitBytes: number): ByteBudget {
+  return new ByteBudget(Math.max(1, Math.floor(limitBytes * BUDGET_SHARE_OF_LIMIT)));
+}
+
+/** The budget of this controller: from `memoryLimitBytes` when given, else as memoryLimit() finds it. */
+export function controllerBudget(
+  opts: { memoryLimitBytes?: number | undefined; env?: Readonly<Record<string, string | undefined>> | undefined },
+  log: Logger,
+): ByteBudget {
+  let bytes = opts.memoryLimitBytes;
+  let from = '--memory-limit';
+  if (bytes === undefined) {
+    const found = memoryLimit({ env: (opts.env ?? process.env)['IMPERSYNC_MEMORY_LIMIT'] });
+    if (!found.ok) {
+      log.warn(`${found.error}; using a quarter of the machine memory`);
+      bytes = Math.floor(totalmem() / 4);
+      from = 'a quarter of the machine memory';
+    } else {
+      bytes = found.bytes;
+      from = found.from;
+    }
+  }
+  const budget = memoryBudget(bytes);
+  log.info(
+    { memoryLimitBytes: bytes, budgetBytes: budget.capacity, from },
+    `memory budget of refreshes and operation steps: ${formatMiB(budget.capacity)} (half of ${formatMiB(bytes)}, from ${from})`,
+  );
+  return budget;
+}
+
+/** Jobs waiting longer than this are named in the log. */
+const WAIT_WARN_MS = 30_000;
+
+/** Sets the budget's gauges; names in the log the jobs that have waited long. */
+export function observeBudget(budget: ByteBudget, metrics: Metrics, log: Logger, now: number = Date.now()): void {
+  const s = budget.stats();
+  metrics.memoryBudget.set({ state: 'capacity' }, s.capacity);
+  metrics.memoryBudget.set({ state: 'used' }, s.used);
+  metrics.memoryBudget.set({ state: 'waiting' }, s.waitingBytes);
+  metrics.memoryBudgetWaiting.set(s.waiting);
+  metrics.memoryBudgetOldestWait.set(s.oldestWaitMs / 1000);
+  const long = budget.waiting().filter((w) => now - w.since >= WAIT_WARN_MS);
+  if (long.length > 0)
+    log.warn(
+      { waiting: long.map((w) => ({ job: w.job, bytes: w.bytes, waitedMs: now - w.since })) },
+      `${long.length} job(s) waiting for memory budget for more than ${WAIT_WARN_MS / 1000} s (${formatMiB(s.used)} of ${formatMiB(s.capacity)} held)`,
+    );
+}
