@@ -242,6 +242,8 @@ export async function main(argv: string[]): Promise<number> {
   const shardCount = shardsText === undefined || shardsText === '' ? 1 : Number(shardsText);
   if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 1024) {
     process.stderr.write(`impersync run: --shards must be a whole number from 1 to 1024, not '${shardsText}'\n`);
+    return 2;
+  }
   const memory = memoryLimit({
     flag: typeof v['memory-limit'] === 'string' ? v['memory-limit'] : undefined,
     env: process.env['IMPERSYNC_MEMORY_LIMIT'],
