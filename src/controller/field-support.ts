@@ -319,8 +319,14 @@ export const ANNOTATION_RULES: readonly FieldRule[] = [
     'argocd.argoproj.io/refresh-timestamp',
     'removed with the refresh annotation once the refresh is done, unless a new request changed it (controller/applications.ts removeRefreshAnnotations)',
   ),
-  w('argocd.argoproj.io/hydrate', 'read by the source hydrator only; spec.sourceHydrator is refused'),
-  w('argocd.argoproj.io/hydrate-timestamp', 'read by the source hydrator only; spec.sourceHydrator is refused'),
+  e(
+    'argocd.argoproj.io/hydrate',
+    "set by Argo CD's server on every refresh, read only by the source hydrator: without spec.sourceHydrator (refused here) Argo CD's controller ignores them too",
+  ),
+  e(
+    'argocd.argoproj.io/hydrate-timestamp',
+    "set by Argo CD's server on every refresh, read only by the source hydrator: without spec.sourceHydrator (refused here) Argo CD's controller ignores them too",
+  ),
   h(
     'argocd.argoproj.io/manifest-generate-paths',
     "a new commit that changes none of its paths keeps the previous commit's manifests (source/generate-paths.ts, renderer/server.ts)",

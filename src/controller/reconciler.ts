@@ -210,7 +210,10 @@ export class Reconciler {
       : raw;
     const memo = this.written.get(key);
     const base = memo && isDeepStrictEqual(current['status'], memo.kept) ? memo.sent : prev;
-    if (shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())) {
+    // A refresh asked for (the refresh annotation, or one made hard by timeout.hard.reconciliation)
+    // is always written, reconciledAt with it, as Argo CD's controller persists every comparison it
+    // was asked for: `argocd app get --refresh` waits for reconciledAt to move.
+    if (refreshKind !== undefined || shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())) {
       const stored = await writeStatus(this.d.control, current, next);
       if (!isDeepStrictEqual(stored['status'], JSON.parse(JSON.stringify(next))))
         this.written.set(key, { kept: stored['status'], sent: next });

@@ -209,7 +209,13 @@ test('each warned name, set alone, is named in the condition; each honoured one 
 test('the condition: one UnsupportedFieldWarning listing each, with why', () => {
   const app = baseApp();
   app.spec.syncPolicy = { syncOptions: ['ServerSideApply=false', 'Nonsense=true'] };
-  app.metadata.annotations = { 'argocd.argoproj.io/hydrate': 'normal' };
+  // Argo CD's server sets the hydrator's annotations on every refresh: not a warning.
+  app.metadata.annotations = { 'argocd.argoproj.io/hydrate': 'normal', 'argocd.argoproj.io/hydrate-timestamp': 'x' };
+  (app.spec as { source?: Record<string, unknown> }).source = {
+    repoURL: 'https://git.example/x',
+    path: '.',
+    ref: 'values',
+  };
   const c = unhonouredCondition({
     app,
     project: baseProject(),
@@ -218,7 +224,7 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: sync option Nonsense=true (not an option Argo CD defines); annotation argocd.argoproj.io/hydrate (read by the source hydrator only; spec.sourceHydrator is refused); argocd-cm application.allowedNodeLabels (node labels are not read (the resource tree of the UI))',
+    'impersync does not act on: Application spec.source.ref (a ref has meaning only among spec.sources); sync option Nonsense=true (not an option Argo CD defines); argocd-cm application.allowedNodeLabels (node labels are not read (the resource tree of the UI))',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });

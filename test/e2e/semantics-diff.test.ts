@@ -214,12 +214,17 @@ test('argocd.argoproj.io/skip-reconcile: the Application is left alone entirely'
 });
 
 test('what Argo CD defines and impersync does not act on is named in UnsupportedFieldWarning and an event', async () => {
-  // An annotation only Argo CD's source hydrator reads (manifest-generate-paths, the example here
-  // before, is now honoured).
-  const said = app('said', 'said', 'said');
+  // A ref on a single source: Argo CD gives it meaning only among spec.sources. The hydrator's
+  // annotations, which Argo CD's server sets on every refresh, are no warning (Argo CD's controller
+  // ignores them too without spec.sourceHydrator).
+  const said = app('said', 'said', 'said') as ReturnType<typeof app> & { spec: { source: Record<string, unknown> } };
+  said.spec.source['ref'] = 'values';
   await applyRaw(cp.admin, {
     ...said,
-    metadata: { ...said.metadata, annotations: { 'argocd.argoproj.io/hydrate': 'normal' } },
+    metadata: {
+      ...said.metadata,
+      annotations: { 'argocd.argoproj.io/hydrate': 'normal', 'argocd.argoproj.io/hydrate-timestamp': 'x' },
+    },
   });
   const a = await waitForApp(
     cp,
@@ -229,7 +234,7 @@ test('what Argo CD defines and impersync does not act on is named in Unsupported
   );
   assert.equal(
     condition(a, 'UnsupportedFieldWarning'),
-    'impersync does not act on: annotation argocd.argoproj.io/hydrate (read by the source hydrator only; spec.sourceHydrator is refused)',
+    'impersync does not act on: Application spec.source.ref (a ref has meaning only among spec.sources)',
   );
   // The event is recorded just after the status is written: wait for it rather than race it.
   await until('the UnsupportedFieldWarning event', () =>
