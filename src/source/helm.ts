@@ -264,6 +264,7 @@ async function fetchValueFile(
     timeoutMs: input.timeoutMs,
     what,
     signal: input.signal,
+    refuseMetadata: true,
   });
   if (res.status < 200 || res.status >= 300)
     throw new SourceError('RepositoryUnreachable', `${what} could not be fetched: the server answered ${res.status}`);

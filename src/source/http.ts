@@ -4,6 +4,8 @@
 // they go in an Authorization header, only to the origin they were configured for (a redirect or a
 // chart URL on another origin gets none, unless the source asks for helm.passCredentials; a failure
 // after such a redirect names both origins), and never in a URL, an argument or a file. Answers are read within a size limit and a time limit.
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import type { RepositoryAccess } from '../api/repository.ts';
 import { SourceError, formatBytes, redactURL } from './errors.ts';
@@ -16,6 +18,11 @@ export interface FetchOptions {
   /** What the message calls it: "the index of 'https://charts.example.com'". */
   what: string;
   signal?: AbortSignal | undefined;
+  /**
+   * A URL a tenant chose whose answer reaches the rendered objects (a Helm value file): never
+   * fetched from a link-local or cloud metadata address, on any hop, whatever DNS answers.
+   */
+  refuseMetadata?: boolean;
 }
 
 export interface FetchResult {
@@ -62,6 +69,58 @@ function noProxy(list: string | undefined, url: string): boolean {
     .split(',')
     .map((e) => e.trim())
     .some((e) => e === '*' || host === e || (e.startsWith('.') ? host.endsWith(e) : host.endsWith(`.${e}`)));
+}
+
+// Link-local addresses, where cloud metadata services answer (169.254.169.254 and fe80::/10), and
+// the metadata addresses outside those ranges (AWS's IPv6 one, Alibaba Cloud's). IPv4-mapped IPv6
+// forms match the IPv4 rules (BlockList checks them so).
+const METADATA_ADDRESSES = new BlockList();
+METADATA_ADDRESSES.addSubnet('169.254.0.0', 16, 'ipv4');
+METADATA_ADDRESSES.addSubnet('fe80::', 10, 'ipv6');
+METADATA_ADDRESSES.addAddress('fd00:ec2::254', 'ipv6');
+METADATA_ADDRESSES.addAddress('100.100.100.200', 'ipv4');
+
+/** True for an IP address where a cloud metadata service can answer. */
+export function isMetadataAddress(address: string): boolean {
+  const bare = address.replace(/^\[|\]$/g, '');
+  const family = isIP(bare);
+  if (family === 0) return false;
+  return METADATA_ADDRESSES.check(bare, family === 6 ? 'ipv6' : 'ipv4');
+}
+
+function metadataRefusal(what: string, address: string, host?: string): SourceError {
+  const via = host && host !== address ? ` (the address of ${host})` : '';
+  return new SourceError(
+    'InvalidSource',
+    `${what}: ${address}${via} is a link-local or cloud metadata address, from which the renderer never fetches a file whose content reaches the rendered objects`,
+  );
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** dns.lookup that answers no metadata address: the connection is refused after resolution, so DNS rebinding cannot pass. */
+function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, '');
+    const bad = addresses.find((a) => isMetadataAddress(a.address));
+    if (bad) {
+      const refusal = metadataRefusal('refused', bad.address, hostname) as unknown as NodeJS.ErrnoException;
+      refusal.code = 'EMETADATA';
+      return callback(refusal, '');
+    }
+    if (options.all) return callback(null, addresses);
+    const first = addresses[0];
+    if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '');
+    callback(null, first.address, first.family);
+  });
+}
+
+let guardedAgent: Agent | undefined;
+
+/** The dispatcher of tenant-chosen URLs: the system's trust, no proxy, no metadata address. */
+function guardedDispatcher(): Agent {
+  guardedAgent ??= new Agent({ connect: { lookup: guardedLookup }, keepAliveTimeout: 10_000, connections: 16 });
+  return guardedAgent;
 }
 
 /** `scheme://host:port` of a URL. */
@@ -116,17 +175,31 @@ export async function httpGet(
       if (carried) leftBehind ??= { from: opts.trustedOrigin as string, to: origin(current) };
       delete headers['authorization'];
     }
+    if (opts.refuseMetadata) {
+      const host = new URL(current).hostname;
+      if (isMetadataAddress(host)) throw metadataRefusal(opts.what, host.replace(/^\[|\]$/g, ''));
+    }
     let res;
     try {
       res = await request(current, {
         method: 'GET',
         headers,
-        dispatcher: dispatcherFor(access, current),
+        dispatcher: opts.refuseMetadata ? guardedDispatcher() : dispatcherFor(access, current),
         headersTimeout: opts.timeoutMs,
         bodyTimeout: opts.timeoutMs,
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
     } catch (err) {
+      const refused =
+        (err as { code?: string; cause?: { code?: string } }).code === 'EMETADATA'
+          ? err
+          : (err as { cause?: unknown }).cause;
+      if ((refused as { code?: string } | undefined)?.code === 'EMETADATA')
+        throw new SourceError(
+          'InvalidSource',
+          `${opts.what}: ${(refused as Error).message.replace(/^refused: /, '')}`,
+          { cause: err },
+        );
       throw new SourceError('RepositoryUnreachable', `${opts.what} not reachable: ${describe(err)}`, { cause: err });
     }
     if (res.statusCode >= 300 && res.statusCode < 400 && res.headers['location']) {

@@ -3,7 +3,8 @@
 // scheme is fetched and its values used; a scheme the list leaves out is Argo CD's "the URL scheme
 // 'x' is not allowed"; and the attacks fail: no credential reaches the value file's host even when
 // a repository of that host has one, a file:// URL reads no local file even when an admin allows
-// the scheme, and a file over the size limit is refused.
+// the scheme, a file over the size limit is refused, and a link-local or cloud metadata address is
+// never asked, given as the URL or reached by a redirect.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -43,6 +44,8 @@ describe('helm value files by URL', () => {
     if (p === '/values.yaml') return void res.end('color: red\n');
     if (p === '/moved') return void res.writeHead(302, { location: `${base}/values.yaml` }).end();
     if (p === '/to-file') return void res.writeHead(302, { location: 'file:///etc/passwd' }).end();
+    if (p === '/to-metadata')
+      return void res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
     if (p === '/huge') return void res.end(`color: "${'x'.repeat(LIMIT * 2)}"\n`);
     res.writeHead(404).end();
   };
@@ -145,6 +148,30 @@ describe('helm value files by URL', () => {
       assert.doesNotMatch(err.message, /root:/, 'nothing of /etc/passwd');
       return true;
     });
+  });
+
+  test('attack: a value file at a link-local or cloud metadata address is refused, given so or by a redirect, before any connection', async () => {
+    const refused = (err: unknown) =>
+      err instanceof SourceError &&
+      err.reason === 'InvalidSource' &&
+      /is a link-local or cloud metadata address, from which the renderer never fetches a file whose content reaches the rendered objects/.test(
+        err.message,
+      );
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+      'http://[::ffff:169.254.169.254]/latest/meta-data/',
+      'http://[fe80::1]/values.yaml',
+      'http://[fd00:ec2::254]/latest/meta-data/',
+      'http://100.100.100.200/latest/meta-data/',
+    ])
+      await assert.rejects(renderer.render(app([url])), refused, url);
+    const before = seen.length;
+    await assert.rejects(renderer.render(app([`${base}/to-metadata`])), refused);
+    assert.deepEqual(
+      seen.slice(before).map((r) => r.path),
+      ['/to-metadata'],
+      'only the redirect was asked for',
+    );
   });
 
   test("attack: a value file over the renderer's file limit is refused, not written", async () => {
