@@ -46,15 +46,7 @@ export function extraHeaders(a: Attribution): Record<string, string> {
   return out;
 }
 
-/**
- * The API server refused to let the credential impersonate a user extra: the 403 of its
- * impersonation filter, whose Status names the kind `userextras` of `authentication.k8s.io`.
- */
-export function isExtrasRefusal(error: KubeError): boolean {
-  if (error.code !== 403) return false;
-  const details = error.status?.['details'] as { kind?: unknown; group?: unknown } | undefined;
-  return details?.kind === 'userextras' && details.group === 'authentication.k8s.io';
-}
+export { isExtrasRefusal } from './types.ts';
 
 /** How soon after a refusal the extras are offered again (the right may have been granted meanwhile). */
 export const EXTRAS_RETRY_MS = 600_000;

@@ -133,3 +133,13 @@ export interface DestinationClient {
    */
   uncached(): DestinationClient;
 }
+
+/**
+ * The API server refused to let the credential impersonate a user extra: the 403 of its
+ * impersonation filter, whose Status names the kind `userextras` of `authentication.k8s.io`.
+ */
+export function isExtrasRefusal(error: KubeError): boolean {
+  if (error.code !== 403) return false;
+  const details = error.status?.['details'] as { kind?: unknown; group?: unknown } | undefined;
+  return details?.kind === 'userextras' && details.group === 'authentication.k8s.io';
+}

@@ -4,7 +4,7 @@
 import type { KubeObject, ResourceRef, SyncStatusCode } from '../api/index.ts';
 import { groupOf } from '../api/index.ts';
 import type { DestinationClient, FieldValidation, KubeError } from '../kube/types.ts';
-import { DEFAULT_FIELD_MANAGER, describeIdentity } from '../kube/types.ts';
+import { DEFAULT_FIELD_MANAGER, describeIdentity, isExtrasRefusal } from '../kube/types.ts';
 import { hasCompareOption, isHook, isSkipped } from './annotations.ts';
 import { toYaml, unifiedDiff } from './differ.ts';
 import { isExcludedResource } from './filter.ts';
@@ -174,6 +174,11 @@ async function compareOne(
       }),
     ]);
     if (!got.ok) return { ...base, status: 'Unknown', health: null, diff: '', message: got.error.message };
+    // Impersonation itself refused (argocd-cm requireExtras, and the controller may not impersonate
+    // the extras): nothing can be compared as the identity, present or missing. The read may have
+    // come from the shared watch, which carries no extras, so the dry-run is where it shows.
+    if (!dry.ok && isExtrasRefusal(dry.error))
+      return { ...base, status: 'Unknown', health: null, diff: '', message: dry.error.message };
     live = got.value;
     if (dry.ok)
       predicted =

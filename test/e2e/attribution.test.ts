@@ -125,8 +125,9 @@ test('writes, dry-runs and reads made for an Application name it, its project an
   const made = (await cp.readAudit()).filter(asDeployer('attr-a'));
   const writes = made.filter((r) => r.verb === 'patch' && !r.dryRun);
   const dryRuns = made.filter((r) => r.verb === 'patch' && r.dryRun);
-  const reads = made.filter((r) => r.verb === 'get');
-  assert.ok(writes.length >= 2 && dryRuns.length >= 2 && reads.length >= 2, JSON.stringify(made.map((r) => r.verb)));
+  // Reads mostly come from the shared watch of the namespace (which names no Application), so a GET
+  // is not always sent; each one that is names the Application like the rest.
+  assert.ok(writes.length >= 2 && dryRuns.length >= 2, JSON.stringify(made.map((r) => r.verb)));
   for (const r of made)
     assert.deepEqual(
       extrasOf(r),
