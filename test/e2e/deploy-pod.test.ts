@@ -65,14 +65,15 @@ function waitFor(what: string, cond: () => Promise<boolean>, ms = 60_000): Promi
   return until(what, cond, ms, () => `output:\n${output.slice(-3000)}`);
 }
 
-const holder = async () =>
+// The install runs --shards=2: one Lease per shard, both held by the one Pod here.
+const holder = async (name: string) =>
   (
     (
       await getRaw(cp.admin, {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
         namespace: 'argocd',
-        name: 'impersync-controller',
+        name,
       })
     )?.['spec'] as { holderIdentity?: string } | undefined
   )?.holderIdentity ?? '';
@@ -246,10 +247,11 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-test('the Pod leads under its name, answers its probes, and syncs example 1 as its ServiceAccount', async () => {
-  await waitFor('the Lease held by the Pod', async () =>
-    (await holder()).startsWith('impersync-controller-5d8c7-x2x9q_'),
-  );
+test("the Pod holds both shards' Leases under its name, answers its probes, and syncs example 1 as its ServiceAccount", async () => {
+  await waitFor('the Leases held by the Pod', async () => {
+    const held = await Promise.all(['impersync-controller-shard-0', 'impersync-controller-shard-1'].map(holder));
+    return held.every((h) => h.startsWith('impersync-controller-5d8c7-x2x9q_'));
+  });
   await waitFor(
     '/healthz and /readyz',
     async () => (await probe('/healthz')) === 200 && (await probe('/readyz')) === 200,
@@ -304,10 +306,13 @@ test('the Pod leads under its name, answers its probes, and syncs example 1 as i
   );
 });
 
-test('SIGTERM: the Pod exits 0 and has released the Lease', async () => {
+test("SIGTERM: the Pod exits 0 and has released both shards' Leases", async () => {
   assert.ok(child);
   const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
   assert.equal(await exited, 0, output.slice(-3000));
-  assert.equal(await holder(), '');
+  assert.deepEqual(await Promise.all(['impersync-controller-shard-0', 'impersync-controller-shard-1'].map(holder)), [
+    '',
+    '',
+  ]);
 });
