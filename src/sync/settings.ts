@@ -71,14 +71,26 @@ function yamlOf(text: string): unknown {
   return parse(text, { version: '1.1' });
 }
 
-function readOverrides(
+/**
+ * One customization of argocd-cm by override key (group/kind), as Argo CD reads them: the
+ * resource.customizations map first (`mapValue` takes it out of each entry; undefined: none), then
+ * each `resource.customizations.<type>.<group_kind>` key, which wins. `all` names every kind where
+ * the type allows it. A map that does not parse is named once, by the caller that says `nameBlobError`.
+ */
+function readCustomization<T>(
   data: Record<string, string>,
-  type: 'ignoreDifferences' | 'ignoreResourceUpdates',
+  type: string,
   errors: string[],
-): IgnoreRule[] {
-  const byKey = new Map<string, IgnoreRule>();
+  opts: {
+    of: (key: string, value: unknown) => T | Error;
+    mapValue: (entry: Record<string, unknown> | null) => unknown;
+    allKinds: boolean;
+    nameBlobError: boolean;
+  },
+): Map<string, T> {
+  const byKey = new Map<string, T>();
   const add = (key: string, value: unknown, where: string) => {
-    const r = ruleOf(key, value);
+    const r = opts.of(key, value);
     if (r instanceof Error) errors.push(`argocd-cm ${where}: ${r.message}`);
     else byKey.set(key, r);
   };
@@ -88,19 +100,18 @@ function readOverrides(
       const map = yamlOf(blob);
       if (map && typeof map === 'object')
         for (const [key, o] of Object.entries(map as Record<string, unknown>)) {
-          const field = (o as Record<string, unknown> | null)?.[type];
-          // The map form holds each override's value as a YAML string, as Argo CD's rawResourceOverride.
-          if (typeof field === 'string') add(key, yamlOf(field), `${CUSTOMIZATIONS_KEY} ${key}.${type}`);
+          const value = opts.mapValue(o as Record<string, unknown> | null);
+          if (value !== undefined) add(key, value, `${CUSTOMIZATIONS_KEY} ${key}.${type}`);
         }
     } catch (err) {
-      errors.push(`argocd-cm ${CUSTOMIZATIONS_KEY}: ${(err as Error).message.split('\n')[0]}`);
+      if (opts.nameBlobError) errors.push(`argocd-cm ${CUSTOMIZATIONS_KEY}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
   const prefix = `${CUSTOMIZATIONS_KEY}.${type}.`;
   for (const [k, v] of Object.entries(data)) {
     if (!k.startsWith(prefix)) continue;
     const gk = k.slice(prefix.length);
-    const key = gk === 'all' ? '*/*' : overrideKey(gk);
+    const key = opts.allKinds && gk === 'all' ? '*/*' : overrideKey(gk);
     if (key instanceof Error) {
       errors.push(`argocd-cm ${k}: ${key.message}`);
       continue;
@@ -111,6 +122,24 @@ function readOverrides(
       errors.push(`argocd-cm ${k}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
+  return byKey;
+}
+
+function readOverrides(
+  data: Record<string, string>,
+  type: 'ignoreDifferences' | 'ignoreResourceUpdates',
+  errors: string[],
+): IgnoreRule[] {
+  const byKey = readCustomization(data, type, errors, {
+    of: ruleOf,
+    // The map form holds each override's value as a YAML string, as Argo CD's rawResourceOverride.
+    mapValue: (o) => {
+      const field = o?.[type];
+      return typeof field === 'string' ? yamlOf(field) : undefined;
+    },
+    allKinds: true,
+    nameBlobError: true,
+  });
   return [...byKey.values()];
 }
 
@@ -132,40 +161,14 @@ function knownFieldsOf(key: string, value: unknown): KnownTypeField[] | Error {
 
 /** knownTypeFields by override key: the resource.customizations map first, then each own key. */
 function readKnownTypeFields(data: Record<string, string>, errors: string[]): KnownTypeField[] {
-  const byKey = new Map<string, KnownTypeField[]>();
-  const add = (key: string, value: unknown, where: string) => {
-    const r = knownFieldsOf(key, value);
-    if (r instanceof Error) errors.push(`argocd-cm ${where}: ${r.message}`);
-    else byKey.set(key, r);
-  };
-  const blob = data[CUSTOMIZATIONS_KEY];
-  if (blob) {
-    try {
-      const map = yamlOf(blob);
-      if (map && typeof map === 'object')
-        for (const [key, o] of Object.entries(map as Record<string, unknown>)) {
-          // The map form holds the list itself (rawResourceOverride's KnownTypeFields), not a string.
-          const field = (o as Record<string, unknown> | null)?.['knownTypeFields'];
-          if (field !== undefined) add(key, field, `${CUSTOMIZATIONS_KEY} ${key}.knownTypeFields`);
-        }
-    } catch {
-      /* named by readOverrides */
-    }
-  }
-  const prefix = `${CUSTOMIZATIONS_KEY}.knownTypeFields.`;
-  for (const [k, v] of Object.entries(data)) {
-    if (!k.startsWith(prefix)) continue;
-    const key = overrideKey(k.slice(prefix.length));
-    if (key instanceof Error) {
-      errors.push(`argocd-cm ${k}: ${key.message}`);
-      continue;
-    }
-    try {
-      add(key, yamlOf(v), k);
-    } catch (err) {
-      errors.push(`argocd-cm ${k}: ${(err as Error).message.split('\n')[0]}`);
-    }
-  }
+  const byKey = readCustomization(data, 'knownTypeFields', errors, {
+    of: knownFieldsOf,
+    // The map form holds the list itself (rawResourceOverride's KnownTypeFields), not a string.
+    mapValue: (o) => o?.['knownTypeFields'],
+    allKinds: false,
+    // Named by readOverrides, which reads the same map.
+    nameBlobError: false,
+  });
   const { fields, errors: unknown } = knownTypeFieldsOf([...byKey.values()].flat());
   errors.push(...unknown.map((e) => `argocd-cm ${e}`));
   return fields;
