@@ -200,7 +200,10 @@ export const ARGOCD_CM_RULES: readonly FieldRule[] = [
     'the schemes a value file URL may use; the renderer fetches https and http ones, with no credential (source/helm.ts)',
   ),
   // Argo CD copies these node labels into the resource tree its UI shows; no sync or diff reads them.
-  w('application.allowedNodeLabels', 'node labels are not read (the resource tree of the UI)'),
+  w(
+    'application.allowedNodeLabels',
+    'the resource tree has no hosts: they need every Node and Pod read as the controller',
+  ),
   h('cluster.inClusterEnabled', "impersonation/destination.ts, with Argo CD's errors"),
   h(
     'resource.respectRBAC',

@@ -224,7 +224,7 @@ test('the condition: one UnsupportedFieldWarning listing each, with why', () => 
   assert.equal(c?.type, 'UnsupportedFieldWarning');
   assert.equal(
     c?.message,
-    'impersync does not act on: Application spec.source.ref (a ref has meaning only among spec.sources); sync option Nonsense=true (not an option Argo CD defines); argocd-cm application.allowedNodeLabels (node labels are not read (the resource tree of the UI))',
+    'impersync does not act on: Application spec.source.ref (a ref has meaning only among spec.sources); sync option Nonsense=true (not an option Argo CD defines); argocd-cm application.allowedNodeLabels (the resource tree has no hosts: they need every Node and Pod read as the controller)',
   );
   assert.equal(unhonouredCondition({ app: baseApp(), project: baseProject() }), undefined);
 });
