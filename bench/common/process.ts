@@ -2,7 +2,7 @@
 // own: read from /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat (utime, stime, and
 // cutime+cstime for the git processes it waited for).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,10 +40,27 @@ export function sample(pid: number): ProcSample {
   };
 }
 
+/** The processes whose parent is `pid` (the controller's child renderer, and the git it runs while it runs). */
+export function childPids(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 export type ControllerProcess = {
   child: ChildProcess;
   pid: number;
   sample(): ProcSample;
+  /** The peak RSS (VmHWM) of its child renderer so far, bytes (0 before it started). */
+  rendererPeakRss(): number;
   /** Log lines seen so far (JSON, from stdout and stderr). */
   lines: string[];
   /** One sample of a gauge or counter from its /metrics (NaN when absent). */
@@ -125,6 +142,17 @@ export async function startControllerProcess(
       return m ? Number(m[1]) : Number.NaN;
     },
     sample: () => sample(pid),
+    rendererPeakRss: () => {
+      let peak = 0;
+      for (const p of childPids(pid)) {
+        try {
+          peak = Math.max(peak, sample(p).peakRss);
+        } catch {
+          // exited since it was listed (a git process)
+        }
+      }
+      return peak;
+    },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const timeout = setTimeout(() => child.kill('SIGKILL'), 10_000);
