@@ -25,6 +25,10 @@ export interface Metrics {
   memoryBudget: Gauge<'state'>;
   memoryBudgetWaiting: Gauge;
   memoryBudgetOldestWait: Gauge;
+  /** Requests to the install's renderer, by the replica (its URL) routed to; with --renderer only. */
+  rendererRequests: Counter<'replica' | 'request' | 'outcome'>;
+  /** The renderer replicas known now (given, or resolved from a headless Service's name). */
+  rendererReplicas: Gauge;
 }
 
 type AppLabel = 'namespace' | 'name' | 'project';
@@ -150,6 +154,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     memoryBudgetOldestWait: new Gauge({
       name: 'impersync_memory_budget_oldest_wait_seconds',
       help: 'How long the job waiting longest for memory budget has waited.',
+      registers,
+    }),
+    rendererRequests: new Counter({
+      name: 'impersync_renderer_requests_total',
+      help: 'Requests to the renderer, by replica (its address), request (render, resolve) and outcome (ok, error: answered; unreachable: the next replica was asked).',
+      labelNames: ['replica', 'request', 'outcome'],
+      registers,
+    }),
+    rendererReplicas: new Gauge({
+      name: 'impersync_renderer_replicas',
+      help: 'Renderer replicas the controller routes requests to (given, or resolved from the headless Service).',
       registers,
     }),
     watchRestarts: new Gauge({
