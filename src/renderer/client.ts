@@ -66,6 +66,7 @@ const CONNECT_CODES = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
   'EHOSTDOWN',
+  'EADDRNOTAVAIL',
   'ENOTFOUND',
   'EAI_AGAIN',
   'ENOENT', // a unix socket that is not there
