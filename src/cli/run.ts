@@ -68,7 +68,8 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
                                  variable of this process's environment but PATH. Several replicas:
                                  repeat the flag or separate URLs by commas, or give
                                  dns+http://NAME:PORT, a headless Service whose every address is a
-                                 replica (looked up again every 30 s and when one does not answer).
+                                 replica (looked up again every 30 s and when one does not answer;
+                                 the install: dns+http://impersync-renderer-headless:8081).
                                  Each request goes to the replica its repository (repoURL) ranks
                                  first by rendezvous hashing, so that the repository's caches stay on
                                  one replica; a replica that does not answer is passed over for the
@@ -300,10 +301,12 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 2;
   }
-  // Each controller start (a new leader term too) gets its own renderer client, or starts its own child.
+  // Each controller start (a new leader term too) gets its own renderer client, closed when that
+  // controller stops, or starts its own child.
+  let client: Renderer | undefined;
   const rendering = () =>
     renderer
-      ? { renderer: renderer() }
+      ? { renderer: (client = renderer()) }
       : {
           childRenderer: {
             cacheDir,
@@ -353,6 +356,9 @@ export async function main(argv: string[]): Promise<number> {
     const c = controller;
     controller = undefined;
     await c?.stop();
+    const r = client;
+    client = undefined;
+    await r?.close().catch(() => undefined);
   };
   let election: ReturnType<typeof startLeaderElection> | undefined;
   let sharded: Shards | undefined;

@@ -78,6 +78,8 @@ export class ReplicaAddresses {
   readonly #resolve: ResolveAddresses;
   readonly #now: () => number;
   #last = '';
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(opts: ReplicaAddressesOptions) {
     this.#opts = opts;
@@ -93,6 +95,14 @@ export class ReplicaAddresses {
   async current(): Promise<string[]> {
     const interval = this.#opts.resolveIntervalMs ?? 30_000;
     const min = this.#opts.refreshMinIntervalMs ?? 1000;
+    // Looked up every interval from the first use on, requests or not, so that the addresses are
+    // fresh when a request comes after a quiet while (the timer keeps no process alive).
+    if (this.#lookups.length > 0 && this.#timer === undefined && !this.#closed) {
+      this.#timer = setInterval(() => {
+        for (const l of this.#lookups) this.#start(l);
+      }, interval);
+      this.#timer.unref();
+    }
     await Promise.all(
       this.#lookups.map((l) => {
         // A name never resolved is tried again soon, not only after the interval.
@@ -111,6 +121,13 @@ export class ReplicaAddresses {
       throw new SourceError('RendererUnavailable', `no renderer address is known (${why})`);
     }
     return urls;
+  }
+
+  /** No more lookups. */
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
   }
 
   /** A replica did not answer: look the names up again (at most once a second). */

@@ -71,6 +71,7 @@ export class RoutedRenderer implements Renderer {
   }
 
   async close(): Promise<void> {
+    this.#addresses.close();
     const clients = [...this.#clients.values()];
     this.#clients.clear();
     await Promise.all(clients.map((c) => c.close()));

@@ -142,3 +142,23 @@ test('a name that never resolved is an error naming it, and is looked up again a
   assert.deepEqual(await replicas.current(), ['http://10.1.2.3:8081']);
   assert.equal(resolve.calls, 3);
 });
+
+test('looked up every interval with no request at all, and no more once closed', async () => {
+  const resolve = resolver({ r: ['10.0.0.1'] });
+  const replicas = new ReplicaAddresses({
+    targets: [{ kind: 'dns', host: 'r', port: 80, given: 'dns+http://r:80' }],
+    resolve,
+    resolveIntervalMs: 10,
+  });
+  await replicas.current();
+  for (let i = 0; i < 500 && resolve.calls < 3; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(resolve.calls >= 3, `looked up ${resolve.calls} times by the timer`);
+  replicas.close();
+  await new Promise((r) => setTimeout(r, 20));
+  const calls = resolve.calls;
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(resolve.calls, calls, 'closed: no lookup');
+  await replicas.current();
+  await new Promise((r) => setTimeout(r, 100));
+  assert.ok(resolve.calls <= calls + 1, 'and no timer started again by a use after close');
+});
