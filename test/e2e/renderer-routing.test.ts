@@ -96,10 +96,23 @@ test(
         );
       }
       // One Application per repository, each in its own namespace.
-      const revisions = new Map<string, string>();
-      for (const team of TEAMS) {
+      // Three repositories that rank renderer a first and three that rank b first (the ports, and
+      // so the rankings, differ from run to run): both renderers have work, and a's move.
+      const firstOf = (repo: TestRepo) => rankReplicas(urls, routingKey(repo.url))[0];
+      const sides = new Map<string | undefined, TestRepo[]>([
+        [urls[0], []],
+        [urls[1], []],
+      ]);
+      while ((sides.get(urls[0]) as TestRepo[]).length < 3 || (sides.get(urls[1]) as TestRepo[]).length < 3) {
         const repo = await TestRepo.create();
-        repos.push(repo);
+        const side = sides.get(firstOf(repo)) as TestRepo[];
+        if (side.length < 3) side.push(repo);
+        else await repo.remove();
+      }
+      repos.push(...(sides.get(urls[0]) as TestRepo[]), ...(sides.get(urls[1]) as TestRepo[]));
+      const revisions = new Map<string, string>();
+      for (const [i, team] of TEAMS.entries()) {
+        const repo = repos[i] as TestRepo;
         revisions.set(
           team,
           await repo.commit({
@@ -138,19 +151,12 @@ test(
 
       // Each repository's git ran on one renderer only: the one its URL ranks first.
       const [onA, onB] = await Promise.all(renderers.map((r) => fetchedBy(r.metrics)));
-      const first = (repo: TestRepo) => rankReplicas(urls, routingKey(repo.url))[0];
       for (const repo of repos) {
         const where = [onA?.has(repo.url) ? urls[0] : undefined, onB?.has(repo.url) ? urls[1] : undefined].filter(
           Boolean,
         );
-        assert.deepEqual(where, [first(repo)], `${repo.url} was fetched by ${where.join(' and ') || 'none'}`);
+        assert.deepEqual(where, [firstOf(repo)], `${repo.url} was fetched by ${where.join(' and ') || 'none'}`);
       }
-      const ofA = repos.filter((r) => first(r) === urls[0]);
-      console.log(`repositories on renderer a: ${ofA.length}, on b: ${repos.length - ofA.length}`);
-      assert.ok(
-        ofA.length > 0 && ofA.length < repos.length,
-        'both renderers have repositories (6 repositories: fails with odds 1/32)',
-      );
       const metrics = await (await fetch(`http://127.0.0.1:${health}/metrics`)).text();
       for (const url of urls)
         assert.match(
@@ -186,8 +192,12 @@ test(
         const cm = await getRaw(cp.admin, { apiVersion: 'v1', kind: 'ConfigMap', name: 'routed', namespace: team });
         assert.equal((cm?.['data'] as Record<string, string>)['after'], 'kill', `${team}'s new commit applied`);
       }
+      // a's three repositories are now b's too (b had none of them before the kill).
       const afterKill = await fetchedBy(renderers[1]?.metrics as number);
-      for (const repo of repos) assert.ok(afterKill.has(repo.url), `${repo.url} now fetched by b`);
+      for (const repo of sides.get(urls[0]) as TestRepo[]) {
+        assert.ok(!onB?.has(repo.url), `${repo.url} was not on b before`);
+        assert.ok(afterKill.has(repo.url), `${repo.url} now fetched by b`);
+      }
       const later = await (await fetch(`http://127.0.0.1:${health}/metrics`)).text();
       assert.match(
         later,
