@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
+import type { AppProject, Application } from '../../src/api/index.ts';
+import { renderApplication } from '../../src/controller/render.ts';
 import { ANSWER_CONTENT_TYPE } from '../../src/renderer/protocol.ts';
 import { RoutedRenderer, type RendererRequestOutcome } from '../../src/renderer/routed.ts';
 import { rankReplicas, routingKey } from '../../src/renderer/routing.ts';
@@ -246,6 +248,39 @@ test("a headless Service's addresses: repositories follow the replicas DNS names
     for (const r of [a, b]) r.seen = [];
     for (const repo of repos) await client.render(input(repo));
     assert.deepEqual(new Set(a.seen), onA);
+  } finally {
+    await client.close();
+  }
+});
+
+test('a multi-source Application: each source is routed by its own repository, a Helm and an OCI one too; a ref source is resolved on its own', async () => {
+  const [a, b, c] = [await replica(), await replica(), await replica()];
+  const urls = [a.url, b.url, c.url];
+  const { client } = routed(urls);
+  const sources = [
+    { repoURL: 'https://git.example.com/app.git', path: 'base' },
+    { repoURL: 'https://charts.example.com', chart: 'web', targetRevision: '1.2.3' },
+    { repoURL: 'oci://registry.example.com/charts/api', targetRevision: '0.1.0', path: '.' },
+    { repoURL: 'https://git.example.com/values.git', targetRevision: 'main', ref: 'values' },
+  ];
+  try {
+    await renderApplication(
+      client,
+      {
+        metadata: { name: 'multi', namespace: 'argocd' },
+        spec: { project: 'p', sources, destination: { namespace: 'team' } },
+      } as unknown as Application,
+      {
+        project: { metadata: { name: 'p' }, spec: { sourceRepos: ['*'] } } as unknown as AppProject,
+        controllerNamespace: 'argocd',
+        repositories: { configs: [], errors: [], knownHosts: '', tlsCerts: {} },
+      },
+    );
+    for (const { repoURL } of sources) {
+      const on = rankReplicas(urls, routingKey(repoURL))[0];
+      for (const r of [a, b, c])
+        assert.equal(r.seen.includes(repoURL), r.url === on, `${repoURL} on ${on} only, not ${r.url}`);
+    }
   } finally {
     await client.close();
   }
