@@ -25,7 +25,7 @@ import { shardOf, startShards } from '../controller/shards.ts';
 import type { Shards } from '../controller/shards.ts';
 import { startHealthServer } from '../observability/health.ts';
 import { createLogger, isLogLevel, type Logger } from '../observability/logger.ts';
-import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import { createMetrics, rendererRequestMetrics, type Metrics } from '../observability/metrics.ts';
 
 export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NAME] [--namespace NS]
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
@@ -452,6 +452,8 @@ function rendererFrom(
   if (v['allow-local-repositories'] === true)
     return '--allow-local-repositories is for the child renderer: set it on the renderer itself';
   const secretName = secret || 'impersync-renderer-token';
+  // One for the process: a later leader term's client goes on counting in the same series.
+  const counted = rendererRequestMetrics(metrics);
   return () => {
     let token: Promise<string> | undefined;
     const read = () =>
@@ -478,9 +480,9 @@ function rendererFrom(
     return new RoutedRenderer({
       targets,
       ...auth,
-      onRequest: (replica, request, outcome) => metrics.rendererRequests.inc({ replica, request, outcome }),
+      onRequest: counted.onRequest,
       onChange: (replicas) => {
-        metrics.rendererReplicas.set(replicas.length);
+        counted.onChange(replicas);
         logger.info({ replicas }, 'renderer replicas');
       },
       onLookupError: (name, err) => logger.warn({ name, error: err.message }, 'renderer lookup failed'),

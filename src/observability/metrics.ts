@@ -65,6 +65,29 @@ export const ARGOCD_QUEUE_NAMES = { refresh: 'app_reconciliation_queue', operati
 /** The Argo CD version impersync stands in for (argocd_info's version label). */
 export const ARGOCD_VERSION = 'v3.6.1+impersync';
 
+/**
+ * The routed renderer client's hooks into the metrics: each request counted by its replica, and
+ * the replicas known. A replica gone (a Pod replaced gets a new address) takes its series with it,
+ * so that months of Pod churn do not grow the controller's metrics.
+ */
+export function rendererRequestMetrics(m: Metrics): {
+  onRequest: (replica: string, request: string, outcome: string) => void;
+  onChange: (replicas: readonly string[]) => void;
+} {
+  let known: readonly string[] = [];
+  return {
+    onRequest: (replica, request, outcome) => m.rendererRequests.inc({ replica, request, outcome }),
+    onChange: (replicas) => {
+      for (const gone of known.filter((r) => !replicas.includes(r)))
+        for (const request of ['render', 'resolve'])
+          for (const outcome of ['ok', 'error', 'unreachable'])
+            m.rendererRequests.remove({ replica: gone, request, outcome });
+      known = [...replicas];
+      m.rendererReplicas.set(replicas.length);
+    },
+  };
+}
+
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'impersync_' });
