@@ -13,6 +13,8 @@ import { connectControlCluster } from '../kube/control.ts';
 import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
 import { RendererClient, type Renderer } from '../renderer/client.ts';
+import { parseRendererTargets } from '../renderer/replicas.ts';
+import { RoutedRenderer } from '../renderer/routed.ts';
 import { startController } from '../controller/controller.ts';
 import { memoryLimit } from '../controller/memory.ts';
 import { splitList } from '../controller/cmd-params.ts';
@@ -22,15 +24,15 @@ import { checkTimings, defaultIdentity, startLeaderElection } from '../controlle
 import { shardOf, startShards } from '../controller/shards.ts';
 import type { Shards } from '../controller/shards.ts';
 import { startHealthServer } from '../observability/health.ts';
-import { createLogger, isLogLevel } from '../observability/logger.ts';
-import { createMetrics } from '../observability/metrics.ts';
+import { createLogger, isLogLevel, type Logger } from '../observability/logger.ts';
+import { createMetrics, rendererRequestMetrics, type Metrics } from '../observability/metrics.ts';
 
 export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NAME] [--namespace NS]
                     [--application-namespaces GLOBS] [--status-processors N] [--operation-processors N]
                     [--health-port PORT] [--log-level LEVEL] [--leader-elect [--leader-election-lease NAME]]
                     [--shards N] [--leader-election-lease-duration D] [--leader-election-renew-deadline D]
                     [--leader-election-retry-period D]
-                    [--renderer URL [--renderer-token-secret NAME | --renderer-token-file FILE]]
+                    [--renderer URL... [--renderer-token-secret NAME | --renderer-token-file FILE]]
                     [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT] [--memory-limit SIZE]
                     [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
                     [--redis-compress gzip|none] [--redis-use-tls [--redis-ca-certificate FILE]
@@ -63,7 +65,15 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
                                  the renew deadline must be shorter than the lease duration
   --renderer URL                 the renderer that renders sources (http://host:port or unix:/path);
                                  default: a child process of this one (impersync renderer), with no
-                                 variable of this process's environment but PATH
+                                 variable of this process's environment but PATH. Several replicas:
+                                 repeat the flag or separate URLs by commas, or give
+                                 dns+http://NAME:PORT, a headless Service whose every address is a
+                                 replica (looked up again every 30 s and when one does not answer;
+                                 the install: dns+http://impersync-renderer-headless:8081).
+                                 Each request goes to the replica its repository (repoURL) ranks
+                                 first by rendezvous hashing, so that the repository's caches stay on
+                                 one replica; a replica that does not answer is passed over for the
+                                 next, an answer (an error too) is final
   --renderer-token-secret NAME   the Secret in NS holding the renderer's token; made when missing
                                  (default impersync-renderer-token, with --renderer)
   --renderer-token-file FILE     the renderer's token from a file instead
@@ -182,7 +192,7 @@ export async function main(argv: string[]): Promise<number> {
     'leader-election-renew-deadline': { type: 'string' },
     'leader-election-retry-period': { type: 'string' },
     shards: { type: 'string' },
-    renderer: { type: 'string' },
+    renderer: { type: 'string', multiple: true },
     'renderer-token-secret': { type: 'string' },
     'renderer-token-file': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
@@ -278,7 +288,7 @@ export async function main(argv: string[]): Promise<number> {
       control = undefined;
       throw err;
     }));
-  const renderer = rendererFrom(v, connection, namespace);
+  const renderer = rendererFrom(v, connection, namespace, metrics, logger);
   if (typeof renderer === 'string') {
     process.stderr.write(`impersync run: ${renderer}\n`);
     return 2;
@@ -291,10 +301,12 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 2;
   }
-  // Each controller start (a new leader term too) gets its own renderer client, or starts its own child.
+  // Each controller start (a new leader term too) gets its own renderer client, closed when that
+  // controller stops, or starts its own child.
+  let client: Renderer | undefined;
   const rendering = () =>
     renderer
-      ? { renderer: renderer() }
+      ? { renderer: (client = renderer()) }
       : {
           childRenderer: {
             cacheDir,
@@ -344,6 +356,9 @@ export async function main(argv: string[]): Promise<number> {
     const c = controller;
     controller = undefined;
     await c?.stop();
+    const r = client;
+    client = undefined;
+    await r?.close().catch(() => undefined);
   };
   let election: ReturnType<typeof startLeaderElection> | undefined;
   let sharded: Shards | undefined;
@@ -420,21 +435,25 @@ function rendererFrom(
   v: Flags,
   connection: () => Promise<ControlClient>,
   namespace: string,
+  metrics: Metrics,
+  logger: Logger,
 ): (() => Renderer) | undefined | string {
-  const url = stringFlag(v, 'renderer', '');
+  const given = listFlag(v, 'renderer');
   const secret = stringFlag(v, 'renderer-token-secret', '');
   const file = stringFlag(v, 'renderer-token-file', '');
-  if (url === '') {
+  if (given.length === 0) {
     return secret !== '' || file !== ''
       ? '--renderer-token-secret and --renderer-token-file go with --renderer'
       : undefined;
   }
-  if (!/^(https?:\/\/|unix:\/)/.test(url))
-    return `--renderer must be http://host:port, https://host:port or unix:/path, not '${url}'`;
+  const targets = parseRendererTargets(given);
+  if (typeof targets === 'string') return targets;
   if (secret !== '' && file !== '') return 'give --renderer-token-secret or --renderer-token-file, not both';
   if (v['allow-local-repositories'] === true)
     return '--allow-local-repositories is for the child renderer: set it on the renderer itself';
   const secretName = secret || 'impersync-renderer-token';
+  // One for the process: a later leader term's client goes on counting in the same series.
+  const counted = rendererRequestMetrics(metrics);
   return () => {
     let token: Promise<string> | undefined;
     const read = () =>
@@ -445,8 +464,7 @@ function rendererFrom(
     // Secret only when the kubelet next syncs their volume.
     token = read();
     token.catch(() => (token = undefined));
-    return new RendererClient({
-      url,
+    const auth = {
       token: () =>
         (token ??= read().catch((err: unknown) => {
           token = undefined;
@@ -455,6 +473,19 @@ function rendererFrom(
       onUnauthorized: async () => {
         token = undefined;
       },
+    };
+    // One address: the one client, as always. Several, or a name to look up: routed by repository.
+    const [only] = targets;
+    if (targets.length === 1 && only?.kind === 'url') return new RendererClient({ url: only.url, ...auth });
+    return new RoutedRenderer({
+      targets,
+      ...auth,
+      onRequest: counted.onRequest,
+      onChange: (replicas) => {
+        counted.onChange(replicas);
+        logger.info({ replicas }, 'renderer replicas');
+      },
+      onLookupError: (name, err) => logger.warn({ name, error: err.message }, 'renderer lookup failed'),
     });
   };
 }

@@ -25,6 +25,10 @@ export interface Metrics {
   memoryBudget: Gauge<'state'>;
   memoryBudgetWaiting: Gauge;
   memoryBudgetOldestWait: Gauge;
+  /** Requests to the install's renderer, by the replica (its URL) routed to; with --renderer only. */
+  rendererRequests: Counter<'replica' | 'request' | 'outcome'>;
+  /** The renderer replicas known now (given, or resolved from a headless Service's name). */
+  rendererReplicas: Gauge;
 }
 
 type AppLabel = 'namespace' | 'name' | 'project';
@@ -60,6 +64,29 @@ export const ARGOCD_QUEUE_NAMES = { refresh: 'app_reconciliation_queue', operati
 
 /** The Argo CD version impersync stands in for (argocd_info's version label). */
 export const ARGOCD_VERSION = 'v3.6.1+impersync';
+
+/**
+ * The routed renderer client's hooks into the metrics: each request counted by its replica, and
+ * the replicas known. A replica gone (a Pod replaced gets a new address) takes its series with it,
+ * so that months of Pod churn do not grow the controller's metrics.
+ */
+export function rendererRequestMetrics(m: Metrics): {
+  onRequest: (replica: string, request: string, outcome: string) => void;
+  onChange: (replicas: readonly string[]) => void;
+} {
+  let known: readonly string[] = [];
+  return {
+    onRequest: (replica, request, outcome) => m.rendererRequests.inc({ replica, request, outcome }),
+    onChange: (replicas) => {
+      for (const gone of known.filter((r) => !replicas.includes(r)))
+        for (const request of ['render', 'resolve'])
+          for (const outcome of ['ok', 'error', 'unreachable'])
+            m.rendererRequests.remove({ replica: gone, request, outcome });
+      known = [...replicas];
+      m.rendererReplicas.set(replicas.length);
+    },
+  };
+}
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
@@ -150,6 +177,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     memoryBudgetOldestWait: new Gauge({
       name: 'impersync_memory_budget_oldest_wait_seconds',
       help: 'How long the job waiting longest for memory budget has waited.',
+      registers,
+    }),
+    rendererRequests: new Counter({
+      name: 'impersync_renderer_requests_total',
+      help: 'Requests to the renderer, by replica (its address), request (render, resolve) and outcome (ok, error: answered; unreachable: the next replica was asked).',
+      labelNames: ['replica', 'request', 'outcome'],
+      registers,
+    }),
+    rendererReplicas: new Gauge({
+      name: 'impersync_renderer_replicas',
+      help: 'Renderer replicas the controller routes requests to (given, or resolved from the headless Service).',
       registers,
     }),
     watchRestarts: new Gauge({

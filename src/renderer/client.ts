@@ -46,6 +46,49 @@ export interface Renderer {
   close(): Promise<void>;
 }
 
+/**
+ * A request that got no answer at all from the renderer it was sent to: the connection was refused
+ * or could not be made in time (`connect`; no renderer saw the request), or it was closed before
+ * any answer came (`reset`; the renderer may have been working on it when it went away). Another
+ * replica may be asked (renderer/routed.ts); any answer, an error too, is final.
+ */
+export class RendererUnreachable extends SourceError {
+  readonly how: 'connect' | 'reset';
+
+  constructor(message: string, how: 'connect' | 'reset', options?: { cause?: unknown }) {
+    super('RendererUnavailable', message, options);
+    this.how = how;
+  }
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'EADDRNOTAVAIL',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOENT', // a unix socket that is not there
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/**
+ * Whether a failed request reached no renderer's answer, and how. A timeout waiting for the answer's
+ * headers is not among them: the renderer has the request (a busy one queues it), and asking
+ * another would run a render that may be slow by its content twice.
+ */
+function notReached(err: unknown): 'connect' | 'reset' | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    if (CONNECT_CODES.has(code)) return 'connect';
+    if (RESET_CODES.has(code)) return 'reset';
+  }
+  return undefined;
+}
+
 /** Parsing runs this long at most before the event loop gets a turn. */
 const PARSE_SLICE_MS = 5;
 
@@ -60,6 +103,8 @@ export interface RendererClientOptions {
   timeoutMs?: number;
   /** Largest answer read. Default MAX_ANSWER_BYTES (65 MiB). */
   maxAnswerBytes?: number;
+  /** How long making a connection may take. Default 10 s. */
+  connectTimeoutMs?: number;
 }
 
 export class RendererClient implements Renderer {
@@ -76,7 +121,7 @@ export class RendererClient implements Renderer {
       headersTimeout: timeout,
       bodyTimeout: timeout,
       keepAliveTimeout: 30_000,
-      connect: { timeout: 10_000, ...(socketPath ? { socketPath } : {}) },
+      connect: { timeout: opts.connectTimeoutMs ?? 10_000, ...(socketPath ? { socketPath } : {}) },
     });
   }
 
@@ -135,13 +180,10 @@ export class RendererClient implements Renderer {
         body: JSON.stringify(body),
       });
     } catch (err) {
-      throw new SourceError(
-        'RendererUnavailable',
-        `the renderer at ${this.#opts.url} cannot be reached: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
+      const message = `the renderer at ${this.#opts.url} cannot be reached: ${(err as Error).message}`;
+      const unreached = notReached(err);
+      if (unreached) throw new RendererUnreachable(message, unreached, { cause: err });
+      throw new SourceError('RendererUnavailable', message, { cause: err });
     }
     if (res.statusCode === 401 && this.#opts.onUnauthorized && !retried) {
       await res.body.dump();

@@ -68,3 +68,22 @@ test('impersync run refuses a bad --shards and Lease timings client-go would ref
     assert.match(r.stderr, message);
   }
 });
+
+test('impersync run refuses a --renderer it cannot route to, naming the entry', () => {
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', main, 'run', ...args], { encoding: 'utf8' });
+  for (const [args, message] of [
+    [
+      ['--renderer', 'renderer:8081'],
+      /--renderer must be http:\/\/host:port, https:\/\/host:port, unix:\/path or dns\+http:\/\/name:port, not 'renderer:8081'/,
+    ],
+    [['--renderer', 'http://a:1', '--renderer', 'ftp://b'], /not 'ftp:\/\/b'/],
+    [['--renderer', 'http://a:1,,http://b:1'], /--renderer needs an address/],
+    [['--renderer', 'dns+http://impersync-renderer-headless'], /--renderer must be dns\+http:\/\/name:port/],
+    [['--renderer', 'dns+https://impersync-renderer-headless:8081'], /dns\+https is not supported/],
+  ] as const) {
+    const r = run(...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, message);
+  }
+});

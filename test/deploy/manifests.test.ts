@@ -130,7 +130,7 @@ function impersonationBindings(objects: KubeObject[]): string[] {
 }
 
 const installNames = {
-  controller: { renderer: 'http://impersync-renderer:8081', tokenSecret: 'impersync-renderer-token' },
+  controller: { renderer: 'dns+http://impersync-renderer-headless:8081', tokenSecret: 'impersync-renderer-token' },
   renderer: { serviceAccount: 'impersync-renderer', tokenSecret: 'impersync-renderer-token' },
   network: { service: 'impersync-renderer', policy: 'impersync-renderer' },
 };
@@ -150,6 +150,7 @@ test('kustomize: the strict install has the documented objects and no right on t
     'RoleBinding/impersync-controller',
     'Service/impersync-metrics',
     'Service/impersync-renderer',
+    'Service/impersync-renderer-headless',
     'Service/impersync-renderer-metrics',
     'ServiceAccount/impersync-controller',
     'ServiceAccount/impersync-renderer',
@@ -564,7 +565,7 @@ test('helm template: values reach the objects', () => {
   assert.ok(!objects.some((o) => o.metadata.name.endsWith('-impersonate-extras')), 'rbac.impersonate.extras=false');
   // The renderer's values, and the names the controller is given for it.
   controllerChecks(objects, {
-    renderer: 'http://ops-impersync-renderer:8081',
+    renderer: 'dns+http://ops-impersync-renderer-headless:8081',
     tokenSecret: 'ops-impersync-renderer-token',
   });
   rendererChecks(objects, {

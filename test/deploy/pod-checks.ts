@@ -248,8 +248,25 @@ export function rendererNetworkChecks(objects: KubeObject[], opts: { service: st
   );
   assert.equal(labelsOf(metrics)['impersync.io/metrics'], 'true', 'the renderer ServiceMonitor selects it');
   assert.notEqual(labelsOf(svc)['impersync.io/metrics'], 'true', 'and not the token-guarded Service');
+  // The headless Service the controller routes by: one address per ready renderer Pod, the same port.
+  const headless = objects.find((o) => o.kind === 'Service' && o.metadata.name === `${opts.service}-headless`);
+  assert.ok(headless, `Service ${opts.service}-headless`);
+  const hspec = headless['spec'] as {
+    clusterIP?: string;
+    publishNotReadyAddresses?: boolean;
+    selector: Record<string, string>;
+    ports: { port: number; targetPort: string }[];
+  };
+  assert.equal(hspec.clusterIP, 'None', 'headless: DNS answers with the Pods, not one virtual IP');
+  assert.notEqual(hspec.publishNotReadyAddresses, true, 'only ready Pods (their token mounted) are routed to');
+  assert.ok(selects(hspec.selector, renderer) && !selects(hspec.selector, controller));
+  assert.deepEqual(
+    hspec.ports.map((p) => [p.port, p.targetPort]),
+    [[8081, 'http']],
+  );
+  assert.notEqual(labelsOf(headless)['impersync.io/metrics'], 'true');
   // The controller's own Services do not select the renderer.
-  for (const other of objects.filter((o) => o.kind === 'Service' && o !== svc && o !== metrics))
+  for (const other of objects.filter((o) => o.kind === 'Service' && ![svc, metrics, headless].includes(o)))
     assert.ok(
       !selects((other['spec'] as { selector: Record<string, string> }).selector, renderer),
       other.metadata.name,

@@ -219,7 +219,8 @@ before(async () => {
     args: (a) =>
       a.startsWith('--health-port=')
         ? `--health-port=${port}`
-        : moved('http://impersync-renderer:8081', `http://127.0.0.1:${rendererPort}`)(a),
+        : // The headless Service's name, here one that resolves to the renderer on loopback.
+          moved('dns+http://impersync-renderer-headless:8081', `dns+http://localhost:${rendererPort}`)(a),
     cwd: ctl['home'] as string,
   });
   controller.args.push(`--kubeconfig=${kubeconfig}`); // in a Pod: the in-cluster configuration

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/observability/logger.ts';
-import { createMetrics } from '../../src/observability/metrics.ts';
+import { createMetrics, rendererRequestMetrics } from '../../src/observability/metrics.ts';
 import { startHealthServer } from '../../src/observability/health.ts';
 
 function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
@@ -76,4 +76,29 @@ test('health server answers /healthz, /readyz by readiness, /metrics with the re
   } finally {
     await server.close();
   }
+});
+
+test("renderer requests are counted per replica, and a replica's series go when it does", async () => {
+  const metrics = createMetrics();
+  const hooks = rendererRequestMetrics(metrics);
+  hooks.onChange(['http://10.0.0.1:8081', 'http://10.0.0.2:8081']);
+  hooks.onRequest('http://10.0.0.1:8081', 'render', 'ok');
+  hooks.onRequest('http://10.0.0.1:8081', 'render', 'ok');
+  hooks.onRequest('http://10.0.0.2:8081', 'resolve', 'unreachable');
+  let text = await metrics.registry.metrics();
+  assert.match(
+    text,
+    /impersync_renderer_requests_total\{replica="http:\/\/10\.0\.0\.1:8081",request="render",outcome="ok"\} 2/,
+  );
+  assert.match(
+    text,
+    /impersync_renderer_requests_total\{replica="http:\/\/10\.0\.0\.2:8081",request="resolve",outcome="unreachable"\} 1/,
+  );
+  assert.match(text, /impersync_renderer_replicas 2/);
+  // 10.0.0.2's Pod replaced by 10.0.0.3: its series are dropped, 10.0.0.1's kept.
+  hooks.onChange(['http://10.0.0.1:8081', 'http://10.0.0.3:8081']);
+  text = await metrics.registry.metrics();
+  assert.doesNotMatch(text, /10\.0\.0\.2/);
+  assert.match(text, /replica="http:\/\/10\.0\.0\.1:8081",request="render",outcome="ok"\} 2/);
+  assert.match(text, /impersync_renderer_replicas 2/);
 });
