@@ -129,7 +129,7 @@ export interface DestinationClient {
    * The destination's OpenAPI v3 document for `apiVersion`'s group-version (cached per cluster,
    * read again when the server's index names a new one); a 404 when it publishes none.
    */
-  openApiV3?(apiVersion: string): Promise<KubeResult<OpenApiDocument>>;
+  openApiV3(apiVersion: string): Promise<KubeResult<OpenApiDocument>>;
   /** Raw server-side apply: the object's JSON goes to the server unchanged, unknown fields included. */
   apply(obj: KubeObject, opts?: ApplyOptions): Promise<KubeResult<KubeObject>>;
   create(obj: KubeObject, opts?: { dryRun?: boolean }): Promise<KubeResult<KubeObject>>;

@@ -41,7 +41,6 @@ export type SchemaLookup = { type: TypeRef; schema: Schema } | { error: string }
 /** The schema of `o`'s kind on the destination, or why there is none (Argo CD's words first). */
 export async function schemaFor(client: DestinationClient, o: KubeObject): Promise<SchemaLookup> {
   const unresolved = `unable to resolve parseableType for GroupVersionKind: ${gvkOf(o)}`;
-  if (!client.openApiV3) return { error: unresolved };
   const doc = await client.openApiV3(o.apiVersion);
   if (!doc.ok)
     return { error: doc.error.code === 404 ? unresolved : `${unresolved} (OpenAPI v3: ${doc.error.message})` };
