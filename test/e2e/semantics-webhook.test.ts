@@ -14,6 +14,15 @@ import { applyRaw, getRaw, requestOk } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import { testCA } from '../support/tls.ts';
+import type { KubeObject as ApiObject } from '../../src/api/index.ts';
+import { elementKey } from '../../src/sync/smd/path.ts';
+import type { Value } from '../../src/sync/smd/path.ts';
+import { schemaFromOpenApiV3 } from '../../src/sync/smd/schema.ts';
+import { fieldSetFromFieldsV1 } from '../../src/sync/smd/set.ts';
+import type { FieldSet } from '../../src/sync/smd/set.ts';
+import { merge, removedFields, toFieldSet } from '../../src/sync/smd/typed.ts';
+import { removeWebhookMutation } from '../../src/sync/webhook-mutation.ts';
+import { goReference } from '../sync/smd/go-reference.ts';
 import { application, operationPhase, startDeployersPlane, startFixture, waitForApp } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 
@@ -187,5 +196,144 @@ test('ServerSideDiff=true and the manifest sets the field the webhook rewrites: 
   await until('refreshed again', async () => {
     await hardRefresh('wh-owned');
     return synced(await waitForApp(cp, 'wh-owned', 'compared', () => true)) === 'OutOfSync';
+  });
+});
+
+const GADGET_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'gadgets.example.com' },
+  spec: {
+    group: 'example.com',
+    names: { kind: 'Gadget', plural: 'gadgets', singular: 'gadget', listKind: 'GadgetList' },
+    scope: 'Namespaced',
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: {
+                type: 'object',
+                properties: {
+                  ports: {
+                    type: 'array',
+                    nullable: true,
+                    'x-kubernetes-list-type': 'map',
+                    'x-kubernetes-list-map-keys': ['name'],
+                    items: {
+                      type: 'object',
+                      required: ['name'],
+                      properties: { name: { type: 'string' }, port: { type: 'integer' } },
+                    },
+                  },
+                  free: {
+                    type: 'object',
+                    'x-kubernetes-preserve-unknown-fields': true,
+                    properties: { tags: { type: 'array', 'x-kubernetes-list-type': 'set', items: { type: 'string' } } },
+                  },
+                  labels: {
+                    type: 'object',
+                    'x-kubernetes-map-type': 'atomic',
+                    additionalProperties: { type: 'string' },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+// Argo CD builds its parser from the destination's OpenAPI v2 document; impersync reads v3 per
+// group-version and first puts each definition as v2 publishes it (a nullable field without its
+// type, a preserve-unknown-fields object without its properties). On the real API server's two
+// documents for one CRD, every operation gives the same as the Go library on the v2 document.
+test('a CRD with a nullable list map and a preserve-unknown-fields object: the v3 schema gives what Argo CD’s v2 parser gives', async () => {
+  await applyRaw(cp.admin, GADGET_CRD);
+  const name = 'com.example.v1.Gadget';
+  let v2: { definitions?: Record<string, unknown> } = {};
+  let v3: { components?: { schemas?: Record<string, unknown> } } = {};
+  await until(
+    'Gadget published in OpenAPI v2 and v3',
+    async () => {
+      v2 = (await requestOk(cp.admin, { method: 'GET', path: '/openapi/v2' })) as typeof v2;
+      v3 = (await requestOk(cp.admin, { method: 'GET', path: '/openapi/v3/apis/example.com/v1' }).catch(
+        () => ({}),
+      )) as typeof v3;
+      return v2.definitions?.[name] !== undefined && v3.components?.schemas?.[name] !== undefined;
+    },
+    60_000,
+  );
+  const owned = {
+    'f:spec': {
+      'f:ports': { 'k:{"name":"a"}': { '.': {}, 'f:name': {}, 'f:port': {} } },
+      'f:free': { 'f:tags': { 'v:"x"': {} }, 'f:size': {} },
+      'f:labels': {},
+    },
+  };
+  const gadget = (spec: Record<string, unknown>) => ({
+    apiVersion: 'example.com/v1',
+    kind: 'Gadget',
+    metadata: {
+      name: 'g',
+      namespace: 'wh-default',
+      managedFields: [
+        {
+          manager: 'impersync',
+          operation: 'Apply',
+          apiVersion: 'example.com/v1',
+          fieldsType: 'FieldsV1',
+          fieldsV1: owned,
+        },
+      ],
+    },
+    spec,
+  });
+  const live = gadget({
+    ports: [{ name: 'a', port: 1 }],
+    free: { tags: ['x'], size: 1, extra: 'live' },
+    labels: { a: '1' },
+  });
+  const predicted = gadget({
+    ports: [
+      { name: 'a', port: 2 },
+      { name: 'webhook', port: 3 },
+    ],
+    free: { tags: ['x', 'webhook'], size: 2, extra: 'webhook', more: { deep: 1 } },
+    labels: { a: '1', webhook: '1' },
+  });
+  const schema = schemaFromOpenApiV3(v3);
+  assert.equal(schema.gvks.get('example.com/v1, Kind=Gadget'), name);
+  const go = goReference({ document: {}, documentV2: v2, typeName: name, predicted, live, manager: 'impersync' });
+  const tr = { named: name };
+  const keys = (s: FieldSet) => [...s.paths()].map((p) => p.map(elementKey).join(' ')).sort();
+  assert.deepEqual(keys(toFieldSet(schema, tr, predicted as Value)), keys(fieldSetFromFieldsV1(go.fieldSet)));
+  assert.deepEqual(
+    keys(removedFields(schema, tr, live as Value, predicted as Value)),
+    keys(fieldSetFromFieldsV1(go.removed)),
+  );
+  assert.deepEqual(merge(schema, tr, live as Value, predicted as Value), go.merged);
+  const out = removeWebhookMutation(
+    predicted as unknown as ApiObject,
+    live as unknown as ApiObject,
+    { schema, type: tr },
+    'impersync',
+  );
+  assert.deepEqual(out, go.result);
+  // As v2 has it: the nullable list map is atomic (the webhook's port kept with the owned list), the
+  // set under preserve-unknown-fields atomic too, the atomic map whole.
+  assert.deepEqual((out as unknown as { spec: unknown }).spec, {
+    ports: [
+      { name: 'a', port: 2 },
+      { name: 'webhook', port: 3 },
+    ],
+    free: { tags: ['x', 'webhook'], size: 2, extra: 'live' },
+    labels: { a: '1', webhook: '1' },
   });
 });

@@ -1,5 +1,6 @@
 // The schema structured-merge-diff walks values with, built from a Kubernetes OpenAPI v3
-// group-version document as kube-openapi's schemaconv (ToSchemaFromOpenAPI) builds it: each
+// group-version document, as Argo CD's from the v2 document: each definition first as v2
+// publishes it (asPublishedInV2), then as kube-openapi's schemaconv (ToSchemaFromOpenAPI) builds it: each
 // component schema a named type; `x-kubernetes-list-type` (atomic, set, map with
 // `x-kubernetes-list-map-keys`), else `x-kubernetes-patch-strategy: merge` with its merge key, else
 // atomic; `x-kubernetes-map-type`; `x-kubernetes-preserve-unknown-fields` and objects without
@@ -97,6 +98,8 @@ class Converter {
     const type = Array.isArray(s['type']) ? String(s['type'][0] ?? '') : typeof s['type'] === 'string' ? s['type'] : '';
     switch (type) {
       case '':
+        // Without properties it is v2's Arbitrary: the deduced type, whatever its extensions say.
+        if (Object.keys(asObject(s['properties']) ?? {}).length === 0) return deducedAtom;
         return { scalar: 'untyped', list: this.list(s, preserve, depth), map: this.object(s, preserve, depth) };
       case 'object':
         return { map: this.object(s, preserve, depth) };
@@ -214,6 +217,44 @@ class Converter {
 }
 
 /**
+ * A schema as kube-apiserver publishes it in OpenAPI v2, the document Argo CD builds its parser
+ * from (apiextensions-apiserver's ToStructuralOpenAPIV2 and its v2 builder): a nullable schema
+ * loses its type, items and properties; one that preserves unknown fields loses its items and
+ * properties (and its `object` type; at a kind's root, every property); an array without items
+ * loses its type. Applied to every definition: the built-in types carry none of these (checked
+ * on the v3 specs of Kubernetes v1.34), so they are as v3 publishes them, and a custom resource's
+ * schema converts to what Argo CD converts. References are not followed; inline nesting is
+ * bounded as in the conversion.
+ */
+function asPublishedInV2(s: Json, depth = 0): Json {
+  if (depth > MAX_INLINE_DEPTH) return s;
+  const out: Json = { ...s };
+  const props = asObject(out['properties']);
+  if (props)
+    out['properties'] = Object.fromEntries(
+      Object.entries(props).map(([k, v]) => [k, asObject(v) ? asPublishedInV2(v as Json, depth + 1) : v]),
+    );
+  const items = asObject(out['items']);
+  if (items) out['items'] = asPublishedInV2(items, depth + 1);
+  const ap = asObject(out['additionalProperties']);
+  if (ap) out['additionalProperties'] = asPublishedInV2(ap, depth + 1);
+  const preserve = out['x-kubernetes-preserve-unknown-fields'] === true;
+  if (out['nullable'] === true) {
+    delete out['type'];
+    delete out['nullable'];
+    delete out['items'];
+    delete out['properties'];
+  }
+  if (preserve) {
+    delete out['items'];
+    delete out['properties'];
+  }
+  if (out['type'] === 'array' && out['items'] === undefined) delete out['type'];
+  if (preserve && out['type'] === 'object') delete out['type'];
+  return out;
+}
+
+/**
  * The schema of one OpenAPI v3 document (`/openapi/v3/apis/<group>/<version>`). Throws, naming the
  * definitions, when schemaconv would refuse it. A GroupVersionKind two definitions claim resolves to
  * nothing, as Argo CD drops such kinds from its parser rather than fail them all.
@@ -238,7 +279,12 @@ export function schemaFromOpenApiV3(doc: unknown): Schema {
     else if (name === RAW_EXTENSION) types.set(name, untypedAtom);
     else {
       const c = new Converter(name);
-      const atom = c.visit(s, false, 0);
+      // A kind whose root preserves unknown fields is published in v2 as a bare object.
+      const v2 =
+        s['x-kubernetes-preserve-unknown-fields'] === true && Array.isArray(s['x-kubernetes-group-version-kind'])
+          ? { type: 'object' }
+          : asPublishedInV2(s);
+      const atom = c.visit(v2, false, 0);
       errors.push(...c.errors);
       if (atom.scalar !== undefined || atom.list || atom.map) types.set(name, atom);
     }

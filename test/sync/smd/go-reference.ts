@@ -37,6 +37,8 @@ export interface GoCase {
   predicted: unknown;
   live: unknown;
   manager: string;
+  /** An OpenAPI v2 document: the schema built from it as Argo CD builds its parser, not from `document`. */
+  documentV2?: unknown;
   /** A FieldsV1 set to remove from `predicted`. */
   remove?: unknown;
 }

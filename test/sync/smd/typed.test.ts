@@ -83,9 +83,36 @@ test('the schema: what schemaconv refuses is refused, naming the definition', ()
     /failed to convert models to schema: Bad: unknown list type bag/,
   );
   assert.throws(
-    () => schemaFromOpenApiV3({ components: { schemas: { NoItems: { type: 'array' } } } }),
-    /NoItems: `items` must be specified on arrays/,
+    () =>
+      schemaFromOpenApiV3({
+        components: { schemas: { Odd: { type: 'object', properties: {}, 'x-kubernetes-map-type': 'loose' } } },
+      }),
+    /Odd: unknown map type loose/,
   );
+  // v2 publishes an array without items, and a nullable field, without a type: the deduced type.
+  const v2ish = schemaFromOpenApiV3({
+    components: {
+      schemas: {
+        T: {
+          type: 'object',
+          properties: {
+            noItems: { type: 'array' },
+            nullableMap: {
+              type: 'array',
+              nullable: true,
+              items: { type: 'object', properties: { k: { type: 'string' } } },
+              'x-kubernetes-list-type': 'map',
+              'x-kubernetes-list-map-keys': ['k'],
+            },
+          },
+        },
+      },
+    },
+  });
+  const f = v2ish.types.get('T')?.map?.fields;
+  assert.equal(f?.get('noItems')?.type.inlined?.list?.relationship, 'atomic');
+  assert.equal(f?.get('nullableMap')?.type.inlined?.list?.relationship, 'atomic');
+  assert.deepEqual(f?.get('nullableMap')?.type.inlined?.map?.elementType, { named: '__untyped_deduced_' });
 });
 
 test('a hostile schema: nesting beyond the bound is refused; a $ref cycle costs nothing more than the value', () => {

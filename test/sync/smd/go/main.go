@@ -13,19 +13,24 @@ import (
 	"io"
 	"os"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"k8s.io/kube-openapi/pkg/schemaconv"
 	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/util/proto"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 type input struct {
-	Document  json.RawMessage `json:"document"`
-	TypeName  string          `json:"typeName"`
-	Predicted map[string]any  `json:"predicted"`
-	Live      map[string]any  `json:"live"`
-	Manager   string          `json:"manager"`
-	Remove    json.RawMessage `json:"remove"`
+	Document json.RawMessage `json:"document"`
+	// An OpenAPI v2 document (/openapi/v2): the schema is then built as Argo CD builds its parser.
+	DocumentV2 json.RawMessage `json:"documentV2"`
+	TypeName   string          `json:"typeName"`
+	Predicted  map[string]any  `json:"predicted"`
+	Live       map[string]any  `json:"live"`
+	Manager    string          `json:"manager"`
+	Remove     json.RawMessage `json:"remove"`
 }
 
 type output struct {
@@ -158,11 +163,25 @@ func main() {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		panic(err)
 	}
-	var doc spec3.OpenAPI
-	if err := json.Unmarshal(in.Document, &doc); err != nil {
-		panic(err)
+	var s *schema.Schema
+	if len(in.DocumentV2) > 0 {
+		// Argo CD's path: proto models of the v2 document, then managedfields.NewGVKParser's conversion.
+		doc, perr := openapi_v2.ParseDocument(in.DocumentV2)
+		if perr != nil {
+			panic(perr)
+		}
+		models, perr := proto.NewOpenAPIData(doc)
+		if perr != nil {
+			panic(perr)
+		}
+		s, err = schemaconv.ToSchemaWithPreserveUnknownFields(models, false)
+	} else {
+		var doc spec3.OpenAPI
+		if err := json.Unmarshal(in.Document, &doc); err != nil {
+			panic(err)
+		}
+		s, err = schemaconv.ToSchemaFromOpenAPI(doc.Components.Schemas, false)
 	}
-	s, err := schemaconv.ToSchemaFromOpenAPI(doc.Components.Schemas, false)
 	out := output{}
 	enc := json.NewEncoder(os.Stdout)
 	if err != nil {
