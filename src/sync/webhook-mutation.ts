@@ -13,7 +13,9 @@ import type { Path, Value } from './smd/path.ts';
 import type { Schema, TypeRef } from './smd/schema.ts';
 import { gvkString, schemaFromOpenApiV3 } from './smd/schema.ts';
 import { FieldSet, fieldSetFromFieldsV1 } from './smd/set.ts';
-import { merge, removedFields, removeItems, toFieldSet, validate, SmdError } from './smd/typed.ts';
+import { listItemElement, merge, removedFields, removeItems, SmdError, toFieldSet, validate } from './smd/typed.ts';
+import { elementKey } from './smd/path.ts';
+import { resolve } from './smd/schema.ts';
 
 /** Schemas built from documents, per document (a new hash is a new document object). */
 const built = new WeakMap<OpenApiDocument, Schema | Error>();
@@ -105,6 +107,89 @@ function isCompositeKeyField(p: Path): boolean {
   return false;
 }
 
+/**
+ * The API groups of client-go's scheme (k8s.io/client-go/kubernetes/scheme, v0.37), whose kinds
+ * gitops-engine's remarshal reads into their Go type after removeWebhookMutation; custom
+ * resources (and CustomResourceDefinitions, not in that scheme) it leaves as they are.
+ */
+const SCHEME_GROUPS = new Set([
+  '',
+  'admissionregistration.k8s.io',
+  'internal.apiserver.k8s.io',
+  'apps',
+  'authentication.k8s.io',
+  'authorization.k8s.io',
+  'autoscaling',
+  'batch',
+  'certificates.k8s.io',
+  'coordination.k8s.io',
+  'discovery.k8s.io',
+  'events.k8s.io',
+  'extensions',
+  'flowcontrol.apiserver.k8s.io',
+  'networking.k8s.io',
+  'node.k8s.io',
+  'policy',
+  'rbac.authorization.k8s.io',
+  'resource.k8s.io',
+  'scheduling.k8s.io',
+  'storage.k8s.io',
+  'storagemigration.k8s.io',
+]);
+
+const asMap = (v: Value | undefined): Record<string, Value> | undefined =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? v : undefined;
+
+/**
+ * What remarshal does to the nulls the removal leaves (a map or list emptied of every field):
+ * the Go type's omitempty fields drop them. A null that the dry-run's answer or live had at that
+ * place is the server's and stays, as it does through the Go type and RemoveMapFields.
+ */
+function withoutRemovalNulls(schema: Schema, tr: TypeRef, out: Value, predicted: Value, live: Value): Value {
+  const walk = (tr: TypeRef | undefined, o: Value, p: Value | undefined, l: Value | undefined): Value => {
+    const atom = resolve(schema, tr ?? {});
+    if (!atom) return o;
+    const m = asMap(o);
+    if (m && atom.map && atom.map.relationship !== 'atomic') {
+      const res: Record<string, Value> = {};
+      for (const [k, v] of Object.entries(m)) {
+        const pv = asMap(p)?.[k];
+        const lv = asMap(l)?.[k];
+        if (v === null && pv !== null && lv !== null) continue;
+        res[k] = walk(atom.map.fields.get(k)?.type ?? atom.map.elementType, v, pv, lv);
+      }
+      return res;
+    }
+    const list = atom.list;
+    if (Array.isArray(o) && list && list.relationship === 'associative' && list.keys.length > 0) {
+      const byKey = (xs: Value | undefined) => {
+        const idx = new Map<string, Value>();
+        for (const x of Array.isArray(xs) ? xs : []) {
+          try {
+            idx.set(elementKey(listItemElement(schema, list, x)), x);
+          } catch {
+            // an element without its key matches nothing
+          }
+        }
+        return idx;
+      };
+      const pi = byKey(p);
+      const li = byKey(l);
+      return o.map((item) => {
+        let k: string;
+        try {
+          k = elementKey(listItemElement(schema, list, item));
+        } catch {
+          return item;
+        }
+        return walk(list.elementType, item, pi.get(k), li.get(k));
+      });
+    }
+    return o;
+  };
+  return walk(tr, out, predicted, live);
+}
+
 function typedOrThrow(lookup: { type: TypeRef; schema: Schema }, v: Value, what: string, gvk: string): void {
   const errs = validate(lookup.schema, lookup.type, v);
   if (errs.length)
@@ -167,6 +252,7 @@ export function removeWebhookMutation(
       throw new Error(`error applying predicted live to live state: ${(e as Error).message}`, { cause: e });
     }
     out = removeItems(schema, type, out, removed);
+    if (SCHEME_GROUPS.has(groupOf(predicted.apiVersion))) out = withoutRemovalNulls(schema, type, out, pv, lv);
     if (out === null || typeof out !== 'object' || Array.isArray(out))
       throw new Error(`error converting live typedValue: expected map got ${out === null ? '<nil>' : typeof out}`);
     return out as unknown as KubeObject;

@@ -100,6 +100,11 @@ export interface Case {
   live: Record<string, unknown>;
   manager: string;
   remove?: unknown;
+  /**
+   * Where the Go pipeline leaves a null the removal made, which gitops-engine's remarshal then
+   * drops (a built-in kind's omitempty field): dotted paths into the result.
+   */
+  remarshalDrops?: string[];
 }
 
 export const CASES: Case[] = [
@@ -234,6 +239,18 @@ export const CASES: Case[] = [
       },
     ),
     manager: MANAGER,
+  },
+  {
+    name: 'annotations only the webhook sets, on an object live has without them',
+    typeName: DEPLOYMENT,
+    live: (() => {
+      const d = deployment({}, {});
+      delete (d.metadata as { annotations?: unknown }).annotations;
+      return d;
+    })(),
+    predicted: deployment({ 'webhook/counter': '9' }, {}),
+    manager: MANAGER,
+    remarshalDrops: ['metadata.annotations'],
   },
   {
     name: 'the manager owns nothing there',
