@@ -76,7 +76,7 @@ export const CMD_PARAM_KEYS: readonly CmdParamKey[] = [
   h(
     'controller.diff.server.side',
     'ARGOCD_APPLICATION_CONTROLLER_SERVER_SIDE_DIFF',
-    '`true` is what impersync always does; `false` (client-side diff) is named: impersync always diffs with a server-side dry-run apply',
+    '`true`: every Application compares as with ServerSideDiff=true, what mutating webhooks change left out unless it says IncludeMutationWebhook=true; `false` (client-side diff) is named: impersync always diffs with a server-side dry-run apply',
   ),
   h(
     'controller.resource.health.persist',

@@ -46,6 +46,8 @@ export interface ControllerParams {
     applicationConditions: string[];
     clusterLabels: string[];
   };
+  /** controller.diff.server.side (ARGOCD_APPLICATION_CONTROLLER_SERVER_SIDE_DIFF) is true: Argo CD's ServerSideDiff for every Application. */
+  serverSideDiff: boolean;
   /** ARGOCD_GPG_ENABLED: false or no (any case) turns commit signature verification off, as Argo CD. */
   gpgEnabled: boolean;
   /** Where each honoured value came from: flag, env, configmap or default. */
@@ -218,6 +220,7 @@ export function resolveControllerParams(input: ParamInputs): ControllerParams {
     syncTimeoutMs,
     waveDelayMs,
     metrics,
+    serverSideDiff: raw('controller.diff.server.side')?.value.toLowerCase() === 'true',
     gpgEnabled: gpgEnabled(input.env),
     sources,
     warnings,

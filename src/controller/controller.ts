@@ -235,7 +235,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   // Which rights an identity lacks, asked after a refusal; answers shared by refreshes and syncs.
   const rights = new RightsCheck();
   // ignoreDifferences' jq expressions, run in a worker thread that stop() ends.
-  const semantics = new Semantics();
+  const semantics = new Semantics({ serverSideDiff: params.serverSideDiff });
   // Argo CD's own application controller in the control namespace: nothing is reconciled while it runs.
   const argoController = new ArgoControllerDetector(control.watchTransport(), opts.namespace, log);
   const budget = controllerBudget(opts, log);

@@ -289,14 +289,18 @@ export const SYNC_OPTION_RULES: readonly FieldRule[] = [
 
 export const COMPARE_OPTION_RULES: readonly FieldRule[] = [
   h('IgnoreExtraneous', 'sync/compare.ts'),
-  // Not exact: without IncludeMutationWebhook=true Argo CD leaves out what mutating webhooks change,
-  // impersync keeps it in the prediction (docs/semantics.md, what is warned; the diff issue's).
-  h('ServerSideDiff=true', 'impersync always diffs server-side, mutating webhooks included'),
+  h(
+    'ServerSideDiff=true',
+    "impersync always diffs server-side; with it (or controller.diff.server.side, or ServerSideApply=true) and without IncludeMutationWebhook=true, mutating webhooks' changes are left out as Argo CD's removeWebhookMutation does (sync/webhook-mutation.ts, sync/smd/)",
+  ),
   r(
     'ServerSideDiff=false',
     'Argo CD then diffs client-side, which impersync does not: the Application is refused at admission (controller/refused-fields.ts)',
   ),
-  h('IncludeMutationWebhook=true', "the dry-run apply's answer includes what mutating webhooks do"),
+  h(
+    'IncludeMutationWebhook=true',
+    "the dry-run apply's answer is compared as it is, mutating webhooks' changes included (controller/semantics.ts)",
+  ),
 ];
 
 export const ANNOTATION_RULES: readonly FieldRule[] = [

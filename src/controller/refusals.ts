@@ -29,6 +29,7 @@ export function watchRefusals(client: DestinationClient): WatchedClient {
     get: (ref) => note(c.get(ref)),
     list: (apiVersion, kind, opts) => note(c.list(apiVersion, kind, opts)),
     delete: (ref, opts) => note(c.delete(ref, opts)),
+    openApiV3: (apiVersion) => note(c.openApiV3(apiVersion)),
     uncached: () => wrap(c.uncached()),
   });
   return { client: wrap(client), refusals };

@@ -7,6 +7,12 @@ import type { Application, Cluster, ConfigMap } from '../api/index.ts';
 import type { ComparisonRules, IgnoreRule, ResourceFilter, SyncSettings, TrackingConfig } from '../sync/index.ts';
 import { JqRunner, readSyncSettings, takeoverManagers } from '../sync/index.ts';
 
+/** An option in the Application's compare-options annotation (comma-separated, trimmed, as Argo CD's HasAnnotationOption). */
+function hasCompareOption(app: Application, option: string): boolean {
+  const raw = app.metadata.annotations?.['argocd.argoproj.io/compare-options'];
+  return typeof raw === 'string' && raw.split(',').some((v) => v.trim() === option);
+}
+
 export interface ApplicationSemantics {
   tracking: TrackingConfig;
   diff: ComparisonRules;
@@ -14,6 +20,8 @@ export interface ApplicationSemantics {
   appSyncOptions: readonly string[];
   qualifiedName: string;
   takeover: readonly string[];
+  /** ServerSideDiff without IncludeMutationWebhook=true: what mutating webhooks change is left out. */
+  ignoreMutationWebhook: boolean;
   settings: SyncSettings;
 }
 
@@ -30,9 +38,30 @@ export function specIgnoreRules(app: Application): IgnoreRule[] {
   }));
 }
 
+/**
+ * Argo CD's shouldUseServerSideDiff (controller/state.go): the controller's
+ * `controller.diff.server.side`, the compare option ServerSideDiff=true or the sync option
+ * ServerSideApply=true (ServerSideDiff=false is refused at admission). Then, unless the
+ * Application's compare options say IncludeMutationWebhook=true, mutating webhooks' changes are
+ * left out of the prediction (only the Application's annotation is read for it, as Argo CD reads it).
+ */
+export function ignoresMutationWebhook(app: Application, controllerServerSideDiff: boolean): boolean {
+  const serverSide =
+    controllerServerSideDiff ||
+    hasCompareOption(app, 'ServerSideDiff=true') ||
+    (app.spec.syncPolicy?.syncOptions ?? []).includes('ServerSideApply=true');
+  return serverSide && !hasCompareOption(app, 'IncludeMutationWebhook=true');
+}
+
 export class Semantics {
   readonly jq = new JqRunner();
+  readonly #serverSideDiff: boolean;
   #last: { key: string; settings: SyncSettings } | undefined;
+
+  /** `serverSideDiff`: argocd-cmd-params-cm `controller.diff.server.side` is true. */
+  constructor(opts: { serverSideDiff?: boolean } = {}) {
+    this.#serverSideDiff = opts.serverSideDiff ?? false;
+  }
 
   /** argocd-cm as it is now, read once per change. */
   settings(cm: ConfigMap | undefined | Error): SyncSettings {
@@ -57,6 +86,7 @@ export class Semantics {
       appSyncOptions: app.spec.syncPolicy?.syncOptions ?? [],
       qualifiedName: app.metadata.namespace ? `${app.metadata.namespace}/${app.metadata.name}` : app.metadata.name,
       takeover: takeoverManagers(app.metadata.annotations),
+      ignoreMutationWebhook: ignoresMutationWebhook(app, this.#serverSideDiff),
       settings,
     };
   }

@@ -28,6 +28,7 @@ import type {
   KubeResult,
   ListOptions,
   ObjectRef,
+  OpenApiDocument,
   RawRequest,
   ResourceInfo,
 } from './types.ts';
@@ -138,6 +139,10 @@ export class KubeDestinationClient implements DestinationClient {
     return this.#discovery.resolve((path) => this.#send({ method: 'GET', path }, caller), apiVersion, kind);
   }
 
+  openApiV3(apiVersion: string): Promise<KubeResult<OpenApiDocument>> {
+    return this.#discovery.openapi.document((req) => this.#send(req, PLAIN), apiVersion);
+  }
+
   apply(obj: KubeObject, opts: ApplyOptions = {}): Promise<KubeResult<KubeObject>> {
     return this.#apply(obj, opts, PLAIN);
   }
@@ -174,6 +179,7 @@ export class KubeDestinationClient implements DestinationClient {
       resolve: (apiVersion, kind) => this.#resolve(apiVersion, kind, caller),
       resolveGroupKind: (group, kind) =>
         this.#discovery.resolveGroupKind((path) => this.#send({ method: 'GET', path }, caller), group, kind),
+      openApiV3: (apiVersion) => this.#discovery.openapi.document((req) => this.#send(req, caller), apiVersion),
       apply: (obj, opts = {}) => this.#apply(obj, opts, caller),
       create: (obj, opts = {}) => this.#create(obj, opts, caller),
       get: (ref) => this.#get(ref, caller),

@@ -3,6 +3,7 @@
 // ago is seen; the read itself goes through the asking client, hence as its identity
 // (system:discovery is granted to every authenticated user).
 import { fail, ok } from './errors.ts';
+import { OpenApiCache } from './openapi.ts';
 import type { KubeResult, ResourceInfo } from './types.ts';
 
 export type DiscoveryFetch = (path: string) => Promise<KubeResult<unknown>>;
@@ -30,6 +31,8 @@ function gvPath(apiVersion: string): string {
 }
 
 export class DiscoveryCache {
+  /** The cluster's OpenAPI v3 documents, beside its discovery (kube/openapi.ts). */
+  readonly openapi = new OpenApiCache();
   readonly #lists = new Map<string, { kinds: Map<string, ResourceInfo>; at: number }>();
   readonly #inflight = new Map<string, Promise<KubeResult<Map<string, ResourceInfo>>>>();
   #preferred: { versions: Map<string, string>; at: number } | undefined;

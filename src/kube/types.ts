@@ -67,6 +67,12 @@ export interface ResourceInfo {
 /** The field manager of every apply (kube/client.ts's default, and the one takeovers hand fields to). */
 export const DEFAULT_FIELD_MANAGER = 'impersync';
 
+/** One OpenAPI v3 group-version document as the server sent it; `url` names its content (a hash). */
+export interface OpenApiDocument {
+  readonly url: string;
+  readonly document: unknown;
+}
+
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
 export interface ApplyOptions {
@@ -119,6 +125,11 @@ export interface DestinationClient {
   resolve(apiVersion: string, kind: string): Promise<KubeResult<ResourceInfo>>;
   /** Discovery by group + kind at the server's preferred version (for inventory entries). */
   resolveGroupKind(group: string, kind: string): Promise<KubeResult<ResourceInfo>>;
+  /**
+   * The destination's OpenAPI v3 document for `apiVersion`'s group-version (cached per cluster,
+   * read again when the server's index names a new one); a 404 when it publishes none.
+   */
+  openApiV3(apiVersion: string): Promise<KubeResult<OpenApiDocument>>;
   /** Raw server-side apply: the object's JSON goes to the server unchanged, unknown fields included. */
   apply(obj: KubeObject, opts?: ApplyOptions): Promise<KubeResult<KubeObject>>;
   create(obj: KubeObject, opts?: { dryRun?: boolean }): Promise<KubeResult<KubeObject>>;

@@ -20,6 +20,7 @@ import type { StatusRule } from './settings.ts';
 import { afterTakeover } from './takeover.ts';
 import { DEFAULT_TRACKING, selfReferenced, trackedApp } from './tracking.ts';
 import { mapLimit, refOf } from './util.ts';
+import { removeWebhookMutation, schemaFor } from './webhook-mutation.ts';
 
 /** An inventory entry: one of the Application's previous `status.resources`. */
 export type InventoryEntry = ResourceRef & { version?: string | undefined };
@@ -99,6 +100,11 @@ export interface CompareOptions extends PrepareOptions {
   qualifiedName?: string | undefined;
   /** Managers whose fields a sync takes over (takeover.ts), so the diff shows what it will remove. */
   takeover?: readonly string[] | undefined;
+  /**
+   * Leave out of the prediction what mutating webhooks change (Argo CD's default with ServerSideDiff,
+   * off with IncludeMutationWebhook=true): sync/webhook-mutation.ts. Off: the dry-run's answer as is.
+   */
+  ignoreMutationWebhook?: boolean | undefined;
 }
 
 const COMPARE_CONCURRENCY = 8;
@@ -180,12 +186,29 @@ async function compareOne(
     if (!dry.ok && isExtrasRefusal(dry.error))
       return { ...base, status: 'Unknown', health: null, diff: '', message: dry.error.message };
     live = got.value;
-    if (dry.ok)
+    if (dry.ok) {
+      let answer = dry.value;
+      if (live && opts.ignoreMutationWebhook) {
+        try {
+          answer = removeWebhookMutation(answer, live, await schemaFor(client, p.target), DEFAULT_FIELD_MANAGER);
+        } catch (e) {
+          // Argo CD's words: the diff of this object fails, and with it the comparison.
+          const message = `failed to calculate diff: serverSideDiff error: ${(e as Error).message}`;
+          return {
+            ...base,
+            live,
+            status: 'Unknown',
+            health: await (opts.health ?? builtinAssessor)(live),
+            diff: '',
+            message,
+          };
+        }
+      }
       predicted =
         live && opts.takeover?.length
-          ? afterTakeover(dry.value, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
-          : dry.value;
-    else if (live)
+          ? afterTakeover(answer, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
+          : answer;
+    } else if (live)
       return {
         ...base,
         live,

@@ -117,7 +117,7 @@ test('keys set and not acted on are named, each with why; other components\u2019
   assert.deepEqual(p.warnings, [
     "ARGOCD_APPLICATION_CONTROLLER_LOGFORMAT (argocd-cmd-params-cm controller.log.format) is 'text' and not acted on: impersync logs JSON lines only",
     'ARGOCD_APPLICATION_CONTROLLER_SELF_HEAL_BACKOFF_COOLDOWN_SECONDS (argocd-cmd-params-cm controller.self.heal.backoff.cooldown.seconds) has no effect: Argo CD deprecated it ("This flag is deprecated and has no effect.")',
-    "ARGOCD_APPLICATION_CONTROLLER_SERVER_SIDE_DIFF (argocd-cmd-params-cm controller.diff.server.side) is 'false' and not acted on: `true` is what impersync always does; `false` (client-side diff) is named: impersync always diffs with a server-side dry-run apply",
+    "ARGOCD_APPLICATION_CONTROLLER_SERVER_SIDE_DIFF (argocd-cmd-params-cm controller.diff.server.side) is 'false' and not acted on: `true`: every Application compares as with ServerSideDiff=true, what mutating webhooks change left out unless it says IncludeMutationWebhook=true; `false` (client-side diff) is named: impersync always diffs with a server-side dry-run apply",
     'ARGOCD_CONTROLLER_SHARDING_ALGORITHM (argocd-cmd-params-cm controller.sharding.algorithm) is set and not acted on: impersync shards Applications by a hash of their namespace/name (--shards), not clusters by an algorithm',
     "argocd-cmd-params-cm controller.typo is not a key Argo CD's application controller reads; not acted on",
     'argocd-cmd-params-cm timeout.reconciliation is not read from here: it is an argocd-cm key (set it there)',

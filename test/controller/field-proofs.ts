@@ -186,8 +186,12 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
   },
   compareOptions: {
     IgnoreExtraneous: p('test/e2e/semantics-options.test.ts'),
-    'ServerSideDiff=true': p('test/sync/compare.test.ts'),
-    'IncludeMutationWebhook=true': p('test/sync/compare.test.ts'),
+    'ServerSideDiff=true': p('test/controller/mutation-webhook.test.ts', 'test/e2e/semantics-webhook.test.ts'),
+    'IncludeMutationWebhook=true': p(
+      'test/sync/compare.test.ts',
+      'test/controller/mutation-webhook.test.ts',
+      'test/e2e/semantics-webhook.test.ts',
+    ),
   },
   annotations: {
     'argocd.argoproj.io/manifest-generate-paths': p(

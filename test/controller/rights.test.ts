@@ -64,6 +64,7 @@ function reviewer(granted: string[], identity = 'system:serviceaccount:guestbook
     list: unused,
     delete: unused,
     uncached: unused,
+    openApiV3: unused,
   };
   return { client, asked };
 }

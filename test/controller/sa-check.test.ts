@@ -107,6 +107,7 @@ function answering(identity: Identity, result: KubeResult<unknown>, paths: strin
       throw new Error('not used by the check');
     },
     delete: unused,
+    openApiV3: unused,
   };
 }
 

@@ -49,6 +49,7 @@ function scripted(script: Script): { client: DestinationClient; log: string[]; a
     list: unused,
     delete: unused,
     uncached: unused,
+    openApiV3: unused,
     get(ref: ObjectRef) {
       log.push(`get ${ref.kind}/${ref.name} sent`);
       return later('get', script.get);

@@ -63,6 +63,7 @@ function cluster() {
     resolveGroupKind: unused,
     list: unused,
     uncached: unused,
+    openApiV3: unused,
     async resolve() {
       return ok(cmInfo);
     },
