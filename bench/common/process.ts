@@ -94,7 +94,14 @@ export async function startControllerProcess(
       ...extraArgs,
     ],
     {
-      env: { ...process.env, IMPERSYNC_CACHE_DIR: cacheDir },
+      env: {
+        ...process.env,
+        IMPERSYNC_CACHE_DIR: cacheDir,
+        // The controller's own Node options (its V8 heap limit, say), not the bench's.
+        ...(process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS']
+          ? { NODE_OPTIONS: process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS'] }
+          : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
