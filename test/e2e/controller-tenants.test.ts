@@ -171,6 +171,8 @@ test(
     const allowedSilenceMs = ((probe.failureThreshold - 1) * probe.periodSeconds + probe.timeoutSeconds) * 1000;
     const health = { probes: 0, failures: 0, lastAnswer: Date.now(), longestSilenceMs: 0 };
     const probing = new AbortController();
+    // Stopped however the test ends: a prober left running would keep this file's process alive.
+    t.after(() => probing.abort());
     const prober = (async () => {
       while (!probing.signal.aborted) {
         let ok = false;
@@ -217,7 +219,8 @@ test(
     await waitForApp(cp, 'checkout-bomb', 'a ComparisonError naming the checkout limit', (a) =>
       /over the renderer's checkout limit/.test(condition(a, 'ComparisonError') ?? ''),
     );
-    await waitForApp(cp, 'many-keys', 'compared', (a) => a.status?.['reconciledAt'] !== undefined);
+    // Its 88,000 keys are rendered, parsed and dry-run: minutes on a loaded 2-core machine.
+    await waitForApp(cp, 'many-keys', 'compared', (a) => a.status?.['reconciledAt'] !== undefined, 180_000);
     await waitForApp(
       cp,
       'wide',
