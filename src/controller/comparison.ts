@@ -287,8 +287,9 @@ export async function compareApplication(
       'starting automated sync',
     );
     // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
+    // The Application watch's event for that patch (a new operation) queues the operation: it is not
+    // queued here too, which would run it a second time just to read the finished operation again.
     result.startOperation = decision.operation;
-    result.operation = true;
   } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
     log.debug(decision.reason);
     if (decision.retryAfterMs !== undefined)

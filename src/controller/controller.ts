@@ -195,6 +195,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
           liveObjects: {
             onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             onEvent: (server, apiVersion, kind) => countClusterEvent(metrics, server, apiVersion, kind),
+            // One request per namespace and kind (a watch that lists), where the server can (WatchList).
+            streamingList: true,
             // Kept while Applications read them: three refresh intervals without a read, at least 30 min
             // (0, no periodic refresh: a day, so that a deleted Application's watches end eventually).
             idleMs: () => {

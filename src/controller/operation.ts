@@ -28,7 +28,7 @@ import { afterAttempt, finishedStatus, nextStep, stillThisOperation, TERMINATED 
 import type { Attempt, End } from './operation-machine.ts';
 import type { RightsCheck } from './rights.ts';
 import { ServiceAccountCheck } from './sa-check.ts';
-import { skipsReconcile } from './triggers.ts';
+import { hasOperationWork, skipsReconcile } from './triggers.ts';
 import { terminateHooks } from './terminate-hooks.ts';
 import type { Semantics } from './semantics.ts';
 
@@ -117,6 +117,10 @@ export class Operator {
   async operate(key: string): Promise<ReconcileResult> {
     // Argo CD's controller runs the operations meanwhile; the refresh's condition says so.
     if (this.d.argoController?.running()) return {};
+    // Nothing to do by the watch's account (the step that queued this again finished it meanwhile):
+    // no read. Were the cache behind, the event that brings the work queues the operation again.
+    const cached = this.d.cache.app(key);
+    if (cached && !hasOperationWork(cached)) return {};
     // Read from the API server, never the cache: an operation is not started from a stale object.
     let raw = await readApplication(this.d.control, key);
     if (!raw || skipsReconcile(raw)) return {};

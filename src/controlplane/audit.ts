@@ -83,13 +83,20 @@ export function toAuditRecord(event: unknown): AuditRecord | undefined {
   };
 }
 
+/** What parseAudit returns besides completed requests. */
+export interface AuditReadOptions {
+  /** Also the long-running requests still open (a watch): their ResponseStarted record. */
+  open?: boolean;
+}
+
 /**
  * Parses audit log text. Only completed requests are returned (stage ResponseComplete, or Panic),
- * one record per request; long-running requests such as watches appear once they end. A last
- * line still being written is ignored.
+ * one record per request; long-running requests such as watches appear once they end (or, with
+ * `open`, once they start). A last line still being written is ignored.
  */
-export function parseAudit(text: string): AuditRecord[] {
+export function parseAudit(text: string, opts: AuditReadOptions = {}): AuditRecord[] {
   const records: AuditRecord[] = [];
+  const started = new Map<string, AuditRecord>();
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
     let event: unknown;
@@ -99,13 +106,17 @@ export function parseAudit(text: string): AuditRecord[] {
       continue;
     }
     const record = toAuditRecord(event);
-    if (record && (record.stage === 'ResponseComplete' || record.stage === 'Panic')) records.push(record);
+    if (record && (record.stage === 'ResponseComplete' || record.stage === 'Panic')) {
+      records.push(record);
+      if (opts.open) started.delete(str((event as Record<string, unknown>)['auditID']) ?? '');
+    } else if (record && opts.open && record.stage === 'ResponseStarted')
+      started.set(str((event as Record<string, unknown>)['auditID']) ?? '', record);
   }
-  return records;
+  return opts.open ? [...records, ...started.values()] : records;
 }
 
 /** Reads the audit log at `path`; a log that does not exist yet reads as empty. */
-export async function readAudit(path: string): Promise<AuditRecord[]> {
+export async function readAudit(path: string, opts: AuditReadOptions = {}): Promise<AuditRecord[]> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -113,7 +124,7 @@ export async function readAudit(path: string): Promise<AuditRecord[]> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  return parseAudit(text);
+  return parseAudit(text, opts);
 }
 
 /**

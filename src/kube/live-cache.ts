@@ -3,7 +3,8 @@
 // One list+watch per namespaced collection the identity has read (for instance the Deployments of
 // namespace team-a as system:serviceaccount:team-a:deployer), started on the first read, made as
 // that identity (so it sees exactly what a GET would), stopped after it goes unused. Reads are
-// answered from the watch once it has listed; until then, for cluster-scoped kinds, for kinds the
+// answered from the watch once it has listed (with `streamingList`, the list is the watch's initial
+// events: one request, not two); until then, for cluster-scoped kinds, for kinds the
 // identity may not list or watch (a 403 stops that watch, retried later), and for an object this
 // client has just written and the watch has not yet shown, the caller GETs as before.
 //
@@ -29,6 +30,11 @@ export interface LiveCacheOptions {
   onError?: ((collection: string, err: Error) => void) | undefined;
   /** Every watch event after the initial list, echoes of our own writes included (argocd_cluster_events_total). */
   onEvent?: ((apiVersion: string, kind: string) => void) | undefined;
+  /**
+   * List as the watch's initial events (sendInitialEvents): one request per collection instead of a
+   * LIST and a WATCH. The first watch a server refuses it to makes this cache list the classic way.
+   */
+  streamingList?: boolean | undefined;
 }
 
 /** What the watches hold, for Argo CD's cluster metrics. */
@@ -74,11 +80,14 @@ export class LiveObjectCache {
   // `${collection}/${name}` → the resourceVersion our write produced (null: we deleted it).
   readonly #pending = new Map<string, { rv: string | null; at: number }>();
   readonly #sweeper: NodeJS.Timeout;
+  // Whether the server streams lists as initial events, shared by this identity's watches.
+  readonly #streamingList: { supported: boolean | undefined } | undefined;
   #closed = false;
 
   constructor(transport: WatchTransport, opts: LiveCacheOptions = {}) {
     this.#transport = transport;
     this.#opts = opts;
+    this.#streamingList = opts.streamingList ? { supported: undefined } : undefined;
     this.#sweeper = setInterval(() => this.#sweep(), 60_000);
     this.#sweeper.unref();
   }
@@ -212,6 +221,7 @@ export class LiveObjectCache {
       // The API server sends a bookmark every minute: two and a half without one is a dead stream.
       livenessMs: 150_000,
       fatalStatuses: [401, 403, 404],
+      ...(this.#streamingList ? { streamingList: this.#streamingList } : {}),
       onFatal: (err: WatchHttpError) => {
         // Not allowed to list or watch here (or the kind went away): GET as before, ask again later.
         entry.watch = undefined;

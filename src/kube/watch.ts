@@ -2,6 +2,12 @@
 // list, then watch from the list's resourceVersion with bookmarks; reconnect with jittered
 // exponential backoff; relist on 410 Gone ("too old resource version"); restart a watch that has
 // been silent longer than the liveness limit; re-emit every cached object periodically (resync).
+// With `streamingList`, the first list (and a relist after 410) is a watch asking for its initial
+// events (Kubernetes' WatchList: sendInitialEvents=true, resourceVersionMatch=NotOlderThan), one
+// request instead of a LIST and a WATCH; the bookmark the server marks `k8s.io/initial-events-end`
+// is where that list ends. A server that refuses the parameters (400, 422: the feature gate off) or
+// ignores them (a bookmark without that mark, or no end within the list's time limit) is then
+// listed and watched the classic way.
 // It runs over any WatchTransport: the controller's own connection (control.ts) or a
 // DestinationClient's identity (live-cache.ts).
 
@@ -69,7 +75,18 @@ export interface WatchOptions {
    */
   fatalStatuses?: readonly number[];
   onFatal?: (err: WatchHttpError) => void;
+  /**
+   * Make the list part of a watch (sendInitialEvents) while `supported` is not false; the watch
+   * sets it to false when the server refuses or ignores that, and lists the classic way. Shared by
+   * the watches of one connection, so that only the first finds out.
+   */
+  streamingList?: { supported: boolean | undefined };
 }
+
+/** The annotation on the bookmark that ends a watch's initial events (sendInitialEvents). */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+// A list streamed as initial events that has not ended after this long is given up (as a LIST is).
+const INITIAL_EVENTS_MS = 60_000;
 
 export function objectStoreKey(o: { metadata: { name: string; namespace?: string } }): string {
   return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
@@ -77,6 +94,17 @@ export function objectStoreKey(o: { metadata: { name: string; namespace?: string
 
 /** Raised inside the loop for 410 Gone: the resourceVersion has been compacted away. */
 class GoneError extends Error {}
+/**
+ * The server refused or ignored sendInitialEvents (`lasting`: from now on, list the classic way),
+ * or its initial events did not end in time (list the classic way this once).
+ */
+class NoStreamingListError extends Error {
+  readonly lasting: boolean;
+  constructor(message: string, lasting: boolean) {
+    super(message);
+    this.lasting = lasting;
+  }
+}
 
 export class Watch {
   readonly store = new Map<string, WatchedObject>();
@@ -93,7 +121,7 @@ export class Watch {
   private resolveSynced!: () => void;
   private readonly handlers: Array<(e: WatchEvent) => void> = [];
   private readonly opts: Required<
-    Omit<WatchOptions, 'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal'>
+    Omit<WatchOptions, 'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal' | 'streamingList'>
   > &
     WatchOptions;
   private readonly transport: WatchTransport;
@@ -103,6 +131,10 @@ export class Watch {
   private resourceVersion = '';
   private loopDone: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  /** While a streamed list runs: the objects of its initial events so far. */
+  private initial: Map<string, WatchedObject> | undefined;
+  /** A streamed list was asked for and its end has not arrived. */
+  private initialPending = false;
 
   constructor(transport: WatchTransport, opts: WatchOptions) {
     this.transport = transport;
@@ -183,14 +215,29 @@ export class Watch {
   private async loop(): Promise<void> {
     let failures = 0;
     let needList = true;
+    let classicOnce = false;
     while (!this.stopped) {
       try {
-        if (needList) {
-          await this.relist();
-          needList = false;
-        }
+        const streamList =
+          needList &&
+          !classicOnce &&
+          this.opts.streamingList !== undefined &&
+          this.opts.streamingList.supported !== false;
+        if (needList && !streamList) await this.relist();
+        needList = false;
+        classicOnce = false;
         const began = Date.now();
-        await this.watchOnce();
+        try {
+          await this.watchOnce(streamList);
+        } catch (err) {
+          // A streamed list that failed before its end has listed nothing: the next try lists again.
+          if (streamList && this.initialPending) needList = true;
+          if (!(err instanceof NoStreamingListError)) throw err;
+          if (err.lasting && this.opts.streamingList) this.opts.streamingList.supported = false;
+          else classicOnce = true;
+          this.opts.onError?.(err);
+          continue;
+        }
         failures = 0;
         // A server that closes watches at once must not make this loop spin.
         if (Date.now() - began < 1000) await this.sleep(this.opts.backoffInitialMs);
@@ -216,6 +263,11 @@ export class Watch {
 
   /** List all pages, replace the cache and emit the differences as events. */
   private async relist(): Promise<void> {
+    const { items, rv } = await this.listPages();
+    this.replaceAll(items, rv);
+  }
+
+  private async listPages(): Promise<{ items: WatchedObject[]; rv: string }> {
     const items: WatchedObject[] = [];
     let cont = '';
     let rv = '';
@@ -251,6 +303,11 @@ export class Watch {
       rv = body.metadata?.resourceVersion ?? '';
       if (!cont) break;
     }
+    return { items, rv };
+  }
+
+  /** The cache becomes `items` (a complete list at `rv`); the differences are emitted as events. */
+  private replaceAll(items: Iterable<WatchedObject>, rv: string): void {
     this.relists++;
     const seen = new Set<string>();
     for (const object of items) {
@@ -275,12 +332,29 @@ export class Watch {
     }
   }
 
-  /** One watch request, until the server closes it (normal), it fails, or it goes silent. */
-  private async watchOnce(): Promise<void> {
+  /**
+   * One watch request, until the server closes it (normal), it fails, or it goes silent. With
+   * `streamList`, it starts with the collection's current objects as initial events: the cache is
+   * replaced by them at the bookmark that ends them.
+   */
+  private async watchOnce(streamList = false): Promise<void> {
     const abort = new AbortController();
     this.abort = abort;
+    // stop() during the list aborted the list's controller, not this one.
+    if (this.stopped) return;
     let silent = false;
     let liveness: NodeJS.Timeout | undefined;
+    let listTimer: NodeJS.Timeout | undefined;
+    let listTimedOut = false;
+    this.initialPending = streamList;
+    if (streamList) {
+      this.initial = new Map();
+      listTimer = setTimeout(() => {
+        if (!this.initialPending) return;
+        listTimedOut = true;
+        abort.abort();
+      }, INITIAL_EVENTS_MS);
+    }
     const kick = () => {
       if (liveness) clearTimeout(liveness);
       liveness = setTimeout(() => {
@@ -290,18 +364,33 @@ export class Watch {
     };
     kick();
     try {
-      const path = this.query({
-        watch: '1',
-        resourceVersion: this.resourceVersion,
-        allowWatchBookmarks: 'true',
-        timeoutSeconds: String(this.opts.watchTimeoutSeconds),
-      });
+      const path = this.query(
+        streamList
+          ? {
+              watch: '1',
+              sendInitialEvents: 'true',
+              resourceVersionMatch: 'NotOlderThan',
+              allowWatchBookmarks: 'true',
+              timeoutSeconds: String(this.opts.watchTimeoutSeconds),
+            }
+          : {
+              watch: '1',
+              resourceVersion: this.resourceVersion,
+              allowWatchBookmarks: 'true',
+              timeoutSeconds: String(this.opts.watchTimeoutSeconds),
+            },
+      );
       let res: WatchStream;
       try {
         res = await this.transport.stream(path, abort.signal);
       } catch (err) {
+        if (listTimedOut) throw new NoStreamingListError(`watch ${this.opts.path}: no answer in time`, false);
         if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`, { cause: err });
         throw err;
+      }
+      if (streamList && (res.status === 400 || res.status === 422)) {
+        res.discard();
+        throw new NoStreamingListError(`watch ${this.opts.path}: sendInitialEvents refused (${res.status})`, true);
       }
       if (res.status === 410) {
         res.discard();
@@ -312,7 +401,8 @@ export class Watch {
         for await (const c of res.chunks) text += typeof c === 'string' ? c : Buffer.from(c).toString('utf8');
         throw new WatchHttpError(`watch ${this.opts.path}: ${res.status} ${text.slice(0, 200)}`, res.status);
       }
-      this.streaming = true;
+      // A streamed list is live from the bookmark that ends its initial events (handleLine).
+      if (!streamList) this.streaming = true;
       let buf = '';
       const decoder = new TextDecoder();
       try {
@@ -328,13 +418,19 @@ export class Watch {
         }
       } catch (err) {
         if (this.stopped) return;
+        if (listTimedOut && this.initialPending)
+          throw new NoStreamingListError(`watch ${this.opts.path}: initial events did not end in time`, false);
         if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`);
         throw err;
       }
       if (silent) throw new Error(`watch ${this.opts.path}: no event for ${this.opts.livenessMs} ms`);
+      // Ended before its initial events did (the server's timeout, a dropped connection): list again.
+      if (this.initialPending) throw new Error(`watch ${this.opts.path}: ended before its initial events did`);
     } finally {
       this.streaming = false;
+      this.initial = undefined;
       if (liveness) clearTimeout(liveness);
+      if (listTimer) clearTimeout(listTimer);
     }
   }
 
@@ -346,6 +442,25 @@ export class Watch {
       throw new Error(`watch ${this.opts.path}: ${obj.message ?? line.slice(0, 200)}`);
     }
     const rv = obj.metadata?.resourceVersion;
+    const initial = this.initial;
+    if (initial) {
+      // A streamed list: collect until the bookmark that ends it, then replace the cache at once.
+      if (ev.type === 'BOOKMARK') {
+        const annotations = obj.metadata?.annotations as Record<string, string> | undefined;
+        // A bookmark without the mark: the server ignored sendInitialEvents (it predates WatchList).
+        if (annotations?.[INITIAL_EVENTS_END] !== 'true')
+          throw new NoStreamingListError(`watch ${this.opts.path}: sendInitialEvents ignored`, true);
+        this.initial = undefined;
+        this.initialPending = false;
+        this.replaceAll(initial.values(), rv ?? '');
+        this.streaming = true;
+        return;
+      }
+      const object: WatchedObject = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...obj };
+      if (ev.type === 'DELETED') initial.delete(objectStoreKey(object));
+      else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') initial.set(objectStoreKey(object), object);
+      return;
+    }
     if (rv) this.resourceVersion = rv;
     if (ev.type === 'BOOKMARK') return;
     const object: WatchedObject = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...obj };

@@ -120,3 +120,29 @@ test('a missing log reads as empty; waitForAudit waits for the line to appear', 
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('with `open`, a long-running request still open is read from its ResponseStarted record; one that ended, once', () => {
+  const watch = (id: string, stage: string) => ({
+    ...impersonatedApply,
+    auditID: id,
+    stage,
+    verb: 'watch',
+    requestURI: '/api/v1/namespaces/guestbook/configmaps?watch=1&sendInitialEvents=true',
+  });
+  const text = [
+    watch('w1', 'ResponseStarted'),
+    watch('w2', 'ResponseStarted'),
+    watch('w2', 'ResponseComplete'),
+    impersonatedApply,
+  ]
+    .map((e) => JSON.stringify(e))
+    .join('\n');
+  assert.deepEqual(
+    parseAudit(text).map((r) => `${r.verb} ${r.stage}`),
+    ['watch ResponseComplete', 'patch ResponseComplete'],
+  );
+  assert.deepEqual(
+    parseAudit(text, { open: true }).map((r) => `${r.verb} ${r.stage}`),
+    ['watch ResponseComplete', 'patch ResponseComplete', 'watch ResponseStarted'],
+  );
+});

@@ -3,7 +3,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { readdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { AuditRecord } from '../../src/controlplane/audit.ts';
+import type { AuditReadOptions, AuditRecord } from '../../src/controlplane/audit.ts';
 import { readAudit, waitForAudit } from '../../src/controlplane/audit.ts';
 import type { ControlPlane, ControlPlaneOptions } from '../../src/controlplane/controlplane.ts';
 import { startControlPlane as startProcesses } from '../../src/controlplane/controlplane.ts';
@@ -52,7 +52,7 @@ export type TestControlPlane = {
   /** A bearer token for `identity` (e.g. for a cluster Secret's config.bearerToken). */
   tokenFor(identity: Identity, opts?: { expirationSeconds?: number }): Promise<string>;
   /** Every audit record, from the rotated files too (the API server starts a new file every 100 MB). */
-  readAudit(): Promise<AuditRecord[]>;
+  readAudit(opts?: AuditReadOptions): Promise<AuditRecord[]>;
   waitForAudit(predicate: (r: AuditRecord) => boolean, opts?: { timeoutMs?: number }): Promise<AuditRecord[]>;
   /** Stops the processes; then fails if impersync made a request that names no Application (see HarnessOptions). */
   stop(): Promise<void>;
@@ -61,7 +61,7 @@ export type TestControlPlane = {
 };
 
 /** The audit log and the files the API server rotated it into (audit-<time>.log beside it), oldest first. */
-async function readAllAudit(path: string): Promise<AuditRecord[]> {
+async function readAllAudit(path: string, opts: AuditReadOptions = {}): Promise<AuditRecord[]> {
   const dir = dirname(path);
   const base = basename(path, '.log');
   let names: string[] = [];
@@ -71,7 +71,7 @@ async function readAllAudit(path: string): Promise<AuditRecord[]> {
     return [];
   }
   const out: AuditRecord[] = [];
-  for (const f of [...names.map((n) => join(dir, n)), path]) out.push(...(await readAudit(f)));
+  for (const f of [...names.map((n) => join(dir, n)), path]) out.push(...(await readAudit(f, opts)));
   return out;
 }
 
@@ -148,7 +148,7 @@ export async function startControlPlane(opts: HarnessOptions = {}): Promise<Test
       return path;
     },
     tokenFor,
-    readAudit: () => readAllAudit(cp.auditLogPath),
+    readAudit: (opts) => readAllAudit(cp.auditLogPath, opts),
     waitForAudit: (predicate, o) => waitForAudit(cp.auditLogPath, predicate, o),
     stop: async () => {
       // Read before the folder goes; watches still open are the shared ones, which name no Application anyway.
