@@ -10,6 +10,11 @@
 // until its own time limit stops it, so an overloaded renderer queues instead of piling up work.
 // The answer is over the Application's limits of objects and bytes (answer.ts) or it is sent.
 //
+// Memory (memory.ts): once it has its slot, a request waits for the bytes it may hold in the
+// renderer's memory budget, and only then starts (its time limit too); a request that could never
+// fit is refused at once, naming its Application and the sizes. GET /v1/budget tells the controller
+// who waits and who holds the budget.
+//
 // Answers are cached by input and commit (as Argo CD's repo-server caches manifests by revision):
 // a refresh of an unchanged Application costs a `git ls-remote` and no render. `noCache` (a hard
 // refresh) renders again.
@@ -20,12 +25,16 @@ import type { Logger } from 'pino';
 import { NeedsRepositories, SourceError } from '../source/errors.ts';
 import type { RefSource, RenderInput, SourceRenderer } from '../source/index.ts';
 import { overTimeLimit } from '../source/render.ts';
+import { BudgetExceededError } from './budget.ts';
+import { neverFits, type RendererMemory } from './memory.ts';
 import {
+  BUDGET_PATH,
   MAX_REQUEST_BYTES,
   RENDER_PATH,
   RESOLVE_PATH,
   RenderRequestSchema,
   ResolveRequestSchema,
+  type BudgetAnswer,
   type ErrorAnswer,
   type NeedsAnswer,
 } from './protocol.ts';
@@ -49,6 +58,8 @@ export interface RendererServerOptions {
   renderTimeoutMs?: number;
   /** Bytes of answers kept for unchanged inputs. Default 256 MiB; 0 turns the cache off. */
   cacheBytes?: number;
+  /** The memory budget requests are admitted by (memory.ts); none: no admission by memory. */
+  memory?: RendererMemory;
 }
 
 export interface RendererServer {
@@ -146,7 +157,19 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
       ? { ms: limits.renderTimeoutMs, setBy: `argocd-cm ${APPLICATION_LIMIT_KEYS.renderTimeout}` }
       : { ms: timeoutMs };
 
-  const handle = async (req: http.IncomingMessage): Promise<Answer> => {
+  const budgetAnswer = (): BudgetAnswer => {
+    const budget = opts.memory?.budget;
+    if (!budget) return { capacity: 0, used: 0, waiting: [], holders: [] };
+    const now = Date.now();
+    return {
+      capacity: budget.capacity,
+      used: budget.used,
+      waiting: budget.waiting().map((w) => ({ job: w.job, bytes: w.bytes, waitedMs: Math.max(0, now - w.since) })),
+      holders: budget.holders(),
+    };
+  };
+
+  const handle = async (req: http.IncomingMessage, gone: AbortSignal): Promise<Answer> => {
     const url = req.url ?? '/';
     if (req.method === 'GET' && url === '/healthz') return { status: 200, body: 'ok', type: 'text' };
     if (req.method === 'GET' && url === '/readyz') {
@@ -154,7 +177,8 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         ? { status: 200, body: 'ok', type: 'text' }
         : { status: 503, body: 'the renderer has no token yet', type: 'text' };
     }
-    if (req.method !== 'POST' || (url !== RENDER_PATH && url !== RESOLVE_PATH)) {
+    const isBudget = req.method === 'GET' && url === BUDGET_PATH;
+    if (!isBudget && (req.method !== 'POST' || (url !== RENDER_PATH && url !== RESOLVE_PATH))) {
       return refusal(404, 'RendererUnavailable', `no such renderer endpoint: ${req.method} ${url.slice(0, 100)}`);
     }
     const token = opts.token();
@@ -162,6 +186,7 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     if (!authorized(req.headers.authorization, token)) {
       return refusal(401, 'RendererUnavailable', 'the renderer refused the request: wrong or missing token');
     }
+    if (isBudget) return { status: 200, body: JSON.stringify(budgetAnswer()) };
     const raw = await readBody(req);
     if (raw === undefined) {
       return refusal(413, 'RendererUnavailable', `render request over ${MAX_REQUEST_BYTES} bytes`);
@@ -186,14 +211,34 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
     const input = parsed.data.input as RenderInput;
     const limits = 'limits' in parsed.data ? (parsed.data.limits as RequestLimits | undefined) : undefined;
+    let giveBack: () => void = () => undefined;
+    const memory = opts.memory;
+    if (memory) {
+      // Admitted by memory with the slot held, so the fair share of slots orders who waits here too.
+      const kind = url === RESOLVE_PATH ? 'resolve' : 'render';
+      const bytes = kind === 'resolve' ? memory.resolveHold() : memory.renderHold(limits?.maxRenderedBytes);
+      const job = `Application ${parsed.data.application ?? input.appName}`;
+      try {
+        giveBack = await memory.budget.acquire(job, bytes, gone);
+      } catch (err) {
+        release();
+        if (err instanceof BudgetExceededError)
+          return refusal(422, 'TooLarge', neverFits(err, memory, memory.explain(kind, limits?.maxRenderedBytes)));
+        throw err;
+      }
+    }
+    const done = () => {
+      release();
+      giveBack();
+    };
     const work =
       url === RESOLVE_PATH
         ? opts.renderer
             .resolveRevision(input)
             .then((revision): Answer => ({ status: 200, body: JSON.stringify({ revision }) }))
         : render(input, 'noCache' in parsed.data && parsed.data.noCache === true, limits);
-    // The slot is held until the work really ends, even when the answer went out at the time limit.
-    void work.then(release, release);
+    // The slot and the memory are held until the work really ends, even when the answer went out at the time limit.
+    void work.then(done, done);
     let timer: NodeJS.Timeout | undefined;
     const limit = timeLimit(limits);
     const overtime = new Promise<never>((_, reject) => {
@@ -209,7 +254,12 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
 
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const started = performance.now();
-    handle(req)
+    // The client went away before its answer: a wait for memory ends with it.
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort(new SourceError('RendererUnavailable', 'the client went away'));
+    });
+    handle(req, gone.signal)
       .catch((err: unknown): Answer => {
         if (err instanceof NeedsRepositories) {
           return { status: 409, body: JSON.stringify({ needs: err.needs } satisfies NeedsAnswer) };
