@@ -103,6 +103,22 @@ export class ByteBudget {
     return [...this.#held].map(({ job, bytes }) => ({ job, bytes })).sort((a, b) => b.bytes - a.bytes);
   }
 
+  /** Admits `bytes` now if they fit and nobody waits; the call that gives them back, or undefined. */
+  tryAcquire(job: string, bytes: number): (() => void) | undefined {
+    const size = Math.max(0, Math.ceil(bytes));
+    if (this.#queue.length > 0 || this.#used + size > this.capacity) return undefined;
+    let release: (() => void) | undefined;
+    this.#admit({
+      job,
+      bytes: size,
+      since: this.#now(),
+      passed: 0,
+      grant: (r) => (release = r),
+      fail: () => undefined,
+    });
+    return release;
+  }
+
   /**
    * Waits until `bytes` fit, admits them and resolves with the call that gives them back (once;
    * later calls do nothing). Refused at once when `bytes` exceed the whole budget; an abort while

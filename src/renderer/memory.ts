@@ -10,9 +10,9 @@
 // - The render threads (--max-renders of them, pool.ts): each may hold its heap limit (old and young
 //   generations, --render-memory) plus its own isolate, idle or not, since V8 collects an idle
 //   thread's garbage when it likes. So they are set aside whole, up front.
-// - The rest is the budget. Each request is admitted with what it may add, and waits while that does
-//   not fit (budget.ts: in order, small ones passing; fair between tenants by the render slots it
-//   took first, slots.ts):
+// - The rest is the budget. Each request's render slot comes with what it may add (slots.ts: in its
+//   tenant's turn, once it fits, nobody passing it meanwhile; while others are about, no tenant
+//   holds so much that one more of the largest requests would not fit beside it):
 //     resolve: one tool process (`git ls-remote`), up to its address-space limit (--tool-memory, the
 //       RLIMIT_AS every git, helm and kustomize runs under: source/limits.ts);
 //     render: the same tool process (a render runs git, then helm or kustomize, one after another),

@@ -5,7 +5,7 @@
 // Argo CD puts the URL as written; a token in it would be shown to everyone who reads metrics.
 // Beside them, impersync's own: the renderer's memory budget (memory.ts), read at each scrape.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ByteBudget } from './budget.ts';
+import type { BudgetStats } from './budget.ts';
 import type { GitRequestHook } from '../source/git.ts';
 
 export interface RendererMetrics {
@@ -14,8 +14,8 @@ export interface RendererMetrics {
   gitRequestDuration: Histogram<'repo' | 'request_type'>;
   /** The hook for source/git.ts. */
   onGitRequest: GitRequestHook;
-  /** Serves the gauges of this memory budget from now on. */
-  observeBudget(budget: ByteBudget): void;
+  /** Serves the gauges of the memory budget these stats tell of, from now on. */
+  observeBudget(stats: () => BudgetStats | undefined): void;
 }
 
 export function createRendererMetrics(opts: { defaultMetrics?: boolean } = {}): RendererMetrics {
@@ -35,14 +35,14 @@ export function createRendererMetrics(opts: { defaultMetrics?: boolean } = {}): 
     buckets: [0.1, 0.25, 0.5, 1, 2, 4, 10, 20],
     registers,
   });
-  let observed: ByteBudget | undefined;
+  let observed: () => BudgetStats | undefined = () => undefined;
   new Gauge({
     name: 'impersync_renderer_memory_budget_bytes',
     help: "The renderer's memory budget of renders and resolves (state=capacity), the bytes admitted (used) and the bytes waited for (waiting).",
     labelNames: ['state'],
     registers,
     collect() {
-      const s = observed?.stats();
+      const s = observed();
       if (!s) return;
       this.set({ state: 'capacity' }, s.capacity);
       this.set({ state: 'used' }, s.used);
@@ -54,7 +54,8 @@ export function createRendererMetrics(opts: { defaultMetrics?: boolean } = {}): 
     help: 'Renders and resolves waiting for memory budget.',
     registers,
     collect() {
-      if (observed) this.set(observed.stats().waiting);
+      const s = observed();
+      if (s) this.set(s.waiting);
     },
   });
   new Gauge({
@@ -62,15 +63,16 @@ export function createRendererMetrics(opts: { defaultMetrics?: boolean } = {}): 
     help: 'How long the request waiting longest for memory budget has waited.',
     registers,
     collect() {
-      if (observed) this.set(observed.stats().oldestWaitMs / 1000);
+      const s = observed();
+      if (s) this.set(s.oldestWaitMs / 1000);
     },
   });
   return {
     registry,
     gitRequests,
     gitRequestDuration,
-    observeBudget: (budget) => {
-      observed = budget;
+    observeBudget: (stats) => {
+      observed = stats;
     },
     onGitRequest: (repo, type) => {
       // Counted when it starts, timed when it ends, as Argo CD's git event handlers do.

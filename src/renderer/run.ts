@@ -91,7 +91,6 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
   const renderMemoryBytes = opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes;
   const cacheBytes = opts.cacheBytes ?? RENDERER_DEFAULTS.cacheBytes;
   const memory = budgetOf(opts, { maxRenders, renderMemoryBytes, cacheBytes });
-  metrics.observeBudget(memory.budget);
   const pool = new RenderPool({ size: maxRenders, memoryBytes: renderMemoryBytes });
   const renderer = new SourceRenderer({
     cacheDir: opts.cacheDir,
@@ -118,6 +117,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     cacheBytes,
     memory,
   });
+  metrics.observeBudget(handler.budgetStats);
   const server = await startRendererServer(opts.listen, handler);
   let metricsServer: HealthServer | undefined;
   if (opts.metricsListen !== undefined) {

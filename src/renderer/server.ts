@@ -10,10 +10,10 @@
 // until its own time limit stops it, so an overloaded renderer queues instead of piling up work.
 // The answer is over the Application's limits of objects and bytes (answer.ts) or it is sent.
 //
-// Memory (memory.ts): once it has its slot, a request waits for the bytes it may hold in the
-// renderer's memory budget, and only then starts (its time limit too); a request that could never
-// fit is refused at once, naming its Application and the sizes. GET /v1/budget tells the controller
-// who waits and who holds the budget.
+// Memory (memory.ts): a request's slot comes with the bytes it may hold in the renderer's memory
+// budget, in its tenant's turn (slots.ts), and only then does it start (its time limit too); a
+// request that could never fit is refused at once, naming its Application and the sizes. GET
+// /v1/budget tells the controller who waits for memory and what holds it.
 //
 // Answers are cached by input and commit (as Argo CD's repo-server caches manifests by revision):
 // a refresh of an unchanged Application costs a `git ls-remote` and no render. `noCache` (a hard
@@ -25,7 +25,7 @@ import type { Logger } from 'pino';
 import { NeedsRepositories, SourceError } from '../source/errors.ts';
 import type { RefSource, RenderInput, SourceRenderer } from '../source/index.ts';
 import { overTimeLimit } from '../source/render.ts';
-import { BudgetExceededError } from './budget.ts';
+import { BudgetExceededError, type BudgetStats } from './budget.ts';
 import { neverFits, type RendererMemory } from './memory.ts';
 import {
   BUDGET_PATH,
@@ -71,12 +71,20 @@ export interface RendererServer {
 /** An answer: JSON, except the plain-text probes and a render's objects (NDJSON). */
 type Answer = { status: number; body: Buffer | string; type?: 'text' | 'ndjson' };
 
-export function rendererHandler(opts: RendererServerOptions): http.RequestListener & { stats: RendererStats } {
+export function rendererHandler(
+  opts: RendererServerOptions,
+): http.RequestListener & { stats: RendererStats; budgetStats: () => BudgetStats | undefined } {
   const maxConcurrent = opts.maxConcurrent ?? 8;
   const maxQueued = opts.maxQueued ?? 1000;
   const timeoutMs = opts.renderTimeoutMs ?? 180_000;
   const cache = new AnswerCache(opts.cacheBytes ?? 256 * 1024 * 1024);
-  const slots = new RenderSlots(maxConcurrent, maxQueued);
+  const memory = opts.memory;
+  const slots = new RenderSlots(
+    maxConcurrent,
+    maxQueued,
+    Date.now,
+    memory ? { budget: memory.budget, largest: memory.renderHold(undefined) } : undefined,
+  );
   const counts = { renders: 0, cacheHits: 0 };
   const stats: RendererStats = {
     get renders() {
@@ -158,18 +166,32 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
       : { ms: timeoutMs };
 
   const budgetAnswer = (): BudgetAnswer => {
-    const budget = opts.memory?.budget;
+    const budget = memory?.budget;
     if (!budget) return { capacity: 0, used: 0, waiting: [], holders: [] };
     const now = Date.now();
     return {
       capacity: budget.capacity,
       used: budget.used,
-      waiting: budget.waiting().map((w) => ({ job: w.job, bytes: w.bytes, waitedMs: Math.max(0, now - w.since) })),
+      waiting: slots
+        .waitingForMemory()
+        .map((w) => ({ job: w.job, bytes: w.bytes, waitedMs: Math.max(0, now - w.since) })),
       holders: budget.holders(),
     };
   };
+  const budgetStats = (): BudgetStats | undefined => {
+    const a = memory ? budgetAnswer() : undefined;
+    return (
+      a && {
+        capacity: a.capacity,
+        used: a.used,
+        waiting: a.waiting.length,
+        waitingBytes: a.waiting.reduce((n, w) => n + w.bytes, 0),
+        oldestWaitMs: Math.max(0, ...a.waiting.map((w) => w.waitedMs)),
+      }
+    );
+  };
 
-  const handle = async (req: http.IncomingMessage, gone: AbortSignal): Promise<Answer> => {
+  const handle = async (req: http.IncomingMessage): Promise<Answer> => {
     const url = req.url ?? '/';
     if (req.method === 'GET' && url === '/healthz') return { status: 200, body: 'ok', type: 'text' };
     if (req.method === 'GET' && url === '/readyz') {
@@ -207,30 +229,22 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         `render request: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
       );
     }
-    const release = await slots.acquire(parsed.data.tenant ?? '');
-    if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
     const input = parsed.data.input as RenderInput;
     const limits = 'limits' in parsed.data ? (parsed.data.limits as RequestLimits | undefined) : undefined;
-    let giveBack: () => void = () => undefined;
-    const memory = opts.memory;
+    let need: { job: string; bytes: number } | undefined;
     if (memory) {
-      // Admitted by memory with the slot held, so the fair share of slots orders who waits here too.
       const kind = url === RESOLVE_PATH ? 'resolve' : 'render';
       const bytes = kind === 'resolve' ? memory.resolveHold() : memory.renderHold(limits?.maxRenderedBytes);
-      const job = `Application ${parsed.data.application ?? input.appName}`;
-      try {
-        giveBack = await memory.budget.acquire(job, bytes, gone);
-      } catch (err) {
-        release();
-        if (err instanceof BudgetExceededError)
-          return refusal(422, 'TooLarge', neverFits(err, memory, memory.explain(kind, limits?.maxRenderedBytes)));
-        throw err;
+      need = { job: `Application ${parsed.data.application ?? input.appName}`, bytes };
+      if (bytes > memory.budget.capacity) {
+        const err = new BudgetExceededError(need.job, bytes, memory.budget.capacity);
+        return refusal(422, 'TooLarge', neverFits(err, memory, memory.explain(kind, limits?.maxRenderedBytes)));
       }
     }
-    const done = () => {
-      release();
-      giveBack();
-    };
+    // The slot comes with the memory: in the tenant's turn, once its bytes fit.
+    const release = await slots.acquire(parsed.data.tenant ?? '', need);
+    if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
+    const done = release;
     const work =
       url === RESOLVE_PATH
         ? opts.renderer
@@ -254,12 +268,7 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
 
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const started = performance.now();
-    // The client went away before its answer: a wait for memory ends with it.
-    const gone = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) gone.abort(new SourceError('RendererUnavailable', 'the client went away'));
-    });
-    handle(req, gone.signal)
+    handle(req)
       .catch((err: unknown): Answer => {
         if (err instanceof NeedsRepositories) {
           return { status: 409, body: JSON.stringify({ needs: err.needs } satisfies NeedsAnswer) };
@@ -285,7 +294,7 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         res.end(answer.body);
       });
   };
-  return Object.assign(listener, { stats });
+  return Object.assign(listener, { stats, budgetStats });
 }
 
 export interface RendererStats {

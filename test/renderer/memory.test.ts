@@ -14,6 +14,8 @@ import {
   rendererMemory,
 } from '../../src/renderer/memory.ts';
 import { rendererHandler, startRendererServer } from '../../src/renderer/server.ts';
+import { RenderSlots } from '../../src/renderer/slots.ts';
+import { ByteBudget } from '../../src/renderer/budget.ts';
 import { SourceError, type RenderInput, type SourceRenderer } from '../../src/source/index.ts';
 
 const MiB = 1024 * 1024;
@@ -100,7 +102,7 @@ test("a render that does not fit beside another waits, named in /v1/budget with 
     const big = client.render(input('big'), { application: 'team-a/big', tenant: 'team-a' });
     await until(() => started.includes('big'));
     const small = client.resolveRevision(input('small'), { application: 'team-b/small', tenant: 'team-b' });
-    await until(() => memory.budget.waiting().length === 1);
+    await until(() => handler.budgetStats()?.waiting === 1);
     assert.deepEqual(started, ['big'], 'the resolve did not start while it did not fit');
     const seen = await client.budget();
     assert.ok(seen);
@@ -111,6 +113,7 @@ test("a render that does not fit beside another waits, named in /v1/budget with 
       [['Application team-b/small', 100 * MiB]],
     );
     assert.deepEqual(seen.holders, [{ job: 'Application team-a/big', bytes: memory.renderHold(undefined) }]);
+    assert.equal(handler.stats.running, 1, 'waiting for memory, it holds no slot');
     open('big');
     open('small');
     await big;
@@ -150,9 +153,53 @@ test('a render that could never fit is refused at once, naming its Application a
     );
     assert.deepEqual(started, [], 'nothing of it ran');
     assert.equal(handler.stats.running, 0, 'its slot was given back');
-    assert.equal(memory.budget.waiting().length, 0, 'it never waited');
+    assert.equal(handler.budgetStats()?.waiting, 0, 'it never waited');
   } finally {
     await client.close();
     await server.close();
   }
+});
+
+test('memory is handed out in tenant turns: a quiet tenant gets its render in beside a noisy one that holds memory, ahead of its queue', async () => {
+  // A budget of four renders of 100 MiB (no answer: tools only here); the noisy tenant may hold three.
+  const budget = new ByteBudget(400 * MiB);
+  const slots = new RenderSlots(8, 100, Date.now, { budget, largest: 100 * MiB });
+  const need = (app: string) => ({ job: `Application ${app}`, bytes: 100 * MiB });
+  await slots.acquire('quiet', need('quiet/first')).then((r) => r?.());
+  const noisy: Array<() => void> = [];
+  for (let i = 0; i < 3; i++) noisy.push((await slots.acquire('noisy', need(`noisy/${i}`))) as () => void);
+  let noisyFourth = false;
+  const fourth = slots.acquire('noisy', need('noisy/3')).then((r) => ((noisyFourth = true), r));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(noisyFourth, false, 'the noisy tenant holds all but one render of memory: it waits');
+  assert.equal(budget.used, 300 * MiB);
+  const quiet = await slots.acquire('quiet', need('quiet/a'));
+  assert.ok(quiet, 'the quiet tenant got the room kept free');
+  assert.equal(budget.used, 400 * MiB);
+  quiet();
+  noisy[0]?.();
+  (await fourth)?.();
+  for (const r of noisy) r();
+  assert.equal(budget.used, 0);
+});
+
+test('the request whose turn it is waits for its memory and nobody passes it', async () => {
+  const budget = new ByteBudget(300 * MiB);
+  const slots = new RenderSlots(8, 100, Date.now, { budget, largest: 200 * MiB });
+  const a = (await slots.acquire('a', { job: 'Application a/one', bytes: 200 * MiB })) as () => void;
+  let bigIn = false;
+  const big = slots.acquire('b', { job: 'Application b/big', bytes: 200 * MiB }).then((r) => ((bigIn = true), r));
+  let smallIn = false;
+  const small = slots.acquire('c', { job: 'Application c/small', bytes: 50 * MiB }).then((r) => ((smallIn = true), r));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(
+    slots.waitingForMemory().map((w) => [w.job, w.bytes]),
+    [['Application b/big', 200 * MiB]],
+  );
+  assert.equal(smallIn, false, 'the small one that would fit does not pass the one whose turn it is');
+  a();
+  (await big)?.();
+  (await small)?.();
+  assert.ok(bigIn && smallIn);
+  assert.equal(budget.used, 0);
 });
