@@ -129,9 +129,21 @@ try {
     operationState?: { phase?: string; syncResult?: { revision?: string } };
     reconciledAt?: string;
   };
+  // A list that times out (an API server slowed by the load) is asked again: a sample is late, not lost.
   const statuses = async (): Promise<Map<string, Status>> => {
-    const apps = await listRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespace: NS });
-    return new Map(apps.map((a) => [a.metadata.name, (a['status'] ?? {}) as Status]));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const apps = await listRaw(cp.admin, {
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Application',
+          namespace: NS,
+        });
+        return new Map(apps.map((a) => [a.metadata.name, (a['status'] ?? {}) as Status]));
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        console.log(`listing the Applications failed (${(err as Error).message}); asking again`);
+      }
+    }
   };
   // The quiet tenants' time waiting in the work queues (impersync_tenant_queue_wait_seconds), summed.
   const portLine = controller.lines.find((l) => l.includes('serving /healthz'));
