@@ -70,6 +70,8 @@ export const CONDITION = {
   UnsupportedFieldWarning: 'UnsupportedFieldWarning',
   /** impersync's own: Argo CD's application controller runs against the same Applications (controller/argocd-controller.ts). */
   ControllerConflictError: 'ControllerConflictError',
+  /** impersync's own: a refresh or operation step has waited long for memory budget (controller/budget-waits.ts). */
+  MemoryBudgetWarning: 'MemoryBudgetWarning',
 } as const;
 
 export const ConditionSchema = z.looseObject({

@@ -7,6 +7,7 @@ import { createLogger, isLogLevel } from '../observability/logger.ts';
 import { RENDERER_DEFAULTS, startRenderer } from '../renderer/run.ts';
 import type { RendererProcessOptions } from '../renderer/run.ts';
 import { parseByteSize } from '../renderer/sizes.ts';
+import { memoryLimit } from '../renderer/memory-limit.ts';
 import { DEFAULT_PLUGIN_SOCKET_DIR } from '../source/cmp/defaults.ts';
 import { parseFlags, stringFlag } from './args.ts';
 
@@ -16,7 +17,7 @@ export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-
                          [--tool-write-max SIZE] [--checkout-max-size SIZE] [--checkout-max-files N]
                          [--document-max-size SIZE] [--document-max-nodes N]
                          [--checkout-cache-max-size SIZE] [--clone-cache-max-size SIZE]
-                         [--allow-local-repositories] [--log-level LEVEL]
+                         [--memory-limit SIZE] [--allow-local-repositories] [--log-level LEVEL]
 
 Renders Applications' sources (git, kustomize build, helm template) for the controller, one request
 at a time per render slot, and answers with the objects or a source error. It needs no Kubernetes
@@ -50,6 +51,12 @@ token; \`impersync run\` without --renderer starts one as a child process.
                               in the cache folder's volume, with room for the renders' own files
   --document-max-size SIZE    largest YAML or JSON document, its aliases counted at every use (default 16Mi)
   --document-max-nodes N      most nodes one document may expand to, likewise (default 1000000)
+  --memory-limit SIZE         the renderer's container memory limit (e.g. 8Gi): 85% of it, less the
+                              answer cache and --max-renders × the render threads' heaps, is the
+                              budget renders and resolves wait for, each holding --tool-memory (and a
+                              render 4 × its rendered objects' limit) while it runs; one that could
+                              never fit is refused (default: IMPERSYNC_MEMORY_LIMIT, else cgroup v2
+                              memory.max, else the machine's memory)
   --allow-local-repositories  accept file:// and local paths as repoURL (local demos and tests only)
   --log-level LEVEL           trace, debug, info (default), warn, error
 `;
@@ -77,6 +84,7 @@ export async function main(argv: string[]): Promise<number> {
     'clone-cache-max-size': { type: 'string' },
     'document-max-nodes': { type: 'string' },
     'allow-local-repositories': { type: 'boolean' },
+    'memory-limit': { type: 'string' },
     'log-level': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
@@ -152,6 +160,13 @@ export async function main(argv: string[]): Promise<number> {
     limits[key] = n;
   }
   opts.limits = limits;
+  const memory = memoryLimit({
+    flag: stringFlag(v, 'memory-limit', ''),
+    env: process.env['IMPERSYNC_MEMORY_LIMIT'],
+    noneFound: 'machine',
+  });
+  if (!memory.ok) return fail(memory.error);
+  opts.memoryLimit = memory;
 
   let token: RendererProcessOptions['token'];
   if (tokenStdin) {
@@ -184,18 +199,23 @@ export async function main(argv: string[]): Promise<number> {
   )
     .map((g) => g.trim())
     .filter((g) => g !== '');
-  const running = await startRenderer({
-    ...opts,
-    listen,
-    cacheDir,
-    token,
-    logger,
-    allowLocalRepositories: v['allow-local-repositories'] === true,
-    ...(toolsDir !== '' ? { toolsDir } : {}),
-    ...(metricsListen !== '' ? { metricsListen } : {}),
-    pluginSocketDir,
-    ...(pluginTarExclusions.length > 0 ? { pluginTarExclusions } : {}),
-  });
+  let running: Awaited<ReturnType<typeof startRenderer>>;
+  try {
+    running = await startRenderer({
+      ...opts,
+      listen,
+      cacheDir,
+      token,
+      logger,
+      allowLocalRepositories: v['allow-local-repositories'] === true,
+      ...(toolsDir !== '' ? { toolsDir } : {}),
+      ...(metricsListen !== '' ? { metricsListen } : {}),
+      pluginSocketDir,
+      ...(pluginTarExclusions.length > 0 ? { pluginTarExclusions } : {}),
+    });
+  } catch (err) {
+    return fail((err as Error).message);
+  }
   process.stdout.write(
     `${JSON.stringify({ listening: running.server.address, ...(running.metricsAddress ? { metrics: running.metricsAddress } : {}) })}\n`,
   );

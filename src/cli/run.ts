@@ -17,6 +17,7 @@ import { parseRendererTargets } from '../renderer/replicas.ts';
 import { RoutedRenderer } from '../renderer/routed.ts';
 import { startController } from '../controller/controller.ts';
 import { memoryLimit } from '../controller/memory.ts';
+import { parseByteSize } from '../renderer/sizes.ts';
 import { splitList } from '../controller/cmd-params.ts';
 import type { RunningController } from '../controller/controller.ts';
 import type { EventSink } from '../controller/events.ts';
@@ -34,6 +35,7 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--leader-election-retry-period D]
                     [--renderer URL... [--renderer-token-secret NAME | --renderer-token-file FILE]]
                     [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT] [--memory-limit SIZE]
+                    [--renderer-memory-limit SIZE]
                     [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
                     [--redis-compress gzip|none] [--redis-use-tls [--redis-ca-certificate FILE]
                     [--redis-client-certificate FILE --redis-client-key FILE] [--redis-insecure-skip-tls-verify]]
@@ -80,6 +82,9 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --memory-limit SIZE            the container's memory limit (e.g. 1Gi); half of it is what refreshes
                                  and syncs may hold at once (default: IMPERSYNC_MEMORY_LIMIT, else
                                  cgroup v2 memory.max, else a quarter of the machine's memory)
+  --renderer-memory-limit SIZE   the child renderer's memory limit (its --memory-limit; default: as a
+                                 renderer finds its own, cgroup v2 memory.max, else the machine's
+                                 memory). In one container, give the two their shares of its limit
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
   --renderer-metrics-listen ADDR the child renderer serves its /metrics (Argo CD's git request
@@ -209,6 +214,7 @@ export async function main(argv: string[]): Promise<number> {
     'redis-insecure-skip-tls-verify': { type: 'boolean' },
     'app-state-cache-expiration': { type: 'string' },
     'memory-limit': { type: 'string' },
+    'renderer-memory-limit': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -295,6 +301,20 @@ export async function main(argv: string[]): Promise<number> {
   }
   const cacheDir = process.env['IMPERSYNC_CACHE_DIR'];
   const rendererMetrics = stringFlag(v, 'renderer-metrics-listen', '');
+  const rendererMemory = stringFlag(v, 'renderer-memory-limit', '');
+  if (rendererMemory !== '') {
+    const size = parseByteSize(rendererMemory);
+    if (renderer || !size.ok || size.bytes <= 0) {
+      process.stderr.write(
+        `impersync run: --renderer-memory-limit ${renderer ? 'is for the child renderer: give the renderer --memory-limit' : size.ok ? 'must be more than 0' : size.error}\n`,
+      );
+      return 2;
+    }
+  }
+  const childFlags = [
+    ...(rendererMetrics !== '' ? [`--metrics-listen=${rendererMetrics}`] : []),
+    ...(rendererMemory !== '' ? [`--memory-limit=${rendererMemory}`] : []),
+  ];
   if (rendererMetrics !== '' && (renderer || !/^(\[[^\]]*\]|[^:]*):\d{1,5}$/.test(rendererMetrics))) {
     process.stderr.write(
       `impersync run: --renderer-metrics-listen ${renderer ? 'is for the child renderer: give the renderer --metrics-listen' : `must be host:port, not '${rendererMetrics}'`}\n`,
@@ -312,7 +332,7 @@ export async function main(argv: string[]): Promise<number> {
             cacheDir,
             allowLocalRepositories: v['allow-local-repositories'] === true,
             logger,
-            ...(rendererMetrics !== '' ? { flags: [`--metrics-listen=${rendererMetrics}`] } : {}),
+            ...(childFlags.length > 0 ? { flags: childFlags } : {}),
           },
         };
   let controller: RunningController | undefined;

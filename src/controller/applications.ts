@@ -225,10 +225,11 @@ async function writeOnce(
  */
 export async function writeStatus(
   control: ControlClient,
-  raw: WatchedObject,
+  given: WatchedObject,
   status: ApplicationStatus,
   opts: StatusWriteOptions = {},
 ): Promise<RawApplication> {
+  const raw = onTopOfSideWrites(control, given);
   const { namespace = '', name } = raw.metadata;
   let res = await writeOnce(control, raw, fitStatus(status), opts);
   // Still refused for its size (a smaller etcd limit than the budget assumes): without any sync
@@ -236,6 +237,51 @@ export async function writeStatus(
   if (!res.ok && isTooLarge(res.error.code, res.error.message))
     res = await writeOnce(control, raw, fitStatus(status, 0), opts);
   return valueOf(`Application ${namespace}/${name}: writing status failed`, res);
+}
+
+// Side writes: a status written beside a refresh or an operation step that is under way (the
+// memory-budget condition of budget-waits.ts, while the job waits). The job read the Application
+// before it; its own status write, computed from that read, would be a conflict and the whole job
+// would run again. Instead it is written on top of the side write's result: what it replaces is
+// exactly what it read plus the side write's condition, which its status (computed without it)
+// takes away, as it would have without the side write. A write by anyone else meanwhile is still a
+// conflict.
+const sideWrites = new WeakMap<ControlClient, Map<string, { on: Set<string>; result: RawApplication }>>();
+
+function keyOf(raw: WatchedObject): string {
+  return `${raw.metadata.namespace ?? ''}/${raw.metadata.name}`;
+}
+
+/** `raw`, or the result of the side writes made on it since it was read. */
+export function onTopOfSideWrites<T extends WatchedObject>(control: ControlClient, raw: T): T | RawApplication {
+  const rv = (raw.metadata as { resourceVersion?: string }).resourceVersion;
+  const entry = sideWrites.get(control)?.get(keyOf(raw));
+  return rv !== undefined && entry?.on.has(rv) ? entry.result : raw;
+}
+
+/** Side writes of this Application are of no more use (its jobs ended). */
+export function forgetSideWrites(control: ControlClient, key: string): void {
+  sideWrites.get(control)?.delete(key);
+}
+
+/** Writes `status` beside a job under way (see above); a conflict is a ConflictError, nothing recorded. */
+export async function writeStatusBeside(
+  control: ControlClient,
+  raw: WatchedObject,
+  status: ApplicationStatus,
+): Promise<RawApplication> {
+  const base = onTopOfSideWrites(control, raw);
+  const stored = await writeStatus(control, base, status);
+  const rv = (base.metadata as { resourceVersion?: string }).resourceVersion;
+  if (rv === undefined) return stored;
+  let byKey = sideWrites.get(control);
+  if (!byKey) sideWrites.set(control, (byKey = new Map()));
+  const key = keyOf(stored);
+  const prev = byKey.get(key);
+  const on = new Set(prev && prev.result.metadata.resourceVersion === rv ? prev.on : []);
+  on.add(rv);
+  byKey.set(key, { on, result: stored });
+  return stored;
 }
 
 /** A JSON merge patch of the Application itself (operation, annotations, finalizers). */

@@ -44,6 +44,8 @@ const REFRESH_CONDITIONS = new Set<string>([
   CONDITION.OrphanedResourceWarning,
   CONDITION.UnsupportedFieldWarning,
   CONDITION.ControllerConflictError,
+  // Written beside a waiting refresh (budget-waits.ts): the refresh that ran no longer waits.
+  CONDITION.MemoryBudgetWarning,
 ]);
 
 export function carriedConditions(prev: ApplicationStatus | undefined): AppCondition[] {

@@ -34,6 +34,7 @@ import { RightsCheck } from './rights.ts';
 import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
 import { controllerBudget, observeBudget } from './memory.ts';
 import { withBudgetJob } from '../renderer/budget.ts';
+import { BudgetWaits, viewOf, viewOfAnswer, type BudgetView } from './budget-waits.ts';
 import type { ControllerParams } from './cmd-params.ts';
 import { ARGOCD_CMD_PARAMS_CM } from './cmd-params-keys.ts';
 import { resolveRedisOptions } from '../argocd-cache/options.ts';
@@ -82,6 +83,11 @@ export interface ControllerOptions {
    * memory.max, or a quarter of the machine's memory.
    */
   memoryLimitBytes?: number;
+  /**
+   * A refresh or operation step that has waited this long for memory budget (the controller's or
+   * the renderer's) gets a MemoryBudgetWarning condition (budget-waits.ts). Default 30 s; tests shorten it.
+   */
+  budgetWaitConditionMs?: number;
   /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
   execTimeoutMs?: number;
   /**
@@ -241,6 +247,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   // Argo CD's own application controller in the control namespace: nothing is reconciled while it runs.
   const argoController = new ArgoControllerDetector(control.watchTransport(), opts.namespace, log);
   const budget = controllerBudget(opts, log);
+  const waitThresholdMs = opts.budgetWaitConditionMs ?? 30_000;
+  const waits = new BudgetWaits({ control, app: (k) => cache.app(k), thresholdMs: waitThresholdMs, logger: log });
   const common = {
     argoController,
     cache,
@@ -276,8 +284,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     semantics,
     workers: {
       // Each a job of the memory budget: what its renders hold is admitted before it is read.
-      refresh: (k) => withBudgetJob(budget, `Application ${k}`, () => reconciler.refresh(k)),
-      operate: (k) => withBudgetJob(budget, `Application ${k}`, () => operator.operate(k)),
+      refresh: (k) =>
+        waits.run(k, 'refresh', () => withBudgetJob(budget, `Application ${k}`, () => reconciler.refresh(k))),
+      operate: (k) =>
+        waits.run(k, 'operation', () => withBudgetJob(budget, `Application ${k}`, () => operator.operate(k))),
       terminate: (k) => operator.terminate(k),
     },
     logger: log,
@@ -300,6 +310,22 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     observeBudget(budget, metrics, log);
   }, 5000);
   liveWatches.unref();
+  // Jobs that wait long for memory, here or in the renderer, are said on their Applications.
+  let observingWaits = false;
+  const observeWaits = async (): Promise<void> => {
+    if (observingWaits || !waits.busy) return;
+    observingWaits = true;
+    try {
+      const views: BudgetView[] = [viewOf("the controller's memory budget", budget, Date.now())];
+      const answer = await renderer.budget?.().catch(() => undefined);
+      if (answer && answer.capacity > 0) views.push(viewOfAnswer("the renderer's memory budget", answer));
+      waits.observe(views);
+    } finally {
+      observingWaits = false;
+    }
+  };
+  const waitTimer = setInterval(() => void observeWaits(), Math.min(5000, Math.max(200, waitThresholdMs / 2)));
+  waitTimer.unref();
   const stopArgoCDMetrics = wireArgoCDMetrics({ metrics, cache, factory, params, warn: (m) => log.warn(m) });
   let health: HealthServer | undefined;
   if (opts.healthPort !== undefined) {
@@ -333,6 +359,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     },
     stop: async () => {
       clearInterval(liveWatches);
+      clearInterval(waitTimer);
       stopArgoCDMetrics();
       await cmdParamsWatch.stop();
       await argoController.stop();
@@ -341,6 +368,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       const stopped = m.stop();
       operator.abandonAll();
       await stopped;
+      await waits.settled();
       await factory.close();
       await control.close();
       // A child renderer this controller started ends with it.

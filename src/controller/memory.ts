@@ -8,50 +8,18 @@
 // mix of tenants' content arrives. Not in the budget: what stays between jobs (the Application and
 // project caches, the live-object watches' stores), which grows with what is managed, not with
 // what is rendered at once.
-import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics.ts';
 import { ByteBudget, formatMiB } from '../renderer/budget.ts';
-import { parseByteSize } from '../renderer/sizes.ts';
+import { memoryLimit } from '../renderer/memory-limit.ts';
 
 export { HELD_PER_ANSWER_BYTE } from '../renderer/budget.ts';
 
 /** The share of the memory limit comparisons and syncs may hold; the rest is the process's own. */
 export const BUDGET_SHARE_OF_LIMIT = 0.5;
 
-export interface MemoryLimitSources {
-  /** --memory-limit, as written. */
-  flag?: string | undefined;
-  /** IMPERSYNC_MEMORY_LIMIT (the chart sets it from resources.limits.memory). */
-  env?: string | undefined;
-  /** The cgroup v2 file (default /sys/fs/cgroup/memory.max). */
-  cgroupFile?: string;
-}
-
-export type MemoryLimit = { ok: true; bytes: number; from: string } | { ok: false; error: string };
-
-/** The memory limit: the flag, else the variable, else cgroup v2's memory.max, else a quarter of the machine's memory. */
-export function memoryLimit(src: MemoryLimitSources): MemoryLimit {
-  for (const [raw, from] of [
-    [src.flag, '--memory-limit'],
-    [src.env, 'IMPERSYNC_MEMORY_LIMIT'],
-  ] as const) {
-    if (raw === undefined || raw === '') continue;
-    const size = parseByteSize(raw);
-    if (!size.ok) return { ok: false, error: `${from}: ${size.error}` };
-    if (size.bytes <= 0) return { ok: false, error: `${from}: must be more than 0` };
-    return { ok: true, bytes: size.bytes, from };
-  }
-  const file = src.cgroupFile ?? '/sys/fs/cgroup/memory.max';
-  try {
-    const text = readFileSync(file, 'utf8').trim();
-    if (/^\d+$/.test(text) && Number(text) > 0) return { ok: true, bytes: Number(text), from: file };
-  } catch {
-    // No cgroup v2 limit here (not in a container, or cgroup v1).
-  }
-  return { ok: true, bytes: Math.floor(totalmem() / 4), from: 'a quarter of the machine memory (no limit found)' };
-}
+export { memoryLimit, type MemoryLimit, type MemoryLimitSources } from '../renderer/memory-limit.ts';
 
 /** The budget of the controller's jobs for a memory limit of `limitBytes`. */
 export function memoryBudget(limitBytes: number): ByteBudget {

@@ -20,7 +20,7 @@ import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { admit } from './admission.ts';
-import { patchApplication, removeRefreshAnnotations, writeStatus } from './applications.ts';
+import { onTopOfSideWrites, patchApplication, removeRefreshAnnotations, writeStatus } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
 import { carriedConditions, compareApplication, comparedTo } from './comparison.ts';
 import type { EventSink } from './events.ts';
@@ -203,11 +203,13 @@ export class Reconciler {
     // the pre-delete finalizer its hooks need, so a deletion right after cannot skip them. Guarded
     // by the resourceVersion the status write would have been: a write meanwhile (the operation's)
     // is a conflict for both, never overwritten by a status computed before it.
+    // On top of a memory-budget condition written while this refresh waited (applications.ts side writes).
+    const latest = onTopOfSideWrites(this.d.control, raw);
     const current = finalizers
-      ? await patchApplication(this.d.control, raw, {
-          metadata: { finalizers, resourceVersion: raw.metadata.resourceVersion },
+      ? await patchApplication(this.d.control, latest, {
+          metadata: { finalizers, resourceVersion: latest.metadata.resourceVersion },
         })
-      : raw;
+      : latest;
     const memo = this.written.get(key);
     const base = memo && isDeepStrictEqual(current['status'], memo.kept) ? memo.sent : prev;
     // A refresh asked for (the refresh annotation, or one made hard by timeout.hard.reconciliation)

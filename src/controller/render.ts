@@ -8,6 +8,7 @@
 // and the render asked again once.
 import { appInstanceName } from '../sync/tracking.ts';
 import type { AppProject, Application, ApplicationLimits, ApplicationSource, SyncOperation } from '../api/index.ts';
+import { applicationKey } from '../api/application.ts';
 import type { ToolSettings } from '../api/tool-settings.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { fetchDecision } from '../project/fetch-repos.ts';
@@ -106,9 +107,12 @@ export async function renderApplication(
   const { sources, multiSource } = applicationSources(app, opts.operation);
   const project = opts.project.metadata.name;
   // The AppProject is the tenant the renderer shares its slots by (renderer/slots.ts).
+  // The Application is named in the renderer's memory budget (renderer/memory.ts).
+  const application = applicationKey(app);
   const renderOptions = {
     noCache: opts.noCache === true,
     tenant: project,
+    application,
     ...(opts.limits ? { limits: opts.limits } : {}),
   };
   const sourceRepos = opts.project.spec.sourceRepos ?? [];
@@ -205,7 +209,7 @@ export async function renderApplication(
         continue;
       }
       if ((multiSource && isRefOnly(source)) || local) {
-        out.revisions.push(await renderer.resolveRevision(input, { tenant: project }));
+        out.revisions.push(await renderer.resolveRevision(input, { tenant: project, application }));
         out.sourceTypes.push('');
         continue;
       }

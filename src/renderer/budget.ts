@@ -9,7 +9,8 @@
 //   room, and a big one waits at most for one budget's worth of others' work, never forever.
 // - A job bigger than the whole budget could never be admitted: it is refused at once with an
 //   error naming it and its size, never left waiting.
-// - What waits is visible: `stats()` (for the metrics) and `waiting()` (each job and since when).
+// - What waits is visible: `stats()` (for the metrics), `waiting()` (each job and since when) and
+//   `holders()` (what holds the budget, for a message that says what a job waits behind).
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 export class BudgetExceededError extends Error {
@@ -66,6 +67,8 @@ export class ByteBudget {
   readonly #passBytes: number;
   readonly #now: () => number;
   readonly #queue: Waiter[] = [];
+  /** The admissions not given back yet. */
+  readonly #held = new Set<{ job: string; bytes: number }>();
   #used = 0;
 
   constructor(capacity: number, opts: ByteBudgetOptions = {}) {
@@ -93,6 +96,27 @@ export class ByteBudget {
   /** The jobs waiting, oldest first, with their bytes and since when (the clock's ms). */
   waiting(): Array<{ job: string; bytes: number; since: number }> {
     return this.#queue.map(({ job, bytes, since }) => ({ job, bytes, since }));
+  }
+
+  /** What holds the budget now: each admission not given back, largest first. */
+  holders(): Array<{ job: string; bytes: number }> {
+    return [...this.#held].map(({ job, bytes }) => ({ job, bytes })).sort((a, b) => b.bytes - a.bytes);
+  }
+
+  /** Admits `bytes` now if they fit and nobody waits; the call that gives them back, or undefined. */
+  tryAcquire(job: string, bytes: number): (() => void) | undefined {
+    const size = Math.max(0, Math.ceil(bytes));
+    if (this.#queue.length > 0 || this.#used + size > this.capacity) return undefined;
+    let release: (() => void) | undefined;
+    this.#admit({
+      job,
+      bytes: size,
+      since: this.#now(),
+      passed: 0,
+      grant: (r) => (release = r),
+      fail: () => undefined,
+    });
+    return release;
   }
 
   /**
@@ -134,11 +158,14 @@ export class ByteBudget {
 
   #admit(w: Waiter): void {
     this.#used += w.bytes;
+    const held = { job: w.job, bytes: w.bytes };
+    this.#held.add(held);
     let released = false;
     w.grant(() => {
       if (released) return;
       released = true;
       this.#used -= w.bytes;
+      this.#held.delete(held);
       this.#pump();
     });
   }

@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { SourceError } from '../source/errors.ts';
 import type { RenderInput, RenderResult } from '../source/index.ts';
 import { RendererClient, type RenderOptions, type Renderer, type ResolveInput } from './client.ts';
+import type { BudgetAnswer } from './protocol.ts';
 
 export interface ChildRendererOptions {
   /** Clones and checkouts (the child's HOME and TMPDIR are made inside it too). */
@@ -83,8 +84,18 @@ export class ChildRenderer implements Renderer {
     return (await this.#live()).client.render(input, opts);
   }
 
-  async resolveRevision(input: ResolveInput, opts: Pick<RenderOptions, 'tenant'> = {}): Promise<string> {
+  async resolveRevision(
+    input: ResolveInput,
+    opts: Pick<RenderOptions, 'tenant' | 'application'> = {},
+  ): Promise<string> {
     return (await this.#live()).client.resolveRevision(input, opts);
+  }
+
+  /** The child's memory budget; undefined while it is not running (it is not started for this). */
+  async budget(): Promise<BudgetAnswer | undefined> {
+    const running = await this.#running?.catch(() => undefined);
+    if (!running || !isAlive(running.child)) return undefined;
+    return running.client.budget();
   }
 
   async close(): Promise<void> {

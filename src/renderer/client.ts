@@ -15,6 +15,9 @@ import { HELD_PER_ANSWER_BYTE, holdInJob } from './budget.ts';
 import type { RenderedObject, RenderInput, RenderResult } from '../source/index.ts';
 import {
   ANSWER_CONTENT_TYPE,
+  BUDGET_PATH,
+  BudgetAnswerSchema,
+  type BudgetAnswer,
   ErrorAnswerSchema,
   MAX_ANSWER_BYTES,
   NeedsAnswerSchema,
@@ -32,6 +35,8 @@ export interface RenderOptions {
   limits?: ApplicationLimits | undefined;
   /** Whose render it is, for a fair share of the renderer's slots (the AppProject). */
   tenant?: string | undefined;
+  /** Which Application (the controller's key, namespace/name), named in the renderer's memory budget. */
+  application?: string | undefined;
 }
 
 /** What resolving a revision needs: the source, its repository's credentials, how old refs may be. */
@@ -42,7 +47,9 @@ export type ResolveInput = Pick<RenderInput, 'source' | 'revision' | 'repository
 /** What the controller needs of a renderer: the objects of one source, and the commit a revision names. */
 export interface Renderer {
   render(input: RenderInput, opts?: RenderOptions): Promise<RenderResult>;
-  resolveRevision(input: ResolveInput, opts?: Pick<RenderOptions, 'tenant'>): Promise<string>;
+  resolveRevision(input: ResolveInput, opts?: Pick<RenderOptions, 'tenant' | 'application'>): Promise<string>;
+  /** The renderer's memory budget and who waits for it; undefined from a renderer that has none. */
+  budget?(): Promise<BudgetAnswer | undefined>;
   close(): Promise<void>;
 }
 
@@ -140,16 +147,50 @@ export class RendererClient implements Renderer {
           }
         : {}),
       ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+      ...(opts.application !== undefined ? { application: opts.application } : {}),
     };
     return (await this.#post(RENDER_PATH, body, input.source, limits)) as RenderResult;
   }
 
-  async resolveRevision(input: ResolveInput, opts: Pick<RenderOptions, 'tenant'> = {}): Promise<string> {
-    const body = { input: wire(input), ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}) };
+  async resolveRevision(
+    input: ResolveInput,
+    opts: Pick<RenderOptions, 'tenant' | 'application'> = {},
+  ): Promise<string> {
+    const body = {
+      input: wire(input),
+      ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+      ...(opts.application !== undefined ? { application: opts.application } : {}),
+    };
     const answer = await this.#post(RESOLVE_PATH, body, input.source);
     const parsed = ResolveAnswerSchema.safeParse(answer);
     if (!parsed.success) throw this.#malformed('revision');
     return parsed.data.revision;
+  }
+
+  /** GET /v1/budget; undefined when the renderer has no such endpoint (an older one) or answers otherwise. */
+  async budget(): Promise<BudgetAnswer | undefined> {
+    const token = await this.#opts.token();
+    const res = await request(`${this.#origin}${BUDGET_PATH}`, {
+      method: 'GET',
+      dispatcher: this.#agent,
+      headers: { authorization: `Bearer ${token}` },
+      headersTimeout: 10_000,
+      bodyTimeout: 10_000,
+    });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      return undefined;
+    }
+    const text = await res.body.text();
+    if (text.length > 4 * 1024 * 1024) return undefined;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+    const parsed = BudgetAnswerSchema.safeParse(json);
+    return parsed.success ? parsed.data : undefined;
   }
 
   close(): Promise<void> {

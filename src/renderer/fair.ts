@@ -90,8 +90,18 @@ export class FairQueue<T> {
     this.#charged.set(tenant, Math.max(this.#charged.get(tenant) ?? 0, floor));
   }
 
-  /** The next item: the least-charged tenant with items waiting, skipping those `atCap` says hold their share. */
-  take(atCap: (tenant: string) => boolean = () => false): Taken<T> | undefined {
+  /** The tenant `take` would take from next, and its first item, without taking it. */
+  peek(atCap: (tenant: string) => boolean = () => false): { tenant: string; item: T } | undefined {
+    const tenant = this.#next(atCap);
+    return tenant === undefined ? undefined : { tenant, item: (this.#byTenant.get(tenant) as T[])[0] as T };
+  }
+
+  /** The first item waiting for `tenant`. */
+  head(tenant: string): T | undefined {
+    return this.#byTenant.get(tenant)?.[0];
+  }
+
+  #next(atCap: (tenant: string) => boolean): string | undefined {
     let best: string | undefined;
     let bestCharge = Infinity;
     for (const tenant of this.#byTenant.keys()) {
@@ -102,6 +112,12 @@ export class FairQueue<T> {
         bestCharge = c;
       }
     }
+    return best;
+  }
+
+  /** The next item: the least-charged tenant with items waiting, skipping those `atCap` says hold their share. */
+  take(atCap: (tenant: string) => boolean = () => false): Taken<T> | undefined {
+    const best = this.#next(atCap);
     if (best === undefined) return undefined;
     const tenant = best;
     const items = this.#byTenant.get(tenant) as T[];

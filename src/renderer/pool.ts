@@ -36,6 +36,12 @@ interface Job {
   reject: (e: SourceError) => void;
 }
 
+/** A thread's heap limits for a render heap of `memoryBytes`: its old and young generations, in MiB. */
+export function workerHeapLimits(memoryBytes: number): { oldMb: number; youngMb: number } {
+  const oldMb = Math.max(16, Math.floor(memoryBytes / (1024 * 1024)));
+  return { oldMb, youngMb: Math.min(64, Math.max(4, oldMb / 8)) };
+}
+
 const WORKER_URL = new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
 export class RenderPool {
@@ -85,12 +91,9 @@ export class RenderPool {
   }
 
   #spawn(): Worker {
-    const heapMb = Math.max(16, Math.floor(this.#opts.memoryBytes / (1024 * 1024)));
+    const heap = workerHeapLimits(this.#opts.memoryBytes);
     const worker = new Worker(WORKER_URL, {
-      resourceLimits: {
-        maxOldGenerationSizeMb: heapMb,
-        maxYoungGenerationSizeMb: Math.min(64, Math.max(4, heapMb / 8)),
-      },
+      resourceLimits: { maxOldGenerationSizeMb: heap.oldMb, maxYoungGenerationSizeMb: heap.youngMb },
       // Tool processes inherit the environment the render asks for, never this thread's own.
       env: {},
       stdout: false,

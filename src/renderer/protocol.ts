@@ -4,6 +4,7 @@
 //
 //   POST /v1/render   {input, noCache?, limits?, tenant?}   200 RenderAnswer (NDJSON) | 409 {needs} | 422 {error} | 400 | 401 | 413 | 503
 //   POST /v1/resolve  {input, tenant?}                       200 {revision}            | 422 {error} | ...
+//   GET  /v1/budget                        200 BudgetAnswer: the memory budget, who waits, who holds it
 //   GET  /healthz                          200 (no token): the process answers
 //   GET  /readyz                           200 once it has its token, else 503
 //
@@ -17,6 +18,7 @@ import type { SourceErrorReason } from '../source/errors.ts';
 
 export const RENDER_PATH = '/v1/render';
 export const RESOLVE_PATH = '/v1/resolve';
+export const BUDGET_PATH = '/v1/budget';
 
 /** Largest request body the renderer reads (an Application's source with inline values fits in etcd's 1.5 MiB). */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -93,6 +95,9 @@ export const RenderInputSchema = z.strictObject({
 /** Whose request this is, for a fair share of render slots between tenants (the AppProject's name). */
 const TenantSchema = z.string().max(512).optional();
 
+/** Which Application a request is for (the controller's key, namespace/name): named in the renderer's memory budget. */
+const ApplicationKeySchema = z.string().max(507).optional();
+
 /**
  * The Application's own limits (api/limits.ts, from argocd-cm): the renderer applies the lower of
  * each and its own, and names the argocd-cm key when the Application's is the one passed.
@@ -110,10 +115,29 @@ export const RenderRequestSchema = z.strictObject({
   noCache: z.boolean().optional(),
   limits: RenderLimitsSchema.optional(),
   tenant: TenantSchema,
+  application: ApplicationKeySchema,
 });
 export type RenderRequest = z.infer<typeof RenderRequestSchema>;
 
-export const ResolveRequestSchema = z.strictObject({ input: RenderInputSchema, tenant: TenantSchema });
+export const ResolveRequestSchema = z.strictObject({
+  input: RenderInputSchema,
+  tenant: TenantSchema,
+  application: ApplicationKeySchema,
+});
+
+/**
+ * The renderer's memory budget (renderer/memory.ts): its bytes, the requests waiting for it (each
+ * `Application <key>`, how many bytes and how long) and what holds it. The controller reads it to
+ * say on an Application that its render waits for memory. Bounded: only requests holding a render
+ * slot wait for or hold the budget.
+ */
+export const BudgetAnswerSchema = z.object({
+  capacity: z.number().nonnegative(),
+  used: z.number().nonnegative(),
+  waiting: z.array(z.object({ job: z.string().max(600), bytes: z.number(), waitedMs: z.number() })).max(10_000),
+  holders: z.array(z.object({ job: z.string().max(600), bytes: z.number() })).max(10_000),
+});
+export type BudgetAnswer = z.infer<typeof BudgetAnswerSchema>;
 
 const REASONS = [
   'RepositoryUnreachable',

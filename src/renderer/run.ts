@@ -9,6 +9,8 @@ import { DEFAULT_LIMITS, type RenderLimits } from '../source/render.ts';
 import { startHealthServer, type HealthServer } from '../observability/health.ts';
 import { createRendererMetrics, type RendererMetrics } from './metrics.ts';
 import { RenderPool } from './pool.ts';
+import { memoryLimit, type MemoryLimit } from './memory-limit.ts';
+import { rendererMemory, type RendererMemory } from './memory.ts';
 import { MAX_RENDERED_BYTES } from './protocol.ts';
 import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
 
@@ -55,6 +57,12 @@ export interface RendererProcessOptions {
   env?: NodeJS.ProcessEnv;
   /** Check out submodules (source/submodules.ts). Default: ARGOCD_GIT_MODULES_ENABLED, as Argo CD's repo-server. */
   submodules?: boolean;
+  /**
+   * Its container's memory limit (--memory-limit), of which its renders and resolves get a budget
+   * (memory.ts). Default: IMPERSYNC_MEMORY_LIMIT, else cgroup v2's memory.max, else the machine's
+   * memory (with no limit found, a budget too small for one render is raised to one render's hold).
+   */
+  memoryLimit?: MemoryLimit;
   /** `host:port` of its /metrics and /healthz (metrics.ts), apart from the token-guarded listener. Default: none. */
   metricsListen?: string | undefined;
   logger: Logger;
@@ -80,10 +88,10 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
   const maxRenders = opts.maxRenders ?? RENDERER_DEFAULTS.maxRenders;
   const metrics = createRendererMetrics({ defaultMetrics: opts.metricsListen !== undefined });
   const renderTimeoutMs = opts.renderTimeoutMs ?? RENDERER_DEFAULTS.renderTimeoutMs;
-  const pool = new RenderPool({
-    size: maxRenders,
-    memoryBytes: opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes,
-  });
+  const renderMemoryBytes = opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes;
+  const cacheBytes = opts.cacheBytes ?? RENDERER_DEFAULTS.cacheBytes;
+  const memory = budgetOf(opts, { maxRenders, renderMemoryBytes, cacheBytes });
+  const pool = new RenderPool({ size: maxRenders, memoryBytes: renderMemoryBytes });
   const renderer = new SourceRenderer({
     cacheDir: opts.cacheDir,
     ...(opts.toolsDir !== undefined ? { toolsDir: opts.toolsDir } : {}),
@@ -106,8 +114,10 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     logger: opts.logger,
     maxConcurrent: maxRenders,
     renderTimeoutMs,
-    cacheBytes: opts.cacheBytes ?? RENDERER_DEFAULTS.cacheBytes,
+    cacheBytes,
+    memory,
   });
+  metrics.observeBudget(handler.budgetStats);
   const server = await startRendererServer(opts.listen, handler);
   let metricsServer: HealthServer | undefined;
   if (opts.metricsListen !== undefined) {
@@ -133,6 +143,37 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
       await pool.close();
     },
   };
+}
+
+/**
+ * The renderer's memory budget (memory.ts). A limit that was given (flag, variable, cgroup) and
+ * leaves no room for one request is an error; with none found, the machine's memory is the limit
+ * and a budget too small is raised to one render's hold, with a warning.
+ */
+function budgetOf(
+  opts: RendererProcessOptions,
+  sizes: { maxRenders: number; renderMemoryBytes: number; cacheBytes: number },
+): RendererMemory {
+  const found = opts.memoryLimit ?? memoryLimit({ env: process.env['IMPERSYNC_MEMORY_LIMIT'], noneFound: 'machine' });
+  if (!found.ok) throw new Error(found.error);
+  const common = {
+    ...sizes,
+    toolMemoryBytes: opts.limits?.toolMemoryBytes ?? DEFAULT_LIMITS.toolMemoryBytes,
+    maxRenderedBytes: MAX_RENDERED_BYTES,
+  };
+  const made = rendererMemory({ ...common, limitBytes: found.bytes, from: found.from });
+  if (made.ok) {
+    opts.logger.info(
+      { memoryLimitBytes: found.bytes, budgetBytes: made.memory.budget.capacity },
+      made.memory.summary(),
+    );
+    return made.memory;
+  }
+  if (!found.guessed) throw new Error(made.error);
+  opts.logger.warn(`${made.error}; no memory limit was found, so one render at a time is admitted`);
+  const raised = rendererMemory({ ...common, limitBytes: found.bytes, from: found.from, minimum: true });
+  if (!raised.ok) throw new Error(raised.error);
+  return raised.memory;
 }
 
 /** The current token: a file is read again whenever its modification time changes (Secret rotation). */

@@ -10,6 +10,11 @@
 // until its own time limit stops it, so an overloaded renderer queues instead of piling up work.
 // The answer is over the Application's limits of objects and bytes (answer.ts) or it is sent.
 //
+// Memory (memory.ts): a request's slot comes with the bytes it may hold in the renderer's memory
+// budget, in its tenant's turn (slots.ts), and only then does it start (its time limit too); a
+// request that could never fit is refused at once, naming its Application and the sizes. GET
+// /v1/budget tells the controller who waits for memory and what holds it.
+//
 // Answers are cached by input and commit (as Argo CD's repo-server caches manifests by revision):
 // a refresh of an unchanged Application costs a `git ls-remote` and no render. `noCache` (a hard
 // refresh) renders again.
@@ -20,12 +25,16 @@ import type { Logger } from 'pino';
 import { NeedsRepositories, SourceError } from '../source/errors.ts';
 import type { RefSource, RenderInput, SourceRenderer } from '../source/index.ts';
 import { overTimeLimit } from '../source/render.ts';
+import { BudgetExceededError, type BudgetStats } from './budget.ts';
+import { neverFits, type RendererMemory } from './memory.ts';
 import {
+  BUDGET_PATH,
   MAX_REQUEST_BYTES,
   RENDER_PATH,
   RESOLVE_PATH,
   RenderRequestSchema,
   ResolveRequestSchema,
+  type BudgetAnswer,
   type ErrorAnswer,
   type NeedsAnswer,
 } from './protocol.ts';
@@ -49,6 +58,8 @@ export interface RendererServerOptions {
   renderTimeoutMs?: number;
   /** Bytes of answers kept for unchanged inputs. Default 256 MiB; 0 turns the cache off. */
   cacheBytes?: number;
+  /** The memory budget requests are admitted by (memory.ts); none: no admission by memory. */
+  memory?: RendererMemory;
 }
 
 export interface RendererServer {
@@ -60,12 +71,20 @@ export interface RendererServer {
 /** An answer: JSON, except the plain-text probes and a render's objects (NDJSON). */
 type Answer = { status: number; body: Buffer | string; type?: 'text' | 'ndjson' };
 
-export function rendererHandler(opts: RendererServerOptions): http.RequestListener & { stats: RendererStats } {
+export function rendererHandler(
+  opts: RendererServerOptions,
+): http.RequestListener & { stats: RendererStats; budgetStats: () => BudgetStats | undefined } {
   const maxConcurrent = opts.maxConcurrent ?? 8;
   const maxQueued = opts.maxQueued ?? 1000;
   const timeoutMs = opts.renderTimeoutMs ?? 180_000;
   const cache = new AnswerCache(opts.cacheBytes ?? 256 * 1024 * 1024);
-  const slots = new RenderSlots(maxConcurrent, maxQueued);
+  const memory = opts.memory;
+  const slots = new RenderSlots(
+    maxConcurrent,
+    maxQueued,
+    Date.now,
+    memory ? { budget: memory.budget, largest: memory.renderHold(undefined) } : undefined,
+  );
   const counts = { renders: 0, cacheHits: 0 };
   const stats: RendererStats = {
     get renders() {
@@ -146,6 +165,32 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
       ? { ms: limits.renderTimeoutMs, setBy: `argocd-cm ${APPLICATION_LIMIT_KEYS.renderTimeout}` }
       : { ms: timeoutMs };
 
+  const budgetAnswer = (): BudgetAnswer => {
+    const budget = memory?.budget;
+    if (!budget) return { capacity: 0, used: 0, waiting: [], holders: [] };
+    const now = Date.now();
+    return {
+      capacity: budget.capacity,
+      used: budget.used,
+      waiting: slots
+        .waitingForMemory()
+        .map((w) => ({ job: w.job, bytes: w.bytes, waitedMs: Math.max(0, now - w.since) })),
+      holders: budget.holders(),
+    };
+  };
+  const budgetStats = (): BudgetStats | undefined => {
+    const a = memory ? budgetAnswer() : undefined;
+    return (
+      a && {
+        capacity: a.capacity,
+        used: a.used,
+        waiting: a.waiting.length,
+        waitingBytes: a.waiting.reduce((n, w) => n + w.bytes, 0),
+        oldestWaitMs: Math.max(0, ...a.waiting.map((w) => w.waitedMs)),
+      }
+    );
+  };
+
   const handle = async (req: http.IncomingMessage): Promise<Answer> => {
     const url = req.url ?? '/';
     if (req.method === 'GET' && url === '/healthz') return { status: 200, body: 'ok', type: 'text' };
@@ -154,7 +199,8 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         ? { status: 200, body: 'ok', type: 'text' }
         : { status: 503, body: 'the renderer has no token yet', type: 'text' };
     }
-    if (req.method !== 'POST' || (url !== RENDER_PATH && url !== RESOLVE_PATH)) {
+    const isBudget = req.method === 'GET' && url === BUDGET_PATH;
+    if (!isBudget && (req.method !== 'POST' || (url !== RENDER_PATH && url !== RESOLVE_PATH))) {
       return refusal(404, 'RendererUnavailable', `no such renderer endpoint: ${req.method} ${url.slice(0, 100)}`);
     }
     const token = opts.token();
@@ -162,6 +208,7 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
     if (!authorized(req.headers.authorization, token)) {
       return refusal(401, 'RendererUnavailable', 'the renderer refused the request: wrong or missing token');
     }
+    if (isBudget) return { status: 200, body: JSON.stringify(budgetAnswer()) };
     const raw = await readBody(req);
     if (raw === undefined) {
       return refusal(413, 'RendererUnavailable', `render request over ${MAX_REQUEST_BYTES} bytes`);
@@ -182,18 +229,30 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         `render request: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
       );
     }
-    const release = await slots.acquire(parsed.data.tenant ?? '');
-    if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
     const input = parsed.data.input as RenderInput;
     const limits = 'limits' in parsed.data ? (parsed.data.limits as RequestLimits | undefined) : undefined;
+    let need: { job: string; bytes: number } | undefined;
+    if (memory) {
+      const kind = url === RESOLVE_PATH ? 'resolve' : 'render';
+      const bytes = kind === 'resolve' ? memory.resolveHold() : memory.renderHold(limits?.maxRenderedBytes);
+      need = { job: `Application ${parsed.data.application ?? input.appName}`, bytes };
+      if (bytes > memory.budget.capacity) {
+        const err = new BudgetExceededError(need.job, bytes, memory.budget.capacity);
+        return refusal(422, 'TooLarge', neverFits(err, memory, memory.explain(kind, limits?.maxRenderedBytes)));
+      }
+    }
+    // The slot comes with the memory: in the tenant's turn, once its bytes fit.
+    const release = await slots.acquire(parsed.data.tenant ?? '', need);
+    if (!release) return refusal(503, 'RendererUnavailable', `the renderer is busy (${maxQueued} requests waiting)`);
+    const done = release;
     const work =
       url === RESOLVE_PATH
         ? opts.renderer
             .resolveRevision(input)
             .then((revision): Answer => ({ status: 200, body: JSON.stringify({ revision }) }))
         : render(input, 'noCache' in parsed.data && parsed.data.noCache === true, limits);
-    // The slot is held until the work really ends, even when the answer went out at the time limit.
-    void work.then(release, release);
+    // The slot and the memory are held until the work really ends, even when the answer went out at the time limit.
+    void work.then(done, done);
     let timer: NodeJS.Timeout | undefined;
     const limit = timeLimit(limits);
     const overtime = new Promise<never>((_, reject) => {
@@ -235,7 +294,7 @@ export function rendererHandler(opts: RendererServerOptions): http.RequestListen
         res.end(answer.body);
       });
   };
-  return Object.assign(listener, { stats });
+  return Object.assign(listener, { stats, budgetStats });
 }
 
 export interface RendererStats {

@@ -202,6 +202,8 @@ export async function startFixture(
     defaultMetrics?: boolean;
     /** `impersync run`'s Redis flags: Argo CD's cache is written there. */
     redis?: RedisFlags;
+    /** How long a job waits for memory before its Application gets MemoryBudgetWarning (default 30 s). */
+    budgetWaitConditionMs?: number;
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -236,6 +238,7 @@ export async function startFixture(
       ...(opts.operationProcessors !== undefined ? { operationProcessors: opts.operationProcessors } : {}),
       ...(opts.execTimeoutMs !== undefined ? { execTimeoutMs: opts.execTimeoutMs } : {}),
       ...(opts.redis ? { redis: opts.redis } : {}),
+      ...(opts.budgetWaitConditionMs !== undefined ? { budgetWaitConditionMs: opts.budgetWaitConditionMs } : {}),
     });
   const fx: Fixture = {
     repo,

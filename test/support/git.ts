@@ -142,6 +142,8 @@ export interface GitHttpServerOptions {
    * query; the first rule that matches wins.
    */
   redirects?: Array<{ prefix: string; to: string }>;
+  /** Requests whose path starts with `prefix` are logged, then wait until `open` resolves (a fetch held on cue). */
+  gate?: { prefix: string; open: Promise<void> };
 }
 
 export async function startGitHttpServer(root: string, opts: GitHttpServerOptions = {}): Promise<GitHttpServer> {
@@ -154,6 +156,17 @@ export async function startGitHttpServer(root: string, opts: GitHttpServerOption
     if (log.length > 100_000) log.shift();
     authorizations.push(req.headers.authorization);
     if (authorizations.length > 100_000) authorizations.shift();
+    if (opts.gate && (req.url ?? '/').startsWith(opts.gate.prefix)) {
+      req.pause();
+      void opts.gate.open.then(() => {
+        req.resume();
+        serve(req, res);
+      });
+      return;
+    }
+    serve(req, res);
+  };
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     if (opts.auth) {
       const given = req.headers.authorization ?? '';
       const want =
