@@ -317,8 +317,14 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     observingWaits = true;
     try {
       const views: BudgetView[] = [viewOf("the controller's memory budget", budget, Date.now())];
-      const answer = await renderer.budget?.().catch(() => undefined);
-      if (answer && answer.capacity > 0) views.push(viewOfAnswer("the renderer's memory budget", answer));
+      if ('budgets' in renderer && renderer.budgets) {
+        // Several replicas: each its own budget, named by its address.
+        for (const { replica, answer } of await renderer.budgets().catch(() => []))
+          if (answer.capacity > 0) views.push(viewOfAnswer(`the memory budget of renderer replica ${replica}`, answer));
+      } else {
+        const answer = await renderer.budget?.().catch(() => undefined);
+        if (answer && answer.capacity > 0) views.push(viewOfAnswer("the renderer's memory budget", answer));
+      }
       waits.observe(views);
     } finally {
       observingWaits = false;

@@ -50,6 +50,8 @@ export interface Renderer {
   resolveRevision(input: ResolveInput, opts?: Pick<RenderOptions, 'tenant' | 'application'>): Promise<string>;
   /** The renderer's memory budget and who waits for it; undefined from a renderer that has none. */
   budget?(): Promise<BudgetAnswer | undefined>;
+  /** Several replicas' budgets, each its own (routed.ts); a renderer with this has no `budget`. */
+  budgets?(): Promise<Array<{ replica: string; answer: BudgetAnswer }>>;
   close(): Promise<void>;
 }
 

@@ -15,6 +15,7 @@ import {
   type RenderOptions,
   type ResolveInput,
 } from './client.ts';
+import type { BudgetAnswer } from './protocol.ts';
 import { ReplicaAddresses, type ReplicaAddressesOptions } from './replicas.ts';
 import { rankReplicas, routingKey } from './routing.ts';
 
@@ -68,6 +69,24 @@ export class RoutedRenderer implements Renderer {
     const now = this.#now();
     const down = (r: string) => (this.#downUntil.get(r) ?? 0) > now;
     return [...ranked.filter((r) => !down(r)), ...ranked.filter(down)];
+  }
+
+  /**
+   * Each replica's memory budget and who waits for it (GET /v1/budget), asked of every replica at
+   * once; a replica that does not answer, or has no budget, is left out. Each is its own budget: a
+   * request waits in the one replica it was routed to.
+   */
+  async budgets(): Promise<Array<{ replica: string; answer: BudgetAnswer }>> {
+    const replicas = await this.#addresses.current();
+    const answers = await Promise.all(
+      replicas.map(async (replica) => {
+        const answer = await this.#client(replica)
+          .budget()
+          .catch(() => undefined);
+        return answer ? { replica, answer } : undefined;
+      }),
+    );
+    return answers.filter((a) => a !== undefined);
   }
 
   async close(): Promise<void> {

@@ -38,6 +38,11 @@ async function replica(mode: Mode = 'ok', host = '127.0.0.1', port = 0): Promise
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (req.method === 'GET' && req.url === '/v1/budget') {
+        res.setHeader('content-type', 'application/json');
+        const waiting = [{ job: `Application argocd/waits-on-${r.url}`, bytes: 1024, waitedMs: 40_000 }];
+        return res.end(JSON.stringify({ capacity: 4096, used: 4096, waiting, holders: [] }));
+      }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { input: { source: { repoURL: string } } };
       r.seen.push(body.input.source.repoURL);
       if (r.mode === 'reset') return req.socket.destroy();
@@ -280,6 +285,26 @@ test('a multi-source Application: each source is routed by its own repository, a
       const on = rankReplicas(urls, routingKey(repoURL))[0];
       for (const r of [a, b, c])
         assert.equal(r.seen.includes(repoURL), r.url === on, `${repoURL} on ${on} only, not ${r.url}`);
+    }
+  } finally {
+    await client.close();
+  }
+});
+
+test("each replica's memory budget is asked of it, and one that does not answer is left out", async () => {
+  const [a, b, c] = [await replica(), await replica(), await replica()];
+  const { client } = routed([a.url, b.url, c.url]);
+  try {
+    await c.stop();
+    const budgets = await client.budgets();
+    assert.deepEqual(budgets.map((x) => x.replica).sort(), [a.url, b.url].sort());
+    for (const { replica: url, answer } of budgets) {
+      assert.equal(answer.capacity, 4096);
+      assert.deepEqual(
+        answer.waiting.map((w) => w.job),
+        [`Application argocd/waits-on-${url}`],
+        "each answer is its own replica's",
+      );
     }
   } finally {
     await client.close();
