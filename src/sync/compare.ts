@@ -186,6 +186,15 @@ async function compareOne(
     if (!dry.ok && isExtrasRefusal(dry.error))
       return { ...base, status: 'Unknown', health: null, diff: '', message: dry.error.message };
     live = got.value;
+    // The object exists and cannot be compared: its live state and health are still shown.
+    const unknownLive = async (obj: KubeObject, message: string): Promise<ResourceComparison> => ({
+      ...base,
+      live: obj,
+      status: 'Unknown',
+      health: await (opts.health ?? builtinAssessor)(obj),
+      diff: '',
+      message,
+    });
     if (dry.ok) {
       let answer = dry.value;
       if (live && opts.ignoreMutationWebhook) {
@@ -193,30 +202,14 @@ async function compareOne(
           answer = removeWebhookMutation(answer, live, await schemaFor(client, p.target), DEFAULT_FIELD_MANAGER);
         } catch (e) {
           // Argo CD's words: the diff of this object fails, and with it the comparison.
-          const message = `failed to calculate diff: serverSideDiff error: ${(e as Error).message}`;
-          return {
-            ...base,
-            live,
-            status: 'Unknown',
-            health: await (opts.health ?? builtinAssessor)(live),
-            diff: '',
-            message,
-          };
+          return unknownLive(live, `failed to calculate diff: serverSideDiff error: ${(e as Error).message}`);
         }
       }
       predicted =
         live && opts.takeover?.length
           ? afterTakeover(answer, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
           : answer;
-    } else if (live)
-      return {
-        ...base,
-        live,
-        status: 'Unknown',
-        health: await (opts.health ?? builtinAssessor)(live),
-        diff: '',
-        message: dry.error.message,
-      };
+    } else if (live) return unknownLive(live, dry.error.message);
     // A missing object is OutOfSync whatever the dry-run said; its refusal is worth showing, except
     // "namespace not found", which the sync itself resolves by creating the namespace first.
     else if (dry.error.code !== 404) note = dry.error;

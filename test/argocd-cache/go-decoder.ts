@@ -1,33 +1,13 @@
-// The Go program of ./go, built once per version of its source into the temporary folder: decodes
+// The Go program of ./go, built once per version of its source into ~/.cache/impersync/: decodes
 // a cache value as Argo CD does and writes it again as Argo CD does (see main.go).
-import { createHash } from 'node:crypto';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { goProgram } from '../support/go-program.ts';
 
 const dir = fileURLToPath(new URL('./go', import.meta.url));
 
 function binary(): string {
-  const source = readFileSync(path.join(dir, 'main.go'));
-  const out = path.join(
-    os.tmpdir(),
-    `impersync-argocache-decode-${createHash('sha256').update(source).digest('hex').slice(0, 12)}`,
-  );
-  if (existsSync(out)) return out;
-  try {
-    execFileSync('go', ['build', '-o', out, '.'], {
-      cwd: dir,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', CGO_ENABLED: '0' },
-    });
-  } catch (err) {
-    throw new Error(
-      `cannot build the Go decoder of test/argocd-cache/go (is Go installed? apt-get install golang, or Go from go.dev): ${(err as Error).message}`,
-    );
-  }
-  return out;
+  return goProgram(dir, 'argocd-cache-decoder', 'the Go decoder of test/argocd-cache/go');
 }
 
 /** Go's round trip of a value: what Argo CD's reader decodes and its writer would have written. */

@@ -1,34 +1,14 @@
 // The Go program of ./go (the real structured-merge-diff and schemaconv), built once per version of
 // its source into ~/.cache/impersync/, the module proxy supplying its modules: what the Go library
 // answers for one case, to hold src/sync/smd to.
-import { createHash } from 'node:crypto';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { goProgram } from '../../support/go-program.ts';
 
 const dir = fileURLToPath(new URL('./go', import.meta.url));
 
 function binary(): string {
-  const hash = createHash('sha256');
-  for (const f of ['main.go', 'go.mod', 'go.sum']) hash.update(readFileSync(path.join(dir, f)));
-  const cache = path.join(os.homedir(), '.cache', 'impersync');
-  mkdirSync(cache, { recursive: true });
-  const out = path.join(cache, `smd-reference-${hash.digest('hex').slice(0, 12)}`);
-  if (existsSync(out)) return out;
-  try {
-    execFileSync('go', ['build', '-o', out, '.'], {
-      cwd: dir,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', CGO_ENABLED: '0' },
-    });
-  } catch (err) {
-    throw new Error(
-      `cannot build the Go reference of test/sync/smd/go (is Go installed? apt-get install golang, or Go from go.dev): ${(err as Error).message}`,
-    );
-  }
-  return out;
+  return goProgram(dir, 'smd-reference', 'the Go reference of test/sync/smd/go');
 }
 
 export interface GoCase {
