@@ -70,6 +70,16 @@ async function value(name: string): Promise<string | undefined> {
 const sync = (a: { status?: Record<string, unknown> }) =>
   a.status?.['sync'] as { status?: string; revision?: string } | undefined;
 
+/**
+ * The operation that synced `revision` has Succeeded. The comparison at a new revision is written
+ * before the automated operation it starts, so status.sync alone can show the new revision while
+ * operationState is still the previous sync's.
+ */
+const syncedTo = (a: { status?: Record<string, unknown> }, revision: string) =>
+  operationPhase(a) === 'Succeeded' &&
+  (a.status?.['operationState'] as { syncResult?: { revision?: string } } | undefined)?.syncResult?.revision ===
+    revision;
+
 test('manifest-generate-paths: a commit outside the paths keeps the previous manifests under the new revision; one inside renders again', async () => {
   const app: KubeObject = {
     apiVersion: 'argoproj.io/v1alpha1',
@@ -84,7 +94,7 @@ test('manifest-generate-paths: a commit outside the paths keeps the previous man
   } as unknown as KubeObject;
   await applyRaw(cp.admin, app);
   const first = repo.head();
-  await waitForApp(cp, 'paths', 'first sync', (a) => operationPhase(a) === 'Succeeded' && sync(a)?.revision === first);
+  await waitForApp(cp, 'paths', 'first sync', (a) => syncedTo(a, first));
   assert.equal(await value('shared'), 'one');
 
   // Outside `app`: the README and the base it builds with.
@@ -98,13 +108,7 @@ test('manifest-generate-paths: a commit outside the paths keeps the previous man
 
   // Inside `app`: rendered again at the new commit, the base's change with it, and synced.
   const inside = await repo.commit({ 'app/own.yaml': cm('own', 'two') });
-  await waitForApp(
-    cp,
-    'paths',
-    'synced to the commit inside the paths',
-    (a) => operationPhase(a) === 'Succeeded' && sync(a)?.revision === inside,
-    60_000,
-  );
+  await waitForApp(cp, 'paths', 'synced to the commit inside the paths', (a) => syncedTo(a, inside), 60_000);
   assert.equal(await value('own'), 'two');
   assert.equal(await value('shared'), 'two');
 });
@@ -117,12 +121,6 @@ test('without the annotation, the same commit outside the path renders again', a
     contentType: 'application/merge-patch+json',
   });
   const outside = await repo.commit({ 'shared/shared.yaml': cm('shared', 'three') });
-  await waitForApp(
-    cp,
-    'paths',
-    'synced to the commit outside the path',
-    (a) => operationPhase(a) === 'Succeeded' && sync(a)?.revision === outside,
-    60_000,
-  );
+  await waitForApp(cp, 'paths', 'synced to the commit outside the path', (a) => syncedTo(a, outside), 60_000);
   assert.equal(await value('shared'), 'three');
 });
