@@ -6,12 +6,7 @@
 import type { Application, Cluster, ConfigMap } from '../api/index.ts';
 import type { ComparisonRules, IgnoreRule, ResourceFilter, SyncSettings, TrackingConfig } from '../sync/index.ts';
 import { JqRunner, readSyncSettings, takeoverManagers } from '../sync/index.ts';
-
-/** An option in the Application's compare-options annotation (comma-separated, trimmed, as Argo CD's HasAnnotationOption). */
-function hasCompareOption(app: Application, option: string): boolean {
-  const raw = app.metadata.annotations?.['argocd.argoproj.io/compare-options'];
-  return typeof raw === 'string' && raw.split(',').some((v) => v.trim() === option);
-}
+import { hasCompareOption } from '../sync/annotations.ts';
 
 export interface ApplicationSemantics {
   tracking: TrackingConfig;

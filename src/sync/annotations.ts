@@ -32,13 +32,16 @@ const HELM_DELETE_POLICIES: Record<string, HookDeletePolicy> = {
   'hook-failed': 'HookFailed',
 };
 
-export function annotationsOf(obj: KubeObject | null | undefined): Record<string, string> {
+/** What the annotation readers look at: any object with metadata (an Application too). */
+type Annotated = { metadata?: { annotations?: Record<string, string> | undefined } | undefined };
+
+export function annotationsOf(obj: Annotated | null | undefined): Record<string, string> {
   const a = obj?.metadata?.annotations;
   return a !== null && typeof a === 'object' ? a : {};
 }
 
 /** The values of a comma-separated annotation, trimmed, empty ones dropped, first occurrence kept. */
-export function annotationCSV(obj: KubeObject | null | undefined, key: string): string[] {
+export function annotationCSV(obj: Annotated | null | undefined, key: string): string[] {
   const raw = annotationsOf(obj)[key];
   if (typeof raw !== 'string') return [];
   const seen = new Set<string>();
@@ -49,11 +52,11 @@ export function annotationCSV(obj: KubeObject | null | undefined, key: string): 
   return [...seen];
 }
 
-export function hasSyncOption(obj: KubeObject | null | undefined, option: string): boolean {
+export function hasSyncOption(obj: Annotated | null | undefined, option: string): boolean {
   return annotationCSV(obj, ANNOTATION_SYNC_OPTIONS).includes(option);
 }
 
-export function hasCompareOption(obj: KubeObject | null | undefined, option: string): boolean {
+export function hasCompareOption(obj: Annotated | null | undefined, option: string): boolean {
   return annotationCSV(obj, ANNOTATION_COMPARE_OPTIONS).includes(option);
 }
 
