@@ -3,6 +3,7 @@
 // applied. Syncing without them would sync something else than Argo CD would, which is worse than
 // not syncing: the admin sees the condition and can remove the field or keep Argo CD. Pure.
 import type { Application, ApplicationSource } from '../api/index.ts';
+import { ANNOTATION_COMPARE_OPTIONS, hasCompareOption } from '../api/annotations.ts';
 
 const HYDRATOR =
   'the source hydrator is not run by impersync (Argo CD renders spec.sourceHydrator.drySource, commits the manifests to its syncSource and syncs those); nothing is synced';
@@ -16,14 +17,6 @@ const TAG_PREFIX =
 const CLIENT_SIDE_DIFF =
   "is not supported: Argo CD then compares client-side (a three-way strategic merge against kubectl's last-applied-configuration, with the Kubernetes scheme's defaults), which impersync does not do; it compares only by a server-side dry-run apply. Remove ServerSideDiff=false to compare as Argo CD does with ServerSideDiff=true; nothing is synced";
 
-const COMPARE_OPTIONS = 'argocd.argoproj.io/compare-options';
-
-/** An option in the Application's compare-options annotation (comma-separated, trimmed, as Argo CD). */
-function hasCompareOption(app: Application, option: string): boolean {
-  const raw = app.metadata.annotations?.[COMPARE_OPTIONS];
-  return typeof raw === 'string' && raw.split(',').some((v) => v.trim() === option);
-}
-
 function isSet(v: unknown): boolean {
   if (v === undefined || v === null || v === false || v === '') return false;
   if (Array.isArray(v)) return v.some(isSet);
@@ -35,7 +28,7 @@ function isSet(v: unknown): boolean {
 export function refusedApplicationFields(app: Application): string[] {
   const out: string[] = [];
   if (hasCompareOption(app, 'ServerSideDiff=false'))
-    out.push(`metadata.annotations[${COMPARE_OPTIONS}] ServerSideDiff=false ${CLIENT_SIDE_DIFF}`);
+    out.push(`metadata.annotations[${ANNOTATION_COMPARE_OPTIONS}] ServerSideDiff=false ${CLIENT_SIDE_DIFF}`);
   const spec = app.spec as Application['spec'] & { sourceHydrator?: unknown };
   if (isSet(spec.sourceHydrator)) out.push(`spec.sourceHydrator: ${HYDRATOR}`);
   const tagPrefix = (source: ApplicationSource | undefined, path: string): void => {

@@ -6,7 +6,7 @@
 import type { Application, Cluster, ConfigMap } from '../api/index.ts';
 import type { ComparisonRules, IgnoreRule, ResourceFilter, SyncSettings, TrackingConfig } from '../sync/index.ts';
 import { JqRunner, readSyncSettings, takeoverManagers } from '../sync/index.ts';
-import { hasCompareOption } from '../sync/annotations.ts';
+import { hasCompareOption } from '../api/annotations.ts';
 
 export interface ApplicationSemantics {
   tracking: TrackingConfig;

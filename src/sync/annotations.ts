@@ -1,14 +1,21 @@
 // Argo CD's annotations on manifests, read with Argo CD's meaning: comma-separated values, trimmed,
 // de-duplicated; unknown values ignored.
 import type { HookType, KubeObject, SyncPhase } from '../api/index.ts';
+import { ANNOTATION_SYNC_OPTIONS, annotationCSV, annotationsOf } from '../api/annotations.ts';
+
+export {
+  ANNOTATION_COMPARE_OPTIONS,
+  ANNOTATION_SYNC_OPTIONS,
+  annotationCSV,
+  annotationsOf,
+  hasCompareOption,
+  hasSyncOption,
+} from '../api/annotations.ts';
 
 export const ANNOTATION_SYNC_WAVE = 'argocd.argoproj.io/sync-wave';
-export const ANNOTATION_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 export const ANNOTATION_HOOK = 'argocd.argoproj.io/hook';
 export const ANNOTATION_HOOK_DELETE_POLICY = 'argocd.argoproj.io/hook-delete-policy';
 export const ANNOTATION_IGNORE_RESTART_POLICY = 'argocd.argoproj.io/ignore-restart-policy';
-/** IgnoreExtraneous on a live object; ServerSideDiff and IncludeMutationWebhook on an Application. */
-export const ANNOTATION_COMPARE_OPTIONS = 'argocd.argoproj.io/compare-options';
 /** Helm's `keep`: never deleted with the Application (Argo CD's shouldBeDeleted). */
 export const HELM_RESOURCE_POLICY = 'helm.sh/resource-policy';
 // Helm's own hook annotations, honoured when no Argo CD hook annotation is present (as Argo CD does).
@@ -31,34 +38,6 @@ const HELM_DELETE_POLICIES: Record<string, HookDeletePolicy> = {
   'hook-succeeded': 'HookSucceeded',
   'hook-failed': 'HookFailed',
 };
-
-/** What the annotation readers look at: any object with metadata (an Application too). */
-type Annotated = { metadata?: { annotations?: Record<string, string> | undefined } | undefined };
-
-export function annotationsOf(obj: Annotated | null | undefined): Record<string, string> {
-  const a = obj?.metadata?.annotations;
-  return a !== null && typeof a === 'object' ? a : {};
-}
-
-/** The values of a comma-separated annotation, trimmed, empty ones dropped, first occurrence kept. */
-export function annotationCSV(obj: Annotated | null | undefined, key: string): string[] {
-  const raw = annotationsOf(obj)[key];
-  if (typeof raw !== 'string') return [];
-  const seen = new Set<string>();
-  for (const item of raw.split(',')) {
-    const v = item.trim();
-    if (v !== '') seen.add(v);
-  }
-  return [...seen];
-}
-
-export function hasSyncOption(obj: Annotated | null | undefined, option: string): boolean {
-  return annotationCSV(obj, ANNOTATION_SYNC_OPTIONS).includes(option);
-}
-
-export function hasCompareOption(obj: Annotated | null | undefined, option: string): boolean {
-  return annotationCSV(obj, ANNOTATION_COMPARE_OPTIONS).includes(option);
-}
 
 /**
  * The value of a `Key=value` item of a comma-separated option list (gitops-engine's
