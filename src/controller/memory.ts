@@ -9,6 +9,7 @@
 // project caches, the live-object watches' stores), which grows with what is managed, not with
 // what is rendered at once.
 import { totalmem } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics.ts';
 import { ByteBudget, formatMiB } from '../renderer/budget.ts';
@@ -21,14 +22,32 @@ export const BUDGET_SHARE_OF_LIMIT = 0.5;
 
 export { memoryLimit, type MemoryLimit, type MemoryLimitSources } from '../renderer/memory-limit.ts';
 
-/** The budget of the controller's jobs for a memory limit of `limitBytes`. */
-export function memoryBudget(limitBytes: number): ByteBudget {
-  return new ByteBudget(Math.max(1, Math.floor(limitBytes * BUDGET_SHARE_OF_LIMIT)));
+/**
+ * The share of V8's heap limit the budget may take at most: what jobs hold lives in the heap, and
+ * the heap also holds what stays between jobs (the caches and the watches' stores: 121 MiB live at
+ * 500 Applications of 5 objects, in a heap snapshot).
+ */
+export const BUDGET_SHARE_OF_HEAP = 2 / 3;
+
+/**
+ * The budget of the controller's jobs for a memory limit of `limitBytes`, and no more than the
+ * heap can hold (`heapLimitBytes`, V8's heap_size_limit). In a container Node sizes the heap from
+ * the memory limit, and for a limit of 1 GiB to less than half of it; a budget of half the limit
+ * alone would then admit jobs the heap cannot hold (a fatal "heap out of memory", not a wait).
+ */
+export function memoryBudget(limitBytes: number, heapLimitBytes: number = Number.POSITIVE_INFINITY): ByteBudget {
+  const bytes = Math.min(limitBytes * BUDGET_SHARE_OF_LIMIT, heapLimitBytes * BUDGET_SHARE_OF_HEAP);
+  return new ByteBudget(Math.max(1, Math.floor(bytes)));
 }
 
 /** The budget of this controller: from `memoryLimitBytes` when given, else as memoryLimit() finds it. */
 export function controllerBudget(
-  opts: { memoryLimitBytes?: number | undefined; env?: Readonly<Record<string, string | undefined>> | undefined },
+  opts: {
+    memoryLimitBytes?: number | undefined;
+    env?: Readonly<Record<string, string | undefined>> | undefined;
+    /** V8's heap limit (default: this process's heap_size_limit), for tests. */
+    heapLimitBytes?: number | undefined;
+  },
   log: Logger,
 ): ByteBudget {
   let bytes = opts.memoryLimitBytes;
@@ -44,10 +63,15 @@ export function controllerBudget(
       from = found.from;
     }
   }
-  const budget = memoryBudget(bytes);
+  const heapLimit = opts.heapLimitBytes ?? getHeapStatistics().heap_size_limit;
+  const budget = memoryBudget(bytes, heapLimit);
+  const byHeap = heapLimit * BUDGET_SHARE_OF_HEAP < bytes * BUDGET_SHARE_OF_LIMIT;
+  const why = byHeap
+    ? `two thirds of the V8 heap limit of ${formatMiB(heapLimit)}, which is less than half of the memory limit of ${formatMiB(bytes)} (from ${from}); the install sets NODE_OPTIONS=--max-old-space-size-percentage=75`
+    : `half of ${formatMiB(bytes)}, from ${from}`;
   log.info(
-    { memoryLimitBytes: bytes, budgetBytes: budget.capacity, from },
-    `memory budget of refreshes and operation steps: ${formatMiB(budget.capacity)} (half of ${formatMiB(bytes)}, from ${from})`,
+    { memoryLimitBytes: bytes, heapLimitBytes: heapLimit, budgetBytes: budget.capacity, from },
+    `memory budget of refreshes and operation steps: ${formatMiB(budget.capacity)} (${why})`,
   );
   return budget;
 }

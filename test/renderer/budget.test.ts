@@ -6,7 +6,9 @@ import { test } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { memoryBudget, memoryLimit } from '../../src/controller/memory.ts';
+import { getHeapStatistics } from 'node:v8';
+import type { Logger } from 'pino';
+import { controllerBudget, memoryBudget, memoryLimit } from '../../src/controller/memory.ts';
 import { BudgetExceededError, ByteBudget, holdInJob, withBudgetJob } from '../../src/renderer/budget.ts';
 
 const flush = () => new Promise((r) => setImmediate(r));
@@ -239,4 +241,23 @@ test('the memory limit comes from the flag, the variable, cgroup v2, or a quarte
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the controller's budget is half its memory limit, and never more than two thirds of V8's heap limit", () => {
+  const MiB = 1024 ** 2;
+  const lines: string[] = [];
+  const log = { info: (_o: unknown, msg: string) => lines.push(msg), warn: () => {} } as unknown as Logger;
+  // A heap as large as the limit: half the limit.
+  assert.equal(controllerBudget({ memoryLimitBytes: 1024 * MiB, heapLimitBytes: 1024 * MiB }, log).capacity, 512 * MiB);
+  assert.match(lines.at(-1) ?? '', /512\.0 MiB \(half of 1024\.0 MiB, from --memory-limit\)/);
+  // What Node gives a 1 GiB container by default: a heap below half the limit bounds the budget.
+  assert.equal(
+    controllerBudget({ memoryLimitBytes: 1024 * MiB, heapLimitBytes: 464 * MiB }, log).capacity,
+    Math.floor((464 * MiB * 2) / 3),
+  );
+  assert.match(lines.at(-1) ?? '', /two thirds of the V8 heap limit of 464\.0 MiB.*--max-old-space-size-percentage=75/);
+  // This process: never more than its own heap can hold.
+  assert.ok(
+    controllerBudget({ memoryLimitBytes: 2 ** 50 }, log).capacity <= (getHeapStatistics().heap_size_limit * 2) / 3,
+  );
 });
