@@ -2,7 +2,6 @@
 // flag and no in-cluster environment it is the README's first command: a local control plane, the
 // CRDs and the examples, and a line for each Application synced (as which ServiceAccount) or refused (why).
 import { existsSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { EVENT_REASON } from '../api/index.ts';
 import { listFlag, parseFlags, stringFlag, type Flags } from './args.ts';
@@ -10,6 +9,7 @@ import { parseGoDuration } from '../argocd-cache/options.ts';
 import type { RedisFlags } from '../argocd-cache/options.ts';
 import { isCompression } from '../argocd-cache/encode.ts';
 import { connectControlCluster } from '../kube/control.ts';
+import { Kubeconfig } from '../kube/kubeconfig.ts';
 import type { ControlClient } from '../kube/control.ts';
 import { rendererToken } from '../controller/renderer-token.ts';
 import { RendererClient, type Renderer } from '../renderer/client.ts';
@@ -272,7 +272,9 @@ export async function main(argv: string[]): Promise<number> {
     const { runLocal } = await import('../controller/local.ts');
     return runLocal({ write: (line) => process.stdout.write(line + '\n') });
   }
-  const kc = new KubeConfig();
+  // Read as client-node reads it, without loading client-node (kube/kubeconfig.ts); a context not
+  // in the file is found out when the controller connects, as before.
+  const kc = new Kubeconfig();
   try {
     const file = typeof v['kubeconfig'] === 'string' ? v['kubeconfig'] : undefined;
     if (file) kc.loadFromFile(file);

@@ -3,7 +3,7 @@
 // Lua runner of argocd-cm's health checks, reconciler, operation runner, manager and the
 // health/metrics endpoint.
 import { ArgoControllerDetector } from './argocd-controller.ts';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfigLike } from '../kube/kubeconfig.ts';
 import type { Logger } from 'pino';
 import { EXTRA_KEYS } from '../api/index.ts';
 import { REQUIRE_EXTRAS_KEY } from '../impersonation/index.ts';
@@ -43,7 +43,8 @@ import { ArgoCacheWriter } from '../argocd-cache/writer.ts';
 import { appInstanceName } from '../sync/index.ts';
 
 export interface ControllerOptions {
-  kc: KubeConfig;
+  /** The control cluster: a kubeconfig of kube/kubeconfig.ts, or a client-node KubeConfig (tests). */
+  kc: KubeConfigLike;
   namespace: string;
   /**
    * `--application-namespaces`, `--status-processors`, `--operation-processors`, `--log-level`

@@ -18,7 +18,7 @@
 //   run.isLeader() tells whether this replica works (readiness, metrics, logs).
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfigLike } from '../kube/kubeconfig.ts';
 import { connectControlCluster } from '../kube/control.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { KubeError } from '../kube/types.ts';
@@ -35,7 +35,7 @@ export function defaultIdentity(env: Record<string, string | undefined> = proces
 export type LeaderElectionOptions = {
   /** The control cluster: its client, or a KubeConfig to connect with (closed when the election stops). */
   control?: ControlClient;
-  kc?: KubeConfig;
+  kc?: KubeConfigLike;
   /** Where the Lease lives (the controller's namespace) and its name. */
   namespace: string;
   name: string;
@@ -125,7 +125,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElection
   // Connecting reads the kubeconfig's credential (an exec plugin may fail): tried again on the next attempt.
   let connecting: Promise<ControlClient> | undefined = opts.control ? Promise.resolve(opts.control) : undefined;
   const connection = (): Promise<ControlClient> =>
-    (connecting ??= connectControlCluster(kc as KubeConfig).catch((err: unknown) => {
+    (connecting ??= connectControlCluster(kc as KubeConfigLike).catch((err: unknown) => {
       connecting = undefined;
       throw err;
     }));

@@ -4,7 +4,7 @@
 // metrics hook) with the controller's own credential and no impersonation. Never handed to sync/
 // or source/: destination work goes through the DestinationClient built for the Application's
 // identity (ARCHITECTURE.md, the identity rule).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfigLike } from './kubeconfig.ts';
 import type { Credential } from './credentials.ts';
 import { credentialFromKubeConfig } from './credentials.ts';
 import { sendJson, watchTransportOver } from './request.ts';
@@ -42,7 +42,7 @@ export class ControlClient {
 
 /** The control cluster of a KubeConfig's current context, as its credential. */
 export async function connectControlCluster(
-  kc: KubeConfig,
+  kc: KubeConfigLike,
   opts: { onResponse?: ResponseHook | undefined } = {},
 ): Promise<ControlClient> {
   return new ControlClient(await credentialFromKubeConfig(kc), opts);

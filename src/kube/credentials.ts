@@ -1,11 +1,15 @@
 // Credentials the controller holds: its own (kubeconfig file, current context, or in-cluster) and
 // those of remote clusters (cluster Secrets, spec §6). Only kube/factory.ts and kube/transport.ts
 // use them; sync/ and source/ never see one (ARCHITECTURE.md, the identity rule).
-import { KubeConfig } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Cluster } from '../api/index.ts';
 import { IN_CLUSTER_SERVER, refusedClusterConfig } from '../api/index.ts';
 import { ExecCredentialSource } from './exec-credential.ts';
 import type { ExecConfig } from './exec-credential.ts';
+import { Kubeconfig } from './kubeconfig.ts';
+import type { KubeConfigLike, KubeconfigCluster, KubeconfigUser, TokenFileAuthProvider } from './kubeconfig.ts';
 
 /** How to reach and authenticate to one API server. PEM strings, not base64. */
 export interface Credential {
@@ -41,9 +45,12 @@ export interface KubeConfigSource {
   context?: string | undefined;
 }
 
-/** Loads a KubeConfig from a file or the default rules, on the chosen context. */
-export function loadKubeConfig(source: KubeConfigSource = {}): KubeConfig {
-  const kc = new KubeConfig();
+/**
+ * Loads a kubeconfig from a file or the default rules, on the chosen context, as client-node's
+ * KubeConfig would (kube/kubeconfig.ts), without loading client-node.
+ */
+export function loadKubeConfig(source: KubeConfigSource = {}): Kubeconfig {
+  const kc = new Kubeconfig();
   try {
     if (source.kubeconfig) kc.loadFromFile(source.kubeconfig);
     else kc.loadFromDefault();
@@ -60,11 +67,114 @@ export function loadKubeConfig(source: KubeConfigSource = {}): KubeConfig {
   return kc;
 }
 
-// How long a header from an exec plugin or token file is reused before asking client-node again.
+// How long a header from an exec plugin, auth provider or token file is reused before it is asked for again.
 const AUTH_REFRESH_MS = 30_000;
 
-/** The credential of the KubeConfig's current context. */
-export async function credentialFromKubeConfig(kc: KubeConfig): Promise<Credential> {
+/**
+ * client-node's in-cluster token provider (its FileAuth), the one auth provider read here; the
+ * others, and exec plugins, are client-node's (the order of its authenticators: azure, gcp, exec,
+ * then a provider with a tokenFile).
+ */
+function tokenFileProvider(user: KubeconfigUser): string | undefined {
+  const p = user.authProvider as Partial<TokenFileAuthProvider> | null | undefined;
+  if (!p || p.name === 'azure' || p.name === 'gcp' || p.name === 'exec') return undefined;
+  const config = p.config as Record<string, unknown> | undefined;
+  if (!config || config['exec'] || !config['tokenFile']) return undefined;
+  return String(config['tokenFile']);
+}
+
+/** Whether the user's credential needs client-node (an exec plugin, an auth provider other than a token file). */
+export function needsClientNode(user: KubeconfigUser | null): boolean {
+  return Boolean(user && (user.exec || (user.authProvider && tokenFileProvider(user) === undefined)));
+}
+
+/**
+ * The credential of the kubeconfig's current context. Tokens, token files, client certificates,
+ * CAs and basic auth are read here; an exec plugin or auth provider goes through client-node,
+ * imported only then.
+ */
+export async function credentialFromKubeConfig(kc: KubeConfigLike): Promise<Credential> {
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  if (!cluster) throw new CredentialError(`kubeconfig context '${kc.getCurrentContext()}' names no cluster`);
+  if (needsClientNode(user)) return credentialThroughClientNode(await asClientNode(kc));
+  return ownCredential(kc, cluster, user);
+}
+
+function fileOrBase64(file: string | null | undefined, data: string | null | undefined): string | undefined {
+  if (file) return readFileSync(file).toString();
+  if (data) return Buffer.from(data, 'base64').toString();
+  return undefined;
+}
+
+function ownCredential(kc: KubeConfigLike, cluster: KubeconfigCluster, user: KubeconfigUser | null): Credential {
+  const cred: Credential = { server: cluster.server.replace(/\/+$/, '') };
+  // The token file to read again: the user's own (set only when no inline token is given), else
+  // client-node's in-cluster provider, unless an inline token wins as it does in client-node.
+  const tokenFile = user ? (user.tokenFile ?? (user.token ? undefined : tokenFileProvider(user))) : undefined;
+  let first: string | undefined;
+  try {
+    // As client-node's applyToHTTPSOptions: no user, no TLS files read; then the token; then the
+    // protocol check of its agent.
+    if (user) {
+      const ca = fileOrBase64(cluster.caFile, cluster.caData);
+      const cert = fileOrBase64(user.certFile, user.certData);
+      const key = fileOrBase64(user.keyFile, user.keyData);
+      if (ca !== undefined) cred.ca = ca;
+      if (cert !== undefined) cred.cert = cert;
+      if (key !== undefined) cred.key = key;
+      if (tokenFile) first = readFileSync(tokenFile).toString('utf-8');
+    }
+    if (cluster.proxyUrl) {
+      if (!cluster.proxyUrl.startsWith('socks') && !cluster.server.startsWith('http'))
+        throw new Error('Unsupported proxy type');
+    } else if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
+      throw new Error('HTTP protocol is not allowed when skipTLSVerify is not set or false');
+    }
+  } catch (err) {
+    throw new CredentialError(
+      `cannot read the credentials of kubeconfig context '${kc.getCurrentContext()}': ${(err as Error).message}`,
+    );
+  }
+  if (cluster.skipTLSVerify) cred.insecure = true;
+  if (cluster.tlsServerName) cred.serverName = cluster.tlsServerName;
+  if (user?.username) cred.basic = { username: user.username, password: user.password ?? '' };
+  if (tokenFile) {
+    // Read again every AUTH_REFRESH_MS, as client-go reads a token file (a projected
+    // ServiceAccount token rotates); a failed read fails the request and is tried again on the next.
+    let cached = { value: bearer(first), at: Date.now() };
+    cred.authorization = async () => {
+      if (Date.now() - cached.at < AUTH_REFRESH_MS) return cached.value;
+      cached = { value: bearer(await readFile(tokenFile, 'utf-8')), at: Date.now() };
+      return cached.value;
+    };
+  } else if (user?.token) {
+    cred.bearerToken = String(user.token);
+  }
+  return cred;
+}
+
+function bearer(token: string | undefined): string | undefined {
+  const t = token?.trim();
+  return t ? `Bearer ${t}` : undefined;
+}
+
+/** A client-node KubeConfig of the same clusters, users and contexts (client-node imported now). */
+async function asClientNode(kc: KubeConfigLike): Promise<KubeConfig> {
+  if ('applyToHTTPSOptions' in kc) return kc as unknown as KubeConfig;
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const out = new KubeConfig();
+  out.loadFromOptions({
+    clusters: [...kc.getClusters()],
+    users: [...kc.getUsers()],
+    contexts: [...kc.getContexts()],
+    currentContext: kc.getCurrentContext(),
+  } as Parameters<KubeConfig['loadFromOptions']>[0]);
+  return out;
+}
+
+/** The credential as client-node's applyToHTTPSOptions gives it, asked again for rotating ones. */
+export async function credentialThroughClientNode(kc: KubeConfig): Promise<Credential> {
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
   if (!cluster) throw new CredentialError(`kubeconfig context '${kc.getCurrentContext()}' names no cluster`);
