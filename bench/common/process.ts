@@ -1,7 +1,11 @@
 // The controller as a separate process (`impersync run`), so that its memory and CPU time are its
 // own: read from /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat (utime, stime, and
 // cutime+cstime for the git processes it waited for).
-import { spawn, type ChildProcess } from 'node:child_process';
+// It runs as it ships: the JavaScript `npm run build` compiles to dist/ (the image's entrypoint is
+// dist/cli/main.js), built once per bench run. Run from the TypeScript sources, each process and
+// each render thread would also hold Node's type stripper and the stripped sources, about 28 MiB
+// more in the controller alone. IMPERSYNC_BENCH_FROM_SOURCE=1 runs src/cli/main.ts instead.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -68,6 +72,20 @@ export type ControllerProcess = {
   stop(): Promise<void>;
 };
 
+const built = new Set<string>();
+
+/** The CLI of the checkout at `root`: dist/cli/main.js, compiled first (once per root), or the source. */
+function entryPoint(root: string): string {
+  if (process.env['IMPERSYNC_BENCH_FROM_SOURCE'] === '1') return path.join(root, 'src', 'cli', 'main.ts');
+  if (!built.has(root)) {
+    const npm = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    if (npm.status !== 0)
+      throw new Error(`npm run build failed in ${root} (exit ${npm.status}); IMPERSYNC_BENCH_FROM_SOURCE=1 skips it`);
+    built.add(root);
+  }
+  return path.join(root, 'dist', 'cli', 'main.js');
+}
+
 /** Starts `impersync run` against `kubeconfig` and resolves once it logged 'controller started'. */
 export async function startControllerProcess(
   kubeconfig: string,
@@ -81,7 +99,7 @@ export async function startControllerProcess(
     node,
     [
       '--disable-warning=ExperimentalWarning',
-      path.join(root, 'src', 'cli', 'main.ts'),
+      entryPoint(root),
       'run',
       '--kubeconfig',
       kubeconfig,
