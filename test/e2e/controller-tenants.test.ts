@@ -131,7 +131,7 @@ after(async () => {
   await ctl?.kill();
   await repo?.remove();
   await bomb?.remove();
-  if (cacheDir) await rm(cacheDir, { recursive: true, force: true });
+  if (cacheDir) await rm(cacheDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   await cp?.stop();
 });
 
