@@ -4,13 +4,18 @@
 // It runs as it ships: the JavaScript `npm run build` compiles to dist/ (the image's entrypoint is
 // dist/cli/main.js), built once per bench run. Run from the TypeScript sources, each process and
 // each render thread would also hold Node's type stripper and the stripped sources, about 28 MiB
-// more in the controller alone. IMPERSYNC_BENCH_FROM_SOURCE=1 runs src/cli/main.ts instead.
+// more in the controller alone. IMPERSYNC_BENCH_FROM_SOURCE=1 runs src/cli/main.ts instead. Its
+// container is the install's (installContainer: its memory limit and NODE_OPTIONS, the V8 heap
+// settings), unless IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS gives other options ('' for Node's
+// defaults) or IMPERSYNC_MEMORY_LIMIT another limit.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { parseByteSize } from '../../src/renderer/sizes.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TICKS_PER_SECOND = 100; // getconf CLK_TCK on Linux x86-64
@@ -72,6 +77,39 @@ export type ControllerProcess = {
   stop(): Promise<void>;
 };
 
+/**
+ * The controller container of the install at `root` (deploy/install/base/deployment.yaml), as this
+ * machine can stand in for it: its memory limit (IMPERSYNC_MEMORY_LIMIT, which the install sets
+ * from it) and its NODE_OPTIONS, with a heap limit given as a share of the container's memory
+ * (`--max-old-space-size-percentage`, which Node takes of the cgroup's limit) turned into MiB of
+ * that limit, since a bench process has no cgroup limit and Node would take the share of the
+ * machine's memory. V8 sizes its heap growth by that limit: 75 % of this machine's 24 GiB let the
+ * controller's heap grow to 387 MiB of RSS at 500 Applications, 75 % of 1Gi to 258.
+ */
+export function installContainer(root: string = ROOT): { nodeOptions: string; memoryLimit: string } {
+  const file = path.join(root, 'deploy', 'install', 'base', 'deployment.yaml');
+  type Container = {
+    name?: string;
+    env?: Array<{ name?: string; value?: string }>;
+    resources?: { limits?: { memory?: string } };
+  };
+  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+    const obj = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: Container[] } } } } | null;
+    if (obj?.kind !== 'Deployment') continue;
+    const ctl = obj.spec?.template?.spec?.containers?.find((c) => c.name === 'controller');
+    if (!ctl) continue;
+    const memoryLimit = ctl.resources?.limits?.memory;
+    const limit = memoryLimit === undefined ? undefined : parseByteSize(memoryLimit);
+    if (!limit?.ok) throw new Error(`${file}: the controller container has no memory limit the bench can read`);
+    const options = (ctl.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '').replace(
+      /--max-old-space-size-percentage=(\d+(?:\.\d+)?)/,
+      (_, pct: string) => `--max-old-space-size=${Math.floor((limit.bytes * Number(pct)) / 100 / 1024 ** 2)}`,
+    );
+    return { nodeOptions: options, memoryLimit: String(limit.bytes) };
+  }
+  throw new Error(`${file}: no Deployment with a container named controller`);
+}
+
 const built = new Set<string>();
 
 /** The CLI of the checkout at `root`: dist/cli/main.js, compiled first (once per root), or the source. */
@@ -95,6 +133,7 @@ export async function startControllerProcess(
 ): Promise<ControllerProcess> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-bench-cache-'));
   const node = path.join(root, 'node_modules', '.bin', 'node');
+  const container = installContainer(root);
   const child = spawn(
     node,
     [
@@ -116,9 +155,8 @@ export async function startControllerProcess(
         ...process.env,
         IMPERSYNC_CACHE_DIR: cacheDir,
         // The controller's own Node options (its V8 heap limit, say), not the bench's.
-        ...(process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS']
-          ? { NODE_OPTIONS: process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS'] }
-          : {}),
+        NODE_OPTIONS: process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS'] ?? container.nodeOptions,
+        IMPERSYNC_MEMORY_LIMIT: process.env['IMPERSYNC_MEMORY_LIMIT'] ?? container.memoryLimit,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

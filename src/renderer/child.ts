@@ -141,6 +141,9 @@ export class ChildRenderer implements Renderer {
     const toolsDir = this.#opts.toolsDir ?? process.env['IMPERSYNC_TOOLS_DIR'];
     const args = [
       '--disable-warning=ExperimentalWarning',
+      // As the install's renderer (NODE_OPTIONS): V8 would size the young generation from the heap
+      // limit, up to 64 MiB a half, and keep it (about 15 MiB of RSS after 500 renders).
+      '--max-semi-space-size=16',
       CLI,
       'renderer',
       `--listen=unix:${socket}`,

@@ -5,7 +5,6 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError, redactURL } from './errors.ts';
-import { httpGet } from './http.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import type { ToolLimits } from './limits.ts';
 import { isInside, physicalRelative } from './paths.ts';
@@ -259,6 +258,8 @@ async function fetchValueFile(
       `helm value file '${shown}' of '${input.shownPath}': the URL scheme '${scheme}' is allowed by argocd-cm helm.valuesFileSchemes, but the renderer fetches value files over https and http only`,
     );
   const what = `helm value file '${shown}' of '${input.shownPath}'`;
+  // undici is loaded for the first value file by URL: render threads rarely need it.
+  const { httpGet } = await import('./http.ts');
   const res = await httpGet(url, undefined, {
     maxBytes: input.maxValueFileBytes,
     timeoutMs: input.timeoutMs,

@@ -14,7 +14,9 @@ import { SourceError, redactURL } from '../errors.ts';
 import type { DocumentLimits } from '../expand.ts';
 import { parseManifests, type ParsedObject } from '../parse.ts';
 import { archiveRepository, chunksOf, type RepoArchive } from './archive.ts';
-import { PluginClient, type AppStream } from './client.ts';
+// The gRPC client is loaded when a plugin socket is there to call: a render thread that never
+// meets a plugin does not carry @grpc/grpc-js (renderer/pool.ts: every thread loads this module).
+import type { PluginClient, AppStream } from './client.ts';
 import { pluginEnv } from './env.ts';
 
 type Plugin = NonNullable<ApplicationSource['plugin']>;
@@ -179,6 +181,7 @@ async function supports(
   if (!(await stat(socket).catch(() => undefined))?.isSocket()) {
     return { error: `error dialing to cmp-server for plugin ${file}: no socket ${file} in ${input.socketDir}` };
   }
+  const { PluginClient } = await import('./client.ts');
   const client = new PluginClient(socket, input.limits.maxAnswerBytes);
   const found = { client, name: file.replace(/\.sock$/, '') };
   try {
