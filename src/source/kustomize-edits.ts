@@ -297,8 +297,11 @@ async function kustomizeEdit(input: EditInput, verb: string[], args: string[]): 
   // After `--`, nothing a tenant wrote can be read as one of kustomize's flags.
   const label = `kustomize edit ${verb.join(' ')} of '${input.shownPath}'`;
   const r = await run(input.binary, ['edit', ...verb, '--', ...args], { ...input.run, cwd: input.appDir, label });
-  if (r.code !== 0)
-    throw new SourceError('ToolFailed', `${label} failed: ${tail(r.stderr) || `exit code ${r.code}`}`);
+  if (r.code !== 0) {
+    // cobra prints the command's usage after the error: the error is what is said.
+    const error = r.stderr.split(/\r?\nUsage:\r?\n/)[0] ?? '';
+    throw new SourceError('ToolFailed', `${label} failed: ${tail(error) || `exit code ${r.code}`}`);
+  }
 }
 
 function rel(input: EditInput, file: string): string {
