@@ -215,7 +215,11 @@ export async function renderApplication(
       }
       // Only the ref sources this source's value files and file parameters name travel with it (Argo
       // CD's refCandidates), each with its own credentials.
-      const named = new Set(refCandidates(source).filter((f) => f.startsWith('$')).map((f) => f.split('/')[0]));
+      const named = new Set(
+        refCandidates(source)
+          .filter((f) => f.startsWith('$'))
+          .map((f) => f.split('/')[0]),
+      );
       const refSources: Record<string, RefSource> = {};
       for (const [key, ref] of refs) if (named.has(key)) refSources[key] = { ...ref, repository: access(ref.repoURL) };
       if (Object.keys(refSources).length > 0) input.refSources = refSources;

@@ -14,7 +14,19 @@
 // kustomize is given it; everything the edited kustomization then reaches is checked again by the
 // caller (kustomize-check.ts) on the copy, before `kustomize build`.
 import { constants } from 'node:fs';
-import { copyFile, link, lstat, mkdir, open, readdir, readlink, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  copyFile,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readlink,
+  stat,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { SourceError, formatBytes } from './errors.ts';
 import type { DocumentLimits } from './expand.ts';
@@ -118,10 +130,7 @@ async function privateFile(input: EditInput, name: string): Promise<void> {
   if (info.isSymbolicLink() || info.isFile()) {
     const physical = await physicalRelative(input.root, file);
     if (physical === undefined)
-      throw new SourceError(
-        'InvalidSource',
-        `${rel(input, file)}: it is a symlink that leads outside the repository`,
-      );
+      throw new SourceError('InvalidSource', `${rel(input, file)}: it is a symlink that leads outside the repository`);
     const real = path.join(input.root, physical);
     const target = await lstat(real).catch(() => undefined);
     if (target?.isFile()) content = await readLimited(real, rel(input, file), input.maxFileBytes);
@@ -215,7 +224,10 @@ async function appendPatches(input: EditInput, patches: unknown[]): Promise<void
     doc = parseFirstYAMLDocument(text, shown, input.documents);
   } catch (err) {
     if (!(err instanceof SourceError)) throw err;
-    throw new SourceError(err.reason === 'TooLarge' ? 'TooLarge' : 'InvalidSource', `failed to unmarshal kustomization.yaml: ${err.message}`);
+    throw new SourceError(
+      err.reason === 'TooLarge' ? 'TooLarge' : 'InvalidSource',
+      `failed to unmarshal kustomization.yaml: ${err.message}`,
+    );
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
     throw new SourceError(

@@ -116,7 +116,13 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   env.TMPDIR = tmpDir;
   const renames: PathRename[] = [];
   const scrubbing = (extra: readonly PathRename[]) =>
-    scrubber([...renames, { from: shim, to: 'git' }, { from: tmpDir, to: '<kustomize tmp>' }, ...extra, ...input.renames]);
+    scrubber([
+      ...renames,
+      { from: shim, to: 'git' },
+      { from: tmpDir, to: '<kustomize tmp>' },
+      ...extra,
+      ...input.renames,
+    ]);
 
   // replicas, patches and components are edits of the app's own kustomization file, made in a
   // private copy of the checkout (kustomize-edits.ts); everything the edited file reaches is then

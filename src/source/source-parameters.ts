@@ -57,7 +57,9 @@ const TYPED_FIELDS = z.looseObject({
           z.looseObject({
             path: z.string().optional(),
             patch: z.string().optional(),
-            target: z.looseObject(Object.fromEntries(SELECTOR_FIELDS.map((f) => [f, z.string().optional()]))).optional(),
+            target: z
+              .looseObject(Object.fromEntries(SELECTOR_FIELDS.map((f) => [f, z.string().optional()])))
+              .optional(),
             options: z.record(z.string(), z.boolean()).optional(),
           }),
         )

@@ -74,7 +74,8 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     if (cacheDir) await rm(cacheDir, { recursive: true, force: true });
   });
 
-  const kustomize = (fields: Record<string, unknown>) => renderer.render(app({ repoURL: url, path: 'k', kustomize: fields }));
+  const kustomize = (fields: Record<string, unknown>) =>
+    renderer.render(app({ repoURL: url, path: 'k', kustomize: fields }));
   const spec = (r: RenderResult, name: string) => byName(r).get(name)?.spec as Record<string, unknown> | undefined;
 
   test('replicas: a count as an integer or a string of one, by the name before the namePrefix', async () => {
@@ -118,17 +119,30 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     assert.ok(web, names(r).join(','));
     // The kustomization's patch ran first, the Application's second: both there, the second winning.
     assert.deepEqual(web.metadata.annotations, { from: 'kustomization', order: 'application' });
-    const containers = ((web.spec as { template: { spec: { containers: Array<{ env?: unknown }> } } }).template.spec
-      .containers);
+    const containers = (web.spec as { template: { spec: { containers: Array<{ env?: unknown }> } } }).template.spec
+      .containers;
     assert.deepEqual(containers[0]?.env, [{ name: 'FROM', value: 'file' }]);
   });
 
   test('patches: a target by the name before the namePrefix, with an Application namePrefix on top', async () => {
     const r = await kustomize({
       namePrefix: 'app-',
-      patches: [{ target: { kind: 'Deployment', name: 'web' }, patch: '- op: replace\n  path: /spec/replicas\n  value: 9' }],
+      patches: [
+        { target: { kind: 'Deployment', name: 'web' }, patch: '- op: replace\n  path: /spec/replicas\n  value: 9' },
+      ],
     });
     assert.equal(spec(r, 'app-base-web')?.replicas, 9);
+  });
+
+  test('patches: options are passed on (allowNameChange)', async () => {
+    const rename = {
+      target: { kind: 'Deployment', name: 'web' },
+      patch: 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: renamed',
+    };
+    const allowed = await kustomize({ patches: [{ ...rename, options: { allowNameChange: true } }] });
+    assert.deepEqual(names(allowed), ['base-renamed']);
+    const kept = await kustomize({ patches: [rename] });
+    assert.deepEqual(names(kept), ['base-web']);
   });
 
   test("components: added to the app's kustomization, so its namePrefix names what they add", async () => {
@@ -149,7 +163,10 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     for (const c of ['../..', '/etc', '../../../../../../../../tmp']) {
       await assert.rejects(
         kustomize({ components: [c] }),
-        sourceError('InvalidSource', new RegExp(`^kustomize component '${c.replace(/[.*/]/g, '\\$&')}' of 'k' is outside the repository$`)),
+        sourceError(
+          'InvalidSource',
+          new RegExp(`^kustomize component '${c.replace(/[.*/]/g, '\\$&')}' of 'k' is outside the repository$`),
+        ),
       );
       const r = await kustomize({ components: [c], ignoreMissingComponents: true });
       assert.deepEqual(names(r), ['base-web']);
@@ -157,7 +174,11 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
   });
 
   test('the checked-out commit is not edited: the next render without the fields is the commit as it is', async () => {
-    await kustomize({ replicas: [{ name: 'web', count: 7 }], components: ['components/extra'], patches: [{ path: 'patch-env.yaml' }] });
+    await kustomize({
+      replicas: [{ name: 'web', count: 7 }],
+      components: ['components/extra'],
+      patches: [{ path: 'patch-env.yaml' }],
+    });
     const r = await kustomize({});
     assert.deepEqual(names(r), ['base-web']);
     assert.equal(spec(r, 'base-web')?.replicas, 1);
@@ -191,7 +212,10 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       });
       await assert.rejects(
         renderer.render(app({ repoURL: bad.fileURL, path: 'a' })),
-        sourceError('InvalidSource', /^error while parsing source parameters: a\/\.argocd-source\.yaml: kustomize\.components: /),
+        sourceError(
+          'InvalidSource',
+          /^error while parsing source parameters: a\/\.argocd-source\.yaml: kustomize\.components: /,
+        ),
       );
     } finally {
       await bad.remove();
@@ -231,7 +255,10 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     test("a file that does not exist is helm's error; one out of the repository is refused", async () => {
       await assert.rejects(
         helm({ fileParameters: [{ name: 'config', path: 'files/nope.txt' }] }),
-        sourceError('ToolFailed', /^helm template of 'chart' failed: .*chart\/files\/nope\.txt: no such file or directory/s),
+        sourceError(
+          'ToolFailed',
+          /^helm template of 'chart' failed: .*chart\/files\/nope\.txt: no such file or directory/s,
+        ),
       );
       await assert.rejects(
         helm({ fileParameters: [{ name: 'config', path: '../../../../etc/passwd' }] }),

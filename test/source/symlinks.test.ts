@@ -28,7 +28,8 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
       'values-secret.yaml': 'color: secret\n',
       'secret-k/kustomization.yaml': 'resources: [../secret.yaml]\n',
       'checkout/k/kustomization.yaml': 'resources: [../x/secret-k]\n',
-      'secret-c/kustomization.yaml': 'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n',
+      'secret-c/kustomization.yaml':
+        'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n',
       'secret-c/cm.yaml': cm('secret-of-the-renderer'),
       'checkout/k2/kustomization.yaml': 'resources: [a.yaml]\n',
       'checkout/k2/a.yaml': cm('a'),
