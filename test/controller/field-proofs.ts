@@ -72,6 +72,7 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'SOURCE.kustomize.components[]': p(
       'test/source/kustomize-edits.test.ts',
       'test/source/symlinks.test.ts',
+      'test/source/kustomize-remote.test.ts',
       'test/e2e/kustomize-edits.test.ts',
     ),
     'SOURCE.kustomize.ignoreMissingComponents': p(
