@@ -229,14 +229,15 @@ async function appendPatches(input: EditInput, patches: unknown[]): Promise<void
       `failed to unmarshal kustomization.yaml: ${err.message}`,
     );
   }
+  // Argo CD names the type of its (typed, empty) map here, whatever the file holds.
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
     throw new SourceError(
       'InvalidSource',
-      `expected kustomization.yaml to be type map[string]any, but got ${goType(doc)}`,
+      'expected kustomization.yaml to be type map[string]any, but got map[string]interface {}',
     );
   const k = doc as Record<string, unknown>;
   const typed = patches.map((p, i) => kustomizePatch(p, i));
-  if (Object.hasOwn(k, 'patches') && k.patches !== null) {
+  if (Object.hasOwn(k, 'patches')) {
     if (!Array.isArray(k.patches))
       throw new SourceError(
         'InvalidSource',

@@ -30,6 +30,10 @@ const FILES: Record<string, string> = {
   'shared/component/kustomization.yaml':
     'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n',
   'shared/component/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n',
+  'kmap/kustomization.yaml': 'resources: [deploy.yaml]\npatches: {a: 1}\n',
+  'kmap/deploy.yaml': deploy('web'),
+  'knull/kustomization.yaml': 'resources: [deploy.yaml]\npatches:\n',
+  'knull/deploy.yaml': deploy('web'),
   'byfile/kustomization.yaml': 'resources: [deploy.yaml]\n',
   'byfile/deploy.yaml': deploy('api'),
   'byfile/.argocd-source-guestbook.yaml': 'kustomize:\n  replicas:\n  - name: api\n    count: "5"\n',
@@ -132,6 +136,21 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       ],
     });
     assert.equal(spec(r, 'app-base-web')?.replicas, 9);
+  });
+
+  test("patches: Argo CD's errors for a kustomization whose patches are no list", async () => {
+    const patch = { patch: '- op: add\n  path: /metadata/labels\n  value: {a: b}', target: { kind: 'Deployment' } };
+    await assert.rejects(
+      renderer.render(app({ repoURL: url, path: 'kmap', kustomize: { patches: [patch] } })),
+      sourceError(
+        'InvalidSource',
+        /^expected 'patches' field in kustomization\.yaml to be \[\]any, but got map\[string\]interface \{\}$/,
+      ),
+    );
+    await assert.rejects(
+      renderer.render(app({ repoURL: url, path: 'knull', kustomize: { patches: [patch] } })),
+      sourceError('InvalidSource', /^expected 'patches' field in kustomization\.yaml to be \[\]any, but got <nil>$/),
+    );
   });
 
   test('patches: options are passed on (allowNameChange)', async () => {
