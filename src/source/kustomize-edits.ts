@@ -45,10 +45,29 @@ export interface KustomizationEdits {
   ignoreMissingComponents?: unknown;
 }
 
-/** True when the source sets a field that edits the app's kustomization file. */
+/**
+ * True when the source sets a field that edits the app's kustomization file. A field of the wrong
+ * shape is refused (Argo CD could not decode the source), never passed over.
+ */
 export function hasKustomizationEdits(spec: KustomizationEdits): boolean {
-  const some = (v: unknown): boolean => Array.isArray(v) && v.length > 0;
-  return some(spec.replicas) || some(spec.patches) || some(spec.components);
+  let any = false;
+  for (const field of ['replicas', 'patches', 'components'] as const) {
+    const v = spec[field];
+    if (v === undefined || v === null) continue;
+    if (!Array.isArray(v))
+      throw new SourceError(
+        'InvalidSource',
+        `spec.source.kustomize.${field}: expected a list, got ${JSON.stringify(v)}`,
+      );
+    if (v.length > 0) any = true;
+  }
+  const ignore = spec.ignoreMissingComponents;
+  if (ignore !== undefined && ignore !== null && typeof ignore !== 'boolean')
+    throw new SourceError(
+      'InvalidSource',
+      `spec.source.kustomize.ignoreMissingComponents: expected a boolean, got ${JSON.stringify(ignore)}`,
+    );
+  return any;
 }
 
 /**

@@ -100,6 +100,20 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     );
   });
 
+  test('a field of the wrong shape is refused, not passed over', async () => {
+    for (const [fields, message] of [
+      [{ replicas: 'web=2' }, /^spec\.source\.kustomize\.replicas: expected a list, got "web=2"$/],
+      [{ components: 'components/extra' }, /^spec\.source\.kustomize\.components: expected a list/],
+      [{ patches: { path: 'x' } }, /^spec\.source\.kustomize\.patches: expected a list/],
+      [
+        { components: ['components/extra'], ignoreMissingComponents: 'yes' },
+        /ignoreMissingComponents: expected a boolean/,
+      ],
+      [{ replicas: [{ name: 'web', count: 2.5 }] }, /replicas\[0\]\.count: expected an integer or a string, got 2\.5/],
+    ] as const)
+      await assert.rejects(kustomize(fields), sourceError('InvalidSource', message));
+  });
+
   test('replicaArg is name=count as Argo CD formats it (strconv.Atoi for a string)', () => {
     assert.equal(replicaArg({ name: 'a', count: 2 }, 0), 'a=2');
     assert.equal(replicaArg({ name: 'a', count: '+7' }, 0), 'a=7');
