@@ -1,7 +1,9 @@
 // The "Kustomize" source type: `kustomize build` on a folder holding a kustomization file. The
 // overrides of spec.source.kustomize (Argo CD runs `kustomize edit` for them) are applied through a
 // small overlay in a private folder that points at the app folder, because the checked-out commit is
-// shared with other renders and must not be edited.
+// shared with other renders and must not be edited. replicas, patches and components, whose
+// meaning depends on being in the app's own kustomization file, are edited into it in a private
+// copy of the checkout instead (kustomize-edits.ts), which the overlay and the build then use.
 //
 // Before kustomize runs, the build options are held to an allow-list (kustomize-options.ts) and
 // every kustomization the app folder reaches is checked (kustomize-check.ts); kustomize then runs
