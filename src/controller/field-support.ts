@@ -47,6 +47,11 @@ const HELM_HONOURED: ReadonlyArray<[string, string]> = [
     'version',
     "'', v3 and v4 render with the renderer's Helm 4, as Argo CD v3.6.1; another is refused (source/helm.ts)",
   ],
+  ['fileParameters[].name', 'helm template --set-file (source/helm.ts)'],
+  [
+    'fileParameters[].path',
+    'helm template --set-file, resolved as a value file, inside the repository; `$ref/...` from a ref source (source/helm.ts, controller/render.ts)',
+  ],
 ];
 const KUSTOMIZE_HONOURED = [
   'namePrefix',
@@ -57,6 +62,17 @@ const KUSTOMIZE_HONOURED = [
   'commonAnnotationsEnvsubst',
   'namespace',
   'version',
+];
+/** Edits of the app's own kustomization file, in a private copy of the checkout (source/kustomize-edits.ts). */
+const KUSTOMIZE_EDITED = [
+  'replicas[].name',
+  'replicas[].count',
+  'patches[].path',
+  'patches[].patch',
+  'patches[].target.**',
+  'patches[].options',
+  'components[]',
+  'ignoreMissingComponents',
 ];
 
 /**
@@ -74,6 +90,9 @@ function sourceRules(prefix: string, multi: boolean): FieldRule[] {
     ...HELM_HONOURED.map(([f, note]) => h(`${prefix}.helm.${f}`, note)),
     r(`${prefix}.helm.**`, 'other helm fields are refused by the renderer (source/helm.ts)'),
     ...KUSTOMIZE_HONOURED.map((f) => h(`${prefix}.kustomize.${f}`, 'kustomize edits (source/kustomize.ts)')),
+    ...KUSTOMIZE_EDITED.map((f) =>
+      h(`${prefix}.kustomize.${f}`, "edits of the app's kustomization file, as Argo CD (source/kustomize-edits.ts)"),
+    ),
     r(`${prefix}.kustomize.**`, 'other kustomize fields are refused by the renderer (source/kustomize.ts)'),
     h(`${prefix}.plugin.**`, 'config management plugins, through their argocd-cmp-server sidecars (source/cmp/)'),
     multi

@@ -213,9 +213,12 @@ export async function renderApplication(
         out.sourceTypes.push('');
         continue;
       }
-      // Only the ref sources this source's value files name travel with it, each with its own credentials.
+      // Only the ref sources this source's value files and file parameters name travel with it (Argo
+      // CD's refCandidates), each with its own credentials.
       const named = new Set(
-        (source.helm?.valueFiles ?? []).filter((f) => f.startsWith('$')).map((f) => f.split('/')[0]),
+        refCandidates(source)
+          .filter((f) => f.startsWith('$'))
+          .map((f) => f.split('/')[0]),
       );
       const refSources: Record<string, RefSource> = {};
       for (const [key, ref] of refs) if (named.has(key)) refSources[key] = { ...ref, repository: access(ref.repoURL) };
@@ -310,4 +313,13 @@ function refuseDependencies(
 /** For messages: the sources' repositories, passwords hidden. */
 export function describeSources(sources: readonly ApplicationSource[]): string {
   return sources.map((s) => redactURL(s.repoURL)).join(', ');
+}
+
+/** The paths of a source that may name a ref source: its value files, then its file parameters' paths. */
+function refCandidates(source: ApplicationSource): string[] {
+  const fileParameters = (source.helm as { fileParameters?: unknown } | undefined)?.fileParameters;
+  const paths = Array.isArray(fileParameters)
+    ? fileParameters.map((fp: unknown) => (fp as { path?: unknown } | null)?.path).filter((p) => typeof p === 'string')
+    : [];
+  return [...(source.helm?.valueFiles ?? []), ...paths];
 }

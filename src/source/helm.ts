@@ -76,6 +76,7 @@ const SUPPORTED = new Set([
   'apiVersions',
   'passCredentials',
   'version',
+  'fileParameters',
 ]);
 
 /** Runs `helm template` and returns its output (YAML with `# Source:` comments). */
@@ -109,10 +110,10 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
 
   const renames = [...input.renames];
   let remote = 0;
+  const local = () => path.join(input.workDir, `remote-values-${remote++}.yaml`);
   for (const file of spec.valueFiles ?? []) {
-    const local = () => path.join(input.workDir, `remote-values-${remote++}.yaml`);
-    const resolved = await resolveValueFile(input, file, local, renames);
-    if (resolved) args.push(`--values=${resolved}`);
+    const resolved = await resolveValueFile(input, file, local, renames, (f) => `helm value file '${f}'`);
+    if (resolved.exists) args.push(`--values=${resolved.path}`);
     else if (spec.ignoreMissingValueFiles !== true) {
       throw new SourceError(
         'InvalidSource',
@@ -132,6 +133,17 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
     const value = envsubst(p.value ?? '', input.buildEnv);
     args.push(`${p.forceString ? '--set-string' : '--set'}=${p.name}=${escapeSetValue(value)}`);
   }
+  // Argo CD resolves a file parameter's path as a value file's (ResolveValueFilePathOrUrl, or a
+  // `$ref/...` of a ref source) and hands it to `--set-file`; one that does not exist is helm's error.
+  // Argo CD keeps them in a map: the last of a name wins.
+  const fileParameters = new Map<string, string>();
+  for (const [i, fp] of fileParametersOf(spec).entries()) {
+    const what = (f: string) => `helm file parameter '${fp.name}' (spec.source.helm.fileParameters[${i}]) file '${f}'`;
+    const resolved = await resolveValueFile(input, fp.path, local, renames, what);
+    fileParameters.delete(fp.name);
+    fileParameters.set(fp.name, resolved.path);
+  }
+  for (const [name, file] of fileParameters) args.push(`--set-file=${name}=${escapeSetValue(file)}`);
   args.push('--', input.releaseName, input.chartDir);
   if (spec.skipSchemaValidation !== true) {
     const bad = await findSchemaReference(input.chartDir);
@@ -171,25 +183,44 @@ export async function helmTemplate(input: HelmTemplateInput): Promise<string> {
   return r.stdout.toString('utf8');
 }
 
+/** spec.source.helm.fileParameters as Argo CD's HelmFileParameter decodes them: a name and a path, each a string. */
+function fileParametersOf(spec: HelmSpec): Array<{ name: string; path: string }> {
+  const list = (spec as { fileParameters?: unknown }).fileParameters;
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list))
+    throw new SourceError('InvalidSource', 'spec.source.helm.fileParameters: expected a list of {name, path}');
+  return list.map((fp: unknown, i) => {
+    const o = (fp ?? {}) as { name?: unknown; path?: unknown };
+    for (const key of ['name', 'path'] as const)
+      if (o[key] !== undefined && o[key] !== null && typeof o[key] !== 'string')
+        throw new SourceError('InvalidSource', `spec.source.helm.fileParameters[${i}].${key}: expected a string`);
+    return { name: typeof o.name === 'string' ? o.name : '', path: typeof o.path === 'string' ? o.path : '' };
+  });
+}
+
 /**
- * A value file path: relative to the chart folder, or to the repository root when absolute; it must
- * stay inside the repository, lexically and physically (no symlink out). Undefined when the file
- * does not exist.
+ * A value file (or file parameter) path: relative to the chart folder, or to the repository root
+ * when absolute; it must stay inside the repository, lexically and physically (no symlink out).
+ * `what` names it in messages. A URL is fetched (fetchValueFile); `exists` is false when there is
+ * no such local file.
  */
 async function resolveValueFile(
   input: HelmTemplateInput,
   written: string,
   remotePath: () => string,
   renames: PathRename[],
-): Promise<string | undefined> {
+  describe: (file: string) => string,
+): Promise<{ path: string; exists: boolean }> {
+  const what = describe(written);
   const ref = written.startsWith('$') ? written.split('/')[0] : undefined;
   const refRoot = ref && input.refRoots && Object.hasOwn(input.refRoots, ref) ? input.refRoots[ref] : undefined;
   if (ref && !refRoot && input.refNames?.includes(ref)) {
-    // Only a ref spec.source.helm.valueFiles names is checked out: one a source parameter file adds
-    // has no checkout here (Argo CD: "failed to find repo"), and must not be read from this source.
+    // Only a ref spec.source.helm.valueFiles or fileParameters name is checked out: one a source
+    // parameter file adds has no checkout here (Argo CD: "failed to find repo"), and must not be
+    // read from this source.
     throw new SourceError(
       'InvalidSource',
-      `helm value file '${written}' of '${input.shownPath}': the ref source ${ref} is not checked out for this source, because its spec.source.helm.valueFiles do not name it`,
+      `${what} of '${input.shownPath}': the ref source ${ref} is not checked out for this source, because its spec.source.helm.valueFiles and fileParameters do not name it`,
     );
   }
   // Build variables are substituted after a `$ref` is taken off, as Argo CD does; a `$name` that is
@@ -201,35 +232,30 @@ async function resolveValueFile(
     const abs = path.join(refRoot, rest);
     const physical = isInside(refRoot, abs) ? await physicalRelative(refRoot, abs) : undefined;
     if (physical === undefined) {
-      throw new SourceError(
-        'InvalidSource',
-        `helm value file '${written}' of '${input.shownPath}' is outside the repository of ${ref}`,
-      );
+      throw new SourceError('InvalidSource', `${what} of '${input.shownPath}' is outside the repository of ${ref}`);
     }
     const real = path.join(refRoot, physical);
-    return existsSync(real) ? real : undefined;
+    return { path: real, exists: existsSync(real) };
   }
   // A scheme as Go's url.Parse reads one (Argo CD's ResolveValueFilePathOrUrl): letters, digits,
   // `+`, `-`, `.` before the first `:`, which comes before any `/`.
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(file)?.[1];
-  if (scheme !== undefined) return fetchValueFile(input, file, scheme, remotePath(), renames);
+  if (scheme !== undefined)
+    return { path: await fetchValueFile(input, file, scheme, remotePath(), renames, describe), exists: true };
   const base = input.valuesDir ?? input.chartDir;
   const abs = path.isAbsolute(file) ? path.join(input.repoRoot, file) : path.resolve(base, file);
   if (!isInside(input.repoRoot, abs)) {
-    throw new SourceError(
-      'InvalidSource',
-      `helm value file '${written}' of '${input.shownPath}' is outside the repository`,
-    );
+    throw new SourceError('InvalidSource', `${what} of '${input.shownPath}' is outside the repository`);
   }
   const physical = await physicalRelative(input.repoRoot, abs);
   if (physical === undefined) {
     throw new SourceError(
       'InvalidSource',
-      `helm value file '${written}' of '${input.shownPath}' leads outside the repository through a symlink`,
+      `${what} of '${input.shownPath}' leads outside the repository through a symlink`,
     );
   }
   const real = path.join(input.repoRoot, physical);
-  return existsSync(real) ? real : undefined;
+  return { path: real, exists: existsSync(real) };
 }
 
 /**
@@ -244,6 +270,7 @@ async function fetchValueFile(
   scheme: string,
   local: string,
   renames: PathRename[],
+  describe: (file: string) => string,
 ): Promise<string> {
   const allowed = input.valuesFileSchemes ?? DEFAULT_VALUES_FILE_SCHEMES;
   if (!allowed.some((s) => s.toLowerCase() === scheme.toLowerCase()))
@@ -252,23 +279,23 @@ async function fetchValueFile(
       `error resolving value file path: the URL scheme '${scheme}' is not allowed`,
     );
   const shown = redactURL(url);
+  const named = `${describe(shown)} of '${input.shownPath}'`;
   if (!FETCHED_SCHEMES.has(scheme.toLowerCase()))
     throw new SourceError(
       'InvalidSource',
-      `helm value file '${shown}' of '${input.shownPath}': the URL scheme '${scheme}' is allowed by argocd-cm helm.valuesFileSchemes, but the renderer fetches value files over https and http only`,
+      `${named}: the URL scheme '${scheme}' is allowed by argocd-cm helm.valuesFileSchemes, but the renderer fetches value files over https and http only`,
     );
-  const what = `helm value file '${shown}' of '${input.shownPath}'`;
   // undici is loaded for the first value file by URL: render threads rarely need it.
   const { httpGet } = await import('./http.ts');
   const res = await httpGet(url, undefined, {
     maxBytes: input.maxValueFileBytes,
     timeoutMs: input.timeoutMs,
-    what,
+    what: named,
     signal: input.signal,
     refuseMetadata: true,
   });
   if (res.status < 200 || res.status >= 300)
-    throw new SourceError('RepositoryUnreachable', `${what} could not be fetched: the server answered ${res.status}`);
+    throw new SourceError('RepositoryUnreachable', `${named} could not be fetched: the server answered ${res.status}`);
   await writeFile(local, res.body);
   renames.push({ from: local, to: shown });
   return local;

@@ -1,7 +1,9 @@
 // The "Kustomize" source type: `kustomize build` on a folder holding a kustomization file. The
 // overrides of spec.source.kustomize (Argo CD runs `kustomize edit` for them) are applied through a
 // small overlay in a private folder that points at the app folder, because the checked-out commit is
-// shared with other renders and must not be edited.
+// shared with other renders and must not be edited. replicas, patches and components, whose
+// meaning depends on being in the app's own kustomization file, are edited into it in a private
+// copy of the checkout instead (kustomize-edits.ts), which the overlay and the build then use.
 //
 // Before kustomize runs, the build options are held to an allow-list (kustomize-options.ts) and
 // every kustomization the app folder reaches is checked (kustomize-check.ts); kustomize then runs
@@ -24,6 +26,8 @@ import { checkKustomization } from './kustomize-check.ts';
 import { kustomizeEnvironment, writeGitShim } from './kustomize-git.ts';
 import { HELM_GUARD_POLICY_ENV, writeHelmShim, type HelmGuardPolicy } from './kustomize-helm.ts';
 import { resolveCommand, type ToolLimits } from './limits.ts';
+import { editKustomization, hasKustomizationEdits, linkTree } from './kustomize-edits.ts';
+import type { DocumentLimits } from './expand.ts';
 import type { CheckoutLimits } from './materialise.ts';
 
 export { KUSTOMIZATION_FILES } from './kustomize-check.ts';
@@ -61,6 +65,9 @@ export interface KustomizeBuildInput {
   renames: readonly PathRename[];
   /** Memory and file-size limits of the tool's processes. */
   limits: ToolLimits;
+  /** Largest kustomization file read to append spec.source.kustomize.patches. */
+  maxFileBytes: number;
+  documents: DocumentLimits;
   timeoutMs: number;
   /** Stops the tool (the render's time limit). */
   signal?: AbortSignal | undefined;
@@ -78,6 +85,10 @@ const SUPPORTED = new Set([
   'commonAnnotationsEnvsubst',
   'namespace',
   'version',
+  'replicas',
+  'patches',
+  'components',
+  'ignoreMissingComponents',
 ]);
 
 /** Runs `kustomize build` and returns its output (multi-document YAML). */
@@ -96,13 +107,6 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   const binDir = path.join(input.workDir, 'bin');
   const tmpDir = path.join(input.workDir, 'tmp');
   for (const dir of [overlayDir, binDir, tmpDir]) await mkdir(dir, { recursive: true });
-  const fromOverlay = path.relative(overlayDir, input.appDir).split(path.sep).join('/');
-  const overlay = overlayFor(spec, fromOverlay, input.buildEnv);
-  let target = input.appDir;
-  if (overlay) {
-    await writeFile(path.join(overlayDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
-    target = overlayDir;
-  }
   const shim = await writeGitShim(binDir);
   // Argo CD runs kustomize with the build variables in its environment.
   const env = kustomizeEnvironment({ ...input.env, ...input.buildEnv }, binDir, {
@@ -112,8 +116,55 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     checkout: input.checkoutLimits,
   });
   env.TMPDIR = tmpDir;
-  let buildArgs = options.args;
   const renames: PathRename[] = [];
+  const scrubbing = (extra: readonly PathRename[]) =>
+    scrubber([
+      ...renames,
+      { from: shim, to: 'git' },
+      { from: tmpDir, to: '<kustomize tmp>' },
+      ...extra,
+      ...input.renames,
+    ]);
+
+  // replicas, patches and components are edits of the app's own kustomization file, made in a
+  // private copy of the checkout (kustomize-edits.ts); everything the edited file reaches is then
+  // checked as the commit's was.
+  let root = input.repoRoot;
+  let appDir = input.appDir;
+  if (hasKustomizationEdits(spec)) {
+    root = path.join(input.workDir, 'tree');
+    await linkTree(input.repoRoot, root);
+    appDir = path.join(root, path.relative(input.repoRoot, input.appDir));
+    renames.push({ from: root, to: '' });
+    await editKustomization({
+      binary: input.binary,
+      root,
+      appDir,
+      shownPath: input.shownPath,
+      spec,
+      maxFileBytes: input.maxFileBytes,
+      documents: input.documents,
+      run: {
+        env,
+        timeoutMs: input.timeoutMs,
+        signal: input.signal,
+        maxStdoutBytes: input.maxOutputBytes,
+        howToGet: howToGet('kustomize'),
+        limits: input.limits,
+        scrub: scrubbing([]),
+      },
+    });
+    await checkKustomization(appDir, { root, sourceRepos: input.sourceRepos, enableHelm: options.enableHelm });
+  }
+
+  const fromOverlay = path.relative(overlayDir, appDir).split(path.sep).join('/');
+  const overlay = overlayFor(spec, fromOverlay, input.buildEnv);
+  let target = appDir;
+  if (overlay) {
+    await writeFile(path.join(overlayDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
+    target = overlayDir;
+  }
+  let buildArgs = options.args;
   if (options.enableHelm) {
     // kustomize runs our helm (kustomize-helm.ts); the operator's --helm-command is the real one.
     const configured = buildArgs.find((a) => a.startsWith('--helm-command='))?.slice('--helm-command='.length);
@@ -123,7 +174,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     await mkdir(home, { recursive: true });
     const policy: HelmGuardPolicy = {
       helm: real ? path.resolve(real) : '',
-      roots: [input.repoRoot, tmpDir],
+      roots: [root, tmpDir],
       sourceRepos: input.sourceRepos ?? null,
       home,
     };
@@ -137,7 +188,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   }
   const args = ['build', ...buildArgs, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];
   const r = await run(input.binary, args, {
-    cwd: input.appDir,
+    cwd: appDir,
     env,
     timeoutMs: input.timeoutMs,
     signal: input.signal,
@@ -147,13 +198,9 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     limits: input.limits,
     // The overlay's folder, and the relative path it reaches the app folder by (which runs through
     // the renderer's trees/<pid>-<random> folder), are named as the tenant knows them.
-    scrub: scrubber([
-      ...renames,
-      { from: shim, to: 'git' },
-      { from: tmpDir, to: '<kustomize tmp>' },
+    scrub: scrubbing([
       { from: overlayDir, to: '<overlay>' },
       { from: fromOverlay, to: input.shownPath },
-      ...input.renames,
     ]),
   });
   if (r.code !== 0) {

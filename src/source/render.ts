@@ -262,6 +262,8 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
           ? {}
           : { helmCapabilities: { kubeVersion: req.kubeVersion, apiVersions: req.apiVersions } }),
         checkoutLimits: env.limits,
+        maxFileBytes: env.limits.maxFileBytes,
+        documents: documentLimits(env.limits),
       });
       return {
         sourceType,

@@ -8,6 +8,7 @@ import { isJSONObject, mergePatch, PatchTooDeep, setOwn, type JSONObject } from 
 import { prefix } from './source-parameters.ts';
 
 const flag = z.boolean().optional();
+const SELECTOR_FIELDS = ['group', 'version', 'kind', 'name', 'namespace', 'annotationSelector', 'labelSelector'];
 /** The fields of helm and kustomize the renderer reads that ApplicationSourceSchema leaves untyped. */
 const TYPED_FIELDS = z.looseObject({
   helm: z
@@ -21,6 +22,7 @@ const TYPED_FIELDS = z.looseObject({
       skipSchemaValidation: flag,
       ignoreMissingValueFiles: flag,
       passCredentials: flag,
+      fileParameters: z.array(z.looseObject({ name: z.string().optional(), path: z.string().optional() })).optional(),
     })
     .optional(),
   kustomize: z
@@ -29,6 +31,23 @@ const TYPED_FIELDS = z.looseObject({
       version: z.string().optional(),
       commonAnnotations: z.record(z.string(), z.string()).optional(),
       commonAnnotationsEnvsubst: flag,
+      replicas: z
+        .array(z.looseObject({ name: z.string().optional(), count: z.union([z.int(), z.string()]).optional() }))
+        .optional(),
+      patches: z
+        .array(
+          z.looseObject({
+            path: z.string().optional(),
+            patch: z.string().optional(),
+            target: z
+              .looseObject(Object.fromEntries(SELECTOR_FIELDS.map((f) => [f, z.string().optional()])))
+              .optional(),
+            options: z.record(z.string(), z.boolean()).optional(),
+          }),
+        )
+        .optional(),
+      components: z.array(z.string()).optional(),
+      ignoreMissingComponents: flag,
     })
     .optional(),
 });

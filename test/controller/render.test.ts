@@ -120,6 +120,23 @@ describe('rendering an Application', () => {
     assert.deepEqual(r.inputs[1]?.refNames, ['$values', '$unused']);
   });
 
+  it("multi-source: a ref a source's helm.fileParameters path names travels with it too (Argo CD's refCandidates)", async () => {
+    const r = fakeRenderer();
+    const sources = [
+      {
+        repoURL: 'https://charts.example.com',
+        chart: 'c',
+        targetRevision: '1.0.0',
+        helm: { fileParameters: [{ name: 'script', path: '$values/script.sh' }] },
+      },
+      { repoURL: 'https://git.example.com/values', targetRevision: 'main', ref: 'values' },
+    ];
+    await renderApplication(r, app({ sources }), { project, controllerNamespace: 'argocd', repositories });
+    const chart = r.inputs[0] as RenderInput;
+    assert.deepEqual(Object.keys(chart.refSources ?? {}), ['$values']);
+    assert.equal(chart.refSources?.['$values']?.repository?.password, 'values-pw');
+  });
+
   it("a rollback renders the operation's sources at the operation's revisions", async () => {
     const r = fakeRenderer();
     const sources = [

@@ -56,13 +56,15 @@ before(async () => {
     'umbrella/templates/cm.yaml': template,
     'local/Chart.yaml': 'apiVersion: v2\nname: local\nversion: 0.1.0\n',
     'local/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local-dep\n',
+    'local/templates/file.yaml':
+      '{{- if .Values.script }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-file\ndata:\n  script: {{ .Values.script | quote }}\n{{- end }}\n',
     'escape/Chart.yaml': chartYaml('- name: out\n  version: 0.1.0\n  repository: file://../../../etc\n'),
     'escape/templates/cm.yaml': template,
     'ocidep/Chart.yaml': chartYaml(`- name: ocilib\n  version: 0.3.0\n  repository: oci://${registry.host}/charts\n`),
     'ocidep/templates/cm.yaml': template,
   });
   values = await TestRepo.create();
-  await values.commit({ 'env/prod.yaml': 'greeting: from-ref\n' });
+  await values.commit({ 'env/prod.yaml': 'greeting: from-ref\n', 'env/script.sh': 'echo from-ref\n' });
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'impersync-deps-'));
   renderer = new SourceRenderer({ cacheDir, toolsDir: toolsDir() });
 });
@@ -185,6 +187,31 @@ describe('multi-source $ref value files', () => {
       data: { greeting: string };
     };
     assert.equal(cm.data.greeting, 'from-ref');
+  });
+
+  it('a helm.fileParameters `$ref/...` path is read from the ref source checkout; one that leaves it is refused', async () => {
+    const withFile = (path: string) =>
+      renderer.render({
+        source: {
+          repoURL: repo.url,
+          path: 'local',
+          targetRevision: 'main',
+          helm: { fileParameters: [{ name: 'script', path }] },
+        },
+        appName: 'app',
+        refSources: { $values: { repoURL: values.url, targetRevision: 'main' } },
+      });
+    const out = await withFile('$values/env/script.sh');
+    const cm = out.objects.find((o) => o.object.metadata.name === 'from-file')?.object as unknown as {
+      data: { script: string };
+    };
+    assert.equal(cm.data.script, 'echo from-ref\n');
+    const err = await withFile('$values/../../../../etc/passwd').then(
+      () => assert.fail('refused'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof SourceError);
+    assert.match(err.message, /helm file parameter 'script' .* of 'local' is outside the repository of \$values/);
   });
 
   it('a $ref value file that leaves the ref repository is refused', async () => {

@@ -47,6 +47,10 @@ describe('kustomize remote bases and what kustomize may read', () => {
     await repo('base', { 'app/kustomization.yaml': kustomization(['cm.yaml']), 'app/cm.yaml': cm('from-base') });
     await repo('evil', { 'app/kustomization.yaml': kustomization(['cm.yaml']), 'app/cm.yaml': cm('from-evil') });
     await repo('nested', { 'app/kustomization.yaml': kustomization([url('evil')]) });
+    await repo('comp', {
+      'app/kustomization.yaml': 'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n',
+      'app/cm.yaml': cm('from-component'),
+    });
     await repo('nestedraw', { 'app/kustomization.yaml': kustomization([`${rawURL}/evil/files/x.yaml`]) });
 
     // Builtin generators read files too, by URL as well: where kustomize loads them from is checked.
@@ -113,6 +117,25 @@ describe('kustomize remote bases and what kustomize may read', () => {
         refused(
           'InvalidSource',
           /^remote\/kustomization\.yaml: resources 'http:\/\/127\.0\.0\.1:\d+\/org\/base\.git\/\/app\?ref=main' is refused: the project's sourceRepos do not allow 'http:\/\/127\.0\.0\.1:\d+\/org\/base\.git'/,
+        ),
+      );
+    }
+  });
+
+  test('a remote spec.source.kustomize.components entry: cloned only when the project allows its repository', async () => {
+    const withComponent = (sourceRepos?: string[]): RenderInput => ({
+      ...input('local', sourceRepos),
+      source: { repoURL: app.dir, path: 'local', kustomize: { components: [url('comp')] } } as ApplicationSource,
+    });
+    const r = await renderer.render(withComponent([git.url('org/comp.git')]));
+    assert.deepEqual(r.objects.map((o) => o.object.metadata.name).sort(), ['from-component', 'local']);
+    // `kustomize edit add component` clones it to see that it is there, through the renderer's git.
+    for (const sourceRepos of [undefined, [git.url('org/other.git')]]) {
+      await assert.rejects(
+        renderer.render(withComponent(sourceRepos)),
+        refused(
+          'ToolFailed',
+          /^kustomize edit add component of 'local' failed: .*refused by the renderer: kustomize remote base 'http:\/\/127\.0\.0\.1:\d+\/org\/comp\.git' is refused: the project's sourceRepos do not allow/s,
         ),
       );
     }

@@ -211,8 +211,8 @@ describe('SourceRenderer', () => {
 
     test('an unsupported kustomize field is an error, not ignored', async () => {
       await assert.rejects(
-        renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { replicas: [{ name: 'web', count: 2 }] } })),
-        sourceError('InvalidSource', /spec\.source\.kustomize\.replicas is not supported/),
+        renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { forceCommonLabels: true } })),
+        sourceError('InvalidSource', /spec\.source\.kustomize\.forceCommonLabels is not supported/),
       );
     });
   });

@@ -62,11 +62,24 @@ const TREE: Record<string, Record<string, string>> = {
     '.argocd-source.yaml':
       '__proto__: {polluted: yes}\nconstructor: {prototype: {polluted: yes}}\nhelm:\n  __proto__: {polluted: yes}\n  parameters: [{name: color, value: green}]\n',
   },
-  'file-params': { ...CHART, '.argocd-source.yaml': 'helm:\n  fileParameters: [{name: color, path: values.yaml}]\n' },
-  'kust-replicas': {
+  'file-params': {
+    ...CHART,
+    'color.txt': 'from-a-file',
+    '.argocd-source.yaml': 'helm:\n  fileParameters: [{name: color, path: color.txt}]\n',
+  },
+  'file-param-out': {
+    ...CHART,
+    '.argocd-source.yaml': 'helm:\n  fileParameters: [{name: color, path: ../../outside-values.yaml}]\n',
+  },
+  'file-param-ref': {
+    ...CHART,
+    'x.yaml': 'from-this-repo',
+    '.argocd-source.yaml': 'helm:\n  fileParameters: [{name: color, path: $values/x.yaml}]\n',
+  },
+  'kust-force': {
     'kustomization.yaml': 'resources: [cm.yaml]\n',
     'cm.yaml': cm('k'),
-    '.argocd-source.yaml': 'kustomize:\n  replicas: [{name: web, count: 2}]\n',
+    '.argocd-source.yaml': 'kustomize:\n  forceCommonLabels: true\n',
   },
   plugin: { 'a.yaml': cm('a'), '.argocd-source.yaml': 'plugin: {name: my-cmp}\n' },
   'value-file-out': { ...CHART, '.argocd-source.yaml': 'helm:\n  valueFiles: [../../outside-values.yaml]\n' },
@@ -253,12 +266,15 @@ describe('renderCheckout applies the source parameter files of the app folder', 
 
   test("what the renderer refuses in spec.source it refuses from the files, with the renderer's message", async () => {
     await assert.rejects(
-      render({ path: 'file-params' }),
-      refused('InvalidSource', /^spec\.source\.helm\.fileParameters is not supported by impersync$/),
+      render({ path: 'kust-force' }),
+      refused('InvalidSource', /^spec\.source\.kustomize\.forceCommonLabels is not supported by impersync$/),
     );
     await assert.rejects(
-      render({ path: 'kust-replicas' }),
-      refused('InvalidSource', /^spec\.source\.kustomize\.replicas is not supported by impersync$/),
+      render({ path: 'file-param-out' }),
+      refused(
+        'InvalidSource',
+        /^helm file parameter 'color' \(spec\.source\.helm\.fileParameters\[0\]\) file '\.\.\/\.\.\/outside-values\.yaml' of 'file-param-out' is outside the repository$/,
+      ),
     );
     await assert.rejects(
       render({ path: 'value-file-out' }),
@@ -299,6 +315,32 @@ describe('renderCheckout applies the source parameter files of the app folder', 
     assert.deepEqual(
       r.objects.map((o) => [o.object.metadata.name, (o.object.data as Record<string, string>)['tag']]),
       [['app-cfg', 'by-instance-name']],
+    );
+  });
+
+  test('helm fileParameters a file sets are --set-file, as from spec.source', async () => {
+    const r = await render({ path: 'file-params' });
+    assert.deepEqual(
+      r.objects.map((o) => (o.object.data as Record<string, string>)['color']),
+      ['from-a-file'],
+    );
+  });
+
+  test('a `$ref/...` file parameter a file adds, of a ref source not checked out for it, is refused', async () => {
+    await assert.rejects(
+      renderCheckout(
+        {
+          checkoutDir: checkout,
+          source: { repoURL: REPO, path: 'file-param-ref' } as ApplicationSource,
+          appName: 'app',
+          refNames: ['$values'],
+        },
+        env,
+      ),
+      refused(
+        'InvalidSource',
+        /helm file parameter 'color' .*file '\$values\/x\.yaml' of 'file-param-ref': the ref source \$values is not checked out/,
+      ),
     );
   });
 

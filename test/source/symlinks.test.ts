@@ -28,6 +28,11 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
       'values-secret.yaml': 'color: secret\n',
       'secret-k/kustomization.yaml': 'resources: [../secret.yaml]\n',
       'checkout/k/kustomization.yaml': 'resources: [../x/secret-k]\n',
+      'secret-c/kustomization.yaml':
+        'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n',
+      'secret-c/cm.yaml': cm('secret-of-the-renderer'),
+      'checkout/k2/kustomization.yaml': 'resources: [a.yaml]\n',
+      'checkout/k2/a.yaml': cm('a'),
       'checkout/plain/a.yaml': cm('a'),
       'checkout/chart/Chart.yaml': 'apiVersion: v2\nname: c\nversion: 0.1.0\n',
       'checkout/chart/templates/cm.yaml':
@@ -75,6 +80,41 @@ describe('renderCheckout refuses paths that leave the checkout through symlinks'
     await assert.rejects(
       render({ repoURL: 'https://example.com/r.git', path: 'k' }),
       refused(/^k\/kustomization\.yaml: resources '\.\.\/x\/secret-k' leads outside the repository$/),
+    );
+  });
+
+  test('a kustomize component, refused; left out with ignoreMissingComponents, as Argo CD leaves out one os.Root cannot stat', async () => {
+    for (const component of ['../x/secret-c', '../l/../x/secret-c', '../x/secret-*']) {
+      await assert.rejects(
+        render({ repoURL: 'https://example.com/r.git', path: 'k2', kustomize: { components: [component] } }),
+        refused(
+          new RegExp(
+            `^kustomize component '${component.replace(/[.*/]/g, '\\$&')}' of 'k2' leads outside the repository through a symlink$`,
+          ),
+        ),
+      );
+      const ok = await render({
+        repoURL: 'https://example.com/r.git',
+        path: 'k2',
+        kustomize: { components: [component], ignoreMissingComponents: true },
+      });
+      assert.deepEqual(
+        ok.objects.map((o) => o.object.metadata.name),
+        ['a'],
+      );
+    }
+  });
+
+  test('a Helm file parameter', async () => {
+    await assert.rejects(
+      render({
+        repoURL: 'https://example.com/r.git',
+        path: 'chart',
+        helm: { fileParameters: [{ name: 'color', path: '../x/values-secret.yaml' }] },
+      }),
+      refused(
+        /^helm file parameter 'color' \(spec\.source\.helm\.fileParameters\[0\]\) file '\.\.\/x\/values-secret\.yaml' of 'chart' leads outside the repository through a symlink$/,
+      ),
     );
   });
 
