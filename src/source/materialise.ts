@@ -144,7 +144,8 @@ export function treeOverLimits(listing: string, limits: CheckoutLimits): string 
   return sizeOverLimits(treeSize(listing), limits);
 }
 
-function sizeOverLimits(
+/** What of `files` and `bytes` is over the limits (the files first), e.g. "7 files, over ...", or undefined. */
+export function sizeOverLimits(
   { files, bytes }: { files: number; bytes: number },
   limits: CheckoutLimits,
 ): string | undefined {

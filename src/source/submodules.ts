@@ -11,9 +11,9 @@
 import { cp, mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { RepositoryAccess } from '../api/repository.ts';
-import { NeedsRepositories, SourceError, formatBytes, redactURL } from './errors.ts';
+import { NeedsRepositories, SourceError, redactURL } from './errors.ts';
 import type { Checkout } from './git.ts';
-import type { CheckoutLimits } from './materialise.ts';
+import { sizeOverLimits, type CheckoutLimits } from './materialise.ts';
 import { findEscapingSymlink, physicalRelative } from './paths.ts';
 import { sourceRepoRefusal } from './permitted.ts';
 import { classifyRepoURL } from './repo-url.ts';
@@ -143,10 +143,12 @@ async function fill(
     const listing = await input.git.submodules(s.url, s.sha, access);
     count.files += listing.files;
     count.bytes += listing.bytes;
-    if (count.files > input.limits.checkoutMaxFiles || count.bytes > input.limits.checkoutMaxBytes)
+    // Named as the superproject's own tree would be (materialise.ts), with the submodule that tipped it over.
+    const over = sizeOverLimits(count, input.limits);
+    if (over)
       throw new SourceError(
         'TooLarge',
-        `commit ${input.sha} of '${redactURL(input.repoURL)}' with its submodules has ${count.files} files of ${formatBytes(count.bytes)}, over the renderer's checkout limit of ${input.limits.checkoutMaxFiles} files or ${formatBytes(input.limits.checkoutMaxBytes)} (at ${s.shown})`,
+        `commit ${input.sha} of '${redactURL(input.repoURL)}' with its submodules has ${over} (at ${s.shown})`,
       );
     // The gitlink's folder, reached without a symlink: what git wrote there is a plain folder.
     const target = path.join(root, ...s.at.split('/'));

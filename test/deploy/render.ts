@@ -245,3 +245,19 @@ export async function admissionDenial(kc: KubeConfig, obj: KubeObject): Promise<
     }
   });
 }
+
+/**
+ * The Pod of a Deployment's template, created in dry run with strict field validation as `kc`:
+ * admission (Pod Security of its namespace) judges it as it would the ReplicaSet's; the Pod as the
+ * API server would store it. Its ServiceAccount must exist.
+ */
+export async function dryRunPodOf(kc: KubeConfig, deployment: KubeObject, name: string): Promise<KubeObject> {
+  const template = (deployment['spec'] as { template: { metadata: Record<string, unknown>; spec: unknown } }).template;
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { ...template.metadata, name, namespace: deployment.metadata.namespace },
+    spec: template.spec,
+  } as KubeObject;
+  return applyRaw(kc, pod, { dryRun: true, fieldValidation: 'Strict' });
+}

@@ -4,11 +4,13 @@
 // impersonate no ServiceAccount until one is listed (kube-system's controllers only with the
 // clusterWide opt-in); a release with every option (fallback RBAC, whole-namespace and
 // resourceNames-limited impersonation, the renderer egress policy, a ServiceMonitor) applies once
-// the ServiceMonitor CRD exists, and its RBAC lets the controller impersonate only what it lists.
+// the ServiceMonitor CRD exists, and its RBAC lets the controller impersonate only what it lists; a
+// release with plugin sidecars (renderer.plugins) is valid and its renderer Pod is admitted.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   startControlPlane,
+  applyRaw,
   createNamespace,
   createServiceAccount,
   getRaw,
@@ -16,7 +18,16 @@ import {
   request,
 } from '../support/index.ts';
 import type { TestControlPlane, KubeObject } from '../support/index.ts';
-import { admissionDenial, applyAll, chartDir, find, helmTemplate, runTool, until } from '../deploy/render.ts';
+import {
+  admissionDenial,
+  applyAll,
+  chartDir,
+  dryRunPodOf,
+  find,
+  helmTemplate,
+  runTool,
+  until,
+} from '../deploy/render.ts';
 
 let cp: TestControlPlane;
 const garbageCollector = 'system:serviceaccount:kube-system:generic-garbage-collector';
@@ -90,6 +101,40 @@ test('the default release applies, and its admission policy rejects a bad AppPro
       `renderer Pod ${pod.metadata.name} has no ServiceAccount token`,
     );
   }
+});
+
+test('a release with two plugin sidecars: its renderer Deployment is valid and its Pod passes the restricted standard', async () => {
+  const mount = (name: string) => ({
+    name,
+    mountPath: '/home/argocd/cmp-server/config/plugin.yaml',
+    subPath: 'plugin.yaml',
+  });
+  const objects = helmTemplate({
+    release: 'impersync',
+    namespace: 'argocd',
+    setJson: [
+      `renderer.plugins.sidecars=${JSON.stringify([
+        { name: 'avp', image: 'registry.example.com/avp:1', volumeMounts: [mount('avp-config')] },
+        { name: 'kh', image: 'registry.example.com/kh:2', volumeMounts: [mount('kh-config')] },
+      ])}`,
+      `renderer.plugins.volumes=${JSON.stringify([
+        { name: 'avp-config', configMap: { name: 'cmp-avp' } },
+        { name: 'kh-config', configMap: { name: 'cmp-kh' } },
+      ])}`,
+    ],
+  });
+  const deployment = find(objects, 'Deployment', 'impersync-renderer');
+  // Strict field validation: a field the chart misspelt, or a volume named twice, is an error.
+  await applyRaw(cp.admin, find(objects, 'ServiceAccount', 'impersync-renderer'), { fieldValidation: 'Strict' });
+  await applyRaw(cp.admin, deployment, { dryRun: true, fieldValidation: 'Strict' });
+  // Its Pod, created in dry run: Pod Security (restricted, enforced) judges it.
+  const created = await dryRunPodOf(cp.admin, deployment, 'impersync-renderer-plugins');
+  const spec = created['spec'] as { containers: { name: string }[]; initContainers: { name: string }[] };
+  assert.deepEqual(spec.containers.map((c) => c.name).sort(), ['avp', 'kh', 'renderer']);
+  assert.deepEqual(
+    spec.initContainers.map((c) => c.name),
+    ['copyutil'],
+  );
 });
 
 test('the default release may impersonate no ServiceAccount; clusterWide would let it act as a kube-system controller', async () => {

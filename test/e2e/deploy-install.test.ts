@@ -4,9 +4,10 @@
 // exactly enough: the controller's ServiceAccount does its own work in argocd, only reads
 // AppProjects, reaches tenants only by impersonation and only in the namespaces an admin bound,
 // cannot impersonate kube-system's controllers (unless the cluster-wide opt-in is applied, which
-// the test shows is the difference), and leads with its Lease. The fallback shape then gives it
-// rights of its own. (Syncing the examples with strict RBAC needs the controller itself: that is
-// the controller's end-to-end test.)
+// the test shows is the difference), and leads with its Lease. With the cmp-sidecar component the
+// renderer's Pod, its plugin sidecar included, still passes the restricted standard with no token.
+// The fallback shape then gives it rights of its own. (Syncing the examples with strict RBAC needs
+// the controller itself: that is the controller's end-to-end test.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -27,6 +28,8 @@ import type { TestControlPlane, KubeObject } from '../support/index.ts';
 import {
   admissionDenial,
   applyAll,
+  applyStrict,
+  dryRunPodOf,
   find,
   kustomizeBuild,
   kustomizeOverlay,
@@ -130,6 +133,24 @@ test('deploy/install.yaml and kustomize build deploy/install apply; the Pods pas
     }
   }
   sa = await cp.kubeconfigFor({ serviceAccount: 'impersync-controller', namespace: 'argocd' });
+});
+
+test('the cmp-sidecar component applies, and the renderer Pod with its plugin sidecar passes the restricted standard, with no token', async () => {
+  const objects = kustomizeOverlay(['deploy/install'], ['deploy/install/components/cmp-sidecar']);
+  await applyStrict(cp.admin, find(objects, 'ServiceAccount', 'impersync-renderer'));
+  await applyStrict(cp.admin, find(objects, 'ConfigMap', 'impersync-cmp-my-plugin'));
+  const deployment = find(objects, 'Deployment', 'impersync-renderer');
+  await applyRaw(cp.admin, deployment, { dryRun: true, fieldValidation: 'Strict' });
+  // As stored after admission: Pod Security (restricted, enforced) let it in, and the ServiceAccount
+  // admission plugin added no token to any container.
+  const spec = (await dryRunPodOf(cp.admin, deployment, 'impersync-renderer-cmp'))['spec'] as PodSpec;
+  assert.deepEqual(spec.containers.map((c) => c.name).sort(), ['my-plugin', 'renderer']);
+  assert.deepEqual(
+    spec.volumes.filter((v) => (v.projected?.sources ?? []).some((x) => 'serviceAccountToken' in x)),
+    [],
+  );
+  for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
+    assert.ok(!c.volumeMounts.some((m) => m.mountPath.startsWith('/var/run/secrets')), `${c.name}: no token mounted`);
 });
 
 test('strict RBAC: Applications and their status, AppProjects read-only, argocd-cm, cluster Secrets, Events', async () => {
