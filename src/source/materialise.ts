@@ -171,6 +171,12 @@ async function refuseEscapingSymlinks(dir: string, shown: string, sha: string): 
       `repository '${shown}' at ${sha} has dangling symlinks that take more than the renderer's ${SYMLINK_CHECK_STEPS} steps to check (at ${bad.link})`,
     );
   }
-  const what = bad.why === 'loop' ? 'a symlink loop' : 'a symlink that points outside the repository';
-  throw new SourceError('InvalidSource', `repository '${shown}' at ${sha} has ${what}: ${bad.link} -> ${bad.target}`);
+  if (bad.why === 'loop') {
+    throw new SourceError(
+      'InvalidSource',
+      `repository '${shown}' at ${sha} has a symlink loop: ${bad.link} -> ${bad.target}`,
+    );
+  }
+  // Argo CD's repo-server's words (its CheckOutOfBoundsSymlinks), which name the file only.
+  throw new SourceError('InvalidSource', `repository contains out-of-bounds symlinks. file: ${bad.link}`);
 }

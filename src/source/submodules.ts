@@ -76,11 +76,8 @@ export async function withSubmodules(
     const count = { files: top.files, bytes: top.bytes };
     await fill(input, { url: input.repoURL, sha: input.sha, listing: top, at: '', depth: 0 }, root, count, held);
     const bad = await findEscapingSymlink(root);
-    if (bad)
-      throw new SourceError(
-        'InvalidSource',
-        `repository '${redactURL(input.repoURL)}' at ${input.sha} with its submodules has a symlink that points outside it: ${bad.link} -> ${bad.target}`,
-      );
+    // Argo CD checks the work tree with its submodules the same way, in the same words.
+    if (bad) throw new SourceError('InvalidSource', `repository contains out-of-bounds symlinks. file: ${bad.link}`);
     // The checkouts were copied: they need not be held while the render runs.
     for (const c of held) c.release();
     held.length = 0;

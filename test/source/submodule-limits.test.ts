@@ -141,17 +141,12 @@ describe('submodules, the checkout limits and symlinks', () => {
       // The same link in the top-level repository, and the message it gets.
       await assert.rejects(
         render(renderer(), evil, '.'),
-        refused('InvalidSource', /has a symlink that points outside the repository: leak\.yaml -> /),
+        refused('InvalidSource', /^repository contains out-of-bounds symlinks\. file: leak\.yaml$/),
       );
       const sup = await superproject([{ at: 'app/sub', repo: evil }]);
       await assert.rejects(
         render(renderer(), sup),
-        refused(
-          'InvalidSource',
-          new RegExp(
-            `^repository '[^']+' at ${evil.head()} has a symlink that points outside the repository: leak\\.yaml -> ${target.replaceAll('.', '\\.')}$`,
-          ),
-        ),
+        refused('InvalidSource', new RegExp('^repository contains out-of-bounds symlinks\\. file: leak\\.yaml$')),
       );
     }
   });
@@ -163,12 +158,7 @@ describe('submodules, the checkout limits and symlinks', () => {
     const sup = await superproject([{ at: 'app/sub', repo: evil }]);
     await assert.rejects(
       render(renderer(), sup),
-      refused(
-        'InvalidSource',
-        new RegExp(
-          `^repository '[^']+' at ${evil.head()} has a symlink that points outside the repository: peek\\.yaml -> \\.\\./own\\.yaml$`,
-        ),
-      ),
+      refused('InvalidSource', new RegExp('^repository contains out-of-bounds symlinks\\. file: peek\\.yaml$')),
     );
   });
 
@@ -183,12 +173,7 @@ describe('submodules, the checkout limits and symlinks', () => {
     assert.equal((await render(renderer(), nested, '.')).objects.length, 1);
     await assert.rejects(
       render(renderer(), sup, 'app'),
-      refused(
-        'InvalidSource',
-        new RegExp(
-          `^repository '[^']+' at ${sup.head()} with its submodules has a symlink that points outside it: sub/l -> n/up/up/\\.\\./\\.\\./\\.\\.$`,
-        ),
-      ),
+      refused('InvalidSource', new RegExp('^repository contains out-of-bounds symlinks\\. file: sub/l$')),
     );
   });
 });
