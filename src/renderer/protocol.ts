@@ -77,7 +77,6 @@ export const RenderInputSchema = z.strictObject({
   signature: z
     .strictObject({
       keys: z.array(z.string().max(256)).max(1000),
-      legacy: z.boolean(),
       publicKeys: z.array(z.string().max(1024 * 1024)).max(1000),
     })
     .optional(),
@@ -149,6 +148,7 @@ const REASONS = [
   'InvalidSource',
   'InvalidManifest',
   'RendererUnavailable',
+  'IntegrityFailed',
   'Unexpected',
 ] as const satisfies readonly SourceErrorReason[];
 

@@ -354,7 +354,7 @@ export class SourceRenderer {
             env: { ...(this.#opts.env ?? process.env), ...env },
             stdin,
             timeoutMs: 60_000,
-            label: 'gpg --import',
+            label: `gpg ${args.find((a) => a.startsWith('--') && !['--batch', '--no-tty'].includes(a)) ?? ''}`.trim(),
             howToGet: 'install gpg (for example `apt-get install gpg`) for commit signature verification',
             scrub: scrubber([{ from: cacheDir, to: '<cache>' }]),
             limits: toolLimits(this.#limits, this.#opts.toolPaths?.prlimit),
