@@ -171,7 +171,7 @@ test('ARGOCD_GPG_ENABLED=false: no signature is verified, an unsigned commit syn
   await applyRaw(
     cp.admin,
     project('gk-off-strict', {
-      sourceIntegrity: { git: { policies: [{ repos: ['*'], gpg: { mode: 'strict', keys: [key.id] } }] } },
+      sourceIntegrity: { git: { policies: [{ repos: [{ url: '*' }], gpg: { mode: 'strict', keys: [key.id] } }] } },
       destinationServiceAccounts: DSA,
     }),
   );
