@@ -1,5 +1,5 @@
-// A revision's signature read and judged as Argo CD v3.6.1's repo-server does (util/git
-// LsSignatures, util/sourceintegrity gpgProblemMessage): the messages are its own.
+// A revision's signature read and judged as Argo CD v3.6.1's repo-server does for a sourceIntegrity
+// head policy (util/git LsSignatures, util/sourceintegrity gpgProblemMessage): the messages are its own.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keyID, parseCommitLine, parseTagStatus, problemOf } from '../../src/source/signatures.ts';
