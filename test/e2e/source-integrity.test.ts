@@ -235,10 +235,16 @@ test('an annotated tag as targetRevision verifies the tag, not the commit, and i
   const repo = await repoSignedBy('tagged', undefined);
   annotatedTag(repo.dir, 'v1-signed', allowed); // of an unsigned commit
   signedCommit(repo.dir, allowed);
-  annotatedTag(repo.dir, 'v2-unsigned', undefined); // of a commit the allowed key signed
   await applyRaw(cp.admin, app('si-tag-signed', 'si-tags', at(repo, 'v1-signed')));
-  await applyRaw(cp.admin, app('si-tag-unsigned', 'si-tags', at(repo, 'v2-unsigned')));
   await syncs('si-tag-signed', ['tagged']);
+  // A tag made since the renderer fetched the commit it names: the tag is fetched to be verified.
+  annotatedTag(repo.dir, 'v2-unsigned', undefined); // of a commit the allowed key signed
+  // Asked to refresh, so that the tag is listed anew (refs listed within the interval are reused).
+  const unsignedApp = app('si-tag-unsigned', 'si-tags', at(repo, 'v2-unsigned')) as unknown as {
+    metadata: Record<string, unknown>;
+  };
+  unsignedApp.metadata['annotations'] = { 'argocd.argoproj.io/refresh': 'normal' };
+  await applyRaw(cp.admin, unsignedApp as unknown as KubeObject);
   assert.equal(
     await refusal('si-tag-unsigned'),
     failed('v2-unsigned', `${SIGNER.name} "<${SIGNER.email}>"`, 'unsigned', ''),
