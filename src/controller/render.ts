@@ -14,7 +14,13 @@ import type { Renderer } from '../renderer/client.ts';
 import { fetchDecision } from '../project/fetch-repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } from '../repository/access.ts';
 import type { RepositoryState } from '../repository/access.ts';
-import { NeedsRepositories, SourceError, SourceIntegrityFailed, redactURL, type RepositoryNeed } from '../source/errors.ts';
+import {
+  NeedsRepositories,
+  SourceError,
+  SourceIntegrityFailed,
+  redactURL,
+  type RepositoryNeed,
+} from '../source/errors.ts';
 import { refreshPaths } from '../source/generate-paths.ts';
 import type { DependencyRepository, RenderInput, RenderedObject, RefSource } from '../source/index.ts';
 import type { RepositoryAccess } from '../api/repository.ts';

@@ -347,8 +347,7 @@ export class SourceRenderer {
     const cacheDir = path.resolve(this.#opts.cacheDir);
     const gpg = this.#opts.toolPaths?.gpg ?? 'gpg';
     // The server hands on the commit it resolved; a tag to verify is then the one the source names.
-    const revision =
-      input.revision && !/^[0-9a-f]{40}$/.test(input.revision) ? input.revision : source.targetRevision;
+    const revision = input.revision && !/^[0-9a-f]{40}$/.test(input.revision) ? input.revision : source.targetRevision;
     const tag = revision?.replace(/^refs\/tags\//, '');
     if (tag && tag !== 'HEAD' && !/^[0-9a-f]{40}$/.test(tag) && !tag.startsWith('-'))
       await this.#git.fetchTag(source.repoURL, input.repository, tag);

@@ -30,14 +30,7 @@ import {
 import type { Fixture } from './controller-fixture.ts';
 
 const SA = 'deployer';
-const NAMESPACES = [
-  'gs-helm',
-  'gs-local',
-  'gs-sub',
-  'gs-sub-refused',
-  'gs-sub-off',
-  'gs-sub-creds',
-];
+const NAMESPACES = ['gs-helm', 'gs-local', 'gs-sub', 'gs-sub-refused', 'gs-sub-off', 'gs-sub-creds'];
 
 let cp: TestControlPlane;
 let fx: Fixture;

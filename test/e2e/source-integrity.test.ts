@@ -151,7 +151,10 @@ test("signatureKeys: an allowed key's commit syncs; unsigned and unallowed ones 
     [allowed, allowed.armored],
     [other, other.armored],
   ]);
-  await applyRaw(cp.admin, project('si-legacy', { signatureKeys: [{ keyID: allowed.id }], destinationServiceAccounts: DSA }));
+  await applyRaw(
+    cp.admin,
+    project('si-legacy', { signatureKeys: [{ keyID: allowed.id }], destinationServiceAccounts: DSA }),
+  );
   const good = await repoSignedBy('legacy-good', allowed);
   const unsigned = await repoSignedBy('legacy-unsigned', undefined);
   const byOther = await repoSignedBy('legacy-other', other);
@@ -254,7 +257,10 @@ test('an annotated tag as targetRevision verifies the tag, not the commit, and i
 
 test('several sources: the failing one is named in the message; local manifests are refused where a revision is verified', async () => {
   await keyring([[allowed, allowed.armored]]);
-  await applyRaw(cp.admin, project('si-multi', { signatureKeys: [{ keyID: allowed.id }], destinationServiceAccounts: DSA }));
+  await applyRaw(
+    cp.admin,
+    project('si-multi', { signatureKeys: [{ keyID: allowed.id }], destinationServiceAccounts: DSA }),
+  );
   const good = await repoSignedBy('multi-good', allowed);
   const unsigned = await repoSignedBy('multi-unsigned', undefined);
   await applyRaw(

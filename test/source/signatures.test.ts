@@ -9,10 +9,12 @@ const noPrimary = async () => undefined;
 
 describe("git rev-list's signature line", () => {
   it('reads the commit, its %G? letter, its key and its author', () => {
-    assert.deepEqual(
-      parseCommitLine(`${SHA},G,4AEE18F83AFDEB23,"Wed, 2 Dec 2026 13:56:28 +0000","A B <a@x>"`),
-      { revision: SHA, result: 'signed', keyID: '4AEE18F83AFDEB23', author: 'A B <a@x>' },
-    );
+    assert.deepEqual(parseCommitLine(`${SHA},G,4AEE18F83AFDEB23,"Wed, 2 Dec 2026 13:56:28 +0000","A B <a@x>"`), {
+      revision: SHA,
+      result: 'signed',
+      keyID: '4AEE18F83AFDEB23',
+      author: 'A B <a@x>',
+    });
     const letters: Record<string, string> = {
       B: 'bad signature',
       U: 'signed with untrusted key',
@@ -75,7 +77,7 @@ describe("Argo CD's problem messages (gpgProblemMessage)", () => {
     assert.equal(keyID('0123456789ABCDEF012345674AEE18F83AFDEB23'), '4AEE18F83AFDEB23');
     assert.equal(keyID('3AFDEB23'), undefined);
   });
-  it("a signing subkey counts for its primary key, looked up in the keyring", async () => {
+  it('a signing subkey counts for its primary key, looked up in the keyring', async () => {
     const good = { ...sig, result: 'signed' as const };
     assert.equal(await problemOf(good, ['1111111111111111'], async () => '1111111111111111'), undefined);
     assert.notEqual(await problemOf(good, ['2222222222222222'], async () => '1111111111111111'), undefined);
