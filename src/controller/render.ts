@@ -196,16 +196,15 @@ export async function renderApplication(
       const generatePaths = refreshPaths(app.metadata.annotations?.[MANIFEST_GENERATE_PATHS], source.path);
       if (synced && generatePaths.length > 0) input.generatePaths = { paths: generatePaths, syncedRevision: synced };
       // Argo CD verifies Git sources only (its repo-server's git path). ARGOCD_GPG_ENABLED=false:
-      // nothing verified, no mode refused; several matching policies stay an error.
+      // nothing verified; several matching policies stay an error.
       const policy = isGitSource(source)
         ? signaturePolicy(opts.project, source.repoURL, opts.repositories.gpgEnabled !== false)
         : { kind: 'none' as const };
-      if (policy.kind === 'refused') throw new SourceError('InvalidSource', policy.message);
       if (policy.kind === 'error')
         throw new SourceError('InvalidSource', policy.message.replace(source.repoURL, redactURL(source.repoURL)));
       if (policy.kind === 'verify') {
         const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});
-        input.signature = { keys: policy.keys, publicKeys };
+        input.signature = { mode: policy.mode, keys: policy.keys, publicKeys };
       }
       if (local && i === carrier) {
         const rendered = await renderer.render({ ...input, localManifests: local }, renderOptions);
@@ -289,8 +288,14 @@ export async function renderApplication(
  */
 function withSourceName(message: string, source: ApplicationSource, label: string): string {
   const id = source.name ? `source ${source.name}` : label.slice(0, -2);
-  const check = /^([^:]+): /.exec(message);
-  return check ? `${check[1]}: ${id}: ${message.slice(check[0].length)}` : `${id}: ${message}`;
+  // One line per problem, each "<check>: <problem>".
+  return message
+    .split('\n')
+    .map((line) => {
+      const check = /^([^:]+): /.exec(line);
+      return check ? `${check[1]}: ${id}: ${line.slice(check[0].length)}` : `${id}: ${line}`;
+    })
+    .join('\n');
 }
 
 /**

@@ -5,19 +5,17 @@
 // findMatchingGitPolicies): a policy matches when one of its `repos[].url` globs matches and none
 // of its `!` globs does; two or more matching policies are an error for that repository (so that a
 // mistake never turns verification off); one decides: no `gpg` or mode `none` verifies nothing,
-// `head` verifies the revision's tag or commit against `gpg.keys`, another mode is Argo CD's
-// error. The renderer verifies (source/signatures.ts); `strict` (every ancestor back to a seal
-// commit) is refused rather than checked less than asked.
+// `head` verifies the revision's tag or commit against `gpg.keys`, `strict` the tag and every
+// ancestor of the commit back to seal commits, another mode is Argo CD's error. The renderer
+// verifies (source/signatures.ts).
 import type { AppProject } from '../api/appproject.ts';
 import { globMatch } from '../impersonation/glob.ts';
 
 export type SignaturePolicy =
   | { kind: 'none' }
-  | { kind: 'verify'; keys: string[] }
+  | { kind: 'verify'; mode: 'head' | 'strict'; keys: string[] }
   /** Argo CD's own error for this repository, naming its URL as given: the render fails with it. */
-  | { kind: 'error'; message: string }
-  /** What Argo CD checks and impersync does not: refused. */
-  | { kind: 'refused'; message: string };
+  | { kind: 'error'; message: string };
 
 interface GitPolicy {
   repos: string[];
@@ -63,12 +61,7 @@ export function signaturePolicy(project: AppProject, repoURL: string, gpgEnabled
     };
   const gpg = policies[0]?.gpg;
   if (!gpg || gpg.mode === 'none' || !gpgEnabled) return { kind: 'none' };
-  if (gpg.mode === 'head') return { kind: 'verify', keys: gpg.keys };
-  if (gpg.mode === 'strict')
-    return {
-      kind: 'refused',
-      message: `AppProject ${project.metadata.name}: sourceIntegrity.git.policies[].gpg.mode 'strict' is not supported by impersync (head and none are)`,
-    };
+  if (gpg.mode === 'head' || gpg.mode === 'strict') return { kind: 'verify', mode: gpg.mode, keys: gpg.keys };
   return { kind: 'error', message: `unknown GPG mode ${JSON.stringify(gpg.mode)} configured for GIT source integrity` };
 }
 

@@ -15,6 +15,8 @@ import type { RunResult } from './exec.ts';
 
 /** What the controller asks of one source's revision (project/signatures.ts). */
 export interface SignatureRequirement {
+  /** head: the tag, else the commit; strict: the tag, and the commit's history back to seal commits. */
+  mode: 'head' | 'strict';
   /** The policy's `gpg.keys`, as written: 16 hex digits, or a 40-digit fingerprint. */
   keys: string[];
   /** argocd-gpg-keys-cm's ASCII-armoured public keys: the keyring. */
@@ -130,6 +132,35 @@ export async function problemOf(
   return `${by}: signed with unallowed key (key_id=${sig.keyID})`;
 }
 
+/** At most this many problems are named (Argo CD's describeProblems), the most recent first. */
+const MAX_PROBLEMS = 10;
+
+/**
+ * Argo CD's describeProblems: each signature's problem in order, one per signing key among commits
+ * (unsigned commits and tags are each named), at most MAX_PROBLEMS.
+ */
+export async function describeProblems(
+  sigs: readonly RevisionSignature[],
+  keys: readonly string[],
+  primaryOf: (id: string) => Promise<string | undefined>,
+): Promise<string[]> {
+  const problems: string[] = [];
+  const reported = new Set<string>();
+  for (const sig of sigs) {
+    const problem = await problemOf(sig, keys, primaryOf);
+    if (!problem) continue;
+    if (sig.keyID !== '' && FULL_SHA.test(sig.revision)) {
+      if (reported.has(sig.keyID)) continue;
+      reported.add(sig.keyID);
+    }
+    problems.push(problem);
+    if (problems.length >= MAX_PROBLEMS) break;
+  }
+  return problems;
+}
+
+const FULL_SHA = /^[0-9a-f]{40}$/;
+
 /**
  * Verifies `revision` (as written: an annotated tag verifies the tag) at commit `sha`; throws Argo
  * CD's condition when the policy is not met. `gpgHome` is where fresh GNUPGHOMEs are made.
@@ -147,7 +178,9 @@ export async function verifySignature(
     const env = { GNUPGHOME: home };
     await importKeyring(tools, env, req.publicKeys);
     const tag = revision ? await annotatedTag(tools, revision) : undefined;
-    const sig = tag ? await tagSignature(tools, env, tag) : await commitSignature(tools, env, sha);
+    const sigs: RevisionSignature[] = tag ? [await tagSignature(tools, env, tag)] : [];
+    if (req.mode === 'strict') sigs.push(...(await historySignatures(tools, env, sha)));
+    else if (!tag) sigs.push(await commitSignature(tools, env, sha));
     const primaryOf = async (id: string) => {
       const r = await tools.gpg(['--batch', '--no-tty', '--with-colons', '--list-keys', '--', id], env, '');
       const pub = r.stdout
@@ -157,8 +190,8 @@ export async function verifySignature(
         .find((f) => f.length >= 5 && f[0] === 'pub' && f[4] !== '');
       return r.code === 0 ? pub?.[4] : undefined;
     };
-    const problem = await problemOf(sig, req.keys, primaryOf);
-    if (problem) throw new SourceError('IntegrityFailed', `GIT/GPG: ${problem}`);
+    const problems = await describeProblems(sigs, req.keys, primaryOf);
+    if (problems.length > 0) throw new SourceError('IntegrityFailed', problems.map((p) => `GIT/GPG: ${p}`).join('\n'));
   } finally {
     await rm(home, { recursive: true, force: true });
   }
@@ -192,14 +225,61 @@ async function importKeyring(tools: SignatureTools, env: NodeJS.ProcessEnv, publ
 
 /** The commit's signature (Argo CD's LsSignatures in head mode on a commit). */
 async function commitSignature(tools: SignatureTools, env: NodeJS.ProcessEnv, sha: string): Promise<RevisionSignature> {
+  const [sig] = await listSignatures(tools, env, [sha, '-1', '--'], sha);
+  if (!sig) throw new SourceError('ToolFailed', `git rev-list of ${sha} gave no signature status`);
+  return sig;
+}
+
+/** `git rev-list` of `args` with each commit's signature status, the most recent first. */
+async function listSignatures(
+  tools: SignatureTools,
+  env: NodeJS.ProcessEnv,
+  args: string[],
+  sha: string,
+): Promise<RevisionSignature[]> {
   const r = await tools.git(
-    ['rev-list', '--pretty=format:%H,%G?,%GK,"%aD","%an <%ae>"', '--no-commit-header', sha, '-1', '--'],
+    ['rev-list', '--pretty=format:%H,%G?,%GK,"%aD","%an <%ae>"', '--no-commit-header', ...args],
     env,
   );
-  const line = r.stdout.toString('utf8').trim();
-  const sig = r.code === 0 ? parseCommitLine(line) : undefined;
-  if (!sig) throw new SourceError('ToolFailed', `git rev-list of ${sha} gave no signature status: ${r.stderr.trim()}`);
-  return sig;
+  if (r.code !== 0) throw new SourceError('ToolFailed', `git rev-list of ${sha} failed: ${r.stderr.trim()}`);
+  return r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((line) => {
+      const sig = parseCommitLine(line);
+      if (!sig) throw new SourceError('ToolFailed', `invalid rev-list output for ${JSON.stringify(sha)}`);
+      return sig;
+    });
+}
+
+/** The trailer a seal commit's message carries (Argo CD's strict mode), any case. */
+const SEAL_TRAILER = 'Argocd-gpg-seal:';
+
+/**
+ * Argo CD's strict history (listRawSignatures, getSealRevListFilter): every ancestor of `sha` back
+ * to the root, or to the seal commits, those whose message holds the seal trailer and whose
+ * signature is good and trusted (signed by a key of the keyring, allowed or not); the seal commits
+ * are listed too (rev-list --boundary), so they are verified against the policy's keys.
+ */
+async function historySignatures(
+  tools: SignatureTools,
+  env: NodeJS.ProcessEnv,
+  sha: string,
+): Promise<RevisionSignature[]> {
+  const r = await tools.git(
+    ['rev-list', '--pretty=format:%G?,%H', '--no-commit-header', `--grep=${SEAL_TRAILER}`, '--regexp-ignore-case', sha],
+    env,
+  );
+  if (r.code !== 0) throw new SourceError('ToolFailed', `git rev-list of ${sha} failed: ${r.stderr.trim()}`);
+  const seals = r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('G,'))
+    .map((l) => l.slice(2));
+  if (seals.length === 0) return listSignatures(tools, env, [sha, '--'], sha);
+  if (seals[0] === sha) return listSignatures(tools, env, [sha, '-1', '--'], sha);
+  return listSignatures(tools, env, ['--boundary', sha, '--not', ...seals], sha);
 }
 
 /** The annotated tag's signature (Argo CD's tagSignature): its tagger as `name "<email>"`. */

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { applyRaw, listRaw, startControlPlane } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
-import { TestRepo } from '../support/git.ts';
+import { TestRepo, git } from '../support/git.ts';
 import { SIGNER, annotatedTag, gpgKey, revoke, signedCommit, type TestKey } from '../support/gpg.ts';
 import {
   IN_CLUSTER,
@@ -43,6 +43,9 @@ const NAMESPACES = [
   'si-tag-unsigned',
   'si-multi-source',
   'si-local',
+  'si-strict-sealed',
+  'si-strict-history',
+  'si-strict-tag',
 ];
 const DSA = [{ server: IN_CLUSTER, namespace: 'si-*', defaultServiceAccount: SA }];
 /** The identity of TestRepo's commits: the author an unsigned commit's message names. */
@@ -287,4 +290,49 @@ test('several sources: the failing one is named in the message; local manifests 
     /Cannot use local manifests when source integrity is enforced/,
   );
   assert.deepEqual(await configMapsIn('si-local'), []);
+});
+
+test('strict: the history back to a seal commit is verified, one problem per key or unsigned commit, the tag first', async () => {
+  await keyring([
+    [allowed, allowed.armored],
+    [other, other.armored],
+  ]);
+  await applyRaw(
+    cp.admin,
+    project('si-strict', {
+      sourceIntegrity: {
+        git: { policies: [{ repos: [{ url: '*' }], gpg: { mode: 'strict', keys: [allowed.id] } }] },
+      },
+      destinationServiceAccounts: DSA,
+    }),
+  );
+  // An unsigned root, then a seal commit the allowed key signed: what precedes it is not verified.
+  const sealed = await repoSignedBy('strict-sealed', undefined);
+  signedCommit(sealed.dir, allowed, 'seal\n\nArgocd-gpg-seal: reviewed history');
+  signedCommit(sealed.dir, allowed, 'after the seal');
+  // No seal: the unsigned commits and the other key's, newest first; the other key named once.
+  const history = await repoSignedBy('strict-history', undefined);
+  const root = history.head();
+  signedCommit(history.dir, other, 'by other');
+  const byOther = signedCommit(history.dir, other, 'by other again');
+  git(history.dir, 'commit', '--quiet', '--allow-empty', '-m', 'unsigned');
+  const unsignedSha = history.head();
+  signedCommit(history.dir, allowed, 'head');
+  annotatedTag(history.dir, 'v1-unsigned', undefined);
+  await applyRaw(cp.admin, app('si-strict-sealed', 'si-strict', at(sealed)));
+  await applyRaw(cp.admin, app('si-strict-history', 'si-strict', at(history)));
+  await applyRaw(cp.admin, app('si-strict-tag', 'si-strict', at(history, 'v1-unsigned')));
+  await syncs('si-strict-sealed', ['strict-sealed']);
+  const signer = `${SIGNER.name} <${SIGNER.email}>`;
+  const historyProblems = [
+    failed(unsignedSha, TEST_AUTHOR, 'unsigned', ''),
+    failed(byOther, signer, 'signed with unallowed key', other.id),
+    failed(root, TEST_AUTHOR, 'unsigned', ''),
+  ];
+  assert.equal(await refusal('si-strict-history'), historyProblems.join('\n'));
+  assert.equal(
+    await refusal('si-strict-tag'),
+    [failed('v1-unsigned', `${SIGNER.name} "<${SIGNER.email}>"`, 'unsigned', ''), ...historyProblems].join('\n'),
+  );
+  for (const ns of ['si-strict-history', 'si-strict-tag']) assert.deepEqual(await configMapsIn(ns), []);
 });

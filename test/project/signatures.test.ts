@@ -17,11 +17,13 @@ describe('signaturePolicy', () => {
   it('signatureKeys: one head policy for every repository, with their keyIDs', () => {
     assert.deepEqual(signaturePolicy(proj({ signatureKeys: [{ keyID: 'ABCDEF0123456789' }] }), 'https://x/r'), {
       kind: 'verify',
+      mode: 'head',
       keys: ['ABCDEF0123456789'],
     });
     // An empty keyID is still a key, one that allows no signature.
     assert.deepEqual(signaturePolicy(proj({ signatureKeys: [{ keyID: '' }] }), 'https://x/r'), {
       kind: 'verify',
+      mode: 'head',
       keys: [''],
     });
     assert.deepEqual(signaturePolicy(proj({}), 'https://x/r'), { kind: 'none' });
@@ -33,7 +35,11 @@ describe('signaturePolicy', () => {
     });
     assert.deepEqual(signaturePolicy(both, 'https://y/r'), { kind: 'none' });
     const noGit = proj({ signatureKeys: [{ keyID: 'ABCDEF0123456789' }], sourceIntegrity: {} });
-    assert.deepEqual(signaturePolicy(noGit, 'https://y/r'), { kind: 'verify', keys: ['ABCDEF0123456789'] });
+    assert.deepEqual(signaturePolicy(noGit, 'https://y/r'), {
+      kind: 'verify',
+      mode: 'head',
+      keys: ['ABCDEF0123456789'],
+    });
   });
   it("reads Argo CD's YAML: repos are objects {url}", () => {
     assert.throws(
@@ -42,12 +48,13 @@ describe('signaturePolicy', () => {
     );
     assert.deepEqual(signaturePolicy(integrity(policy(['https://x/*'], 'head', ['K1'])), 'https://x/r'), {
       kind: 'verify',
+      mode: 'head',
       keys: ['K1'],
     });
   });
   it('a policy matches when an include glob matches and no `!` glob does, wherever it stands', () => {
     const p = integrity(policy(['https://x/*', '!https://x/public/*'], 'head', ['K1']));
-    assert.deepEqual(signaturePolicy(p, 'https://x/team/r'), { kind: 'verify', keys: ['K1'] });
+    assert.deepEqual(signaturePolicy(p, 'https://x/team/r'), { kind: 'verify', mode: 'head', keys: ['K1'] });
     assert.deepEqual(signaturePolicy(p, 'https://x/public/r'), { kind: 'none' });
     const first = integrity(policy(['!https://x/public/*', 'https://x/*'], 'head', ['K1']));
     assert.deepEqual(signaturePolicy(first, 'https://x/public/r'), { kind: 'none' });
@@ -60,21 +67,23 @@ describe('signaturePolicy', () => {
       kind: 'error',
       message: 'multiple (2) git source integrity policies found for repo URL: https://x/public/r',
     });
-    assert.deepEqual(signaturePolicy(p, 'https://x/team/r'), { kind: 'verify', keys: ['K1'] });
+    assert.deepEqual(signaturePolicy(p, 'https://x/team/r'), { kind: 'verify', mode: 'head', keys: ['K1'] });
     // Even with ARGOCD_GPG_ENABLED=false: Argo CD counts the policies first.
     assert.equal(signaturePolicy(p, 'https://x/public/r', false).kind, 'error');
     assert.deepEqual(signaturePolicy(p, 'https://x/team/r', false), { kind: 'none' });
   });
-  it("mode none and a policy without gpg verify nothing; an unknown mode is Argo CD's error; strict is refused", () => {
+  it("mode none and a policy without gpg verify nothing; head and strict verify; an unknown mode is Argo CD's error", () => {
     assert.deepEqual(signaturePolicy(integrity(policy(['*'], 'none')), 'https://x/r'), { kind: 'none' });
     assert.deepEqual(signaturePolicy(integrity({ repos: [{ url: '*' }] }), 'https://x/r'), { kind: 'none' });
     assert.deepEqual(signaturePolicy(integrity(policy(['*'], 'Head')), 'https://x/r'), {
       kind: 'error',
       message: 'unknown GPG mode "Head" configured for GIT source integrity',
     });
-    const r = signaturePolicy(integrity(policy(['*'], 'strict', ['K'])), 'https://x/r');
-    assert.equal(r.kind, 'refused');
-    assert.match(r.kind === 'refused' ? r.message : '', /mode 'strict' is not supported by impersync/);
+    assert.deepEqual(signaturePolicy(integrity(policy(['*'], 'strict', ['K'])), 'https://x/r'), {
+      kind: 'verify',
+      mode: 'strict',
+      keys: ['K'],
+    });
   });
 });
 

@@ -2,7 +2,7 @@
 // head policy (util/git LsSignatures, util/sourceintegrity gpgProblemMessage): the messages are its own.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { keyID, parseCommitLine, parseTagStatus, problemOf } from '../../src/source/signatures.ts';
+import { describeProblems, keyID, parseCommitLine, parseTagStatus, problemOf } from '../../src/source/signatures.ts';
 
 const SHA = '0123456789abcdef0123456789abcdef01234567';
 const noPrimary = async () => undefined;
@@ -81,5 +81,41 @@ describe("Argo CD's problem messages (gpgProblemMessage)", () => {
     const good = { ...sig, result: 'signed' as const };
     assert.equal(await problemOf(good, ['1111111111111111'], async () => '1111111111111111'), undefined);
     assert.notEqual(await problemOf(good, ['2222222222222222'], async () => '1111111111111111'), undefined);
+  });
+});
+
+describe("strict mode's list of problems (describeProblems)", () => {
+  const commit = (n: number, result: 'signed' | 'unsigned', keyID: string) => ({
+    revision: n.toString(16).padStart(40, '0'),
+    result,
+    keyID,
+    author: 'a <a@x>',
+  });
+  it('names one problem per signing key among commits, every unsigned commit and every tag, at most 10', async () => {
+    const sigs = [
+      { revision: 'v1', result: 'signed' as const, keyID: 'BBBBBBBBBBBBBBBB', author: 't "<t@x>"' },
+      commit(1, 'signed', 'BBBBBBBBBBBBBBBB'),
+      commit(2, 'signed', 'BBBBBBBBBBBBBBBB'),
+      commit(3, 'signed', 'AAAAAAAAAAAAAAAA'),
+      ...Array.from({ length: 12 }, (_, i) => commit(10 + i, 'unsigned', '')),
+    ];
+    const problems = await describeProblems(sigs, ['AAAAAAAAAAAAAAAA'], noPrimary);
+    assert.equal(problems.length, 10);
+    assert.equal(
+      problems[0],
+      `Failed verifying revision v1 by 't "<t@x>"': signed with unallowed key (key_id=BBBBBBBBBBBBBBBB)`,
+    );
+    assert.equal(
+      problems[1],
+      `Failed verifying revision ${commit(1, 'signed', '').revision} by 'a <a@x>': signed with unallowed key (key_id=BBBBBBBBBBBBBBBB)`,
+    );
+    assert.equal(
+      problems[2],
+      `Failed verifying revision ${commit(10, 'unsigned', '').revision} by 'a <a@x>': unsigned (key_id=)`,
+    );
+    assert.deepEqual(
+      await describeProblems([commit(3, 'signed', 'AAAAAAAAAAAAAAAA')], ['AAAAAAAAAAAAAAAA'], noPrimary),
+      [],
+    );
   });
 });
