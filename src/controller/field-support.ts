@@ -148,7 +148,7 @@ export const APPPROJECT_RULES: readonly FieldRule[] = [
   ),
   h(
     'spec.sourceIntegrity.**',
-    "Argo CD's policies (repos[].url globs, `!` excludes, several matching an error); gpg modes none and head verified, strict refused (project/signatures.ts)",
+    "Argo CD's policies (repos[].url globs, `!` excludes, several matching an error); gpg modes none, head and strict (history back to seal commits) verified (project/signatures.ts)",
   ),
   e('spec.roles[].**', "Argo CD's API server RBAC"),
   e('spec.description', 'shown by the UI'),

@@ -1,12 +1,12 @@
 // Commit and tag signatures, verified as Argo CD v3.6.1's repo-server verifies a sourceIntegrity
-// git policy in `head` mode (signatureKeys being one for every repository, project/signatures.ts):
-// a revision that names an annotated tag verifies the tag (git verify-tag --raw), anything else
-// the commit (git rev-list's %G? and %GK). The keyring is argocd-gpg-keys-cm's public keys, imported
+// git policy (signatureKeys being a `head` one for every repository, project/signatures.ts): a
+// revision that names an annotated tag verifies the tag (git verify-tag --raw), `head` else the
+// commit (git rev-list's %G? and %GK), `strict` then the commit's history back to seal commits. The keyring is argocd-gpg-keys-cm's public keys, imported
 // into a fresh GNUPGHOME for each verification with ultimate owner trust, as Argo CD trusts them
 // (nothing kept between two, no credential needed). A signature by a signing subkey counts for its
 // primary key. A failure is a SourceError 'IntegrityFailed' whose message is Argo CD's condition,
-// "GIT/GPG: Failed verifying revision <rev> by '<author>': <why> (key_id=<id>)", so nothing of
-// that revision is rendered, compared or applied.
+// a line "GIT/GPG: Failed verifying revision <rev> by '<author>': <why> (key_id=<id>)" a problem,
+// so nothing of that revision is rendered, compared or applied.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

@@ -141,7 +141,7 @@ test('ARGOCD_GPG_ENABLED=false: no signature is verified, an unsigned commit syn
     'the controller says at start that verification is off',
   );
   await applyRaw(cp.admin, project('gk-off', { signatureKeys: [{ keyID: key.id }], destinationServiceAccounts: DSA }));
-  // sourceIntegrity's strict mode, which impersync refuses when it verifies, is not checked either.
+  // sourceIntegrity's strict mode is not checked either.
   await applyRaw(
     cp.admin,
     project('gk-off-strict', {

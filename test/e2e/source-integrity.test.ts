@@ -6,7 +6,8 @@
 // of them applied; a `!` glob takes a repository out of a policy, and two policies matching one
 // repository are an error; an annotated tag as targetRevision is verified as the tag (a signed tag
 // of an unsigned commit syncs, an unsigned tag of a signed commit is refused); with several
-// sources the failing one is named; local manifests are refused where a revision is verified.
+// sources the failing one is named; local manifests are refused where a revision is verified;
+// strict mode verifies the history back to a seal commit and names its problems as Argo CD does.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { applyRaw, listRaw, startControlPlane } from '../support/index.ts';
