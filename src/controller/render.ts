@@ -202,9 +202,10 @@ export async function renderApplication(
         : { kind: 'none' as const };
       if (policy.kind === 'error')
         throw new SourceError('InvalidSource', policy.message.replace(source.repoURL, redactURL(source.repoURL)));
-      if (policy.kind === 'verify') {
+      if (policy.kind === 'verify' || policy.kind === 'legacy') {
         const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});
-        input.signature = { mode: policy.mode, keys: policy.keys, publicKeys };
+        const mode = policy.kind === 'legacy' ? 'legacy' : policy.mode;
+        input.signature = { mode, keys: policy.keys, publicKeys };
       }
       if (local && i === carrier) {
         const rendered = await renderer.render({ ...input, localManifests: local }, renderOptions);
@@ -288,13 +289,10 @@ export async function renderApplication(
  */
 function withSourceName(message: string, source: ApplicationSource, label: string): string {
   const id = source.name ? `source ${source.name}` : label.slice(0, -2);
-  // One line per problem, each "<check>: <problem>".
+  // One line per problem, each "GIT/GPG: <problem>"; Argo CD's legacy messages name no source.
   return message
     .split('\n')
-    .map((line) => {
-      const check = /^([^:]+): /.exec(line);
-      return check ? `${check[1]}: ${id}: ${line.slice(check[0].length)}` : `${id}: ${line}`;
-    })
+    .map((line) => (line.startsWith('GIT/GPG: ') ? `GIT/GPG: ${id}: ${line.slice('GIT/GPG: '.length)}` : line))
     .join('\n');
 }
 

@@ -76,7 +76,7 @@ export const RenderInputSchema = z.strictObject({
     .optional(),
   signature: z
     .strictObject({
-      mode: z.enum(['head', 'strict']),
+      mode: z.enum(['head', 'strict', 'legacy']),
       keys: z.array(z.string().max(256)).max(1000),
       publicKeys: z.array(z.string().max(1024 * 1024)).max(1000),
     })

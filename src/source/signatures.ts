@@ -12,11 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { SourceError } from './errors.ts';
 import type { RunResult } from './exec.ts';
+import { legacyVerification } from './legacy-signatures.ts';
 
 /** What the controller asks of one source's revision (project/signatures.ts). */
 export interface SignatureRequirement {
-  /** head: the tag, else the commit; strict: the tag, and the commit's history back to seal commits. */
-  mode: 'head' | 'strict';
+  /**
+   * head: the tag, else the commit; strict: the tag, and the commit's history back to seal commits;
+   * legacy: the commit's `git verify-commit`, read as Argo CD's VerifyGnuPGSignature (legacy.ts).
+   */
+  mode: 'head' | 'strict' | 'legacy';
   /** The policy's `gpg.keys`, as written: 16 hex digits, or a 40-digit fingerprint. */
   keys: string[];
   /** argocd-gpg-keys-cm's ASCII-armoured public keys: the keyring. */
@@ -177,10 +181,6 @@ export async function verifySignature(
   try {
     const env = { GNUPGHOME: home };
     await importKeyring(tools, env, req.publicKeys);
-    const tag = revision ? await annotatedTag(tools, revision) : undefined;
-    const sigs: RevisionSignature[] = tag ? [await tagSignature(tools, env, tag)] : [];
-    if (req.mode === 'strict') sigs.push(...(await historySignatures(tools, env, sha)));
-    else if (!tag) sigs.push(await commitSignature(tools, env, sha));
     const primaryOf = async (id: string) => {
       const r = await tools.gpg(['--batch', '--no-tty', '--with-colons', '--list-keys', '--', id], env, '');
       const pub = r.stdout
@@ -190,6 +190,15 @@ export async function verifySignature(
         .find((f) => f.length >= 5 && f[0] === 'pub' && f[4] !== '');
       return r.code === 0 ? pub?.[4] : undefined;
     };
+    if (req.mode === 'legacy') {
+      const message = await legacyVerification(tools, env, req.keys, sha, primaryOf);
+      if (message) throw new SourceError('IntegrityFailed', message);
+      return;
+    }
+    const tag = revision ? await annotatedTag(tools, revision) : undefined;
+    const sigs: RevisionSignature[] = tag ? [await tagSignature(tools, env, tag)] : [];
+    if (req.mode === 'strict') sigs.push(...(await historySignatures(tools, env, sha)));
+    else if (!tag) sigs.push(await commitSignature(tools, env, sha));
     const problems = await describeProblems(sigs, req.keys, primaryOf);
     if (problems.length > 0) throw new SourceError('IntegrityFailed', problems.map((p) => `GIT/GPG: ${p}`).join('\n'));
   } finally {
@@ -221,6 +230,8 @@ async function importKeyring(tools: SignatureTools, env: NodeJS.ProcessEnv, publ
   );
   if (trusted.code !== 0)
     throw new SourceError('ToolFailed', `trusting argocd-gpg-keys-cm's keys failed: ${trusted.stderr}`);
+  // Now rather than in the middle of the first verification's output, which the legacy check reads.
+  await tools.gpg(['--batch', '--no-tty', '--check-trustdb'], env, '');
 }
 
 /** The commit's signature (Argo CD's LsSignatures in head mode on a commit). */

@@ -7,7 +7,9 @@
 // repository are an error; an annotated tag as targetRevision is verified as the tag (a signed tag
 // of an unsigned commit syncs, an unsigned tag of a signed commit is refused); with several
 // sources the failing one is named; local manifests are refused where a revision is verified;
-// strict mode verifies the history back to a seal commit and names its problems as Argo CD does.
+// strict mode verifies the history back to a seal commit and names its problems as Argo CD does;
+// signatureKeys beside a sourceIntegrity.git that does not cover a repository judge its signed
+// commits with Argo CD's legacy messages.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { applyRaw, listRaw, startControlPlane } from '../support/index.ts';
@@ -47,6 +49,10 @@ const NAMESPACES = [
   'si-strict-sealed',
   'si-strict-history',
   'si-strict-tag',
+  'si-both-covered',
+  'si-both-other',
+  'si-both-unknown',
+  'si-both-unsigned',
 ];
 const DSA = [{ server: IN_CLUSTER, namespace: 'si-*', defaultServiceAccount: SA }];
 /** The identity of TestRepo's commits: the author an unsigned commit's message names. */
@@ -336,4 +342,43 @@ test('strict: the history back to a seal commit is verified, one problem per key
     [failed('v1-unsigned', `${SIGNER.name} "<${SIGNER.email}>"`, 'unsigned', ''), ...historyProblems].join('\n'),
   );
   for (const ns of ['si-strict-history', 'si-strict-tag']) assert.deepEqual(await configMapsIn(ns), []);
+});
+
+test("signatureKeys beside a sourceIntegrity.git that does not cover the repository: Argo CD's legacy check of a signed commit", async () => {
+  await keyring([
+    [allowed, allowed.armored],
+    [other, other.armored],
+  ]);
+  const covered = await repoSignedBy('both-covered', undefined);
+  await applyRaw(
+    cp.admin,
+    project('si-both', {
+      signatureKeys: [{ keyID: allowed.id }],
+      sourceIntegrity: {
+        git: { policies: [{ repos: [{ url: covered.url }], gpg: { mode: 'head', keys: [allowed.id] } }] },
+      },
+      destinationServiceAccounts: DSA,
+    }),
+  );
+  const byOther = await repoSignedBy('both-other', other);
+  const byUnknown = await repoSignedBy('both-unknown', unknown);
+  const unsigned = await repoSignedBy('both-unsigned', undefined);
+  await applyRaw(cp.admin, app('si-both-covered', 'si-both', at(covered)));
+  await applyRaw(cp.admin, app('si-both-other', 'si-both', at(byOther)));
+  await applyRaw(cp.admin, app('si-both-unknown', 'si-both', at(byUnknown)));
+  await applyRaw(cp.admin, app('si-both-unsigned', 'si-both', at(unsigned)));
+  // The repository a policy covers: that policy's check, signatureKeys ignored.
+  assert.equal(await refusal('si-both-covered'), failed(covered.head(), TEST_AUTHOR, 'unsigned', ''));
+  assert.equal(
+    await refusal('si-both-other'),
+    `Found good signature made with EDDSA key ${other.id}, but this key is not allowed in AppProject`,
+  );
+  assert.equal(
+    await refusal('si-both-unknown'),
+    `Found signature made with EDDSA key ${unknown.id}, but verification result was invalid: 'gpg: Can't check signature: No public key'`,
+  );
+  // An unsigned commit has no verify-commit output to judge: it syncs, as in Argo CD.
+  await syncs('si-both-unsigned', ['both-unsigned']);
+  for (const ns of ['si-both-covered', 'si-both-other', 'si-both-unknown'])
+    assert.deepEqual(await configMapsIn(ns), []);
 });

@@ -28,12 +28,19 @@ describe('signaturePolicy', () => {
     });
     assert.deepEqual(signaturePolicy(proj({}), 'https://x/r'), { kind: 'none' });
   });
-  it('sourceIntegrity.git wins over signatureKeys; a sourceIntegrity without git takes them', () => {
+  it("sourceIntegrity.git wins over signatureKeys, which judge only where no policy verifies (Argo CD's legacy check)", () => {
     const both = proj({
-      signatureKeys: [{ keyID: 'IGNOREDIGNOREDIG' }],
-      sourceIntegrity: { git: { policies: [policy(['https://x/*'], 'head', ['K1'])] } },
+      signatureKeys: [{ keyID: 'ABCDEF0123456789' }],
+      sourceIntegrity: {
+        git: { policies: [policy(['https://x/*'], 'head', ['K1']), policy(['https://z/*'], 'none')] },
+      },
     });
-    assert.deepEqual(signaturePolicy(both, 'https://y/r'), { kind: 'none' });
+    assert.deepEqual(signaturePolicy(both, 'https://x/r'), { kind: 'verify', mode: 'head', keys: ['K1'] });
+    assert.deepEqual(signaturePolicy(both, 'https://y/r'), { kind: 'legacy', keys: ['ABCDEF0123456789'] });
+    assert.deepEqual(signaturePolicy(both, 'https://z/r'), { kind: 'legacy', keys: ['ABCDEF0123456789'] });
+    // Off with ARGOCD_GPG_ENABLED=false, and no local-manifests refusal (Argo CD's HasCriteria reads policies only).
+    assert.deepEqual(signaturePolicy(both, 'https://y/r', false), { kind: 'none' });
+    assert.equal(hasSignatureCriteria(both, [{ repoURL: 'https://y/r' }]), false);
     const noGit = proj({ signatureKeys: [{ keyID: 'ABCDEF0123456789' }], sourceIntegrity: {} });
     assert.deepEqual(signaturePolicy(noGit, 'https://y/r'), {
       kind: 'verify',

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeProblems, keyID, parseCommitLine, parseTagStatus, problemOf } from '../../src/source/signatures.ts';
+import { legacyProblem, parseVerifyCommit } from '../../src/source/legacy-signatures.ts';
 
 const SHA = '0123456789abcdef0123456789abcdef01234567';
 const noPrimary = async () => undefined;
@@ -116,6 +117,54 @@ describe("strict mode's list of problems (describeProblems)", () => {
     assert.deepEqual(
       await describeProblems([commit(3, 'signed', 'AAAAAAAAAAAAAAAA')], ['AAAAAAAAAAAAAAAA'], noPrimary),
       [],
+    );
+  });
+});
+
+describe("Argo CD's legacy check (signatureKeys beside a sourceIntegrity.git that does not cover the repository)", () => {
+  const made = 'gpg: Signature made Wed Dec  2 14:18:15 2026 UTC';
+  const using = 'gpg:                using EDDSA key 7F664BE755CF70A445E4596E8B2163903E439A5A';
+  it('reads the first signature as parseGitCommitVerification does', () => {
+    assert.deepEqual(parseVerifyCommit([made, using, 'gpg: Good signature from "a <a@x>" [ultimate]'].join('\n')), {
+      result: 'Good',
+      keyID: '8B2163903E439A5A',
+      cipher: 'EDDSA',
+      message: 'Success verifying the commit signature.',
+    });
+    assert.equal(
+      parseVerifyCommit([made, using, 'gpg: BAD signature from "a <a@x>" [ultimate]'].join('\n')).result,
+      'Bad',
+    );
+    assert.equal(
+      parseVerifyCommit([made, using, "gpg: Can't check signature: No public key"].join('\n')).result,
+      'Invalid',
+    );
+    assert.deepEqual(parseVerifyCommit([made, using, 'gpg: checking the trustdb'].join('\n')), {
+      result: 'Unknown',
+      keyID: '',
+      cipher: '',
+      message: 'Could not parse result of verify operation, check logs for more information.',
+    });
+  });
+  it("words its conditions as VerifyGnuPGSignature: a revoked key's good signature is allowed", async () => {
+    const good = [
+      made,
+      using,
+      'gpg: Good signature from "a <a@x>" [ultimate]',
+      'gpg: WARNING: This key has been revoked by its owner!',
+    ].join('\n');
+    assert.equal(await legacyProblem(good, SHA, ['8B2163903E439A5A'], noPrimary), undefined);
+    assert.equal(
+      await legacyProblem(good, SHA, ['0000000000000000'], noPrimary),
+      'Found good signature made with EDDSA key 8B2163903E439A5A, but this key is not allowed in AppProject',
+    );
+    assert.equal(
+      await legacyProblem([made, using, "gpg: Can't check signature: No public key"].join('\n'), SHA, [], noPrimary),
+      "Found signature made with EDDSA key 8B2163903E439A5A, but verification result was invalid: 'gpg: Can't check signature: No public key'",
+    );
+    assert.equal(
+      await legacyProblem('garbage', SHA, [], noPrimary),
+      `Could not verify commit signature on revision '${SHA}', check logs for more information.`,
     );
   });
 });
