@@ -6,14 +6,22 @@
 // of its `!` globs does; two or more matching policies are an error for that repository (so that a
 // mistake never turns verification off); one decides: no `gpg` or mode `none` verifies nothing,
 // `head` verifies the revision's tag or commit against `gpg.keys`, `strict` the tag and every
-// ancestor of the commit back to seal commits, another mode is Argo CD's error. The renderer
-// verifies (source/signatures.ts).
+// ancestor of the commit back to seal commits, another mode is Argo CD's error. Where no policy
+// verifies, signatureKeys set beside sourceIntegrity.git still judge a signed commit, with Argo
+// CD's legacy messages (its controller's VerifyGnuPGSignature). The renderer verifies
+// (source/signatures.ts).
 import type { AppProject } from '../api/appproject.ts';
 import { globMatch } from '../impersonation/glob.ts';
 
 export type SignaturePolicy =
   | { kind: 'none' }
   | { kind: 'verify'; mode: 'head' | 'strict'; keys: string[] }
+  /**
+   * signatureKeys beside a sourceIntegrity.git that has no verifying policy for the repository:
+   * Argo CD's controller still judges a signed commit's `git verify-commit` against them (its
+   * legacy VerifyGnuPGSignature, when the check result is empty); an unsigned commit passes.
+   */
+  | { kind: 'legacy'; keys: string[] }
   /** Argo CD's own error for this repository, naming its URL as given: the render fails with it. */
   | { kind: 'error'; message: string };
 
@@ -53,14 +61,17 @@ function matches(policy: GitPolicy, repoURL: string): boolean {
  */
 export function signaturePolicy(project: AppProject, repoURL: string, gpgEnabled = true): SignaturePolicy {
   const policies = (effectiveGitPolicies(project) ?? []).filter((p) => matches(p, repoURL));
-  if (policies.length === 0) return { kind: 'none' };
   if (policies.length > 1)
     return {
       kind: 'error',
       message: `multiple (${policies.length}) git source integrity policies found for repo URL: ${repoURL}`,
     };
   const gpg = policies[0]?.gpg;
-  if (!gpg || gpg.mode === 'none' || !gpgEnabled) return { kind: 'none' };
+  if (!gpg || gpg.mode === 'none' || !gpgEnabled) {
+    // Reached with signatureKeys only when sourceIntegrity.git is set (else they are the policy for `*`).
+    const legacyKeys = (project.spec.signatureKeys ?? []).map((k) => k.keyID ?? '');
+    return legacyKeys.length > 0 && gpgEnabled ? { kind: 'legacy', keys: legacyKeys } : { kind: 'none' };
+  }
   if (gpg.mode === 'head' || gpg.mode === 'strict') return { kind: 'verify', mode: gpg.mode, keys: gpg.keys };
   return { kind: 'error', message: `unknown GPG mode ${JSON.stringify(gpg.mode)} configured for GIT source integrity` };
 }
@@ -78,5 +89,8 @@ export function hasSignatureCriteria(
   project: AppProject,
   sources: ReadonlyArray<{ repoURL?: string | undefined; chart?: string | undefined }>,
 ): boolean {
-  return sources.some((s) => isGitSource(s) && signaturePolicy(project, s.repoURL ?? '').kind !== 'none');
+  return sources.some((s) => {
+    const kind = isGitSource(s) ? signaturePolicy(project, s.repoURL ?? '').kind : 'none';
+    return kind === 'verify' || kind === 'error';
+  });
 }
