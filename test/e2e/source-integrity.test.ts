@@ -382,3 +382,11 @@ test("signatureKeys beside a sourceIntegrity.git that does not cover the reposit
   for (const ns of ['si-both-covered', 'si-both-other', 'si-both-unknown'])
     assert.deepEqual(await configMapsIn(ns), []);
 });
+
+test("the AppProject CRD takes Argo CD's sourceIntegrity shape and refuses plain-string repos, as Argo CD's does", async () => {
+  const spec = (repos: unknown[]) => ({
+    sourceIntegrity: { git: { policies: [{ repos, gpg: { mode: 'head', keys: [allowed.id] } }] } },
+  });
+  await applyRaw(cp.admin, project('si-shape', spec([{ url: '*' }])));
+  await assert.rejects(applyRaw(cp.admin, project('si-shape-strings', spec(['*']))), /sourceIntegrity/);
+});
