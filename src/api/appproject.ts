@@ -68,7 +68,11 @@ export const AppProjectSchema = z.looseObject({
       permitOnlyProjectScopedClusters: z.boolean().optional(),
       /** Argo CD's legacy commit signature keys (project/signatures.ts). */
       signatureKeys: z.array(z.looseObject({ keyID: z.string().optional() })).optional(),
-      /** Argo CD 3.5's sourceIntegrity: git policies, the first whose repos match a source decides. */
+      /**
+       * Argo CD 3.5's sourceIntegrity (project/signatures.ts): git policies, each with `repos` as
+       * objects `{url: <glob>}` (a `!` glob excludes), as Argo CD's SourceIntegrityGitPolicyRepo;
+       * plain strings were never valid there. A missing `url` is Go's zero value, ''.
+       */
       sourceIntegrity: z
         .looseObject({
           git: z
@@ -76,7 +80,7 @@ export const AppProjectSchema = z.looseObject({
               policies: z
                 .array(
                   z.looseObject({
-                    repos: z.array(z.string()).optional(),
+                    repos: z.array(z.looseObject({ url: z.string().optional() })).optional(),
                     gpg: z
                       .looseObject({ mode: z.string().optional(), keys: z.array(z.string()).optional() })
                       .nullable()

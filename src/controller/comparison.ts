@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { CONDITION, applicationKey } from '../api/index.ts';
 import type { AppCondition, Application, ApplicationStatus, ConfigMap, SyncStatus } from '../api/index.ts';
 import { compare, inventoryOf, resourceStatusOf, trackingTarget } from '../sync/index.ts';
+import { SourceIntegrityFailed } from '../source/errors.ts';
 import type { HealthAssessor } from '../sync/index.ts';
 import { identityLabel, madeFor } from './admission.ts';
 import type { Admission } from './admission.ts';
@@ -135,11 +136,15 @@ export async function compareApplication(
     });
     d.dependencies?.set(applicationKey(app), rendered.dependencies);
   } catch (err) {
-    const message = `failed to render desired manifests: ${(err as Error).message}`;
-    log.warn(message);
+    // A failed integrity check is Argo CD's condition as is, one per source (controller/render.ts).
+    const messages =
+      err instanceof SourceIntegrityFailed
+        ? [...err.messages]
+        : [`failed to render desired manifests: ${(err as Error).message}`];
+    for (const message of messages) log.warn(message);
     const health = prev?.health ?? { status: 'Unknown' };
     return {
-      status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health }, [message]),
+      status: finish({ sync: { status: 'Unknown', comparedTo: comparedTo(app) }, health }, messages),
       result: {},
     };
   }

@@ -161,8 +161,14 @@ export const APPPROJECT_RULES: readonly FieldRule[] = [
   h('spec.syncWindows[].**', 'project/windows.ts, controller/sync-windows.ts'),
   h('spec.orphanedResources.**', 'OrphanedResourceWarning (sync/orphans.ts, controller/orphans.ts)'),
   h('spec.permitOnlyProjectScopedClusters', 'project/clusters.ts, project/limits.ts'),
-  h('spec.signatureKeys[].**', 'the revision (its tag, else its commit) verified by gpg (project/signatures.ts)'),
-  h('spec.sourceIntegrity.**', 'gpg modes none and head verified; strict refused (project/signatures.ts)'),
+  h(
+    'spec.signatureKeys[].**',
+    "a head policy for every repository, as Argo CD v3.6.1 migrates them: the revision's annotated tag, else its commit, verified by gpg (project/signatures.ts)",
+  ),
+  h(
+    'spec.sourceIntegrity.**',
+    "Argo CD's policies (repos[].url globs, `!` excludes, several matching an error); gpg modes none, head and strict (history back to seal commits) verified (project/signatures.ts)",
+  ),
   e('spec.roles[].**', "Argo CD's API server RBAC"),
   e('spec.description', 'shown by the UI'),
 ];

@@ -6,7 +6,7 @@
 import { toolSettingsOf } from '../api/tool-settings.ts';
 import { EVENT_REASON } from '../api/index.ts';
 import type { OperationState, ResourceResult, SyncOperation, SyncResult } from '../api/index.ts';
-import { SourceError } from '../source/errors.ts';
+import { SourceError, SourceIntegrityFailed } from '../source/errors.ts';
 import { inventoryOf, trackingTarget } from '../sync/index.ts';
 import { admit, identityLabel, madeFor } from './admission.ts';
 import type { RawApplication } from './applications.ts';
@@ -116,6 +116,11 @@ export async function attemptStep(
     // Not the Application's fault (the renderer is starting, restarting, has no token yet).
     if (err instanceof SourceError && err.reason === 'RendererUnavailable')
       return { kind: 'renderer-unavailable', message: err.message };
+    // Argo CD refuses the sync on the refresh's ComparisonErrors, named as FormatAppConditions does.
+    if (err instanceof SourceIntegrityFailed) {
+      const message = err.messages.map((m) => `ComparisonError: ${m}`).join(';');
+      return { kind: 'failed', phase: 'Error', message, retryable: true };
+    }
     const message = `failed to render desired manifests: ${(err as Error).message}`;
     return { kind: 'failed', phase: 'Error', message, retryable: true };
   }

@@ -14,11 +14,17 @@ import type { Renderer } from '../renderer/client.ts';
 import { fetchDecision } from '../project/fetch-repos.ts';
 import { accessFor, dependencyAccess, RepositoryRefused, templateNotUsedNote } from '../repository/access.ts';
 import type { RepositoryState } from '../repository/access.ts';
-import { NeedsRepositories, SourceError, redactURL, type RepositoryNeed } from '../source/errors.ts';
+import {
+  NeedsRepositories,
+  SourceError,
+  SourceIntegrityFailed,
+  redactURL,
+  type RepositoryNeed,
+} from '../source/errors.ts';
 import { refreshPaths } from '../source/generate-paths.ts';
 import type { DependencyRepository, RenderInput, RenderedObject, RefSource } from '../source/index.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
-import { hasSignatureCriteria, signaturePolicy } from '../project/signatures.ts';
+import { hasSignatureCriteria, isGitSource, signaturePolicy } from '../project/signatures.ts';
 
 /** The annotation naming the paths whose changes regenerate the manifests (Argo CD's AnnotationKeyManifestGeneratePaths). */
 export const MANIFEST_GENERATE_PATHS = 'argocd.argoproj.io/manifest-generate-paths';
@@ -149,13 +155,9 @@ export async function renderApplication(
   };
   const local = opts.localManifests && opts.localManifests.length > 0 ? opts.localManifests : undefined;
   // Argo CD's CompareAppState: no local manifests where a revision would have to be verified.
-  if (
-    local &&
-    hasSignatureCriteria(
-      opts.project,
-      sources.map((s) => s.repoURL),
-    )
-  )
+  // ARGOCD_GPG_ENABLED=false does not lift it: Argo CD's lookupGit skips verification for the first
+  // lookup only (v3.6.1), so its HasCriteria holds from then on.
+  if (local && hasSignatureCriteria(opts.project, sources))
     throw new SourceError('InvalidSource', 'Cannot use local manifests when source integrity is enforced');
   // With local manifests, one request carries them: that of the first source that is not ref-only.
   const carrier = local
@@ -164,6 +166,8 @@ export async function renderApplication(
         sources.findIndex((s) => !multiSource || !isRefOnly(s)),
       )
     : -1;
+  // Argo CD renders every source and names each failed integrity check in a condition of its own.
+  const integrity: string[] = [];
   for (const [i, source] of sources.entries()) {
     const label = multiSource ? `source ${i + 1} of ${sources.length}: ` : '';
     try {
@@ -187,19 +191,21 @@ export async function renderApplication(
         ...(opts.revisionMaxAgeMs ? { revisionMaxAgeMs: opts.revisionMaxAgeMs } : {}),
         ...(opts.tools ? { tools: opts.tools } : {}),
       };
-      // ARGOCD_GPG_ENABLED=false: Argo CD verifies nothing (and refuses no mode it cannot check).
       // manifest-generate-paths, as Argo CD's evaluateRevisionChanges: with a revision compared before.
       const synced = multiSource ? app.status?.sync?.revisions?.[i] : app.status?.sync?.revision;
       const generatePaths = refreshPaths(app.metadata.annotations?.[MANIFEST_GENERATE_PATHS], source.path);
       if (synced && generatePaths.length > 0) input.generatePaths = { paths: generatePaths, syncedRevision: synced };
-      const policy =
-        opts.repositories.gpgEnabled === false
-          ? { kind: 'none' as const }
-          : signaturePolicy(opts.project, source.repoURL);
-      if (policy.kind === 'refused') throw new SourceError('InvalidSource', policy.message);
-      if (policy.kind === 'verify') {
+      // Argo CD verifies Git sources only (its repo-server's git path). ARGOCD_GPG_ENABLED=false:
+      // nothing verified; several matching policies stay an error.
+      const policy = isGitSource(source)
+        ? signaturePolicy(opts.project, source.repoURL, opts.repositories.gpgEnabled !== false)
+        : { kind: 'none' as const };
+      if (policy.kind === 'error')
+        throw new SourceError('InvalidSource', policy.message.replace(source.repoURL, redactURL(source.repoURL)));
+      if (policy.kind === 'verify' || policy.kind === 'legacy') {
         const publicKeys = Object.values(opts.repositories.gpgKeys ?? {});
-        input.signature = { keys: policy.keys, legacy: policy.legacy, publicKeys };
+        const mode = policy.kind === 'legacy' ? 'legacy' : policy.mode;
+        input.signature = { mode, keys: policy.keys, publicKeys };
       }
       if (local && i === carrier) {
         const rendered = await renderer.render({ ...input, localManifests: local }, renderOptions);
@@ -257,6 +263,10 @@ export async function renderApplication(
       out.sourceTypes.push(rendered.sourceType);
       out.dependencies.push(...(rendered.dependencies ?? []));
     } catch (caught) {
+      if (caught instanceof SourceError && caught.reason === 'IntegrityFailed') {
+        integrity.push(multiSource ? withSourceName(caught.message, source, label) : caught.message);
+        continue;
+      }
       let err = caught;
       const note =
         err instanceof SourceError && err.reason === 'RepositoryUnreachable'
@@ -272,7 +282,21 @@ export async function renderApplication(
       throw err;
     }
   }
+  if (integrity.length > 0) throw new SourceIntegrityFailed(integrity);
   return out;
+}
+
+/**
+ * SourceIntegrityCheckResult.InjectSourceName, as Argo CD's GetRepoObjs calls it for several
+ * sources: "GIT/GPG: source <name>: <problem>", or "source <i> of <n>" for a source with no name.
+ */
+function withSourceName(message: string, source: ApplicationSource, label: string): string {
+  const id = source.name ? `source ${source.name}` : label.slice(0, -2);
+  // One line per problem, each "GIT/GPG: <problem>"; Argo CD's legacy messages name no source.
+  return message
+    .split('\n')
+    .map((line) => (line.startsWith('GIT/GPG: ') ? `GIT/GPG: ${id}: ${line.slice('GIT/GPG: '.length)}` : line))
+    .join('\n');
 }
 
 /**

@@ -76,8 +76,8 @@ export const RenderInputSchema = z.strictObject({
     .optional(),
   signature: z
     .strictObject({
+      mode: z.enum(['head', 'strict', 'legacy']),
       keys: z.array(z.string().max(256)).max(1000),
-      legacy: z.boolean(),
       publicKeys: z.array(z.string().max(1024 * 1024)).max(1000),
     })
     .optional(),
@@ -149,6 +149,7 @@ const REASONS = [
   'InvalidSource',
   'InvalidManifest',
   'RendererUnavailable',
+  'IntegrityFailed',
   'Unexpected',
 ] as const satisfies readonly SourceErrorReason[];
 

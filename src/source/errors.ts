@@ -12,6 +12,7 @@ export type SourceErrorReason =
   | 'InvalidSource' // the Application's source is unusable (bad path, conflicting types, ...)
   | 'InvalidManifest' // a file does not parse, or holds something that is not a Kubernetes object
   | 'RendererUnavailable' // the controller could not reach the renderer process, or it refused the request
+  | 'IntegrityFailed' // the revision fails the project's source integrity check: the message is Argo CD's condition
   | 'Unexpected'; // anything else (a filesystem error, say): a bug or a broken machine
 
 export class SourceError extends Error {
@@ -21,6 +22,19 @@ export class SourceError extends Error {
   constructor(reason: SourceErrorReason, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.reason = reason;
+  }
+}
+
+/**
+ * The sources whose revisions failed the project's source integrity check: one ComparisonError
+ * condition each, its message Argo CD's as is (controller/render.ts).
+ */
+export class SourceIntegrityFailed extends SourceError {
+  readonly messages: readonly string[];
+
+  constructor(messages: readonly string[]) {
+    super('IntegrityFailed', messages.join('\n'));
+    this.messages = messages;
   }
 }
 

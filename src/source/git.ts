@@ -234,6 +234,28 @@ export class GitRepoCache {
     };
   }
 
+  /**
+   * Makes the clone's `refs/tags/<name>` the tag object the remote advertised at the last listing
+   * (listed now if none is known), fetching it when it is missing or moved: a checkout fetches only
+   * when its commit is missing, and verifying a tag's signature reads the tag itself.
+   */
+  async fetchTag(repoURL: string, access: RepositoryAccess | undefined, name: string): Promise<void> {
+    const repo = await this.#repo(repoURL, access);
+    const ref = `refs/tags/${name}`;
+    const remote = (await this.#lsRemote(repo, Number.MAX_SAFE_INTEGER)).get(ref);
+    if (!remote) return;
+    await this.#mutex.with(repo.key, async () => {
+      await this.#ensureClone(repo);
+      const r = await this.#gitIn(
+        repo,
+        ['rev-parse', '--verify', '--quiet', '--end-of-options', ref],
+        'git rev-parse',
+        this.#localTimeoutMs,
+      );
+      if (r.stdout.toString('utf8').trim() !== remote) await this.#fetch(repo, [`+${ref}:${ref}`], true);
+    });
+  }
+
   /** The submodules commit `revision` records (submodule-list.ts), from the clone a checkout of it made. */
   async submodules(repoURL: string, revision: string, access: RepositoryAccess | undefined): Promise<SubmoduleListing> {
     const repo = await this.#repo(repoURL, access);

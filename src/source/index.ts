@@ -346,6 +346,11 @@ export class SourceRenderer {
     const source = input.source;
     const cacheDir = path.resolve(this.#opts.cacheDir);
     const gpg = this.#opts.toolPaths?.gpg ?? 'gpg';
+    // The server hands on the commit it resolved; a tag to verify is then the one the source names.
+    const revision = input.revision && !/^[0-9a-f]{40}$/.test(input.revision) ? input.revision : source.targetRevision;
+    const tag = revision?.replace(/^refs\/tags\//, '');
+    if (tag && tag !== 'HEAD' && !/^[0-9a-f]{40}$/.test(tag) && !tag.startsWith('-'))
+      await this.#git.fetchTag(source.repoURL, input.repository, tag);
     await verifySignature(
       {
         git: (args, env) => this.#git.inClone(source.repoURL, input.repository, args, env),
@@ -354,15 +359,14 @@ export class SourceRenderer {
             env: { ...(this.#opts.env ?? process.env), ...env },
             stdin,
             timeoutMs: 60_000,
-            label: 'gpg --import',
+            label: `gpg ${args.find((a) => a.startsWith('--') && !['--batch', '--no-tty'].includes(a)) ?? ''}`.trim(),
             howToGet: 'install gpg (for example `apt-get install gpg`) for commit signature verification',
             scrub: scrubber([{ from: cacheDir, to: '<cache>' }]),
             limits: toolLimits(this.#limits, this.#opts.toolPaths?.prlimit),
           }),
       },
       req,
-      // The server hands on the commit it resolved; a tag to verify is then the one the source names.
-      input.revision && !/^[0-9a-f]{40}$/.test(input.revision) ? input.revision : source.targetRevision,
+      revision,
       sha,
       path.join(cacheDir, 'gpg'),
     );

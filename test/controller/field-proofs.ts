@@ -128,10 +128,15 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
     'spec.permitOnlyProjectScopedClusters': p('test/project/clusters.test.ts', 'test/e2e/clusters-tenancy.test.ts'),
     'spec.signatureKeys[].**': p(
       'test/project/signatures.test.ts',
-      'test/e2e/git-semantics.test.ts',
+      'test/e2e/source-integrity.test.ts',
       'test/e2e/gpg-settings.test.ts',
     ),
-    'spec.sourceIntegrity.**': p('test/project/signatures.test.ts', 'test/e2e/git-semantics.test.ts'),
+    'spec.sourceIntegrity.**': p(
+      'test/project/signatures.test.ts',
+      'test/source/signatures.test.ts',
+      'test/e2e/source-integrity.test.ts',
+      'test/e2e/gpg-settings.test.ts',
+    ),
   },
   argocdCm: {
     'application.sync.impersonation.enabled': p('test/impersonation/settings.test.ts'),

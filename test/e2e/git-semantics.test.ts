@@ -4,13 +4,9 @@
 // repository's, and one that does not parse is Argo CD's "Failed to load local manifests"; Git
 // submodules are checked out (a relative URL resolved against the superproject's), a submodule
 // URL outside the project's sourceRepos or on the renderer's disk is refused before any request
-// to it, and ARGOCD_GIT_MODULES_ENABLED=false turns them off; an AppProject's signatureKeys are
-// verified against argocd-gpg-keys-cm by a real gpg: a commit signed by an allowed key syncs, an
-// unsigned one and one signed by a key the project does not allow are refused with Argo CD's
-// messages and nothing applied.
+// to it, and ARGOCD_GIT_MODULES_ENABLED=false turns them off. (Signed revisions:
+// source-integrity.test.ts.)
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { applyRaw, listRaw, startControlPlane } from '../support/index.ts';
 import type { KubeObject, TestControlPlane } from '../support/index.ts';
@@ -34,19 +30,7 @@ import {
 import type { Fixture } from './controller-fixture.ts';
 
 const SA = 'deployer';
-const NAMESPACES = [
-  'gs-helm',
-  'gs-local',
-  'gs-sub',
-  'gs-sub-refused',
-  'gs-sub-off',
-  'gs-sub-creds',
-  'gs-sig-good',
-  'gs-sig-unsigned',
-  'gs-sig-other',
-  'gs-int-other',
-  'gs-sig-local',
-];
+const NAMESPACES = ['gs-helm', 'gs-local', 'gs-sub', 'gs-sub-refused', 'gs-sub-off', 'gs-sub-creds'];
 
 let cp: TestControlPlane;
 let fx: Fixture;
@@ -295,137 +279,4 @@ test("ARGOCD_GIT_MODULES_ENABLED=false: submodules are not checked out, as Argo 
   );
   assert.equal(condition(a, 'ComparisonError'), undefined);
   assert.deepEqual(await configMapsIn('gs-sub-off'), ['own']);
-});
-
-/** A GnuPG home with one ed25519 signing key; its long key ID and ASCII-armoured public key. */
-function gpgKey(name: string): { home: string; id: string; armored: string } {
-  const home = mkdtempSync(path.join(os.tmpdir(), 'gs-gpg-'));
-  const gpg = (...args: string[]) => {
-    const r = spawnSync('gpg', ['--batch', '--homedir', home, ...args], { encoding: 'utf8' });
-    if (r.error) throw new Error(`gpg is needed for the signature tests: apt-get install gpg (${r.error.message})`);
-    if (r.status !== 0) throw new Error(`gpg ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
-  gpg('--passphrase', '', '--quick-gen-key', `${name} <${name}@impersync.invalid>`, 'ed25519', 'sign', 'never');
-  const id = /^pub:[^:]*:[^:]*:[^:]*:([0-9A-F]{16}):/m.exec(gpg('--with-colons', '--list-keys'))?.[1];
-  if (!id) throw new Error(`no key id in gpg --list-keys of ${home}`);
-  return { home, id, armored: gpg('--armor', '--export', id) };
-}
-
-/** A commit of `files` signed with `key` (git commit -S), made with the key's own GnuPG home. */
-async function signedRepo(files: Record<string, string>, key: { home: string; id: string }): Promise<TestRepo> {
-  const repo = await newRepo(files);
-  const r = spawnSync(
-    'git',
-    ['-c', `user.signingkey=${key.id}`, 'commit', '--quiet', '--allow-empty', '-S', '-m', 'signed'],
-    {
-      cwd: repo.dir,
-      encoding: 'utf8',
-      env: {
-        ...process.env,
-        GNUPGHOME: key.home,
-        GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_AUTHOR_NAME: 'signer',
-        GIT_AUTHOR_EMAIL: 'signer@impersync.invalid',
-        GIT_COMMITTER_NAME: 'signer',
-        GIT_COMMITTER_EMAIL: 'signer@impersync.invalid',
-      },
-    },
-  );
-  if (r.status !== 0) throw new Error(`signed commit: ${r.stderr}`);
-  return repo;
-}
-
-test("signatureKeys: an allowed key's commit syncs; unsigned and not-allowed ones are refused with Argo CD's messages", async () => {
-  const allowed = gpgKey('allowed');
-  const other = gpgKey('other');
-  try {
-    await applyRaw(cp.admin, {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'argocd-gpg-keys-cm', namespace: NS },
-      data: { [allowed.id]: allowed.armored, [other.id]: other.armored },
-    } as unknown as KubeObject);
-    const dsa = [{ server: IN_CLUSTER, namespace: 'gs-*', defaultServiceAccount: SA }];
-    await applyRaw(
-      cp.admin,
-      project('gs-signed', { signatureKeys: [{ keyID: allowed.id }], destinationServiceAccounts: dsa }),
-    );
-    const good = await signedRepo({ 'app/cm.yaml': cm('signed-good') }, allowed);
-    const unsigned = await newRepo({ 'app/cm.yaml': cm('unsigned') });
-    const byOther = await signedRepo({ 'app/cm.yaml': cm('signed-other') }, other);
-    await applyRaw(cp.admin, inApp('gs-sig-good', 'gs-sig-good', good, 'gs-signed'));
-    await applyRaw(cp.admin, inApp('gs-sig-unsigned', 'gs-sig-unsigned', unsigned, 'gs-signed'));
-    await applyRaw(cp.admin, inApp('gs-sig-other', 'gs-sig-other', byOther, 'gs-signed'));
-    const done = (x: { status?: Record<string, unknown> }) =>
-      synced(x) || condition(x, 'ComparisonError') !== undefined;
-    const a = await waitForApp(cp, 'gs-sig-good', 'synced or failed', done);
-    assert.equal(condition(a, 'ComparisonError'), undefined);
-    assert.deepEqual(await configMapsIn('gs-sig-good'), ['signed-good']);
-
-    const u = await waitForApp(
-      cp,
-      'gs-sig-unsigned',
-      'a ComparisonError',
-      (x) => condition(x, 'ComparisonError') !== undefined,
-    );
-    assert.match(
-      condition(u, 'ComparisonError') ?? '',
-      new RegExp(`Target revision ${unsigned.head()} in Git is not signed, but a signature is required`),
-    );
-    const o = await waitForApp(
-      cp,
-      'gs-sig-other',
-      'a ComparisonError',
-      (x) => condition(x, 'ComparisonError') !== undefined,
-    );
-    assert.match(
-      condition(o, 'ComparisonError') ?? '',
-      new RegExp(`Found good signature made with EDDSA key ${other.id}, but this key is not allowed in AppProject`),
-    );
-    assert.deepEqual(await configMapsIn('gs-sig-unsigned'), []);
-    assert.deepEqual(await configMapsIn('gs-sig-other'), []);
-
-    // sourceIntegrity (Argo CD 3.5): the first matching policy's head mode, its GIT/GPG problems.
-    await applyRaw(
-      cp.admin,
-      project('gs-integrity', {
-        sourceIntegrity: { git: { policies: [{ repos: ['*'], gpg: { mode: 'head', keys: [allowed.id] } }] } },
-        destinationServiceAccounts: dsa,
-      }),
-    );
-    await applyRaw(cp.admin, inApp('gs-int-other', 'gs-int-other', byOther, 'gs-integrity'));
-    const i = await waitForApp(
-      cp,
-      'gs-int-other',
-      'a ComparisonError',
-      (x) => condition(x, 'ComparisonError') !== undefined,
-    );
-    assert.match(
-      condition(i, 'ComparisonError') ?? '',
-      new RegExp(`GIT/GPG: Revision ${byOther.head()} by '[^']*': signed with disallowed key '${other.id}'`),
-    );
-    assert.deepEqual(await configMapsIn('gs-int-other'), []);
-
-    // Local manifests where a revision must be verified: Argo CD's refusal, nothing applied.
-    await applyRaw(cp.admin, {
-      ...inApp('gs-sig-local', 'gs-sig-local', good, 'gs-signed'),
-      spec: {
-        ...(inApp('gs-sig-local', 'gs-sig-local', good, 'gs-signed') as unknown as { spec: object }).spec,
-        syncPolicy: {},
-      },
-      operation: { sync: { revision: 'HEAD', manifests: [cm('from-local')] }, initiatedBy: { username: 'alice' } },
-    } as unknown as KubeObject);
-    const l = await waitForApp(cp, 'gs-sig-local', 'the operation failed', (x) =>
-      ['Error', 'Failed'].includes(operationPhase(x) ?? ''),
-    );
-    assert.match(
-      (l.status?.['operationState'] as { message?: string }).message ?? '',
-      /Cannot use local manifests when source integrity is enforced/,
-    );
-    assert.deepEqual(await configMapsIn('gs-sig-local'), []);
-  } finally {
-    rmSync(allowed.home, { recursive: true, force: true });
-    rmSync(other.home, { recursive: true, force: true });
-  }
 });

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveSubmoduleURL } from '../../src/source/submodule-list.ts';
 import { gitModulesEnabled } from '../../src/source/submodules.ts';
-import { keyID, parseStatus } from '../../src/source/signatures.ts';
 
 describe('resolveSubmoduleURL', () => {
   const cases: Array<[string, string, string]> = [
@@ -33,23 +32,5 @@ describe('gitModulesEnabled (Argo CD: env.ParseBoolFromEnv, default true)', () =
     assert.equal(gitModulesEnabled({ ARGOCD_GIT_MODULES_ENABLED: '0' }), false);
     assert.equal(gitModulesEnabled({ ARGOCD_GIT_MODULES_ENABLED: 'True' }), true);
     assert.equal(gitModulesEnabled({ ARGOCD_GIT_MODULES_ENABLED: 'nonsense' }), true);
-  });
-});
-
-describe("gpg's status lines", () => {
-  it('reads a good signature with its key and cipher', () => {
-    const v = parseStatus(
-      '[GNUPG:] NEWSIG\n[GNUPG:] GOODSIG 4AEE18F83AFDEB23 A <a@x>\n[GNUPG:] VALIDSIG 0123456789ABCDEF01234AEE18F83AFDEB23 2026-01-01 1 0 4 0 22 10 00 X\n',
-    );
-    assert.deepEqual(v, { result: 'good', keyID: '4AEE18F83AFDEB23', cipher: 'EDDSA', identity: 'A <a@x>' });
-  });
-  it('reads a revoked key, a missing key and no signature', () => {
-    assert.equal(parseStatus('[GNUPG:] REVKEYSIG 4AEE18F83AFDEB23 A <a@x>\n').result, 'revoked');
-    const missing = parseStatus('[GNUPG:] ERRSIG 4AEE18F83AFDEB23 1 8 00 1 9\n[GNUPG:] NO_PUBKEY 4AEE18F83AFDEB23\n');
-    assert.deepEqual([missing.result, missing.cipher], ['unknown', 'RSA']);
-    assert.equal(parseStatus('').result, 'unsigned');
-  });
-  it('compares key IDs as Argo CD does: the last 16 hex digits, upper case', () => {
-    assert.equal(keyID('0x0123456789abcdef0123456789ABCDEF4aee18f8'), '89ABCDEF4AEE18F8');
   });
 });
