@@ -105,12 +105,12 @@ const chart = (template: string) => ({
 
 test("a chart's .Files.Get of a symlink to the controller's kubeconfig is refused", async () => {
   const repo = await attackRepo(chart('{{ .Files.Get "kc" | quote }}'), { 'chart/kc': cp.controllerKubeconfigPath });
-  await attack('helm-kubeconfig', repo, 'chart', /symlink.*outside the repository.*chart\/kc/);
+  await attack('helm-kubeconfig', repo, 'chart', /repository contains out-of-bounds symlinks\. file: chart\/kc\b/);
 });
 
 test("a chart's .Files.Get of a symlink to the ServiceAccount token path is refused", async () => {
   const repo = await attackRepo(chart('{{ .Files.Get "token" | quote }}'), { 'chart/token': TOKEN_PATH });
-  await attack('helm-token', repo, 'chart', /symlink.*outside the repository.*chart\/token/);
+  await attack('helm-token', repo, 'chart', /repository contains out-of-bounds symlinks\. file: chart\/token\b/);
 });
 
 test('a chain of links that each look in bounds is refused', async () => {
@@ -126,7 +126,7 @@ test('a chain of links that each look in bounds is refused', async () => {
       'kust/kc': `../here/${'../'.repeat(depth + 6)}${cp.controllerKubeconfigPath.slice(1)}`,
     },
   );
-  await attack('chain', repo, 'kust', /symlink.*outside the repository/);
+  await attack('chain', repo, 'kust', /repository contains out-of-bounds symlinks\. file: /);
 });
 
 test("a kustomize generator naming the kubeconfig's absolute path reads nothing outside the checkout", async () => {
