@@ -88,6 +88,8 @@ const SUPPORTED = new Set([
   'labelWithoutSelector',
   'labelIncludeTemplates',
   'version',
+  'kubeVersion',
+  'apiVersions',
   'replicas',
   'patches',
   'components',
@@ -100,6 +102,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   refuseUnsupported('kustomize', spec, SUPPORTED);
   const options = checkBuildOptions(input.buildOptions);
   if ('refused' in options) throw new SourceError('InvalidSource', options.refused);
+  const capabilities = helmCapabilities(spec, input.helmCapabilities);
   await checkKustomization(input.appDir, {
     root: input.repoRoot,
     sourceRepos: input.sourceRepos,
@@ -176,10 +179,12 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     };
     env[HELM_GUARD_POLICY_ENV] = JSON.stringify(policy);
     buildArgs = [...buildArgs.filter((a) => !a.startsWith('--helm-command=')), `--helm-command=${helmShim}`];
-    // After the operator's options, as Argo CD appends them: the destination's versions win.
-    const kubeVersion = genericKubeVersion(input.helmCapabilities?.kubeVersion);
-    if (kubeVersion) buildArgs.push(`--helm-kube-version=${kubeVersion}`);
-    for (const v of input.helmCapabilities?.apiVersions ?? []) buildArgs.push(`--helm-api-versions=${v}`);
+    // After the operator's options, as Argo CD appends them: the Application's versions, or else
+    // the destination's, win.
+    if (capabilities) {
+      if (capabilities.kubeVersion) buildArgs.push(`--helm-kube-version=${capabilities.kubeVersion}`);
+      for (const v of capabilities.apiVersions) buildArgs.push(`--helm-api-versions=${v}`);
+    }
     renames.push({ from: helmShim, to: 'helm' }, { from: home, to: '<helm home>' });
   }
   const args = ['build', ...buildArgs, '--load-restrictor=LoadRestrictionsRootOnly', '--', appDir];
@@ -202,4 +207,32 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     );
   }
   return r.stdout.toString('utf8');
+}
+
+/**
+ * The versions helmCharts are inflated for, as Argo CD's repo-server gives them to Build:
+ * spec.source.kustomize.kubeVersion (else the destination's) through parseKubeVersion, whose error
+ * comes whether or not helm is enabled, and kustomize.apiVersions when not empty (else the
+ * destination's). Undefined when the renderer passes none (a `kustomize.path.<version>` binary).
+ */
+function helmCapabilities(
+  spec: KustomizeSpec,
+  destination: KustomizeBuildInput['helmCapabilities'],
+): { kubeVersion: string | undefined; apiVersions: readonly string[] } | undefined {
+  const own = spec.kubeVersion as unknown;
+  if (own !== undefined && own !== null && typeof own !== 'string')
+    throw new SourceError(
+      'InvalidSource',
+      `spec.source.kustomize.kubeVersion: expected a string, got ${JSON.stringify(own)}`,
+    );
+  const list = spec.apiVersions as unknown;
+  if (list !== undefined && list !== null && !(Array.isArray(list) && list.every((v) => typeof v === 'string')))
+    throw new SourceError(
+      'InvalidSource',
+      `spec.source.kustomize.apiVersions: expected a list of strings, got ${JSON.stringify(list)}`,
+    );
+  const kubeVersion = genericKubeVersion(own || destination?.kubeVersion);
+  if (!destination) return undefined;
+  const apiVersions = Array.isArray(list) && list.length > 0 ? (list as string[]) : (destination.apiVersions ?? []);
+  return { kubeVersion, apiVersions };
 }

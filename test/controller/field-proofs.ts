@@ -104,6 +104,8 @@ export const PROOFS: Record<string, Record<string, Proof>> = {
       'test/source/kustomize-edits.test.ts',
       'test/e2e/kustomize-edits.test.ts',
     ),
+    'SOURCE.kustomize.kubeVersion': p('test/source/tool-settings.test.ts'),
+    'SOURCE.kustomize.apiVersions[]': p('test/source/tool-settings.test.ts'),
     'SOURCE.kustomize.version': p('test/source/tool-settings.test.ts', 'test/e2e/tool-settings.test.ts'),
     'SOURCE.kustomize.replicas[].name': p('test/source/kustomize-edits.test.ts', 'test/e2e/kustomize-edits.test.ts'),
     'SOURCE.kustomize.replicas[].count': p('test/source/kustomize-edits.test.ts', 'test/e2e/kustomize-edits.test.ts'),
