@@ -53,18 +53,24 @@ const HELM_HONOURED: ReadonlyArray<[string, string]> = [
     'helm template --set-file, resolved as a value file, inside the repository; `$ref/...` from a ref source (source/helm.ts, controller/render.ts)',
   ],
 ];
-const KUSTOMIZE_HONOURED = [
+const KUSTOMIZE_HONOURED: [string, string][] = [
+  ['version', 'the kustomize binary (source/tool-choice.ts)'],
+  ['kubeVersion', "helmCharts' --helm-kube-version, over the destination's (source/kustomize.ts)"],
+  ['apiVersions[]', "helmCharts' --helm-api-versions, over the destination's (source/kustomize.ts)"],
+];
+/** Edits of the app's own kustomization file, in a private copy of the checkout (source/kustomize-edits.ts). */
+const KUSTOMIZE_EDITED = [
   'namePrefix',
   'nameSuffix',
   'images[]',
   'commonLabels',
+  'forceCommonLabels',
+  'labelWithoutSelector',
+  'labelIncludeTemplates',
   'commonAnnotations',
+  'forceCommonAnnotations',
   'commonAnnotationsEnvsubst',
   'namespace',
-  'version',
-];
-/** Edits of the app's own kustomization file, in a private copy of the checkout (source/kustomize-edits.ts). */
-const KUSTOMIZE_EDITED = [
   'replicas[].name',
   'replicas[].count',
   'patches[].path',
@@ -89,7 +95,7 @@ function sourceRules(prefix: string, multi: boolean): FieldRule[] {
     r(`${prefix}.directory.**`, 'other directory fields (jsonnet) are refused by the renderer (source/render.ts)'),
     ...HELM_HONOURED.map(([f, note]) => h(`${prefix}.helm.${f}`, note)),
     r(`${prefix}.helm.**`, 'other helm fields are refused by the renderer (source/helm.ts)'),
-    ...KUSTOMIZE_HONOURED.map((f) => h(`${prefix}.kustomize.${f}`, 'kustomize edits (source/kustomize.ts)')),
+    ...KUSTOMIZE_HONOURED.map(([f, note]) => h(`${prefix}.kustomize.${f}`, note)),
     ...KUSTOMIZE_EDITED.map((f) =>
       h(`${prefix}.kustomize.${f}`, "edits of the app's kustomization file, as Argo CD (source/kustomize-edits.ts)"),
     ),

@@ -477,7 +477,7 @@ export class SourceRenderer {
           },
           limits: { ...this.#limits, renderTimeoutMs: limitMs },
           ...(timeLimit?.setBy ? { timeLimitSetBy: timeLimit.setBy } : {}),
-          // Beside the checkouts, so a kustomize overlay can point at the app folder by a relative path.
+          // Beside the checkouts, so a kustomize source's private copy of one can be hard-linked to it.
           workRoot,
           helmHome: path.join(this.#opts.cacheDir, 'helm'),
           kustomizeBuildOptions: this.#opts.kustomizeBuildOptions,

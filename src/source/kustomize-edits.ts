@@ -1,18 +1,23 @@
-// spec.source.kustomize.replicas, patches and components change the app's own kustomization file in
-// Argo CD v3.6.1 (util/kustomize/kustomize.go Build): `kustomize edit set replicas`, then the
-// Application's patches appended to the file's `patches` (there is no `kustomize edit` for them),
-// then `kustomize edit add component`, each in the app folder. Their meaning depends on being in
-// that file (patches and components run before its own namePrefix, namespace, labels; a patch's
-// `path` and a component's path are relative to the app folder and held to its load restrictor),
-// so they cannot go in the overlay the other overrides use (kustomize.ts). The checked-out commit is
-// shared with other renders and must not be edited: the edits are made in a private copy of the
-// checkout, its files hard links to the commit's (linkTree), the kustomization files themselves
-// replaced by copies of their own before anything writes to them.
+// Every override of spec.source.kustomize changes the app's own kustomization file in Argo CD
+// v3.6.1 (util/kustomize/kustomize.go Build), each with a `kustomize edit` in the app folder, in
+// this order: `set nameprefix`, `set namesuffix`, `set image` (build variables substituted), `set
+// replicas`, `add label` (`--force`, `--without-selector`, `--include-templates`; values
+// substituted), `add annotation` (`--force`; values substituted with commonAnnotationsEnvsubst),
+// `set namespace`, then the Application's patches appended to the file's `patches` (there is no
+// `kustomize edit` for them), then `add component`. So an Application namePrefix replaces the
+// kustomization's own, an image override replaces the file's entry for that image, a label already
+// in the file is kustomize's error unless forced, and patches and components run before the file's
+// own namePrefix, namespace and labels (a patch's `path` and a component's path are relative to the
+// app folder and held to its load restrictor). The checked-out commit is shared with other renders
+// and must not be edited: the edits are made in a private copy of the checkout, its files hard
+// links to the commit's (linkTree), the kustomization files themselves replaced by copies of their
+// own before anything writes to them.
 //
-// Tenant content: a component path must stay inside the repository, as written (`..`, absolute)
-// and physically (no symlink out), checked here with the value files' rules (paths.ts) before
-// kustomize is given it; everything the edited kustomization then reaches is checked again by the
-// caller (kustomize-check.ts) on the copy, before `kustomize build`.
+// Tenant content: every value is passed after `--`, so none is read as one of kustomize's flags
+// (the flags are the renderer's, from booleans). A component path must stay inside the repository,
+// as written (`..`, absolute) and physically (no symlink out), checked here with the value files'
+// rules (paths.ts) before kustomize is given it; everything the edited kustomization then reaches
+// is checked again by the caller (kustomize-check.ts) on the copy, before `kustomize build`.
 import { constants } from 'node:fs';
 import {
   copyFile,
@@ -28,6 +33,7 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import path from 'node:path';
+import { envsubst, type BuildEnv } from './build-env.ts';
 import { SourceError, formatBytes } from './errors.ts';
 import type { DocumentLimits } from './expand.ts';
 import { run, tail, type RunOptions } from './exec.ts';
@@ -36,37 +42,77 @@ import { KUSTOMIZATION_FILES } from './kustomize-check.ts';
 import { parseFirstYAMLDocument } from './parse.ts';
 import { isInside, physicalRelative } from './paths.ts';
 
-/** The fields edited into the app's kustomization file (the others go in the overlay). */
+/** spec.source.kustomize as Argo CD's ApplicationSourceKustomize has it (its overrides all edit the kustomization file). */
 export interface KustomizationEdits {
   [field: string]: unknown;
+  namePrefix?: unknown;
+  nameSuffix?: unknown;
+  images?: unknown;
   replicas?: unknown;
+  commonLabels?: unknown;
+  forceCommonLabels?: unknown;
+  labelWithoutSelector?: unknown;
+  labelIncludeTemplates?: unknown;
+  commonAnnotations?: unknown;
+  forceCommonAnnotations?: unknown;
+  commonAnnotationsEnvsubst?: unknown;
+  namespace?: unknown;
   patches?: unknown;
   components?: unknown;
   ignoreMissingComponents?: unknown;
 }
 
+const STRINGS = ['namePrefix', 'nameSuffix', 'namespace'] as const;
+const LISTS = ['images', 'replicas', 'patches', 'components'] as const;
+const MAPS = ['commonLabels', 'commonAnnotations'] as const;
+const BOOLEANS = [
+  'forceCommonLabels',
+  'labelWithoutSelector',
+  'labelIncludeTemplates',
+  'forceCommonAnnotations',
+  'commonAnnotationsEnvsubst',
+  'ignoreMissingComponents',
+] as const;
+
+const unset = (v: unknown): boolean => v === undefined || v === null;
+
 /**
- * True when the source sets a field that edits the app's kustomization file. A field of the wrong
- * shape is refused (Argo CD could not decode the source), never passed over.
+ * True when the source sets a field that edits the app's kustomization file (as Argo CD's Build
+ * tests them: a non-empty string, list or map). A field of the wrong shape is refused (Argo CD
+ * could not decode the source), never passed over.
  */
 export function hasKustomizationEdits(spec: KustomizationEdits): boolean {
   let any = false;
-  for (const field of ['replicas', 'patches', 'components'] as const) {
+  const wrong = (field: string, expected: string, v: unknown): SourceError =>
+    new SourceError('InvalidSource', `spec.source.kustomize.${field}: expected ${expected}, got ${JSON.stringify(v)}`);
+  for (const field of STRINGS) {
     const v = spec[field];
-    if (v === undefined || v === null) continue;
-    if (!Array.isArray(v))
-      throw new SourceError(
-        'InvalidSource',
-        `spec.source.kustomize.${field}: expected a list, got ${JSON.stringify(v)}`,
-      );
+    if (unset(v)) continue;
+    if (typeof v !== 'string') throw wrong(field, 'a string', v);
+    if (v !== '') any = true;
+  }
+  for (const field of LISTS) {
+    const v = spec[field];
+    if (unset(v)) continue;
+    if (!Array.isArray(v)) throw wrong(field, 'a list', v);
     if (v.length > 0) any = true;
   }
-  const ignore = spec.ignoreMissingComponents;
-  if (ignore !== undefined && ignore !== null && typeof ignore !== 'boolean')
-    throw new SourceError(
-      'InvalidSource',
-      `spec.source.kustomize.ignoreMissingComponents: expected a boolean, got ${JSON.stringify(ignore)}`,
-    );
+  for (const i of (Array.isArray(spec.images) ? spec.images : []).keys()) {
+    const image = (spec.images as unknown[])[i];
+    if (typeof image !== 'string') throw wrong(`images[${i}]`, 'a string', image);
+  }
+  for (const field of MAPS) {
+    const v = spec[field];
+    if (unset(v)) continue;
+    if (typeof v !== 'object' || Array.isArray(v)) throw wrong(field, 'a map of strings', v);
+    for (const [key, value] of Object.entries(v as Record<string, unknown>))
+      if (typeof value !== 'string') throw wrong(`${field}.${key}`, 'a string', value);
+    if (Object.keys(v as object).length > 0) any = true;
+  }
+  for (const field of BOOLEANS) {
+    const v = spec[field];
+    if (!unset(v) && typeof v !== 'boolean') throw wrong(field, 'a boolean', v);
+  }
   return any;
 }
 
@@ -102,6 +148,8 @@ export interface EditInput {
   appDir: string;
   shownPath: string;
   spec: KustomizationEdits;
+  /** Substituted into images, label values and (commonAnnotationsEnvsubst) annotation values. */
+  buildEnv?: BuildEnv | undefined;
   /** Largest kustomization file read for `patches`. */
   maxFileBytes: number;
   documents: DocumentLimits;
@@ -109,15 +157,48 @@ export interface EditInput {
   run: Omit<RunOptions, 'cwd' | 'label'>;
 }
 
-/** Makes the Application's replicas, patches and components part of the copy's app kustomization, in Argo CD's order. */
+/** Makes the Application's overrides part of the copy's app kustomization, in Argo CD's order. */
 export async function editKustomization(input: EditInput): Promise<void> {
   // Whatever the edits write must land in files of the copy's own, never in the commit's.
   for (const name of KUSTOMIZATION_FILES) await privateFile(input, name);
   const { spec } = input;
+  const vars = input.buildEnv;
+  const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const map = (v: unknown): [string, string][] =>
+    v !== null && typeof v === 'object' ? (Object.entries(v) as [string, string][]) : [];
+  if (text(spec.namePrefix) !== '') await kustomizeEdit(input, ['set', 'nameprefix'], [], [text(spec.namePrefix)]);
+  if (text(spec.nameSuffix) !== '') await kustomizeEdit(input, ['set', 'namesuffix'], [], [text(spec.nameSuffix)]);
+  if (Array.isArray(spec.images) && spec.images.length > 0)
+    // Build variables substituted: an image may name ${ARGOCD_APP_REVISION}.
+    await kustomizeEdit(
+      input,
+      ['set', 'image'],
+      [],
+      spec.images.map((image) => envsubst(String(image), vars)),
+    );
   if (Array.isArray(spec.replicas) && spec.replicas.length > 0) {
     const args = spec.replicas.map((r, i) => replicaArg(r, i));
-    await kustomizeEdit(input, ['set', 'replicas'], args);
+    await kustomizeEdit(input, ['set', 'replicas'], [], args);
   }
+  const labels = map(spec.commonLabels);
+  if (labels.length > 0) {
+    const flags = [
+      ...(spec.forceCommonLabels === true ? ['--force'] : []),
+      ...(spec.labelWithoutSelector === true ? ['--without-selector'] : []),
+      ...(spec.labelIncludeTemplates === true ? ['--include-templates'] : []),
+    ];
+    // `key:value` each, as Argo CD's mapToEditAddArgs writes them for kustomize 3.8.5 and newer.
+    const args = labels.map(([k, v]) => `${k}:${envsubst(v, vars)}`);
+    await kustomizeEdit(input, ['add', 'label'], flags, args);
+  }
+  const annotations = map(spec.commonAnnotations);
+  if (annotations.length > 0) {
+    const flags = spec.forceCommonAnnotations === true ? ['--force'] : [];
+    const substitute = spec.commonAnnotationsEnvsubst === true;
+    const args = annotations.map(([k, v]) => `${k}:${substitute ? envsubst(v, vars) : v}`);
+    await kustomizeEdit(input, ['add', 'annotation'], flags, args);
+  }
+  if (text(spec.namespace) !== '') await kustomizeEdit(input, ['set', 'namespace'], [], [text(spec.namespace)]);
   if (Array.isArray(spec.patches) && spec.patches.length > 0) await appendPatches(input, spec.patches);
   if (Array.isArray(spec.components) && spec.components.length > 0) {
     const found: string[] = [];
@@ -125,15 +206,19 @@ export async function editKustomization(input: EditInput): Promise<void> {
       if (typeof c !== 'string')
         throw new SourceError('InvalidSource', 'spec.source.kustomize.components: each entry must be a string');
       if (spec.ignoreMissingComponents === true) {
-        // Argo CD keeps a component only if it exists inside the repository (os.Root's Stat: no
-        // `..` or symlink out of it); the others are left out without a word.
-        if (await existsInside(input, c)) found.push(c);
+        // Argo CD keeps a component only if its folder inside the repository (os.Root's Stat: no
+        // `..` or symlink out of it) holds a kustomization file, and stops at the first it keeps
+        // (its loop breaks out of the components' loop): the others are left out without a word.
+        if (await hasKustomizationInside(input, c)) {
+          found.push(c);
+          break;
+        }
         continue;
       }
       await checkComponent(input, c);
       found.push(c);
     }
-    if (found.length > 0) await kustomizeEdit(input, ['add', 'component'], found);
+    if (found.length > 0) await kustomizeEdit(input, ['add', 'component'], [], found);
   }
 }
 
@@ -217,13 +302,20 @@ async function checkComponent(input: EditInput, component: string): Promise<void
     );
 }
 
-/** What Argo CD's ignoreMissingComponents keeps: a path that exists inside the repository, physically. */
-async function existsInside(input: EditInput, component: string): Promise<boolean> {
-  const abs = path.join(input.appDir, component);
-  if (!isInside(input.root, abs)) return false;
-  const physical = await physicalRelative(input.root, abs);
-  if (physical === undefined) return false;
-  return (await lstat(path.join(input.root, physical)).catch(() => undefined)) !== undefined;
+/**
+ * What Argo CD's ignoreMissingComponents keeps: a folder that holds a regular kustomization.yaml,
+ * kustomization.yml or Kustomization, inside the repository physically.
+ */
+async function hasKustomizationInside(input: EditInput, component: string): Promise<boolean> {
+  const dir = path.join(input.appDir, component);
+  for (const name of KUSTOMIZATION_FILES) {
+    const abs = path.join(dir, name);
+    if (!isInside(input.root, abs)) return false;
+    const physical = await physicalRelative(input.root, abs);
+    if (physical === undefined) continue;
+    if ((await stat(path.join(input.root, physical)).catch(() => undefined))?.isFile()) return true;
+  }
+  return false;
 }
 
 /**
@@ -324,11 +416,18 @@ function kustomizePatch(patch: unknown, index: number): Record<string, unknown> 
   return out;
 }
 
-/** `kustomize edit <verb...> -- <args>` in the copy's app folder; a failure is ToolFailed with kustomize's words. */
-async function kustomizeEdit(input: EditInput, verb: string[], args: string[]): Promise<void> {
+/**
+ * `kustomize edit <verb...> <flags...> -- <args>` in the copy's app folder; a failure is ToolFailed
+ * with kustomize's words.
+ */
+async function kustomizeEdit(input: EditInput, verb: string[], flags: string[], args: string[]): Promise<void> {
   // After `--`, nothing a tenant wrote can be read as one of kustomize's flags.
   const label = `kustomize edit ${verb.join(' ')} of '${input.shownPath}'`;
-  const r = await run(input.binary, ['edit', ...verb, '--', ...args], { ...input.run, cwd: input.appDir, label });
+  const r = await run(input.binary, ['edit', ...verb, ...flags, '--', ...args], {
+    ...input.run,
+    cwd: input.appDir,
+    label,
+  });
   if (r.code !== 0) {
     // cobra prints the command's usage after the error: the error is what is said.
     const error = r.stderr.split(/\r?\nUsage:\r?\n/)[0] ?? '';

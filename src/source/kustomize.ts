@@ -1,9 +1,8 @@
 // The "Kustomize" source type: `kustomize build` on a folder holding a kustomization file. The
-// overrides of spec.source.kustomize (Argo CD runs `kustomize edit` for them) are applied through a
-// small overlay in a private folder that points at the app folder, because the checked-out commit is
-// shared with other renders and must not be edited. replicas, patches and components, whose
-// meaning depends on being in the app's own kustomization file, are edited into it in a private
-// copy of the checkout instead (kustomize-edits.ts), which the overlay and the build then use.
+// overrides of spec.source.kustomize (namePrefix, images, commonLabels, replicas, patches, ...) are
+// edits of the app's own kustomization file, as Argo CD makes them with `kustomize edit`: since the
+// checked-out commit is shared with other renders and must not be edited, they are made in a private
+// copy of the checkout (kustomize-edits.ts), which the build then uses.
 //
 // Before kustomize runs, the build options are held to an allow-list (kustomize-options.ts) and
 // every kustomization the app folder reaches is checked (kustomize-check.ts); kustomize then runs
@@ -11,14 +10,14 @@
 // and a git of ours first on its PATH for remote bases (kustomize-git.ts), a helm of ours as its
 // --helm-command when the operator enabled Helm charts (kustomize-helm.ts), and its temporary files
 // (remote clones) in the render's own folder.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { SourceError } from './errors.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import { refuseUnsupported } from './spec.ts';
 import { run, tail } from './exec.ts';
-import { envsubst, type BuildEnv } from './build-env.ts';
+import type { BuildEnv } from './build-env.ts';
 import { howToGet } from './tools.ts';
 import { genericKubeVersion } from './helm.ts';
 import { checkBuildOptions } from './kustomize-options.ts';
@@ -59,13 +58,13 @@ export interface KustomizeBuildInput {
   helmBinary?: string | undefined;
   /** Remote bases over these are not checked out. */
   checkoutLimits: CheckoutLimits;
-  /** A private folder for the overlay, removed by the caller. Must be on the same filesystem tree as appDir. */
+  /** A private folder for the copy of the checkout, removed by the caller. Must be on the same filesystem tree as appDir. */
   workDir: string;
   /** Folders to name differently in messages (scrub.ts): the checkout root, the work folders. */
   renames: readonly PathRename[];
   /** Memory and file-size limits of the tool's processes. */
   limits: ToolLimits;
-  /** Largest kustomization file read to append spec.source.kustomize.patches. */
+  /** Largest kustomization file read to append spec.source.kustomize.patches (or copied to edit). */
   maxFileBytes: number;
   documents: DocumentLimits;
   timeoutMs: number;
@@ -84,7 +83,13 @@ const SUPPORTED = new Set([
   'commonAnnotations',
   'commonAnnotationsEnvsubst',
   'namespace',
+  'forceCommonLabels',
+  'forceCommonAnnotations',
+  'labelWithoutSelector',
+  'labelIncludeTemplates',
   'version',
+  'kubeVersion',
+  'apiVersions',
   'replicas',
   'patches',
   'components',
@@ -97,16 +102,16 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   refuseUnsupported('kustomize', spec, SUPPORTED);
   const options = checkBuildOptions(input.buildOptions);
   if ('refused' in options) throw new SourceError('InvalidSource', options.refused);
+  const capabilities = helmCapabilities(spec, input.helmCapabilities);
   await checkKustomization(input.appDir, {
     root: input.repoRoot,
     sourceRepos: input.sourceRepos,
     enableHelm: options.enableHelm,
   });
 
-  const overlayDir = path.join(input.workDir, 'overlay');
   const binDir = path.join(input.workDir, 'bin');
   const tmpDir = path.join(input.workDir, 'tmp');
-  for (const dir of [overlayDir, binDir, tmpDir]) await mkdir(dir, { recursive: true });
+  for (const dir of [binDir, tmpDir]) await mkdir(dir, { recursive: true });
   const shim = await writeGitShim(binDir);
   // Argo CD runs kustomize with the build variables in its environment.
   const env = kustomizeEnvironment({ ...input.env, ...input.buildEnv }, binDir, {
@@ -126,9 +131,9 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
       ...input.renames,
     ]);
 
-  // replicas, patches and components are edits of the app's own kustomization file, made in a
-  // private copy of the checkout (kustomize-edits.ts); everything the edited file reaches is then
-  // checked as the commit's was.
+  // The overrides are edits of the app's own kustomization file, made in a private copy of the
+  // checkout (kustomize-edits.ts); everything the edited file reaches is then checked as the
+  // commit's was.
   let root = input.repoRoot;
   let appDir = input.appDir;
   if (hasKustomizationEdits(spec)) {
@@ -142,6 +147,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
       appDir,
       shownPath: input.shownPath,
       spec,
+      buildEnv: input.buildEnv,
       maxFileBytes: input.maxFileBytes,
       documents: input.documents,
       run: {
@@ -157,13 +163,6 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     await checkKustomization(appDir, { root, sourceRepos: input.sourceRepos, enableHelm: options.enableHelm });
   }
 
-  const fromOverlay = path.relative(overlayDir, appDir).split(path.sep).join('/');
-  const overlay = overlayFor(spec, fromOverlay, input.buildEnv);
-  let target = appDir;
-  if (overlay) {
-    await writeFile(path.join(overlayDir, 'kustomization.yaml'), JSON.stringify(overlay, null, 2));
-    target = overlayDir;
-  }
   let buildArgs = options.args;
   if (options.enableHelm) {
     // kustomize runs our helm (kustomize-helm.ts); the operator's --helm-command is the real one.
@@ -180,13 +179,15 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     };
     env[HELM_GUARD_POLICY_ENV] = JSON.stringify(policy);
     buildArgs = [...buildArgs.filter((a) => !a.startsWith('--helm-command=')), `--helm-command=${helmShim}`];
-    // After the operator's options, as Argo CD appends them: the destination's versions win.
-    const kubeVersion = genericKubeVersion(input.helmCapabilities?.kubeVersion);
-    if (kubeVersion) buildArgs.push(`--helm-kube-version=${kubeVersion}`);
-    for (const v of input.helmCapabilities?.apiVersions ?? []) buildArgs.push(`--helm-api-versions=${v}`);
+    // After the operator's options, as Argo CD appends them: the Application's versions, or else
+    // the destination's, win.
+    if (capabilities) {
+      if (capabilities.kubeVersion) buildArgs.push(`--helm-kube-version=${capabilities.kubeVersion}`);
+      for (const v of capabilities.apiVersions) buildArgs.push(`--helm-api-versions=${v}`);
+    }
     renames.push({ from: helmShim, to: 'helm' }, { from: home, to: '<helm home>' });
   }
-  const args = ['build', ...buildArgs, '--load-restrictor=LoadRestrictionsRootOnly', '--', target];
+  const args = ['build', ...buildArgs, '--load-restrictor=LoadRestrictionsRootOnly', '--', appDir];
   const r = await run(input.binary, args, {
     cwd: appDir,
     env,
@@ -196,12 +197,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
     label: `kustomize build of '${input.shownPath}'`,
     howToGet: howToGet('kustomize'),
     limits: input.limits,
-    // The overlay's folder, and the relative path it reaches the app folder by (which runs through
-    // the renderer's trees/<pid>-<random> folder), are named as the tenant knows them.
-    scrub: scrubbing([
-      { from: overlayDir, to: '<overlay>' },
-      { from: fromOverlay, to: input.shownPath },
-    ]),
+    scrub: scrubbing([]),
   });
   if (r.code !== 0) {
     const stderr = tail(r.stderr);
@@ -213,67 +209,30 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   return r.stdout.toString('utf8');
 }
 
-/** The overlay kustomization for the overrides, or undefined when there are none. */
-function overlayFor(
-  spec: KustomizeSpec,
-  base: string,
-  vars: BuildEnv | undefined,
-): Record<string, unknown> | undefined {
-  const k: Record<string, unknown> = {
-    apiVersion: 'kustomize.config.k8s.io/v1beta1',
-    kind: 'Kustomization',
-    resources: [base],
-  };
-  let any = false;
-  const set = (key: string, value: unknown): void => {
-    k[key] = value;
-    any = true;
-  };
-  if (spec.namePrefix) set('namePrefix', spec.namePrefix);
-  if (spec.nameSuffix) set('nameSuffix', spec.nameSuffix);
-  if (typeof spec.namespace === 'string' && spec.namespace !== '') set('namespace', spec.namespace);
-  // Build variables go into images and label values always, into annotation values when asked (Argo CD).
-  if (spec.images && spec.images.length > 0)
-    set(
-      'images',
-      spec.images.map((image) => parseImageOverride(envsubst(image, vars))),
-    );
-  // `kustomize edit add label` adds to selectors as well, like the old commonLabels.
-  if (spec.commonLabels && Object.keys(spec.commonLabels).length > 0)
-    set('labels', [{ pairs: substituted(spec.commonLabels, vars), includeSelectors: true }]);
-  const annotations = spec.commonAnnotations;
-  if (annotations && typeof annotations === 'object' && Object.keys(annotations).length > 0)
-    set(
-      'commonAnnotations',
-      spec.commonAnnotationsEnvsubst === true ? substituted(annotations as Record<string, string>, vars) : annotations,
-    );
-  return any ? k : undefined;
-}
-
-/** The values of a string map with the build variables substituted. */
-function substituted(map: Record<string, string>, vars: BuildEnv | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, envsubst(String(v), vars)]));
-}
-
 /**
- * An Argo CD image override, as `kustomize edit set image` takes it: `[old=]new[:tag][@digest]`,
- * e.g. `nginx:1.25`, `nginx=registry.local/nginx:1.25`, `nginx@sha256:...`.
+ * The versions helmCharts are inflated for, as Argo CD's repo-server gives them to Build:
+ * spec.source.kustomize.kubeVersion (else the destination's) through parseKubeVersion, whose error
+ * comes whether or not helm is enabled, and kustomize.apiVersions when not empty (else the
+ * destination's). Undefined when the renderer passes none (a `kustomize.path.<version>` binary).
  */
-export function parseImageOverride(spec: string): Record<string, string> {
-  const eq = spec.indexOf('=');
-  const name = eq >= 0 ? spec.slice(0, eq) : undefined;
-  let rest = eq >= 0 ? spec.slice(eq + 1) : spec;
-  const entry: Record<string, string> = {};
-  const at = rest.indexOf('@');
-  if (at >= 0) {
-    entry.digest = rest.slice(at + 1);
-    rest = rest.slice(0, at);
-  }
-  const colon = rest.lastIndexOf(':');
-  if (colon > rest.lastIndexOf('/')) {
-    entry.newTag = rest.slice(colon + 1);
-    rest = rest.slice(0, colon);
-  }
-  if (name !== undefined && name !== rest) entry.newName = rest;
-  return { name: name ?? rest, ...entry };
+function helmCapabilities(
+  spec: KustomizeSpec,
+  destination: KustomizeBuildInput['helmCapabilities'],
+): { kubeVersion: string | undefined; apiVersions: readonly string[] } | undefined {
+  const own = spec.kubeVersion as unknown;
+  if (own !== undefined && own !== null && typeof own !== 'string')
+    throw new SourceError(
+      'InvalidSource',
+      `spec.source.kustomize.kubeVersion: expected a string, got ${JSON.stringify(own)}`,
+    );
+  const list = spec.apiVersions as unknown;
+  if (list !== undefined && list !== null && !(Array.isArray(list) && list.every((v) => typeof v === 'string')))
+    throw new SourceError(
+      'InvalidSource',
+      `spec.source.kustomize.apiVersions: expected a list of strings, got ${JSON.stringify(list)}`,
+    );
+  const kubeVersion = genericKubeVersion(own || destination?.kubeVersion);
+  if (!destination) return undefined;
+  const apiVersions = Array.isArray(list) && list.length > 0 ? (list as string[]) : (destination.apiVersions ?? []);
+  return { kubeVersion, apiVersions };
 }

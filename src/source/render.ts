@@ -82,7 +82,7 @@ export function toolLimits(limits: RenderLimits, prlimit?: string): ToolLimits {
 export interface RenderEnvironment {
   tools: ToolLocations;
   limits: RenderLimits;
-  /** Private folders for overlays and values files are made here (same tree as the checkouts). */
+  /** Private folders (a kustomize source's copy of the checkout, values files) are made here (same tree as the checkouts). */
   workRoot: string;
   /** helm's cache/config/data homes. */
   helmHome: string;

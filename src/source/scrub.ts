@@ -8,7 +8,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 
 export interface PathRename {
-  /** An absolute folder (or any literal text, e.g. a relative path written into an overlay). */
+  /** An absolute folder (or any literal text). */
   from: string;
   /** What to show instead: '' makes paths under `from` relative to it (the repository root). */
   to: string;

@@ -29,8 +29,14 @@ const TYPED_FIELDS = z.looseObject({
     .looseObject({
       namespace: z.string().optional(),
       version: z.string().optional(),
+      kubeVersion: z.string().optional(),
+      apiVersions: z.array(z.string()).optional(),
       commonAnnotations: z.record(z.string(), z.string()).optional(),
       commonAnnotationsEnvsubst: flag,
+      forceCommonLabels: flag,
+      forceCommonAnnotations: flag,
+      labelWithoutSelector: flag,
+      labelIncludeTemplates: flag,
       replicas: z
         .array(z.looseObject({ name: z.string().optional(), count: z.union([z.int(), z.string()]).optional() }))
         .optional(),

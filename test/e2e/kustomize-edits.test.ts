@@ -1,5 +1,6 @@
-// spec.source.kustomize.replicas, patches and components, and spec.source.helm.fileParameters, end
-// to end on a real control plane with the controller and its child renderer: the Applications are
+// spec.source.kustomize's overrides (namePrefix, images, labels with forceCommonLabels,
+// labelWithoutSelector and labelIncludeTemplates, annotations, namespace, replicas, patches,
+// components) and spec.source.helm.fileParameters, end to end on a real control plane with the controller and its child renderer: the Applications are
 // Argo CD YAML as its documentation writes them (a replica count as a string and as an integer), and
 // what lands in the cluster is what Argo CD v3.6.1's repo-server renders for them.
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import type { Fixture } from './controller-fixture.ts';
 
 let cp: TestControlPlane;
 let fx: Fixture;
-const NAMESPACES = ['kedits', 'kmissing', 'hfiles'];
+const NAMESPACES = ['kedits', 'kmissing', 'hfiles', 'klabels'];
 
 const deploy = (name: string) =>
   `apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ${name}}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: ${name}}}\n  template:\n    metadata: {labels: {app: ${name}}}\n    spec:\n      containers: [{name: c, image: nginx}]\n`;
@@ -63,6 +64,9 @@ before(async () => {
     'hfiles/templates/cm.yaml':
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-file\ndata:\n  script: {{ .Values.script | quote }}\n',
     'hfiles/files/script.sh': 'echo hello\n',
+    'klabels/kustomization.yaml':
+      'namePrefix: base-\nnamespace: elsewhere\nresources: [web.yaml]\ncommonAnnotations: {note: base}\nlabels:\n- pairs: {tier: base}\n  includeTemplates: true\nimages:\n- {name: nginx, newName: registry.local/nginx}\n',
+    'klabels/web.yaml': deploy('web'),
   });
 });
 
@@ -103,6 +107,45 @@ kustomize:
   assert.equal((web?.['metadata'] as { annotations?: Record<string, string> }).annotations?.['patched'], 'yes');
   // The component is part of the app's kustomization: its ConfigMap gets the namePrefix too.
   assert.ok(await get('ConfigMap', 'v1', 'kedits', 'base-settings'));
+});
+
+test("namePrefix, namespace and images replace the kustomization's own; forced labels without selectors, annotations", async () => {
+  await applyRaw(
+    cp.admin,
+    application(
+      'klabels',
+      `path: klabels
+kustomize:
+  namePrefix: app-
+  namespace: klabels
+  images: [nginx:1.27]
+  commonLabels: {tier: front}
+  forceCommonLabels: true
+  labelWithoutSelector: true
+  labelIncludeTemplates: true
+  commonAnnotations: {note: app, by: $ARGOCD_APP_NAME}
+  forceCommonAnnotations: true
+  commonAnnotationsEnvsubst: true`,
+    ),
+  );
+  await waitForApp(cp, 'klabels', 'Synced', synced);
+  // Argo CD's `kustomize edit set nameprefix` and `set namespace` replace the file's own.
+  const web = await get('Deployment', 'apps/v1', 'klabels', 'app-web');
+  assert.ok(web, 'app-web in klabels');
+  type Web = {
+    metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    spec: {
+      selector: { matchLabels: Record<string, string> };
+      template: { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ image: string }> } };
+    };
+  };
+  const w = web as unknown as Web;
+  assert.equal(w.metadata.labels?.['tier'], 'front');
+  assert.equal(w.spec.template.metadata.labels['tier'], 'front');
+  assert.deepEqual(w.spec.selector.matchLabels, { app: 'web' });
+  assert.equal(w.metadata.annotations?.['note'], 'app');
+  assert.equal(w.metadata.annotations?.['by'], 'klabels');
+  assert.equal(w.spec.template.spec.containers[0]?.image, 'nginx:1.27');
 });
 
 test("a missing component is kustomize's error and nothing is applied", async () => {

@@ -130,6 +130,8 @@ const FILES: Record<string, string> = {
   'chart/templates/cm.yaml':
     'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  color: {{ .Values.color | quote }}\n  who: {{ .Values.who | quote }}\n  price: {{ .Values.price | quote }}\n',
   'kbase/kustomization.yaml': 'resources: [deploy.yaml]\n',
+  'kown/kustomization.yaml':
+    'resources: [../kbase]\ncommonLabels: {owner: base}\ncommonAnnotations: {source: base}\nimages:\n- {name: nginx, newTag: base}\n',
   'kbase/deploy.yaml':
     'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.25}]\n',
 };
@@ -237,5 +239,34 @@ describe('build variables in a render', () => {
     assert.equal(plain?.metadata.annotations?.['source'], '$ARGOCD_APP_SOURCE_PATH@$ARGOCD_APP_SOURCE_TARGET_REVISION');
     const [substituted] = (await render(true)).objects.map((o) => o.object as unknown as Deployment);
     assert.equal(substituted?.metadata.annotations?.['source'], 'kbase@main');
+  });
+
+  test("kustomize: substituted values replace the kustomization's own with forceCommonLabels and forceCommonAnnotations", async () => {
+    const r = await renderer.render(
+      app({
+        path: 'kown',
+        kustomize: {
+          images: ['nginx:$ARGOCD_APP_REVISION_SHORT'],
+          commonLabels: { owner: '$ARGOCD_APP_PROJECT_NAME' },
+          forceCommonLabels: true,
+          commonAnnotations: { source: '$ARGOCD_APP_SOURCE_PATH' },
+          forceCommonAnnotations: true,
+          commonAnnotationsEnvsubst: true,
+        },
+      }),
+    );
+    type Deployment = {
+      metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        template: { spec: { containers: Array<{ image: string }> } };
+      };
+    };
+    const [d] = r.objects.map((o) => o.object as unknown as Deployment);
+    // The image entry of the kustomization is replaced by the Application's (kustomize edit set image).
+    assert.equal(d?.spec.template.spec.containers[0]?.image, `nginx:${head.slice(0, 7)}`);
+    assert.equal(d?.metadata.annotations?.['source'], 'kown');
+    assert.equal(d?.metadata.labels?.['owner'], 'tenants');
+    assert.equal(d?.spec.selector.matchLabels['owner'], 'tenants');
   });
 });

@@ -1,6 +1,7 @@
-// spec.source.kustomize.replicas, patches and components, and spec.source.helm.fileParameters,
-// rendered with the pinned kustomize and helm on a real Git repository, as Argo CD v3.6.1 renders
-// them: the kustomize fields are edits of the app's own kustomization file (so a component's
+// spec.source.kustomize's overrides, and spec.source.helm.fileParameters, rendered with the pinned
+// kustomize and helm on a real Git repository, as Argo CD v3.6.1 renders them: the kustomize fields
+// are `kustomize edit` edits of the app's own kustomization file (so an Application namePrefix
+// replaces the file's, a label the file has is kustomize's error unless forced, a component's
 // objects get the kustomization's own namePrefix, and a patch targets names before it), never of
 // the shared checkout; file parameters are `--set-file` with the value files' path rules.
 import assert from 'node:assert/strict';
@@ -43,6 +44,11 @@ const FILES: Record<string, string> = {
   'chart/files/config.txt': 'from the chart folder',
   'chart/files/guestbook.txt': 'named by the app',
   'files/root.txt': 'from the repository root',
+  'kl/kustomization.yaml':
+    'resources: [deploy.yaml]\nnamePrefix: base-\nnameSuffix: -v1\nnamespace: base-ns\ncommonLabels: {team: base}\ncommonAnnotations: {note: base}\nimages:\n- {name: nginx, newName: registry.local/nginx}\n',
+  'kl/deploy.yaml': deploy('web'),
+  'kplain/kustomization.yaml': 'resources: [deploy.yaml]\n',
+  'kplain/deploy.yaml': deploy('web'),
 };
 
 function app(source: Record<string, unknown>): RenderInput {
@@ -110,6 +116,12 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
         /ignoreMissingComponents: expected a boolean/,
       ],
       [{ replicas: [{ name: 'web', count: 2.5 }] }, /replicas\[0\]\.count: expected an integer or a string, got 2\.5/],
+      [{ namePrefix: 1 }, /^spec\.source\.kustomize\.namePrefix: expected a string, got 1$/],
+      [{ images: ['nginx:1', 2] }, /^spec\.source\.kustomize\.images\[1\]: expected a string, got 2$/],
+      [{ commonLabels: { a: 1 } }, /^spec\.source\.kustomize\.commonLabels\.a: expected a string, got 1$/],
+      [{ commonAnnotations: ['a'] }, /^spec\.source\.kustomize\.commonAnnotations: expected a map of strings/],
+      [{ commonLabels: { a: 'b' }, forceCommonLabels: 'yes' }, /forceCommonLabels: expected a boolean, got "yes"/],
+      [{ labelWithoutSelector: 1 }, /labelWithoutSelector: expected a boolean, got 1/],
     ] as const)
       await assert.rejects(kustomize(fields), sourceError('InvalidSource', message));
   });
@@ -142,14 +154,14 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     assert.deepEqual(containers[0]?.env, [{ name: 'FROM', value: 'file' }]);
   });
 
-  test('patches: a target by the name before the namePrefix, with an Application namePrefix on top', async () => {
+  test("patches: a target by the name before the namePrefix, the Application's namePrefix replacing the file's", async () => {
     const r = await kustomize({
       namePrefix: 'app-',
       patches: [
         { target: { kind: 'Deployment', name: 'web' }, patch: '- op: replace\n  path: /spec/replicas\n  value: 9' },
       ],
     });
-    assert.equal(spec(r, 'app-base-web')?.replicas, 9);
+    assert.equal(spec(r, 'app-web')?.replicas, 9);
   });
 
   test("patches: Argo CD's errors for a kustomization whose patches are no list", async () => {
@@ -183,6 +195,18 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     assert.deepEqual(names(r), ['base-extra', 'base-shared', 'base-web']);
   });
 
+  test('ignoreMissingComponents: only the first component with a kustomization file is added, as Argo CD', async () => {
+    // Argo CD v3.6.1's loop breaks out of the components' loop at the first one it keeps.
+    const r = await kustomize({
+      components: ['components/nope', 'components/extra', '../shared/component'],
+      ignoreMissingComponents: true,
+    });
+    assert.deepEqual(names(r), ['base-extra', 'base-web']);
+    // A folder without a kustomization file counts as missing.
+    const s = await kustomize({ components: ['components', '../shared/component'], ignoreMissingComponents: true });
+    assert.deepEqual(names(s), ['base-shared', 'base-web']);
+  });
+
   test('components: a missing one is an error, left out with ignoreMissingComponents', async () => {
     await assert.rejects(
       kustomize({ components: ['components/nope'] }),
@@ -206,8 +230,124 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     }
   });
 
+  describe('namePrefix, nameSuffix, images, commonLabels, commonAnnotations, namespace', () => {
+    type Obj = {
+      metadata: {
+        name: string;
+        namespace?: string;
+        labels?: Record<string, string>;
+        annotations?: Record<string, string>;
+      };
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        template: { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ image: string }> } };
+      };
+    };
+    const render = async (folder: string, fields: Record<string, unknown>, buildEnv?: Record<string, string>) => {
+      const r = await renderer.render({
+        ...app({ repoURL: url, path: folder, kustomize: fields }),
+        ...(buildEnv ? { buildEnv } : {}),
+      });
+      assert.equal(r.objects.length, 1, names(r).join(','));
+      return r.objects[0]?.object as unknown as Obj;
+    };
+
+    test("namePrefix, nameSuffix and namespace replace the kustomization's own (kustomize edit set)", async () => {
+      const own = await render('kl', {});
+      assert.deepEqual([own.metadata.name, own.metadata.namespace], ['base-web-v1', 'base-ns']);
+      const o = await render('kl', { namePrefix: 'app-', nameSuffix: '-x', namespace: 'app-ns' });
+      assert.deepEqual([o.metadata.name, o.metadata.namespace], ['app-web-x', 'app-ns']);
+    });
+
+    test("images: kustomize edit set image replaces the kustomization's entry for the image", async () => {
+      const own = await render('kl', {});
+      assert.equal(own.spec.template.spec.containers[0]?.image, 'registry.local/nginx');
+      // The file's newName goes with its entry: the Application's `nginx:<tag>` is the whole override.
+      const o = await render('kl', { images: ['nginx:$ARGOCD_APP_NAME'] }, { ARGOCD_APP_NAME: 'guestbook' });
+      assert.equal(o.spec.template.spec.containers[0]?.image, 'nginx:guestbook');
+    });
+
+    test("commonLabels: a label the kustomization has is kustomize's error, replaced with forceCommonLabels", async () => {
+      await assert.rejects(
+        render('kl', { commonLabels: { team: 'app' } }),
+        sourceError(
+          'ToolFailed',
+          /^kustomize edit add label of 'kl' failed: Error: label team already in kustomization file\. Use --force to override\.$/,
+        ),
+      );
+      const o = await render(
+        'kl',
+        { commonLabels: { team: 'app', owner: '$ARGOCD_APP_NAME' }, forceCommonLabels: true },
+        {
+          ARGOCD_APP_NAME: 'guestbook',
+        },
+      );
+      assert.deepEqual(o.metadata.labels, { team: 'app', owner: 'guestbook' });
+      assert.deepEqual(o.spec.selector.matchLabels, { app: 'web', team: 'app', owner: 'guestbook' });
+    });
+
+    test('commonLabels: into selectors and templates; labelWithoutSelector leaves them alone; labelIncludeTemplates labels templates', async () => {
+      const all = await render('kplain', { commonLabels: { tier: 'front' } });
+      assert.deepEqual(all.spec.selector.matchLabels, { app: 'web', tier: 'front' });
+      assert.deepEqual(all.spec.template.metadata.labels, { app: 'web', tier: 'front' });
+      const without = await render('kplain', { commonLabels: { tier: 'front' }, labelWithoutSelector: true });
+      assert.deepEqual(without.metadata.labels, { tier: 'front' });
+      assert.deepEqual(without.spec.selector.matchLabels, { app: 'web' });
+      assert.deepEqual(without.spec.template.metadata.labels, { app: 'web' });
+      const templates = await render('kplain', {
+        commonLabels: { tier: 'front' },
+        labelWithoutSelector: true,
+        labelIncludeTemplates: true,
+      });
+      assert.deepEqual(templates.metadata.labels, { tier: 'front' });
+      assert.deepEqual(templates.spec.selector.matchLabels, { app: 'web' });
+      assert.deepEqual(templates.spec.template.metadata.labels, { app: 'web', tier: 'front' });
+      await assert.rejects(
+        render('kplain', { commonLabels: { tier: 'front' }, labelIncludeTemplates: true }),
+        sourceError(
+          'ToolFailed',
+          /^kustomize edit add label of 'kplain' failed: Error: --without-selector flag must be specified for --include-templates to work$/,
+        ),
+      );
+      // The flags come with labels only, as in Argo CD.
+      const none = await render('kplain', { forceCommonLabels: true, labelWithoutSelector: true });
+      assert.equal(none.metadata.labels, undefined);
+    });
+
+    test("commonAnnotations: one the kustomization has is kustomize's error, replaced with forceCommonAnnotations", async () => {
+      await assert.rejects(
+        render('kl', { commonAnnotations: { note: 'app' } }),
+        sourceError(
+          'ToolFailed',
+          /^kustomize edit add annotation of 'kl' failed: Error: annotation note already in kustomization file\. Use --force to override\.$/,
+        ),
+      );
+      const o = await render(
+        'kl',
+        { commonAnnotations: { note: 'app', extra: '$ARGOCD_APP_NAME' }, forceCommonAnnotations: true },
+        {
+          ARGOCD_APP_NAME: 'guestbook',
+        },
+      );
+      // Not substituted without commonAnnotationsEnvsubst.
+      assert.deepEqual(o.metadata.annotations, { note: 'app', extra: '$ARGOCD_APP_NAME' });
+    });
+
+    test('a value starting with - is a value, never a flag of kustomize edit', async () => {
+      // Were `--force` read as the flag, the label the file has would be overwritten.
+      await assert.rejects(
+        render('kl', { commonLabels: { '--force': 'x', team: 'app' } }),
+        sourceError('ToolFailed', /label team already in kustomization file/),
+      );
+      const o = await render('kplain', { namePrefix: '--help-' });
+      assert.equal(o.metadata.name, '--help-web');
+    });
+  });
+
   test('the checked-out commit is not edited: the next render without the fields is the commit as it is', async () => {
     await kustomize({
+      namePrefix: 'edited-',
+      commonLabels: { edited: 'yes' },
       replicas: [{ name: 'web', count: 7 }],
       components: ['components/extra'],
       patches: [{ path: 'patch-env.yaml' }],

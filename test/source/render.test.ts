@@ -29,6 +29,7 @@ const FILES: Record<string, string> = {
   'kbase/deploy.yaml':
     'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.25}]\n',
   'koverlay/kustomization.yaml': 'resources: [../kbase]\nnamePrefix: prod-\n',
+  'klabels/kustomization.yaml': 'resources: [../kbase]\ncommonLabels: {team: base}\n',
   'chart/Chart.yaml': 'apiVersion: v2\nname: demo\nversion: 0.1.0\n',
   'chart/values.yaml': 'replicas: 1\ncolor: blue\nlist: "a"\n',
   'chart/values-prod.yaml': 'replicas: 3\n',
@@ -191,6 +192,32 @@ describe('SourceRenderer', () => {
       assert.equal(deploy.spec.template.spec.containers[0]?.image, 'registry.local/nginx:1.27');
     });
 
+    test("namePrefix replaces the kustomization's own (kustomize edit set nameprefix), as Argo CD", async () => {
+      const r = await renderer.render(app({ repoURL: url, path: 'koverlay', kustomize: { namePrefix: 'x-' } }));
+      assert.deepEqual(names(r).sort(), ['x-settings', 'x-web']);
+    });
+
+    test("forceCommonLabels overrides the kustomization's label; labelWithoutSelector leaves selectors alone", async () => {
+      type Deploy = {
+        metadata: { labels: Record<string, string> };
+        spec: { selector: { matchLabels: Record<string, string> } };
+      };
+      const deployment = async (path: string, kustomize: Record<string, unknown>) =>
+        (await renderer.render(app({ repoURL: url, path, kustomize }))).objects.find(
+          (o) => o.object.kind === 'Deployment',
+        )?.object as unknown as Deploy;
+      await assert.rejects(
+        renderer.render(app({ repoURL: url, path: 'klabels', kustomize: { commonLabels: { team: 'app' } } })),
+        sourceError('ToolFailed', /label team already in kustomization file\. Use --force to override\./),
+      );
+      const forced = await deployment('klabels', { commonLabels: { team: 'app' }, forceCommonLabels: true });
+      assert.equal(forced.metadata.labels.team, 'app');
+      assert.equal(forced.spec.selector.matchLabels.team, 'app');
+      const without = await deployment('kbase', { commonLabels: { tier: 'front' }, labelWithoutSelector: true });
+      assert.equal(without.metadata.labels.tier, 'front');
+      assert.deepEqual(without.spec.selector.matchLabels, { app: 'web' });
+    });
+
     test('a kustomization is preferred over a Chart.yaml in the same folder', async () => {
       const r = await renderer.render(app({ repoURL: url, path: 'both' }));
       assert.equal(r.sourceType, 'Kustomize');
@@ -211,8 +238,8 @@ describe('SourceRenderer', () => {
 
     test('an unsupported kustomize field is an error, not ignored', async () => {
       await assert.rejects(
-        renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { forceCommonLabels: true } })),
-        sourceError('InvalidSource', /spec\.source\.kustomize\.forceCommonLabels is not supported/),
+        renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { notAField: true } })),
+        sourceError('InvalidSource', /spec\.source\.kustomize\.notAField is not supported/),
       );
     });
   });

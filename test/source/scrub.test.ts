@@ -60,11 +60,13 @@ describe('messages of failed renders', () => {
     assert.match(m, /spec\.source\.helm\.values/);
   });
 
-  test("kustomize's messages name files from the repository root, also through the overrides' overlay", async () => {
+  test("kustomize's messages name files from the repository root, also through the private copy the overrides edit", async () => {
     const plain = await failure({ path: 'apps/k' });
     assert.match(plain, /^kustomize build of 'apps\/k' failed: .*apps\/k\/missing\.yaml/s);
-    const overlay = await failure({ path: 'apps/k', kustomize: { namePrefix: 'p-' } });
-    assert.match(overlay, /^kustomize build of 'apps\/k' failed: .*apps\/k\/missing\.yaml/s);
+    const edited = await failure({ path: 'apps/k', kustomize: { namePrefix: 'p-' } });
+    assert.match(edited, /^kustomize build of 'apps\/k' failed: .*apps\/k\/missing\.yaml/s);
+    // The copy's folder is named as the repository root, never by where the renderer made it.
+    assert.doesNotMatch(edited, /tree|trees|\/tmp\//, edited);
     const bad = await failure({ path: 'apps/kbad', kustomize: { namePrefix: 'p-' } });
     assert.match(bad, /^kustomize build of 'apps\/kbad' failed: /);
   });

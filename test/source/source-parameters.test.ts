@@ -79,7 +79,7 @@ const TREE: Record<string, Record<string, string>> = {
   'kust-force': {
     'kustomization.yaml': 'resources: [cm.yaml]\n',
     'cm.yaml': cm('k'),
-    '.argocd-source.yaml': 'kustomize:\n  forceCommonLabels: true\n',
+    '.argocd-source.yaml': 'kustomize:\n  notAField: true\n',
   },
   plugin: { 'a.yaml': cm('a'), '.argocd-source.yaml': 'plugin: {name: my-cmp}\n' },
   'value-file-out': { ...CHART, '.argocd-source.yaml': 'helm:\n  valueFiles: [../../outside-values.yaml]\n' },
@@ -267,7 +267,7 @@ describe('renderCheckout applies the source parameter files of the app folder', 
   test("what the renderer refuses in spec.source it refuses from the files, with the renderer's message", async () => {
     await assert.rejects(
       render({ path: 'kust-force' }),
-      refused('InvalidSource', /^spec\.source\.kustomize\.forceCommonLabels is not supported by impersync$/),
+      refused('InvalidSource', /^spec\.source\.kustomize\.notAField is not supported by impersync$/),
     );
     await assert.rejects(
       render({ path: 'file-param-out' }),

@@ -142,6 +142,28 @@ describe('argocd-cm tool settings', () => {
     assert.deepEqual(data, { kube: 'v1.31.4', thing: 'true' });
   });
 
+  test("with --enable-helm, spec.source.kustomize.kubeVersion and apiVersions win over the destination's, as Argo CD", async () => {
+    const helm = { 'kustomize.buildOptions': '--enable-helm' };
+    const destination = { kubeVersion: 'v1.31.4-eks.1', apiVersions: ['example.com/v1'] };
+    const data = async (kustomize: Record<string, unknown>) =>
+      (
+        (await render({ path: 'inflate', kustomize } as Partial<ApplicationSource>, helm, destination)).objects[0]
+          ?.object as unknown as { data: Record<string, string> }
+      ).data;
+    assert.deepEqual(await data({ kubeVersion: 'v1.29.1-gke.2', apiVersions: ['other.io/v1'] }), {
+      kube: 'v1.29.1',
+      thing: 'false',
+    });
+    // Empty, the destination's are used.
+    assert.deepEqual(await data({ kubeVersion: '', apiVersions: [] }), { kube: 'v1.31.4', thing: 'true' });
+    // Argo CD parses the version before the build, helm enabled or not.
+    for (const cm of [helm, {}])
+      await assert.rejects(
+        render({ path: 'k', kustomize: { kubeVersion: 'banana' } } as Partial<ApplicationSource>, cm),
+        refused('InvalidSource', /^could not parse kubernetes version banana: could not parse "banana" as version$/),
+      );
+  });
+
   test('kustomize.enable off: the kustomization folder is read as plain YAML, explicit or discovered', async () => {
     const off = { 'kustomize.enable': 'false' };
     for (const source of [{ path: 'k' }, { path: 'k', kustomize: { namePrefix: 'x-' } }]) {
