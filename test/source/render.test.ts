@@ -133,10 +133,13 @@ describe('SourceRenderer', () => {
       );
     });
 
-    test('jsonnet is refused rather than skipped', async () => {
+    test("a .jsonnet file is evaluated, not skipped: one without a kind is Argo CD's error (test/source/jsonnet.test.ts)", async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'jsonnet' })),
-        sourceError('InvalidSource', /jsonnet\/a\.jsonnet: jsonnet is not supported/),
+        sourceError(
+          'InvalidManifest',
+          /^Failed to unmarshal generated json "a\.jsonnet": Object 'Kind' is missing in '\{ \}'$/,
+        ),
       );
     });
 
