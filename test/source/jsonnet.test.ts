@@ -297,7 +297,7 @@ describe('impersync-jsonnet importer', () => {
       ['link.jsonnet', 'to-secret.txt'],
       ['dir-link.jsonnet', 'dir-link/secret'],
       ['traversal.jsonnet', '../../other-tenant/secret'],
-    ])
+    ] as const)
       await assert.rejects(
         evaluate(file),
         refused(
