@@ -324,6 +324,15 @@ describe('SourceRenderer', () => {
         bare.render(app({ repoURL: url, path: 'chart' })),
         sourceError('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/),
       );
+      await assert.rejects(
+        bare.render(app({ repoURL: url, path: 'jsonnet' })),
+        sourceError(
+          'ToolMissing',
+          /^impersync-jsonnet not found on PATH: run scripts\/tool-binaries .* or put impersync-jsonnet on PATH$/,
+        ),
+      );
+      // A directory without a .jsonnet file needs no impersync-jsonnet.
+      assert.equal((await bare.render(app({ repoURL: url, path: 'plain' }))).objects.length, 2);
       const wrong = new SourceRenderer({
         allowLocalRepositories: true,
         cacheDir,
