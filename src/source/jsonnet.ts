@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { envsubst, type BuildEnv } from './build-env.ts';
 import { SourceError } from './errors.ts';
-import { run } from './exec.ts';
+import { run, tail } from './exec.ts';
 import type { DocumentLimits } from './expand.ts';
 import type { ToolLimits } from './limits.ts';
 import { parseJSONValues, type ParsedObject } from './parse.ts';
@@ -88,19 +88,28 @@ export class JsonnetEvaluator {
     });
     const out = r.stdout.toString('utf8');
     // Argo CD's words (FailedPrecondition), with the file's base name as it quotes it.
-    if (r.code === 2)
+    if (r.code === EXIT_EVALUATION)
       throw new SourceError('InvalidManifest', `Failed to evaluate jsonnet ${goQuote(name)}: ${scrub(out)}`);
-    if (r.code === 3)
+    if (r.code === EXIT_UNMARSHAL)
       throw new SourceError('InvalidManifest', `Failed to unmarshal generated json ${goQuote(name)}: ${scrub(out)}`);
     if (r.code !== 0)
-      throw new SourceError(
-        'ToolFailed',
-        `jsonnet evaluation of '${shown}' failed: ${r.stderr.trim() || `exit code ${r.code}`}`,
-      );
+      throw new SourceError('ToolFailed', `jsonnet evaluation of '${shown}' failed: ${crashReason(r.stderr, r.code)}`);
     const lines = out.split('\n');
     if (lines.at(-1) === '') lines.pop();
     return parseJSONValues(lines, shown, this.#opts.documents);
   }
+}
+
+/** impersync-jsonnet's exit codes (tools/jsonnet/main.go). */
+const EXIT_EVALUATION = 10;
+const EXIT_UNMARSHAL = 11;
+
+/** Why the Go program stopped: the runtime's own lines (a stack overflow, a panic), not its goroutine dump. */
+function crashReason(stderr: string, code: number): string {
+  const lines = stderr
+    .split('\n')
+    .filter((l) => /^(runtime: goroutine stack exceeds|fatal error:|panic:|impersync-jsonnet:)/.test(l));
+  return lines.length > 0 ? lines.slice(0, 3).join('\n') : tail(stderr) || `exit code ${code}`;
 }
 
 function plain(v: JsonnetVar): { name: string; value: string; code: boolean } {

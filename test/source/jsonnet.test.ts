@@ -277,7 +277,10 @@ describe('impersync-jsonnet importer', () => {
     if (top) await rm(top, { recursive: true, force: true });
   });
 
-  const evaluate = (file: string) =>
+  const evaluate = (
+    file: string,
+    limits: { memoryBytes?: number; timeoutMs?: number; maxOutputBytes?: number; maxDocumentBytes?: number } = {},
+  ) =>
     new JsonnetEvaluator({
       binary: path.join(toolsDir(), 'impersync-jsonnet'),
       repoRoot: root,
@@ -285,12 +288,59 @@ describe('impersync-jsonnet importer', () => {
       jsonnet: undefined,
       buildEnv: {},
       renames: [{ from: root, to: '' }],
-      limits: toolLimits(DEFAULT_LIMITS),
-      timeoutMs: 60_000,
-      maxOutputBytes: DEFAULT_LIMITS.maxToolOutputBytes,
-      documents: DEFAULT_DOCUMENT_LIMITS,
+      limits: toolLimits({ ...DEFAULT_LIMITS, toolMemoryBytes: limits.memoryBytes ?? DEFAULT_LIMITS.toolMemoryBytes }),
+      timeoutMs: limits.timeoutMs ?? 60_000,
+      maxOutputBytes: limits.maxOutputBytes ?? DEFAULT_LIMITS.maxToolOutputBytes,
+      documents: { ...DEFAULT_DOCUMENT_LIMITS, maxDocumentBytes: limits.maxDocumentBytes ?? 16 * 1024 * 1024 },
       env: process.env,
     }).evaluate(path.join(root, 'app', file), `app/${file}`);
+
+  test('each evaluation is held to the tool limits: memory, time, output, and each object to the document limits', async () => {
+    const many = (n: number) =>
+      `std.makeArray(${n}, function(i) { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm-' + i } })`;
+    await writeFile(
+      path.join(root, 'app', 'memory.jsonnet'),
+      `[std.join('', std.makeArray(1e8, function(i) 'xxxxxxxx'))]`,
+    );
+    await writeFile(
+      path.join(root, 'app', 'slow.jsonnet'),
+      'local r = std.range(0, 3000); std.foldl(function(a, b) a + std.foldl(function(x, y) x + y, r, 0), r, 0)',
+    );
+    await writeFile(
+      path.join(root, 'app', 'deep.jsonnet'),
+      'local loop(n) = if n == 0 then 0 else loop(n - 1) tailstrict; loop(1e10)',
+    );
+    await writeFile(path.join(root, 'app', 'many.jsonnet'), many(2000));
+    await writeFile(
+      path.join(root, 'app', 'big.jsonnet'),
+      "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big' }, data: { v: std.join('', std.makeArray(5000, function(i) 'x')) } }",
+    );
+    await assert.rejects(
+      evaluate('memory.jsonnet', { memoryBytes: 512 * 1024 * 1024 }),
+      refused('TooLarge', "jsonnet evaluation of 'app/memory.jsonnet' exceeded the renderer's memory limit of 512 MiB"),
+    );
+    await assert.rejects(
+      evaluate('slow.jsonnet', { timeoutMs: 1000 }),
+      refused('Timeout', "jsonnet evaluation of 'app/slow.jsonnet' timed out after 1s"),
+    );
+    await assert.rejects(
+      evaluate('many.jsonnet', { maxOutputBytes: 10_000 }),
+      refused('TooLarge', /^jsonnet evaluation of 'app\/many\.jsonnet' produced more than 9\.8 KiB of output/),
+    );
+    assert.equal((await evaluate('many.jsonnet')).length, 2000);
+    // Go's own stack limit: the runtime's words, not its goroutine dump.
+    await assert.rejects(
+      evaluate('deep.jsonnet'),
+      refused(
+        'ToolFailed',
+        "jsonnet evaluation of 'app/deep.jsonnet' failed: runtime: goroutine stack exceeds 268435456-byte limit\nfatal error: stack overflow",
+      ),
+    );
+    await assert.rejects(
+      evaluate('big.jsonnet', { maxDocumentBytes: 4096 }),
+      refused('TooLarge', /^app\/big\.jsonnet: document 1 is larger than 4 KiB/),
+    );
+  });
 
   test('a symlink inside the repository that leads outside it is refused; one that stays inside is read', async () => {
     for (const [file, imported] of [

@@ -16,10 +16,14 @@
 //
 //	0: the result as Argo CD reads it, one compact JSON value a line: the elements of a top-level
 //	   array (null for a null element, which Argo CD skips), or the one object.
-//	2: the evaluation failed; stdout holds go-jsonnet's error, as Argo CD quotes it.
-//	3: the result is not an object or an array of objects with a kind; stdout holds the
-//	   unmarshalling error Argo CD reports.
-//	1: the request itself is wrong (a bug of the caller).
+//	10: the evaluation failed; stdout holds go-jsonnet's error, as Argo CD quotes it.
+//	11: the result is not an object or an array of objects with a kind; stdout holds the
+//	    unmarshalling error Argo CD reports.
+//	1: the request itself is wrong (a bug of the caller); 2 is the Go runtime's own (a panic, a
+//	   fatal error such as a stack overflow: stderr says which).
+//
+// The goroutine stack is limited to 256 MiB (Go's default is 1 GB, which a deep tailstrict
+// recursion reaches, and would then be reported as the memory limit instead).
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/google/go-jsonnet"
@@ -49,7 +54,13 @@ type request struct {
 	TLAs    []variable `json:"tlas"`
 }
 
+const (
+	exitEvaluation = 10
+	exitUnmarshal  = 11
+)
+
 func main() {
+	debug.SetMaxStack(256 << 20)
 	os.Exit(run(os.Stdin, os.Stdout))
 }
 
@@ -87,12 +98,12 @@ func run(in io.Reader, out io.Writer) int {
 	result, err := vm.EvaluateFile(req.File)
 	if err != nil {
 		fmt.Fprint(out, err.Error())
-		return 2
+		return exitEvaluation
 	}
 	values, err := asManifests([]byte(result))
 	if err != nil {
 		fmt.Fprint(out, err.Error())
-		return 3
+		return exitUnmarshal
 	}
 	var line bytes.Buffer
 	for _, v := range values {
@@ -101,7 +112,7 @@ func run(in io.Reader, out io.Writer) int {
 			line.WriteString("null")
 		} else if err := json.Compact(&line, v.raw); err != nil {
 			fmt.Fprint(out, err.Error())
-			return 3
+			return exitUnmarshal
 		}
 		line.WriteByte('\n')
 		if _, err := out.Write(line.Bytes()); err != nil {
