@@ -28,6 +28,10 @@ function(tlaStr, tlaCode) ${cm("'vars-' + tlaStr", `{ ext: std.extVar('extStr'),
   'vars/local.libsonnet': "{ v: 'beside' }",
   'vendor/helpers.libsonnet': "{ greeting: 'from-vendor' }",
   'other-vendor/helpers.libsonnet': "{ greeting: 'from-other-vendor' }",
+  // An import in ext var code is searched in the libs (and the app folder last), never beside a file.
+  'extimport/main.jsonnet': cm("'e'", "{ ext: std.extVar('e'), file: (import 'shadow.libsonnet').v }"),
+  'extimport/shadow.libsonnet': "{ v: 'app folder' }",
+  'vendor/shadow.libsonnet': "{ v: 'vendor' }",
   // Arrays (null elements skipped), objects, a List expanded.
   'shapes/a-array.jsonnet': `[${cm("'one'")}, null, ${cm("'two'")}]`,
   'shapes/b-object.jsonnet': cm("'three'"),
@@ -143,6 +147,19 @@ describe('Directory sources with jsonnet', () => {
         /^Failed to evaluate jsonnet "main\.jsonnet": RUNTIME ERROR: couldn't open import "helpers\.libsonnet": no match locally or in the Jsonnet library paths\n\tvars\/main\.jsonnet:1:13-39\t/,
       ),
     );
+  });
+
+  test("an import in ext var code is found in the libs before the app folder; a file's import beside it first", async () => {
+    const r = await renderer.render(
+      app({
+        repoURL: url,
+        path: 'extimport',
+        directory: {
+          jsonnet: { extVars: [{ name: 'e', value: "(import 'shadow.libsonnet').v", code: true }], libs: ['vendor'] },
+        },
+      }),
+    );
+    assert.deepEqual(data(r), { ext: 'vendor', file: 'app folder' });
   });
 
   test('arrays (nulls skipped), objects and Lists; only top-level files without recurse; include and exclude', async () => {

@@ -207,8 +207,11 @@ func (r *rootedImporter) find(importedFrom, importedPath string) (string, error)
 	if filepath.IsAbs(importedPath) {
 		candidates = []string{importedPath}
 	} else {
-		dir, _ := filepath.Split(importedFrom)
-		candidates = append(candidates, filepath.Join(dir, importedPath))
+		// Beside the importing file; code in an ext var or TLA is no file, and Argo CD's
+		// repo-server would look in its own working folder, where no tenant file is.
+		if dir, _ := filepath.Split(importedFrom); filepath.IsAbs(dir) {
+			candidates = append(candidates, filepath.Join(dir, importedPath))
+		}
 		for i := len(r.jpaths) - 1; i >= 0; i-- {
 			candidates = append(candidates, filepath.Join(r.jpaths[i], importedPath))
 		}
