@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # The impersync controller image. Its stages:
 #   tools:   helm and kustomize built with Go from the Go module proxy, at the versions
-#            scripts/tool-binaries pins (renders in the cluster match renders in the tests);
+#            scripts/tool-binaries pins (renders in the cluster match renders in the tests), and
+#            impersync-jsonnet from tools/jsonnet (go-jsonnet at Argo CD v3.6.1's version);
 #   health:  Argo CD's bundled health checks (resource_customizations/**/health.lua) from the
 #            release scripts/health-scripts pins, its Go module zip checked against its sha256:
 #            the controller's default health library;
@@ -39,6 +40,13 @@ RUN go install -trimpath \
       -ldflags="-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${KUSTOMIZE_VERSION}" \
       sigs.k8s.io/kustomize/kustomize/v5 \
  && /out/helm version --short && /out/kustomize version
+# impersync-jsonnet: the repository's own program, its go.sum checked (no -mod=mod).
+COPY tools/jsonnet /src/tools/jsonnet
+RUN cd /src/tools/jsonnet \
+ && GOFLAGS=-mod=readonly go build -trimpath -ldflags="-s -w" -o /out/impersync-jsonnet . \
+ && echo '{"file":"/src/tools/jsonnet/probe.jsonnet","root":"/src"}' >/tmp/req \
+ && echo '{apiVersion: "v1", kind: "List", items: []}' >/src/tools/jsonnet/probe.jsonnet \
+ && /out/impersync-jsonnet </tmp/req
 
 FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS health
 # The Go module proxy to download from (the script takes GOPROXY's first entry).
@@ -85,7 +93,7 @@ RUN apt-get update \
  && useradd --uid 65533 --gid 65533 --home-dir /home/impersync-renderer --no-create-home --shell /usr/sbin/nologin impersync-renderer \
  && mkdir -p /var/cache/impersync \
  && chown 65532:65532 /var/cache/impersync
-COPY --from=tools /out/helm /out/kustomize /usr/local/bin/
+COPY --from=tools /out/helm /out/kustomize /out/impersync-jsonnet /usr/local/bin/
 COPY --from=health /out/health-scripts /usr/share/impersync/health-scripts
 WORKDIR /app
 COPY --from=deps /src/node_modules ./node_modules

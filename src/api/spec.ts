@@ -2,6 +2,9 @@
 // an automated sync asks for, with Argo CD's names and meanings. Unknown fields are kept.
 import { z } from 'zod';
 
+/** An ext var or TLA: `value` is a string, or Jsonnet code when `code` is true. */
+const JsonnetVarSchema = () => z.looseObject({ name: z.string(), value: z.string(), code: z.boolean().optional() });
+
 export const ApplicationSourceSchema = z.looseObject({
   repoURL: z.string(),
   path: z.string().optional(),
@@ -15,6 +18,14 @@ export const ApplicationSourceSchema = z.looseObject({
       recurse: z.boolean().optional(),
       include: z.string().optional(),
       exclude: z.string().optional(),
+      /** Argo CD's ApplicationSourceJsonnet: for the .jsonnet files of the directory (source/jsonnet.ts). */
+      jsonnet: z
+        .looseObject({
+          extVars: z.array(JsonnetVarSchema()).optional(),
+          tlas: z.array(JsonnetVarSchema()).optional(),
+          libs: z.array(z.string()).optional(),
+        })
+        .optional(),
     })
     .optional(),
   helm: z

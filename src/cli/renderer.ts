@@ -32,7 +32,8 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --token-stdin               read the token from the first line of standard input, and exit when
                               standard input closes (how a controller runs its child renderer)
   --cache-dir DIR             Git clones and checkouts (default $XDG_CACHE_HOME/impersync/renderer)
-  --tools-dir DIR             folder with helm and kustomize (default $IMPERSYNC_TOOLS_DIR, then PATH)
+  --tools-dir DIR             folder with helm, kustomize and impersync-jsonnet (default
+                              $IMPERSYNC_TOOLS_DIR, then PATH)
   --plugin-sockets DIR        cmp-server sockets of config management plugin sidecars (default
                               $ARGOCD_PLUGINSOCKFILEPATH, then /home/argocd/cmp-server/plugins)
   --plugin-tar-exclude GLOB   leave files matching GLOB out of the app folder streamed to a plugin

@@ -107,7 +107,7 @@ export interface ChildRendererSettings {
   allowLocalRepositories?: boolean | undefined;
   /** Where its log lines go (default: dropped). */
   logger?: Logger | undefined;
-  /** Its helm and kustomize folder (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
+  /** Its helm, kustomize and impersync-jsonnet folder (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
   toolsDir?: string | undefined;
   /** Further `impersync renderer` flags (`--plugin-sockets=DIR`, limits). */
   flags?: readonly string[] | undefined;

@@ -53,6 +53,16 @@ const HELM_HONOURED: ReadonlyArray<[string, string]> = [
     'helm template --set-file, resolved as a value file, inside the repository; `$ref/...` from a ref source (source/helm.ts, controller/render.ts)',
   ],
 ];
+/** spec.source.directory.jsonnet, for the directory's .jsonnet files (source/jsonnet.ts, tools/jsonnet). */
+const JSONNET_HONOURED: ReadonlyArray<[string, string]> = [
+  ['extVars[].name', 'a go-jsonnet ext var (source/jsonnet.ts)'],
+  ['extVars[].value', 'its value, build variables substituted as Argo CD does (source/jsonnet.ts)'],
+  ['extVars[].code', 'the value is Jsonnet code, not a string (source/jsonnet.ts)'],
+  ['tlas[].name', 'a top-level argument (source/jsonnet.ts)'],
+  ['tlas[].value', 'its value, build variables substituted as Argo CD does (source/jsonnet.ts)'],
+  ['tlas[].code', 'the value is Jsonnet code, not a string (source/jsonnet.ts)'],
+  ['libs[]', 'library paths relative to the repository root, never outside it (source/jsonnet.ts)'],
+];
 const KUSTOMIZE_HONOURED: [string, string][] = [
   ['version', 'the kustomize binary (source/tool-choice.ts)'],
   ['kubeVersion', "helmCharts' --helm-kube-version, over the destination's (source/kustomize.ts)"],
@@ -92,7 +102,11 @@ function sourceRules(prefix: string, multi: boolean): FieldRule[] {
     h(`${prefix}.targetRevision`, 'renderer (source/): a Git ref, or a chart version or semver constraint'),
     h(`${prefix}.chart`, 'charts from Helm repositories and OCI registries (source/charts.ts)'),
     ...['recurse', 'include', 'exclude'].map((f) => h(`${prefix}.directory.${f}`, 'renderer (source/render.ts)')),
-    r(`${prefix}.directory.**`, 'other directory fields (jsonnet) are refused by the renderer (source/render.ts)'),
+    ...JSONNET_HONOURED.map(([f, note]) => h(`${prefix}.directory.jsonnet.${f}`, note)),
+    r(
+      `${prefix}.directory.**`,
+      'other directory fields (disableExtensionFilter) are refused by the renderer (source/render.ts)',
+    ),
     ...HELM_HONOURED.map(([f, note]) => h(`${prefix}.helm.${f}`, note)),
     r(`${prefix}.helm.**`, 'other helm fields are refused by the renderer (source/helm.ts)'),
     ...KUSTOMIZE_HONOURED.map(([f, note]) => h(`${prefix}.kustomize.${f}`, note)),

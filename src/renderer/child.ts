@@ -22,7 +22,7 @@ import type { BudgetAnswer } from './protocol.ts';
 export interface ChildRendererOptions {
   /** Clones and checkouts (the child's HOME and TMPDIR are made inside it too). */
   cacheDir: string;
-  /** Folder with helm and kustomize (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
+  /** Folder with helm, kustomize and impersync-jsonnet (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
   toolsDir?: string | undefined;
   /** file:// and local paths as repoURL: for local demos and tests only. */
   allowLocalRepositories?: boolean;

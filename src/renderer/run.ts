@@ -21,7 +21,7 @@ export interface RendererProcessOptions {
   cacheDir: string;
   /** The token requests must carry: a file (re-read when it changes, as a mounted Secret does) or a value. */
   token: { file: string } | { value: string };
-  /** Folder with helm and kustomize (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
+  /** Folder with helm, kustomize and impersync-jsonnet (default: $IMPERSYNC_TOOLS_DIR, then PATH). */
   toolsDir?: string | undefined;
   /** Folder of cmp-server sockets of config management plugins (source/cmp/). Default: none. */
   pluginSocketDir?: string | undefined;

@@ -1,9 +1,11 @@
 // Argo CD's build environment: the ARGOCD_APP_* variables a render may refer to, and the one way
-// they are substituted into an Application's helm and kustomize fields (`$VAR`, `${VAR}`, `$$`).
+// they are substituted into an Application's helm, kustomize and jsonnet fields (`$VAR`, `${VAR}`,
+// `$$`).
 //
 // Argo CD substitutes them (repo-server's newEnv and Env.Envsubst) into helm parameter values, helm
-// value file paths, and kustomize images, commonLabels and, with commonAnnotationsEnvsubst,
-// commonAnnotations; kustomize also runs with them in its environment. Substitution follows Go's
+// value file paths, kustomize images, commonLabels and, with commonAnnotationsEnvsubst,
+// commonAnnotations, and directory.jsonnet's ext var and TLA values (source/jsonnet.ts); kustomize
+// also runs with them in its environment. Substitution follows Go's
 // os.Expand to the letter, so the same text means the same thing here: a name that is not one of
 // these variables becomes "", `$$` is one `$`, `${}` and a `${` without its `}` are dropped.
 

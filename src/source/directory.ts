@@ -2,7 +2,9 @@
 // (reposerver's findManifests): sub-folders only with directory.recurse, include/exclude as globs on
 // the path relative to the app folder, files carrying `+argocd:skip-file-rendering` left out, and a
 // YAML file that does not parse but does not look like a manifest either (no `apiVersion:`, `kind:`
-// and `metadata:`) ignored as unrelated. Anything else that fails is an error: never a partial render.
+// and `metadata:`) ignored as unrelated, and each `.jsonnet` file evaluated (source/jsonnet.ts),
+// unless argocd-cm's jsonnet.enable is off. Anything else that fails is an error: never a partial
+// render.
 import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { globMatch } from '../impersonation/glob.ts';
@@ -24,6 +26,8 @@ export interface DirectoryOptions {
   documents?: DocumentLimits | undefined;
   /** argocd-cm jsonnet.enable is off: .jsonnet files are left out, as Argo CD leaves them. */
   skipJsonnet?: boolean | undefined;
+  /** Evaluates one .jsonnet file (absolute; `shown` relative to the repository root), in walk order. */
+  jsonnet?: ((file: string, shown: string) => Promise<ParsedObject[]>) | undefined;
 }
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -40,18 +44,12 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
   for (const abs of files) {
     const rel = path.relative(appDir, abs).split(path.sep).join('/');
     const shown = path.relative(repoRoot, abs).split(path.sep).join('/');
-    const jsonnet = rel.toLowerCase().endsWith('.jsonnet');
+    // Argo CD's test is case-sensitive: `x.JSONNET` is no manifest at all.
+    const jsonnet = rel.endsWith('.jsonnet');
     if (!MANIFEST.test(rel) && !jsonnet) continue;
     if (opts.exclude && globMatch(opts.exclude, rel)) continue;
     if (opts.include && !globMatch(opts.include, rel)) continue;
     if (jsonnet && opts.skipJsonnet) continue;
-    if (jsonnet) {
-      // Argo CD would evaluate it; leaving it out silently would deploy a partial application.
-      throw new SourceError(
-        'InvalidSource',
-        `${shown}: jsonnet is not supported; render it to YAML, or leave it out with spec.source.directory.exclude`,
-      );
-    }
     // A symlinked file is read only when it really leads to a file of the repository.
     if ((await physicalRelative(repoRoot, abs)) === undefined) {
       throw new SourceError('InvalidSource', `${shown} is a symlink that leads outside the repository`);
@@ -64,7 +62,8 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
         `${shown} is ${formatBytes(info.size)}, over the ${formatBytes(opts.maxFileBytes)} limit for one manifest file`,
       );
     }
-    total += info.size;
+    // Argo CD counts no .jsonnet file in the total: its evaluation is held to the tool limits.
+    if (!jsonnet) total += info.size;
     if (total > opts.maxTotalBytes) {
       throw new SourceError(
         'TooLarge',
@@ -73,6 +72,11 @@ export async function readDirectory(repoRoot: string, appDir: string, opts: Dire
     }
     const text = await readFile(abs, 'utf8');
     if (text.includes(SKIP_MARKER)) continue;
+    if (jsonnet) {
+      if (!opts.jsonnet) throw new Error(`${shown}: no jsonnet evaluator was given`);
+      for (const p of await opts.jsonnet(abs, shown)) out.push(p);
+      continue;
+    }
     try {
       for (const p of parseManifests(text, shown, { limits: opts.documents })) out.push(p);
     } catch (err) {

@@ -62,7 +62,7 @@ export interface SourceRendererOptions {
   cacheDir: string;
   /** Exact binaries; each wins over toolsDir and PATH (prlimit: util-linux's, which applies the tool limits). */
   toolPaths?: { helm?: string; kustomize?: string; git?: string; prlimit?: string; gpg?: string };
-  /** Folder holding helm and kustomize (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
+  /** Folder holding helm, kustomize and impersync-jsonnet (what scripts/tool-binaries prints). Default: $IMPERSYNC_TOOLS_DIR. */
   toolsDir?: string;
   /** PATH searched last for helm and kustomize (default: this process's PATH). */
   searchPath?: string;

@@ -178,6 +178,26 @@ function parseJSON(text: string, file: string, limits: DocumentLimits, anyObject
   return out;
 }
 
+/**
+ * JSON values, one a line (impersync-jsonnet's output, source/jsonnet.ts): value i is document
+ * i + 1 of `file`, null is none, a List is expanded; each is held to the document limits.
+ */
+export function parseJSONValues(lines: readonly string[], file: string, limits: DocumentLimits): ParsedObject[] {
+  const out: ParsedObject[] = [];
+  lines.forEach((text, i) => {
+    const where = `${file}: document ${i + 1}`;
+    if (text.length > limits.maxDocumentBytes) throw overLimit(where, { kind: 'bytes', bytes: text.length }, limits);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      throw new SourceError('InvalidManifest', `${where}: ${(e as Error).message}`, { cause: e });
+    }
+    collect(value, { file, document: i + 1 }, out);
+  });
+  return out;
+}
+
 /** Adds the object(s) one document holds: none when empty, the items of a List, or the object itself. */
 function collect(value: unknown, location: SourceLocation, out: ParsedObject[], anyObject = false): void {
   if (value === null || value === undefined) return;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { measureJSON } from './answer-size.ts';
 import { readDirectory } from './directory.ts';
+import { JsonnetEvaluator } from './jsonnet.ts';
 import { SourceError } from './errors.ts';
 import { helmTemplate } from './helm.ts';
 import { KUSTOMIZATION_FILES, kustomizeBuild } from './kustomize.ts';
@@ -134,7 +135,8 @@ export interface RenderedObjects {
   objects: ParsedObject[];
 }
 
-const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude']);
+const DIRECTORY_FIELDS = new Set(['recurse', 'include', 'exclude', 'jsonnet']);
+const JSONNET_FIELDS = new Set(['extVars', 'tlas', 'libs']);
 
 /** The error of a render that ran past its time limit (`limitMs`). */
 /**
@@ -213,6 +215,8 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
   if (sourceType === 'Plugin') return { sourceType, objects: await renderPlugin(plugin) };
   if (sourceType === 'Directory') {
     refuseUnsupported('directory', source.directory, DIRECTORY_FIELDS);
+    refuseUnsupported('directory.jsonnet', source.directory?.jsonnet, JSONNET_FIELDS);
+    let evaluator: JsonnetEvaluator | undefined;
     const objects = await readDirectory(root, appDir, {
       recurse: source.directory?.recurse === true,
       include: source.directory?.include,
@@ -221,6 +225,22 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
       maxTotalBytes: env.limits.maxTotalBytes,
       documents: documentLimits(env.limits),
       skipJsonnet: jsonnetDisabled(req.tools),
+      // The binary is looked for at the first .jsonnet file: a directory without one needs none.
+      jsonnet: (file, shown) =>
+        (evaluator ??= new JsonnetEvaluator({
+          binary: findTool('impersync-jsonnet', env.tools),
+          repoRoot: root,
+          appDir,
+          jsonnet: source.directory?.jsonnet,
+          buildEnv: req.buildEnv,
+          renames,
+          limits: toolLimits(env.limits, env.tools.paths?.prlimit),
+          timeoutMs: env.limits.toolTimeoutMs,
+          maxOutputBytes: env.limits.maxToolOutputBytes,
+          documents: documentLimits(env.limits),
+          env: env.env,
+          signal: env.signal,
+        })).evaluate(file, shown),
     });
     return { sourceType, objects };
   }

@@ -1,11 +1,12 @@
-// Where the kustomize and helm binaries are: a path configured for the tool, else a tools folder
+// Where the kustomize, helm and impersync-jsonnet binaries are: a path configured for the tool, else a tools folder
 // (what scripts/tool-binaries prints), else the PATH. Not finding one is an error that says how to
 // get it, because skipping a source type would silently deploy nothing.
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { SourceError } from './errors.ts';
 
-export type ToolName = 'helm' | 'kustomize';
+/** impersync-jsonnet: this repository's tools/jsonnet, go-jsonnet as Argo CD runs it (source/jsonnet.ts). */
+export type ToolName = 'helm' | 'kustomize' | 'impersync-jsonnet';
 
 export interface ToolLocations {
   /** Exact paths, e.g. { helm: '/opt/helm/bin/helm' }; git and prlimit for the ones helm and kustomize start. */

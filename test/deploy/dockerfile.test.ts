@@ -37,6 +37,16 @@ test('helm and kustomize are pinned to the versions scripts/tool-binaries builds
   const major = dockerfile.args.get('HELM_VERSION')?.split('.')[0] ?? '';
   assert.ok(tools.includes(`helm.sh/helm/${major}/cmd/helm@\${HELM_VERSION}`), `builds helm.sh/helm/${major}`);
   assert.match(tools, /sigs\.k8s\.io\/kustomize\/kustomize\/v5@\$\{KUSTOMIZE_VERSION\}/);
+  // impersync-jsonnet from tools/jsonnet, its go.sum checked, beside helm and kustomize in the image.
+  assert.match(
+    tools,
+    /cd \/src\/tools\/jsonnet[^\n]*\n?[^\n]*GOFLAGS=-mod=readonly go build [^\n]*-o \/out\/impersync-jsonnet \./,
+  );
+  const copies = runtime?.instructions.filter((i) => i.kind === 'COPY').map((i) => i.args) ?? [];
+  assert.ok(
+    copies.includes('--from=tools /out/helm /out/kustomize /out/impersync-jsonnet /usr/local/bin/'),
+    copies.join('\n'),
+  );
 });
 
 test("Argo CD's bundled health checks: fetched by scripts/health-scripts at build time, installed where the controller looks", () => {
@@ -65,7 +75,7 @@ test('runtime: non-root uid 65532, git and tini inside, writable paths only on v
   for (const pkg of ['git', 'tini', 'ca-certificates', 'util-linux'])
     assert.match(run, new RegExp(`install [^\\n]*\\b${pkg}\\b`), `apt installs ${pkg}`);
   const copies = get('COPY').join('\n');
-  assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/usr\/local\/bin\//);
+  assert.match(copies, /--from=tools \/out\/helm \/out\/kustomize \/out\/impersync-jsonnet \/usr\/local\/bin\//);
   // package.json beside dist/: its "type": "module" makes Node load dist/*.js as ES modules.
   assert.match(copies, /^package\.json \.\/$/m);
   assert.match(copies, /--from=build \/src\/dist \.\/dist/);

@@ -23,7 +23,7 @@ export function toolsDir(): string {
   if (res.status !== 0 || dir === '') {
     throw new Error(
       `helm and kustomize are needed and scripts/tool-binaries could not provide them (exit ${res.status}):\n${res.stderr}\n` +
-        'Install Go 1.26+ and run scripts/tool-binaries, or set IMPERSYNC_TOOLS_DIR to a folder with helm and kustomize, ' +
+        'Install Go 1.26+ and run scripts/tool-binaries, or set IMPERSYNC_TOOLS_DIR to a folder with helm, kustomize and impersync-jsonnet, ' +
         'or IMPERSYNC_TOOLS_FROM_PATH=true to use the ones on PATH.',
     );
   }

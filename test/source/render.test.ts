@@ -134,10 +134,13 @@ describe('SourceRenderer', () => {
       );
     });
 
-    test('jsonnet is refused rather than skipped', async () => {
+    test("a .jsonnet file is evaluated, not skipped: one without a kind is Argo CD's error (test/source/jsonnet.test.ts)", async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'jsonnet' })),
-        sourceError('InvalidSource', /jsonnet\/a\.jsonnet: jsonnet is not supported/),
+        sourceError(
+          'InvalidManifest',
+          /^Failed to unmarshal generated json "a\.jsonnet": Object 'Kind' is missing in '\{ \}'$/,
+        ),
       );
     });
 
@@ -348,6 +351,15 @@ describe('SourceRenderer', () => {
         bare.render(app({ repoURL: url, path: 'chart' })),
         sourceError('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/),
       );
+      await assert.rejects(
+        bare.render(app({ repoURL: url, path: 'jsonnet' })),
+        sourceError(
+          'ToolMissing',
+          /^impersync-jsonnet not found on PATH: run scripts\/tool-binaries .* or put impersync-jsonnet on PATH$/,
+        ),
+      );
+      // A directory without a .jsonnet file needs no impersync-jsonnet.
+      assert.equal((await bare.render(app({ repoURL: url, path: 'plain' }))).objects.length, 2);
       const wrong = new SourceRenderer({
         allowLocalRepositories: true,
         cacheDir,

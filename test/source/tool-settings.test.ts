@@ -184,9 +184,9 @@ describe('argocd-cm tool settings', () => {
     assert.equal((await render({ path: 'chart' }, {})).sourceType, 'Helm');
   });
 
-  test('jsonnet.enable off: .jsonnet files are left out instead of refused', async () => {
+  test('jsonnet.enable off: .jsonnet files are left out instead of evaluated', async () => {
     assert.deepEqual(names(await render({ path: 'jsonnet' }, { 'jsonnet.enable': 'false' })), ['beside-jsonnet']);
-    await assert.rejects(render({ path: 'jsonnet' }, {}), refused('InvalidSource', /jsonnet is not supported/));
+    assert.deepEqual(names(await render({ path: 'jsonnet' }, {})), ['beside-jsonnet', 'from-jsonnet']);
   });
 });
 

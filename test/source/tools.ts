@@ -1,5 +1,6 @@
-// The helm and kustomize the source tests render with: the pinned ones scripts/tool-binaries builds
-// (once per machine, minutes). When it cannot provide them, the test fails with how to get them.
+// The helm, kustomize and impersync-jsonnet the source tests render with: the pinned ones
+// scripts/tool-binaries builds (once per machine, minutes). When it cannot provide them, the test
+// fails with how to get them.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { DEFAULT_LIMITS, type RenderEnvironment } from '../../src/source/render.ts';
@@ -35,7 +36,7 @@ function built(extra: Record<string, string>): string {
     throw new Error(
       `helm and kustomize are needed and scripts/tool-binaries could not provide them (exit ${res.status}):\n${res.stderr}\n` +
         `Install Go 1.26+ (https://go.dev/doc/install) and run ${extra.IMPERSYNC_HELM_VERSION ? `IMPERSYNC_HELM_VERSION=${extra.IMPERSYNC_HELM_VERSION} ` : ''}scripts/tool-binaries, or set IMPERSYNC_TOOLS_DIR to a folder ` +
-        'holding helm and kustomize, or IMPERSYNC_TOOLS_FROM_PATH=true to use the ones on PATH.',
+        'holding helm, kustomize and impersync-jsonnet, or IMPERSYNC_TOOLS_FROM_PATH=true to use the ones on PATH.',
     );
   }
   cached.set(key, dir);
