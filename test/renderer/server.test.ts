@@ -11,22 +11,14 @@ import { request } from 'undici';
 import { createLogger } from '../../src/observability/logger.ts';
 import { RendererClient } from '../../src/renderer/client.ts';
 import { startRenderer, type RunningRenderer } from '../../src/renderer/run.ts';
-import { SourceError, type RenderInput, type SourceRenderer } from '../../src/source/index.ts';
+import { type RenderInput, type SourceRenderer } from '../../src/source/index.ts';
 import { rendererHandler, startRendererServer } from '../../src/renderer/server.ts';
 import { startGitHttpServer, TestRepo, type GitHttpServer } from '../support/git.ts';
+import { failsWith } from '../support/source-error.ts';
 
 const cm = (name: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
 const silent = createLogger({ level: 'silent' });
 const TOKEN = 'test-token-0123456789';
-
-function isSourceError(reason: string, message: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
-    assert.equal(err.reason, reason, err.message);
-    assert.match(err.message, message);
-    return true;
-  };
-}
 
 describe('renderer server', () => {
   let work: string;
@@ -90,7 +82,7 @@ describe('renderer server', () => {
     }
     assert.equal(renderer.stats.renders + renderer.stats.cacheHits, before, 'nothing was rendered');
     const wrong = new RendererClient({ url: `unix:${renderer.server.address}`, token: () => 'wrong' });
-    await assert.rejects(wrong.render(input), isSourceError('RendererUnavailable', /refused the request \(401\)/));
+    await assert.rejects(wrong.render(input), failsWith('RendererUnavailable', /refused the request \(401\)/));
     await wrong.close();
   });
 
@@ -107,7 +99,7 @@ describe('renderer server', () => {
       assert.equal((await request(`${base}/healthz`)).statusCode, 200);
       assert.equal((await request(`${base}/readyz`)).statusCode, 503);
       const c = new RendererClient({ url: base, token: () => TOKEN });
-      await assert.rejects(c.render(input), isSourceError('RendererUnavailable', /has no token yet/));
+      await assert.rejects(c.render(input), failsWith('RendererUnavailable', /has no token yet/));
       await c.close();
     } finally {
       await unready.stop();
@@ -131,11 +123,11 @@ describe('renderer server', () => {
   test("a source error keeps its reason and message, the repository's paths only", async () => {
     await assert.rejects(
       client.render({ ...input, source: { ...input.source, path: 'nope' } }),
-      isSourceError('InvalidSource', /^app path 'nope' does not exist$/),
+      failsWith('InvalidSource', /^app path 'nope' does not exist$/),
     );
     await assert.rejects(
       client.render({ ...input, revision: 'v9' }),
-      isSourceError('RevisionNotFound', /^revision 'v9' not found in 'http:\/\/127\.0\.0\.1:\d+\/app'$/),
+      failsWith('RevisionNotFound', /^revision 'v9' not found in 'http:\/\/127\.0\.0\.1:\d+\/app'$/),
     );
   });
 
@@ -152,10 +144,7 @@ describe('renderer server', () => {
     for (const sourceRepos of [[git.url('app')], undefined]) {
       await assert.rejects(
         client.render({ ...remote, ...(sourceRepos ? { sourceRepos } : {}) }),
-        isSourceError(
-          'InvalidSource',
-          /^remote\/kustomization\.yaml: resources '.*\/base\/\/app\?ref=main' is refused/,
-        ),
+        failsWith('InvalidSource', /^remote\/kustomization\.yaml: resources '.*\/base\/\/app\?ref=main' is refused/),
       );
     }
   });
@@ -219,10 +208,7 @@ test('a busy renderer queues what it can and refuses the rest with 503, naming t
     const first = client.render(input(1));
     const second = client.render(input(2));
     await until(() => handler.stats.running === 1 && handler.stats.queued === 1);
-    await assert.rejects(
-      client.render(input(3)),
-      isSourceError('RendererUnavailable', /is busy \(1 requests waiting\)/),
-    );
+    await assert.rejects(client.render(input(3)), failsWith('RendererUnavailable', /is busy \(1 requests waiting\)/));
     release();
     assert.equal((await first).revision, '0'.repeat(40));
     assert.equal((await second).revision, '0'.repeat(40));

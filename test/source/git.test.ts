@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { GitRepoCache } from '../../src/source/git.ts';
 import { SourceError } from '../../src/source/errors.ts';
 import { TestRepo, git, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
+import { failsWith } from '../support/source-error.ts';
 import { checkoutBombRepo } from '../support/attacks.ts';
 
 const temps: string[] = [];
@@ -24,15 +25,6 @@ after(async () => {
 async function waitFor(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 100 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));
   assert.ok(cond(), 'condition not reached within 5 s');
-}
-
-function isSourceError(reason: string, message: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
-    assert.equal(err.reason, reason);
-    assert.match(err.message, message);
-    return true;
-  };
 }
 
 describe('GitRepoCache', () => {
@@ -113,7 +105,7 @@ describe('GitRepoCache', () => {
     assert.equal(await cache.resolveRevision(r.dir, sha), sha);
     await assert.rejects(
       cache.resolveRevision(r.dir, 'main'),
-      isSourceError('RepositoryUnreachable', /^repository '.*' not reachable: .+/),
+      failsWith('RepositoryUnreachable', /^repository '.*' not reachable: .+/),
     );
   });
 
@@ -142,15 +134,15 @@ describe('GitRepoCache', () => {
     const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
     await assert.rejects(
       cache.resolveRevision(repo.dir, 'v9'),
-      isSourceError('RevisionNotFound', new RegExp(`^revision 'v9' not found in '${repo.dir}'$`)),
+      failsWith('RevisionNotFound', new RegExp(`^revision 'v9' not found in '${repo.dir}'$`)),
     );
     await assert.rejects(
       cache.resolveRevision(repo.dir, 'deadbeefdeadbeef'),
-      isSourceError('RevisionNotFound', /^revision 'deadbeefdeadbeef' not found in /),
+      failsWith('RevisionNotFound', /^revision 'deadbeefdeadbeef' not found in /),
     );
     await assert.rejects(
       cache.resolveRevision(repo.dir, '--upload-pack=touch x'),
-      isSourceError('InvalidSource', /is not a valid revision/),
+      failsWith('InvalidSource', /is not a valid revision/),
     );
   });
 
@@ -166,7 +158,7 @@ describe('GitRepoCache', () => {
     git(r.dir, 'branch', '-D', 'gone');
     await assert.rejects(
       cache.resolveRevision(r.dir, 'gone'),
-      isSourceError('RevisionNotFound', /revision 'gone' not found/),
+      failsWith('RevisionNotFound', /revision 'gone' not found/),
     );
   });
 
@@ -175,14 +167,14 @@ describe('GitRepoCache', () => {
     const missing = path.join(os.tmpdir(), 'impersync-no-such-repo');
     await assert.rejects(
       cache.resolveRevision(missing, 'HEAD'),
-      isSourceError(
+      failsWith(
         'RepositoryUnreachable',
         /^repository '.*impersync-no-such-repo' not reachable: .*(does not appear to be a git repository|does not exist)/s,
       ),
     );
     await assert.rejects(
       cache.resolveRevision('http://127.0.0.1:1/x.git', 'HEAD'),
-      isSourceError(
+      failsWith(
         'RepositoryUnreachable',
         /^repository 'http:\/\/127\.0\.0\.1:1\/x\.git' not reachable: .*(Failed to connect|Could not connect|Connection refused)/s,
       ),
@@ -207,7 +199,7 @@ describe('GitRepoCache', () => {
     });
     await assert.rejects(
       cache.resolveRevision(repo.dir, 'main'),
-      isSourceError('ToolMissing', /^\/nonexistent\/git not found: install git/),
+      failsWith('ToolMissing', /^\/nonexistent\/git not found: install git/),
     );
   });
 
@@ -220,7 +212,7 @@ describe('GitRepoCache', () => {
     const sha = await r.commit({});
     await assert.rejects(
       cache.checkout(r.dir, sha),
-      isSourceError('InvalidSource', /^repository contains out-of-bounds symlinks\. file: leak\.yaml$/),
+      failsWith('InvalidSource', /^repository contains out-of-bounds symlinks\. file: leak\.yaml$/),
     );
   });
 
@@ -246,7 +238,7 @@ describe('GitRepoCache', () => {
       for (const [link, target] of Object.entries(links)) await symlink(target, path.join(r.dir, link));
       const sha = await r.commit({});
       const escaped = new RegExp(`^repository contains out-of-bounds symlinks\\. file: ${bad.replaceAll('/', '\\/')}$`);
-      await assert.rejects(cache.checkout(r.dir, sha), isSourceError('InvalidSource', escaped));
+      await assert.rejects(cache.checkout(r.dir, sha), failsWith('InvalidSource', escaped));
     });
   }
 
@@ -355,7 +347,7 @@ describe('GitRepoCache', () => {
     const sha = await cache.resolveRevision(bomb.url, 'HEAD');
     await assert.rejects(
       cache.checkout(bomb.url, sha),
-      isSourceError(
+      failsWith(
         'TooLarge',
         new RegExp(`^commit ${sha} of '.*' has 2\\.4 GiB of files, over the renderer's checkout limit of 1 GiB$`),
       ),
@@ -380,7 +372,7 @@ describe('GitRepoCache', () => {
       });
       await assert.rejects(
         cache.resolveRevision(`http://127.0.0.1:${port}/x.git`, 'main'),
-        isSourceError('Timeout', /^git ls-remote of 'http:\/\/127\.0\.0\.1:\d+\/x\.git' timed out after 1\.5s$/),
+        failsWith('Timeout', /^git ls-remote of 'http:\/\/127\.0\.0\.1:\d+\/x\.git' timed out after 1\.5s$/),
       );
     } finally {
       for (const s of sockets) s.destroy();
@@ -409,7 +401,7 @@ describe('GitRepoCache', () => {
       assert.ok(server.requests() > before, 'git talked to the http server');
       await assert.rejects(
         cache.resolveRevision(server.url('nope'), 'HEAD'),
-        isSourceError('RepositoryUnreachable', /not reachable: .*(not found|404)/s),
+        failsWith('RepositoryUnreachable', /not reachable: .*(not found|404)/s),
       );
     });
   });

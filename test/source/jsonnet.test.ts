@@ -9,11 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
-import { SourceError, SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
+import { SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
 import { JsonnetEvaluator } from '../../src/source/jsonnet.ts';
 import { DEFAULT_LIMITS, toolLimits } from '../../src/source/render.ts';
 import { DEFAULT_DOCUMENT_LIMITS } from '../../src/source/expand.ts';
 import { TestRepo } from '../support/git.ts';
+import { failsWith } from '../support/source-error.ts';
 import { toolsDir } from './tools.ts';
 
 const cm = (name: string, data = '{}') =>
@@ -62,16 +63,6 @@ function app(source: Record<string, unknown>, name = 'guestbook'): RenderInput {
 }
 const names = (r: RenderResult): string[] => r.objects.map((o) => o.object.metadata.name);
 const data = (r: RenderResult, i = 0) => (r.objects[i]?.object as unknown as { data: Record<string, unknown> }).data;
-
-function refused(reason: string, message: string | RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
-    assert.equal(err.reason, reason, err.message);
-    if (typeof message === 'string') assert.equal(err.message, message);
-    else assert.match(err.message, message);
-    return true;
-  };
-}
 
 describe('Directory sources with jsonnet', () => {
   let repo: TestRepo;
@@ -142,7 +133,7 @@ describe('Directory sources with jsonnet', () => {
           },
         }),
       ),
-      refused(
+      failsWith(
         'InvalidManifest',
         /^Failed to evaluate jsonnet "main\.jsonnet": RUNTIME ERROR: couldn't open import "helpers\.libsonnet": no match locally or in the Jsonnet library paths\n\tvars\/main\.jsonnet:1:13-39\t/,
       ),
@@ -206,46 +197,46 @@ describe('Directory sources with jsonnet', () => {
       renderer.render(app({ repoURL: url, path: p, ...(directory ? { directory } : {}) }));
     await assert.rejects(
       render('errors/runtime'),
-      refused(
+      failsWith(
         'InvalidManifest',
         'Failed to evaluate jsonnet "main.jsonnet": RUNTIME ERROR: boom 1\n\terrors/runtime/main.jsonnet:2:1-18\t$\n\tDuring evaluation\t\n',
       ),
     );
     await assert.rejects(
       render('errors/nokind'),
-      refused(
+      failsWith(
         'InvalidManifest',
         'Failed to unmarshal generated json "main.jsonnet": Object \'Kind\' is missing in \'{\n   "a": 1\n}\'',
       ),
     );
     await assert.rejects(
       render('errors/nokind-array'),
-      refused(
+      failsWith(
         'InvalidManifest',
         'Failed to unmarshal generated json "main.jsonnet": json: cannot unmarshal array into Go value of type map[string]interface {}',
       ),
     );
     await assert.rejects(
       render('errors/string'),
-      refused(
+      failsWith(
         'InvalidManifest',
         'Failed to unmarshal generated json "main.jsonnet": json: cannot unmarshal string into Go value of type map[string]interface {}',
       ),
     );
     await assert.rejects(
       render('errors/missing-import'),
-      refused(
+      failsWith(
         'InvalidManifest',
         /^Failed to evaluate jsonnet "main\.jsonnet": RUNTIME ERROR: couldn't open import "nowhere\.libsonnet": no match locally or in the Jsonnet library paths\n/,
       ),
     );
     await assert.rejects(
       render('vars', { jsonnet: { libs: ['../outside'] } }),
-      refused('InvalidSource', "file '../outside' resolved to outside repository root"),
+      failsWith('InvalidSource', "file '../outside' resolved to outside repository root"),
     );
     await assert.rejects(
       render('vars', { jsonnet: { libs: ['vendor'], other: 'x' } }),
-      refused('InvalidSource', 'spec.source.directory.jsonnet.other is not supported by impersync'),
+      failsWith('InvalidSource', 'spec.source.directory.jsonnet.other is not supported by impersync'),
     );
   });
 
@@ -257,7 +248,7 @@ describe('Directory sources with jsonnet', () => {
     ] as const) {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: `attack/${dir}` })),
-        refused(
+        failsWith(
           'InvalidManifest',
           new RegExp(
             `^Failed to evaluate jsonnet "main\\.jsonnet": RUNTIME ERROR: jsonnet import ${JSON.stringify(imported).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} resolves outside repository root\n\tattack/${dir}/main\\.jsonnet:`,
@@ -334,28 +325,31 @@ describe('impersync-jsonnet importer', () => {
     );
     await assert.rejects(
       evaluate('memory.jsonnet', { memoryBytes: 512 * 1024 * 1024 }),
-      refused('TooLarge', "jsonnet evaluation of 'app/memory.jsonnet' exceeded the renderer's memory limit of 512 MiB"),
+      failsWith(
+        'TooLarge',
+        "jsonnet evaluation of 'app/memory.jsonnet' exceeded the renderer's memory limit of 512 MiB",
+      ),
     );
     await assert.rejects(
       evaluate('slow.jsonnet', { timeoutMs: 1000 }),
-      refused('Timeout', "jsonnet evaluation of 'app/slow.jsonnet' timed out after 1s"),
+      failsWith('Timeout', "jsonnet evaluation of 'app/slow.jsonnet' timed out after 1s"),
     );
     await assert.rejects(
       evaluate('many.jsonnet', { maxOutputBytes: 10_000 }),
-      refused('TooLarge', /^jsonnet evaluation of 'app\/many\.jsonnet' produced more than 9\.8 KiB of output/),
+      failsWith('TooLarge', /^jsonnet evaluation of 'app\/many\.jsonnet' produced more than 9\.8 KiB of output/),
     );
     assert.equal((await evaluate('many.jsonnet')).length, 2000);
     // Go's own stack limit: the runtime's words, not its goroutine dump.
     await assert.rejects(
       evaluate('deep.jsonnet'),
-      refused(
+      failsWith(
         'ToolFailed',
         "jsonnet evaluation of 'app/deep.jsonnet' failed: runtime: goroutine stack exceeds 268435456-byte limit\nfatal error: stack overflow",
       ),
     );
     await assert.rejects(
       evaluate('big.jsonnet', { maxDocumentBytes: 4096 }),
-      refused('TooLarge', /^app\/big\.jsonnet: document 1 is larger than 4 KiB/),
+      failsWith('TooLarge', /^app\/big\.jsonnet: document 1 is larger than 4 KiB/),
     );
   });
 
@@ -367,7 +361,7 @@ describe('impersync-jsonnet importer', () => {
     ] as const)
       await assert.rejects(
         evaluate(file),
-        refused(
+        failsWith(
           'InvalidManifest',
           new RegExp(
             `^Failed to evaluate jsonnet "${file.replace('.', '\\.')}": RUNTIME ERROR: jsonnet import "${imported.replace(/\./g, '\\.')}" resolves outside repository root\n\tapp/${file.replace('.', '\\.')}:1:`,

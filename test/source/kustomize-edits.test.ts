@@ -10,9 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
-import { SourceError, SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
+import { SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
 import { replicaArg } from '../../src/source/kustomize-edits.ts';
 import { TestRepo } from '../support/git.ts';
+import { failsWith } from '../support/source-error.ts';
 import { toolsDir } from './tools.ts';
 
 const deploy = (name: string, replicas = 1): string =>
@@ -57,15 +58,6 @@ function app(source: Record<string, unknown>): RenderInput {
 const byName = (r: RenderResult) => new Map(r.objects.map((o) => [o.object.metadata.name, o.object]));
 const names = (r: RenderResult): string[] => r.objects.map((o) => o.object.metadata.name).sort();
 
-function sourceError(reason: string, message: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
-    assert.equal(err.reason, reason, err.message);
-    assert.match(err.message, message);
-    return true;
-  };
-}
-
 describe('kustomize replicas, patches, components and helm fileParameters', () => {
   let repo: TestRepo;
   let cacheDir: string;
@@ -98,11 +90,11 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
   test("replicas: Argo CD's error for a count that is no integer, kustomize's for a name nothing has", async () => {
     await assert.rejects(
       kustomize({ replicas: [{ name: 'web', count: 'three' }] }),
-      sourceError('InvalidSource', /^expected integer value for count\. Received: three$/),
+      failsWith('InvalidSource', /^expected integer value for count\. Received: three$/),
     );
     await assert.rejects(
       kustomize({ replicas: [{ name: 'nothing', count: 2 }] }),
-      sourceError('ToolFailed', /kustomize build of 'k' failed: .*resource with name nothing does not match a config/s),
+      failsWith('ToolFailed', /kustomize build of 'k' failed: .*resource with name nothing does not match a config/s),
     );
   });
 
@@ -123,7 +115,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       [{ commonLabels: { a: 'b' }, forceCommonLabels: 'yes' }, /forceCommonLabels: expected a boolean, got "yes"/],
       [{ labelWithoutSelector: 1 }, /labelWithoutSelector: expected a boolean, got 1/],
     ] as const)
-      await assert.rejects(kustomize(fields), sourceError('InvalidSource', message));
+      await assert.rejects(kustomize(fields), failsWith('InvalidSource', message));
   });
 
   test('replicaArg is name=count as Argo CD formats it (strconv.Atoi for a string)', () => {
@@ -168,14 +160,14 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     const patch = { patch: '- op: add\n  path: /metadata/labels\n  value: {a: b}', target: { kind: 'Deployment' } };
     await assert.rejects(
       renderer.render(app({ repoURL: url, path: 'kmap', kustomize: { patches: [patch] } })),
-      sourceError(
+      failsWith(
         'InvalidSource',
         /^expected 'patches' field in kustomization\.yaml to be \[\]any, but got map\[string\]interface \{\}$/,
       ),
     );
     await assert.rejects(
       renderer.render(app({ repoURL: url, path: 'knull', kustomize: { patches: [patch] } })),
-      sourceError('InvalidSource', /^expected 'patches' field in kustomization\.yaml to be \[\]any, but got <nil>$/),
+      failsWith('InvalidSource', /^expected 'patches' field in kustomization\.yaml to be \[\]any, but got <nil>$/),
     );
   });
 
@@ -210,7 +202,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
   test('components: a missing one is an error, left out with ignoreMissingComponents', async () => {
     await assert.rejects(
       kustomize({ components: ['components/nope'] }),
-      sourceError('ToolFailed', /^kustomize edit add component of 'k' failed: .*components\/nope has no match/s),
+      failsWith('ToolFailed', /^kustomize edit add component of 'k' failed: .*components\/nope has no match/s),
     );
     const r = await kustomize({ components: ['components/nope', 'components/extra'], ignoreMissingComponents: true });
     assert.deepEqual(names(r), ['base-extra', 'base-web']);
@@ -220,7 +212,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     for (const c of ['../..', '/etc', '../../../../../../../../tmp']) {
       await assert.rejects(
         kustomize({ components: [c] }),
-        sourceError(
+        failsWith(
           'InvalidSource',
           new RegExp(`^kustomize component '${c.replace(/[.*/]/g, '\\$&')}' of 'k' is outside the repository$`),
         ),
@@ -270,7 +262,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     test("commonLabels: a label the kustomization has is kustomize's error, replaced with forceCommonLabels", async () => {
       await assert.rejects(
         render('kl', { commonLabels: { team: 'app' } }),
-        sourceError(
+        failsWith(
           'ToolFailed',
           /^kustomize edit add label of 'kl' failed: Error: label team already in kustomization file\. Use --force to override\.$/,
         ),
@@ -304,7 +296,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       assert.deepEqual(templates.spec.template.metadata.labels, { app: 'web', tier: 'front' });
       await assert.rejects(
         render('kplain', { commonLabels: { tier: 'front' }, labelIncludeTemplates: true }),
-        sourceError(
+        failsWith(
           'ToolFailed',
           /^kustomize edit add label of 'kplain' failed: Error: --without-selector flag must be specified for --include-templates to work$/,
         ),
@@ -317,7 +309,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     test("commonAnnotations: one the kustomization has is kustomize's error, replaced with forceCommonAnnotations", async () => {
       await assert.rejects(
         render('kl', { commonAnnotations: { note: 'app' } }),
-        sourceError(
+        failsWith(
           'ToolFailed',
           /^kustomize edit add annotation of 'kl' failed: Error: annotation note already in kustomization file\. Use --force to override\.$/,
         ),
@@ -337,7 +329,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       // Were `--force` read as the flag, the label the file has would be overwritten.
       await assert.rejects(
         render('kl', { commonLabels: { '--force': 'x', team: 'app' } }),
-        sourceError('ToolFailed', /label team already in kustomization file/),
+        failsWith('ToolFailed', /label team already in kustomization file/),
       );
       const o = await render('kplain', { namePrefix: '--help-' });
       assert.equal(o.metadata.name, '--help-web');
@@ -385,7 +377,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       });
       await assert.rejects(
         renderer.render(app({ repoURL: bad.fileURL, path: 'a' })),
-        sourceError(
+        failsWith(
           'InvalidSource',
           /^error while parsing source parameters: a\/\.argocd-source\.yaml: kustomize\.components: /,
         ),
@@ -428,14 +420,14 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     test("a file that does not exist is helm's error; one out of the repository is refused", async () => {
       await assert.rejects(
         helm({ fileParameters: [{ name: 'config', path: 'files/nope.txt' }] }),
-        sourceError(
+        failsWith(
           'ToolFailed',
           /^helm template of 'chart' failed: .*chart\/files\/nope\.txt: no such file or directory/s,
         ),
       );
       await assert.rejects(
         helm({ fileParameters: [{ name: 'config', path: '../../../../etc/passwd' }] }),
-        sourceError(
+        failsWith(
           'InvalidSource',
           /^helm file parameter 'config' \(spec\.source\.helm\.fileParameters\[0\]\) file '\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd' of 'chart' is outside the repository$/,
         ),
@@ -445,7 +437,7 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
     test('a URL whose scheme argocd-cm does not allow is refused', async () => {
       await assert.rejects(
         helm({ fileParameters: [{ name: 'config', path: 'file:///etc/passwd' }] }),
-        sourceError('InvalidSource', /the URL scheme 'file' is not allowed/),
+        failsWith('InvalidSource', /the URL scheme 'file' is not allowed/),
       );
     });
   });

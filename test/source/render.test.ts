@@ -6,8 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ApplicationSource } from '../../src/api/application.ts';
-import { SourceError, SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
+import { SourceRenderer, type RenderInput, type RenderResult } from '../../src/source/index.ts';
 import { TestRepo } from '../support/git.ts';
+import { failsWith } from '../support/source-error.ts';
 import { toolsDir } from './tools.ts';
 
 const cm = (name: string, extra = ''): string =>
@@ -56,15 +57,6 @@ function app(
 }
 
 const names = (r: RenderResult): string[] => r.objects.map((o) => o.object.metadata.name);
-
-function sourceError(reason: string, message: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof SourceError, `expected a SourceError, got ${String(err)}`);
-    assert.equal(err.reason, reason, err.message);
-    assert.match(err.message, message);
-    return true;
-  };
-}
 
 describe('SourceRenderer', () => {
   let repo: TestRepo;
@@ -120,14 +112,14 @@ describe('SourceRenderer', () => {
     test('a syntax error names the file and line', async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'broken' })),
-        sourceError('InvalidManifest', /^broken\/bad\.yaml:1[12]: /),
+        failsWith('InvalidManifest', /^broken\/bad\.yaml:1[12]: /),
       );
     });
 
     test('a manifest that is not a Kubernetes object is an error naming file and document', async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'notk8s' })),
-        sourceError(
+        failsWith(
           'InvalidManifest',
           /^notk8s\/x\.yaml: document 1 is not a Kubernetes object: metadata\.name is missing/,
         ),
@@ -137,7 +129,7 @@ describe('SourceRenderer', () => {
     test("a .jsonnet file is evaluated, not skipped: one without a kind is Argo CD's error (test/source/jsonnet.test.ts)", async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'jsonnet' })),
-        sourceError(
+        failsWith(
           'InvalidManifest',
           /^Failed to unmarshal generated json "a\.jsonnet": Object 'Kind' is missing in '\{ \}'$/,
         ),
@@ -153,7 +145,7 @@ describe('SourceRenderer', () => {
       });
       await assert.rejects(
         small.render(app({ repoURL: url, path: 'plain' })),
-        sourceError('TooLarge', /plain\/a\.yaml is \d+ bytes, over the 10 bytes limit/),
+        failsWith('TooLarge', /plain\/a\.yaml is \d+ bytes, over the 10 bytes limit/),
       );
     });
   });
@@ -211,7 +203,7 @@ describe('SourceRenderer', () => {
         )?.object as unknown as Deploy;
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'klabels', kustomize: { commonLabels: { team: 'app' } } })),
-        sourceError('ToolFailed', /label team already in kustomization file\. Use --force to override\./),
+        failsWith('ToolFailed', /label team already in kustomization file\. Use --force to override\./),
       );
       const forced = await deployment('klabels', { commonLabels: { team: 'app' }, forceCommonLabels: true });
       assert.equal(forced.metadata.labels.team, 'app');
@@ -235,14 +227,14 @@ describe('SourceRenderer', () => {
         renderer.render(
           app({ repoURL: url, path: 'kbase', directory: { recurse: true }, kustomize: { namePrefix: 'a-' } }),
         ),
-        sourceError('InvalidSource', /^multiple application sources defined: Kustomize,Directory$/),
+        failsWith('InvalidSource', /^multiple application sources defined: Kustomize,Directory$/),
       );
     });
 
     test('an unsupported kustomize field is an error, not ignored', async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'kbase', kustomize: { notAField: true } })),
-        sourceError('InvalidSource', /spec\.source\.kustomize\.notAField is not supported/),
+        failsWith('InvalidSource', /spec\.source\.kustomize\.notAField is not supported/),
       );
     });
   });
@@ -256,7 +248,7 @@ describe('SourceRenderer', () => {
       }
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'chart', helm: { version: 'v2' } })),
-        sourceError('InvalidSource', /helm version 'v2' is not supported/),
+        failsWith('InvalidSource', /helm version 'v2' is not supported/),
       );
     });
 
@@ -303,7 +295,7 @@ describe('SourceRenderer', () => {
     test('a missing value file is an error unless ignoreMissingValueFiles', async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['nope.yaml'] } })),
-        sourceError('InvalidSource', /helm value file 'nope\.yaml' of 'chart' does not exist/),
+        failsWith('InvalidSource', /helm value file 'nope\.yaml' of 'chart' does not exist/),
       );
       const r = await renderer.render(
         app({ repoURL: url, path: 'chart', helm: { valueFiles: ['nope.yaml'], ignoreMissingValueFiles: true } }),
@@ -311,7 +303,7 @@ describe('SourceRenderer', () => {
       assert.ok(r.objects.length > 0);
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'chart', helm: { valueFiles: ['../../etc/passwd'] } })),
-        sourceError('InvalidSource', /outside the repository/),
+        failsWith('InvalidSource', /outside the repository/),
       );
     });
 
@@ -324,7 +316,7 @@ describe('SourceRenderer', () => {
         });
         await assert.rejects(
           renderer.render(app({ repoURL: r2.dir, path: 'c' })),
-          sourceError('ToolFailed', /^helm template of 'c' failed: .*nil pointer/s),
+          failsWith('ToolFailed', /^helm template of 'c' failed: .*nil pointer/s),
         );
       } finally {
         await r2.remove();
@@ -342,18 +334,18 @@ describe('SourceRenderer', () => {
       });
       await assert.rejects(
         bare.render(app({ repoURL: url, path: 'kbase' })),
-        sourceError(
+        failsWith(
           'ToolMissing',
           /^kustomize not found on PATH: run scripts\/tool-binaries .* or put kustomize on PATH$/,
         ),
       );
       await assert.rejects(
         bare.render(app({ repoURL: url, path: 'chart' })),
-        sourceError('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/),
+        failsWith('ToolMissing', /^helm not found on PATH: run scripts\/tool-binaries .* or put helm on PATH$/),
       );
       await assert.rejects(
         bare.render(app({ repoURL: url, path: 'jsonnet' })),
-        sourceError(
+        failsWith(
           'ToolMissing',
           /^impersync-jsonnet not found on PATH: run scripts\/tool-binaries .* or put impersync-jsonnet on PATH$/,
         ),
@@ -367,22 +359,22 @@ describe('SourceRenderer', () => {
       });
       await assert.rejects(
         wrong.render(app({ repoURL: url, path: 'chart' })),
-        sourceError('ToolMissing', /^helm not found at '\/nonexistent\/helm' \(configured path\)/),
+        failsWith('ToolMissing', /^helm not found at '\/nonexistent\/helm' \(configured path\)/),
       );
     });
 
     test('a missing app path, a path out of the repository, a revision that does not exist', async () => {
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'nope' })),
-        sourceError('InvalidSource', /^app path 'nope' does not exist$/),
+        failsWith('InvalidSource', /^app path 'nope' does not exist$/),
       );
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: '../..' })),
-        sourceError('InvalidSource', /^app path '\.\.\/\.\.' is outside the repository$/),
+        failsWith('InvalidSource', /^app path '\.\.\/\.\.' is outside the repository$/),
       );
       await assert.rejects(
         renderer.render(app({ repoURL: url, path: 'plain', targetRevision: 'v9' })),
-        sourceError('RevisionNotFound', /^revision 'v9' not found in 'file:\/\//),
+        failsWith('RevisionNotFound', /^revision 'v9' not found in 'file:\/\//),
       );
     });
 
@@ -401,7 +393,7 @@ describe('SourceRenderer', () => {
       // Charts from Helm repositories are rendered (test/source/charts.test.ts); only their transports are checked here.
       await assert.rejects(
         renderer.render(app({ repoURL: 'ftp://charts.example', chart: 'nginx', targetRevision: '1.0.0' })),
-        sourceError('InvalidSource', /Helm repository 'ftp:\/\/charts.example' must be an http or https URL/),
+        failsWith('InvalidSource', /Helm repository 'ftp:\/\/charts.example' must be an http or https URL/),
       );
     });
   });

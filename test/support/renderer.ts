@@ -35,13 +35,7 @@ export async function withTestRenderer(
   }
 }
 
-/** For assert.rejects: a SourceError of `reason` whose message matches. */
-export const failsWith = (reason: string, message: RegExp) => (err: unknown) => {
-  assert.ok(err instanceof SourceError, String(err));
-  assert.equal(err.reason, reason, err.message);
-  assert.match(err.message, message);
-  return true;
-};
+export { failsWith } from './source-error.ts';
 
 /** The SourceError `p` is refused with; the test fails when it is not refused, or not with one. */
 export async function refused(p: Promise<unknown>): Promise<SourceError> {
