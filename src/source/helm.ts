@@ -194,7 +194,15 @@ function fileParametersOf(spec: HelmSpec): Array<{ name: string; path: string }>
     for (const key of ['name', 'path'] as const)
       if (o[key] !== undefined && o[key] !== null && typeof o[key] !== 'string')
         throw new SourceError('InvalidSource', `spec.source.helm.fileParameters[${i}].${key}: expected a string`);
-    return { name: typeof o.name === 'string' ? o.name : '', path: typeof o.path === 'string' ? o.path : '' };
+    const name = typeof o.name === 'string' ? o.name : '';
+    // helm splits --set-file at commas and reads each value as a file: a comma in the name would
+    // name a file of the renderer's past every check of the path (Argo CD passes the name as is).
+    if (name.includes(','))
+      throw new SourceError(
+        'InvalidSource',
+        `spec.source.helm.fileParameters[${i}].name '${name}': a comma would make helm read a second file; it is refused`,
+      );
+    return { name, path: typeof o.path === 'string' ? o.path : '' };
   });
 }
 

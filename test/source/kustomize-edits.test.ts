@@ -434,6 +434,17 @@ describe('kustomize replicas, patches, components and helm fileParameters', () =
       );
     });
 
+    test("a name with a comma, which would make helm read a file of the renderer's, is refused", async () => {
+      // Without the check helm reads /etc/passwd into the value `x` (--set-file=x=/etc/passwd,y=...).
+      await assert.rejects(
+        helm({ fileParameters: [{ name: 'x=/etc/passwd,y', path: 'files/config.txt' }] }),
+        failsWith(
+          'InvalidSource',
+          "spec.source.helm.fileParameters[0].name 'x=/etc/passwd,y': a comma would make helm read a second file; it is refused",
+        ),
+      );
+    });
+
     test('a URL whose scheme argocd-cm does not allow is refused', async () => {
       await assert.rejects(
         helm({ fileParameters: [{ name: 'config', path: 'file:///etc/passwd' }] }),
