@@ -15,7 +15,7 @@ import { readlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ApplicationSource } from '../api/application.ts';
 import { envsubst, type BuildEnv } from './build-env.ts';
-import { SourceError } from './errors.ts';
+import { SourceError, formatBytes } from './errors.ts';
 import { run, tail } from './exec.ts';
 import type { DocumentLimits } from './expand.ts';
 import type { ToolLimits } from './limits.ts';
@@ -38,6 +38,8 @@ export interface JsonnetOptions {
   limits: ToolLimits;
   timeoutMs: number;
   maxOutputBytes: number;
+  /** What all of the directory's evaluations may print together (a render's objects' limit). */
+  maxTotalOutputBytes: number;
   documents: DocumentLimits;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal | undefined;
@@ -50,6 +52,7 @@ export class JsonnetEvaluator {
   #extVars: JsonnetVar[];
   #tlas: JsonnetVar[];
   #jpaths: Promise<string[]> | undefined;
+  #printed = 0;
 
   constructor(opts: JsonnetOptions) {
     this.#opts = opts;
@@ -64,6 +67,14 @@ export class JsonnetEvaluator {
     const substitute = (v: JsonnetVar): JsonnetVar => ({ ...v, value: envsubst(v.value, this.#opts.buildEnv ?? {}) });
     this.#tlas = this.#tlas.map(substitute);
     this.#extVars = this.#extVars.map(substitute);
+    // Substituted again for each file, a value whose build variables hold references to themselves
+    // doubles each time: held to what one evaluation may print.
+    const held = [...this.#tlas, ...this.#extVars].reduce((n, v) => n + v.value.length, 0);
+    if (held > this.#opts.maxOutputBytes)
+      throw new SourceError(
+        'TooLarge',
+        `spec.source.directory.jsonnet: the ext vars and top-level arguments reach ${formatBytes(held)} at '${shown}' (build variables are substituted in them again for each .jsonnet file, as Argo CD does), over the ${formatBytes(this.#opts.maxOutputBytes)} limit`,
+      );
     const request = {
       file,
       root: this.#opts.repoRoot,
@@ -86,6 +97,12 @@ export class JsonnetEvaluator {
       limits: this.#opts.limits,
       scrub,
     });
+    this.#printed += r.stdout.length;
+    if (this.#printed > this.#opts.maxTotalOutputBytes)
+      throw new SourceError(
+        'TooLarge',
+        `the jsonnet evaluations of '${path.dirname(shown)}' print more than ${formatBytes(this.#opts.maxTotalOutputBytes)} together (at '${shown}'), the limit of a render's objects`,
+      );
     const out = r.stdout.toString('utf8');
     // Argo CD's words (FailedPrecondition), with the file's base name as it quotes it.
     if (r.code === EXIT_EVALUATION)

@@ -237,6 +237,7 @@ async function renderIn(req: RenderRequest, env: RenderEnvironment, renames: Pat
           limits: toolLimits(env.limits, env.tools.paths?.prlimit),
           timeoutMs: env.limits.toolTimeoutMs,
           maxOutputBytes: env.limits.maxToolOutputBytes,
+          maxTotalOutputBytes: env.limits.maxRenderedBytes,
           documents: documentLimits(env.limits),
           env: env.env,
           signal: env.signal,

@@ -299,9 +299,71 @@ describe('impersync-jsonnet importer', () => {
       limits: toolLimits({ ...DEFAULT_LIMITS, toolMemoryBytes: limits.memoryBytes ?? DEFAULT_LIMITS.toolMemoryBytes }),
       timeoutMs: limits.timeoutMs ?? 60_000,
       maxOutputBytes: limits.maxOutputBytes ?? DEFAULT_LIMITS.maxToolOutputBytes,
+      maxTotalOutputBytes: DEFAULT_LIMITS.maxRenderedBytes,
       documents: { ...DEFAULT_DOCUMENT_LIMITS, maxDocumentBytes: limits.maxDocumentBytes ?? 16 * 1024 * 1024 },
       env: process.env,
     }).evaluate(path.join(root, 'app', file), `app/${file}`);
+
+  /** One evaluator for several files of a directory, as a render makes it. */
+  const evaluator = (opts: Partial<ConstructorParameters<typeof JsonnetEvaluator>[0]>) =>
+    new JsonnetEvaluator({
+      binary: path.join(toolsDir(), 'impersync-jsonnet'),
+      repoRoot: root,
+      appDir: path.join(root, 'app'),
+      jsonnet: undefined,
+      buildEnv: {},
+      renames: [{ from: root, to: '' }],
+      limits: toolLimits(DEFAULT_LIMITS),
+      timeoutMs: 60_000,
+      maxOutputBytes: DEFAULT_LIMITS.maxToolOutputBytes,
+      maxTotalOutputBytes: DEFAULT_LIMITS.maxRenderedBytes,
+      documents: DEFAULT_DOCUMENT_LIMITS,
+      env: process.env,
+      ...opts,
+    });
+
+  test("a directory's evaluations together are held to the limit of a render's objects", async () => {
+    await writeFile(
+      path.join(root, 'app', 'kb.jsonnet'),
+      "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kb' }, data: { v: std.join('', std.makeArray(1000, function(i) 'x')) } }",
+    );
+    const e = evaluator({ maxTotalOutputBytes: 3072 });
+    const file = path.join(root, 'app', 'kb.jsonnet');
+    await e.evaluate(file, 'app/kb.jsonnet');
+    await e.evaluate(file, 'app/kb.jsonnet');
+    await assert.rejects(
+      e.evaluate(file, 'app/kb.jsonnet'),
+      failsWith(
+        'TooLarge',
+        "the jsonnet evaluations of 'app' print more than 3 KiB together (at 'app/kb.jsonnet'), the limit of a render's objects",
+      ),
+    );
+  });
+
+  test('ext vars whose build variables refer to themselves, substituted again for each file, are held to the output limit', async () => {
+    await writeFile(
+      path.join(root, 'app', 'ext.jsonnet'),
+      "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ext' }, data: { v: std.extVar('v') } }",
+    );
+    const e = evaluator({
+      jsonnet: { extVars: [{ name: 'v', value: '$ARGOCD_APP_NAME' }] },
+      buildEnv: { ARGOCD_APP_NAME: '-$ARGOCD_APP_NAME-$ARGOCD_APP_NAME-' },
+      maxOutputBytes: 4096,
+    });
+    const file = path.join(root, 'app', 'ext.jsonnet');
+    let evaluated = 0;
+    await assert.rejects(
+      (async () => {
+        for (; evaluated < 20; evaluated++) await e.evaluate(file, 'app/ext.jsonnet');
+      })(),
+      failsWith(
+        'TooLarge',
+        /^spec\.source\.directory\.jsonnet: the ext vars and top-level arguments reach .* at 'app\/ext\.jsonnet' \(build variables are substituted in them again for each \.jsonnet file, as Argo CD does\), over the 4 KiB limit$/,
+      ),
+    );
+    // The value doubles with each file: 35 bytes, 71, 143, ... past 4 KiB at the seventh.
+    assert.ok(evaluated >= 5 && evaluated <= 8, `refused after ${evaluated} files`);
+  });
 
   test('each evaluation is held to the tool limits: memory, time, output, and each object to the document limits', async () => {
     const many = (n: number) =>
