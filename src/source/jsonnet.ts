@@ -20,6 +20,7 @@ import { run, tail } from './exec.ts';
 import type { DocumentLimits } from './expand.ts';
 import type { ToolLimits } from './limits.ts';
 import { parseJSONValues, type ParsedObject } from './parse.ts';
+import { isInside } from './paths.ts';
 import { scrubber, type PathRename } from './scrub.ts';
 import { howToGet } from './tools.ts';
 
@@ -150,7 +151,7 @@ async function libraryPaths(root: string, appDir: string, spec: JsonnetSpec | un
         throw new SourceError('InvalidSource', 'internal error: failed to resolve path. Check logs for more details');
       p = path.resolve(path.dirname(p), target);
     }
-    if (p !== root && !p.startsWith(root + path.sep))
+    if (!isInside(root, p))
       throw new SourceError('InvalidSource', `file '${lib}' resolved to outside repository root`);
     // A lib that is missing, or a file, is passed on as Argo CD passes it: nothing is found in it.
     out.push(p);
