@@ -247,6 +247,8 @@ async function privateFile(input: EditInput, name: string): Promise<void> {
 async function readLimited(file: string, shown: string, max: number): Promise<Buffer> {
   const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
+    // What was opened is what is read: a file put in the checked one's place that is no regular file is refused.
+    if (!(await handle.stat()).isFile()) throw new SourceError('InvalidSource', `${shown} is not a regular file`);
     const buffer = Buffer.alloc(max + 1);
     const { bytesRead } = await handle.read(buffer, 0, max + 1, 0);
     if (bytesRead > max)
