@@ -151,8 +151,7 @@ async function libraryPaths(root: string, appDir: string, spec: JsonnetSpec | un
         throw new SourceError('InvalidSource', 'internal error: failed to resolve path. Check logs for more details');
       p = path.resolve(path.dirname(p), target);
     }
-    if (!isInside(root, p))
-      throw new SourceError('InvalidSource', `file '${lib}' resolved to outside repository root`);
+    if (!isInside(root, p)) throw new SourceError('InvalidSource', `file '${lib}' resolved to outside repository root`);
     // A lib that is missing, or a file, is passed on as Argo CD passes it: nothing is found in it.
     out.push(p);
   }
