@@ -35,7 +35,7 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--leader-election-retry-period D]
                     [--renderer URL... [--renderer-token-secret NAME | --renderer-token-file FILE]]
                     [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT] [--memory-limit SIZE]
-                    [--renderer-memory-limit SIZE]
+                    [--renderer-memory-limit SIZE] [--tenant-api-share-ms MS]
                     [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
                     [--redis-compress gzip|none] [--redis-use-tls [--redis-ca-certificate FILE]
                     [--redis-client-certificate FILE --redis-client-key FILE] [--redis-insecure-skip-tls-verify]]
@@ -85,6 +85,11 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
   --renderer-memory-limit SIZE   the child renderer's memory limit (its --memory-limit; default: as a
                                  renderer finds its own, cgroup v2 memory.max, else the machine's
                                  memory). In one container, give the two their shares of its limit
+  --tenant-api-share-ms MS       each destination's API server shared between tenants (AppProjects) by
+                                 the time their requests take: while another tenant is about, a
+                                 tenant may have in flight only as many requests made as its
+                                 ServiceAccounts as its recent requests' time fits in MS (at least
+                                 one). Default 1000; 0 turns the share off
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
   --renderer-metrics-listen ADDR the child renderer serves its /metrics (Argo CD's git request
@@ -215,6 +220,7 @@ export async function main(argv: string[]): Promise<number> {
     'app-state-cache-expiration': { type: 'string' },
     'memory-limit': { type: 'string' },
     'renderer-memory-limit': { type: 'string' },
+    'tenant-api-share-ms': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -232,13 +238,13 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const numbers: Record<string, number | undefined> = {};
-  for (const name of ['status-processors', 'operation-processors', 'health-port']) {
+  for (const name of ['status-processors', 'operation-processors', 'health-port', 'tenant-api-share-ms']) {
     const n = positiveInt(typeof v[name] === 'string' ? v[name] : undefined, name);
     if (typeof n === 'string') {
       process.stderr.write(`impersync run: ${n}\n`);
       return 2;
     }
-    if (n === 0 && name !== 'health-port') {
+    if (n === 0 && name !== 'health-port' && name !== 'tenant-api-share-ms') {
       process.stderr.write(`impersync run: --${name} must be at least 1\n`);
       return 2;
     }
@@ -368,6 +374,7 @@ export async function main(argv: string[]): Promise<number> {
       events: [printerSink((line) => logger.info(line))],
       redis,
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
+      ...(numbers['tenant-api-share-ms'] !== undefined ? { tenantApiShareMs: numbers['tenant-api-share-ms'] } : {}),
       ...(numbers['operation-processors'] !== undefined
         ? { operationProcessors: numbers['operation-processors'] }
         : {}),

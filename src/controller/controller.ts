@@ -42,6 +42,9 @@ import type { RedisFlags } from '../argocd-cache/options.ts';
 import { ArgoCacheWriter } from '../argocd-cache/writer.ts';
 import { appInstanceName } from '../sync/index.ts';
 
+/** `--tenant-api-share-ms` when not given. */
+export const DEFAULT_TENANT_API_SHARE_MS = 1000;
+
 export interface ControllerOptions {
   /** The control cluster: a kubeconfig of kube/kubeconfig.ts, or a client-node KubeConfig (tests). */
   kc: KubeConfigLike;
@@ -91,6 +94,11 @@ export interface ControllerOptions {
   budgetWaitConditionMs?: number;
   /** How long one run of a cluster Secret's credential plugin may take (default 30 s); tests shorten it. */
   execTimeoutMs?: number;
+  /**
+   * `--tenant-api-share-ms`: the milliseconds of API server time one tenant's requests may have in
+   * flight on a destination while another tenant is about (kube/tenant-share.ts); 0 turns it off.
+   */
+  tenantApiShareMs?: number;
   /**
    * `impersync run`'s Redis flags (--redis, --sentinel, ...): with these, Argo CD's variables or
    * argocd-cmd-params-cm's redis.* keys naming a Redis, Argo CD's cache is written there.
@@ -191,14 +199,20 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       { server, err: err.message },
       `the controller may not impersonate impersync's user extras on ${server}: requests made as ServiceAccounts there do not name their Application, project and revision in the audit log (unless argocd-cm sets ${REQUIRE_EXTRAS_KEY}: "true", which makes them fail instead). Grant impersonate on userextras/${EXTRA_KEYS.join(', userextras/')} (docs/install.md)`,
     );
+  // Each destination's API server shared between tenants by the time their requests take (kube/tenant-share.ts).
+  const tenantShare = {
+    inFlightMs: opts.tenantApiShareMs ?? DEFAULT_TENANT_API_SHARE_MS,
+    onWait: (_server: string, tenant: string, ms: number) => metrics.tenantApiWait.observe({ tenant }, ms / 1000),
+  };
   const factory = new DestinationClientFactory(
     credential,
     opts.liveObjects === false
-      ? { onResponse: onDestinationResponse, onExtrasRefused, execTimeoutMs: opts.execTimeoutMs }
+      ? { onResponse: onDestinationResponse, onExtrasRefused, execTimeoutMs: opts.execTimeoutMs, tenantShare }
       : {
           onResponse: onDestinationResponse,
           onExtrasRefused,
           execTimeoutMs: opts.execTimeoutMs,
+          tenantShare,
           liveObjects: {
             onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             onEvent: (server, apiVersion, kind) => countClusterEvent(metrics, server, apiVersion, kind),

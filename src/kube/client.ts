@@ -18,6 +18,7 @@ import { LiveObjectCache } from './live-cache.ts';
 import { collectionPath, locate, refOf } from './locate.ts';
 import type { LiveCacheOptions, LiveCacheStats } from './live-cache.ts';
 import { sendJson, watchTransportOver } from './request.ts';
+import type { TenantShare } from './tenant-share.ts';
 import type { Transport } from './transport.ts';
 import { DEFAULT_FIELD_MANAGER } from './types.ts';
 import type {
@@ -48,9 +49,11 @@ interface Caller {
   cached: boolean;
   /** The Application, for remembered dry-runs (dry-run-memo.ts); '' without one. */
   scope: string;
+  /** The tenant (AppProject) its requests count for in the API server's share (tenant-share.ts); '' for none. */
+  tenant: string;
 }
 
-const PLAIN: Caller = { extras: undefined, required: false, cached: true, scope: '' };
+const PLAIN: Caller = { extras: undefined, required: false, cached: true, scope: '', tenant: '' };
 
 export class KubeDestinationClient implements DestinationClient {
   /** The destination as the Application names it (`https://kubernetes.default.svc` included). */
@@ -62,6 +65,8 @@ export class KubeDestinationClient implements DestinationClient {
   /** Live objects from watches made as this identity; absent when the caller wants plain reads. */
   readonly #live: LiveObjectCache | undefined;
   readonly #dryRuns = new DryRunMemo();
+  /** The destination's API server shared between tenants (tenant-share.ts): the views made for an Application count. */
+  readonly #share: TenantShare | undefined;
 
   constructor(
     server: string,
@@ -70,12 +75,14 @@ export class KubeDestinationClient implements DestinationClient {
     discovery: DiscoveryCache,
     live?: LiveCacheOptions,
     grant?: ExtrasGrant,
+    share?: TenantShare,
   ) {
     this.server = server;
     this.identity = Object.freeze({ ...identity });
     this.#transport = transport;
     this.#discovery = discovery;
     this.#grant = grant;
+    this.#share = share;
     // The cache's lists and watches go out as this client's identity, like every other read.
     const watchHeaders = { ...this.#identityHeaders(), 'user-agent': LIVE_WATCH_USER_AGENT };
     this.#live = live ? new LiveObjectCache(watchTransportOver(transport, watchHeaders), live) : undefined;
@@ -108,10 +115,22 @@ export class KubeDestinationClient implements DestinationClient {
    */
   attributed(attribution: Attribution, required = false): DestinationClient {
     if (!('impersonate' in this.identity)) return this;
-    return this.#view({ extras: extraHeaders(attribution), required, cached: true, scope: attribution.application });
+    return this.#view({
+      extras: extraHeaders(attribution),
+      required,
+      cached: true,
+      scope: attribution.application,
+      tenant: attribution.project,
+    });
   }
 
-  async #send<T>(req: RawRequest, caller: Caller): Promise<KubeResult<T>> {
+  #send<T>(req: RawRequest, caller: Caller): Promise<KubeResult<T>> {
+    const share = this.#share;
+    if (!share || caller.tenant === '') return this.#sendNow<T>(req, caller);
+    return share.run(caller.tenant, () => this.#sendNow<T>(req, caller));
+  }
+
+  async #sendNow<T>(req: RawRequest, caller: Caller): Promise<KubeResult<T>> {
     const identity = this.#identityHeaders();
     if (!caller.extras || !(caller.required || (this.#grant?.offer() ?? true)))
       return sendJson<T>(this.#transport, identity, req);

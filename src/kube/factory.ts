@@ -12,6 +12,7 @@ import type { Credential, KubeConfigSource } from './credentials.ts';
 import { credentialForCluster, loadControllerCredential } from './credentials.ts';
 import { DiscoveryCache } from './discovery.ts';
 import type { LiveCacheOptions } from './live-cache.ts';
+import { TenantShare } from './tenant-share.ts';
 import { Transport, isHttpResponse } from './transport.ts';
 import type { ResponseHook } from './transport.ts';
 import type { DestinationClient, Identity, KubeError, MadeFor } from './types.ts';
@@ -67,6 +68,12 @@ export interface FactoryOptions {
   onExtrasRefused?: ((server: string, error: KubeError) => void) | undefined;
   /** How long one run of a cluster's credential plugin may take (default 30 s, kube/exec-credential.ts). */
   execTimeoutMs?: number | undefined;
+  /**
+   * Each destination's API server shared between tenants by the time their requests take
+   * (tenant-share.ts): the milliseconds of requests one tenant may have in flight while another is
+   * about (0 or absent: no limit), and what is told of a request that waited for its share.
+   */
+  tenantShare?: { inFlightMs: number; onWait?: (server: string, tenant: string, ms: number) => void } | undefined;
 }
 
 export class DestinationClientFactory {
@@ -75,9 +82,13 @@ export class DestinationClientFactory {
   readonly #onResponse: ResponseHook | undefined;
   readonly #onExtrasRefused: FactoryOptions['onExtrasRefused'];
   readonly #execTimeoutMs: number | undefined;
+  readonly #tenantShare: FactoryOptions['tenantShare'];
   // destination server -> its pool and what the API server said of its extras; replaced (and the
   // old pool closed) when the credential changes.
-  readonly #transports = new Map<string, { fp: string; transport: Transport; grant: ExtrasGrant }>();
+  readonly #transports = new Map<
+    string,
+    { fp: string; transport: Transport; grant: ExtrasGrant; share: TenantShare | undefined }
+  >();
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
   readonly #versions = new Map<string, { at: number; version: string; connected: boolean }>();
@@ -88,6 +99,7 @@ export class DestinationClientFactory {
     this.#onResponse = opts.onResponse;
     this.#onExtrasRefused = opts.onExtrasRefused;
     this.#execTimeoutMs = opts.execTimeoutMs;
+    this.#tenantShare = opts.tenantShare;
   }
 
   static async fromKubeConfig(
@@ -97,7 +109,7 @@ export class DestinationClientFactory {
     return new DestinationClientFactory(await loadControllerCredential(source), opts);
   }
 
-  #transportFor(cluster: Cluster): { transport: Transport; grant: ExtrasGrant } {
+  #transportFor(cluster: Cluster): { transport: Transport; grant: ExtrasGrant; share: TenantShare | undefined } {
     const cred = credentialForCluster(cluster, this.#controller, { execTimeoutMs: this.#execTimeoutMs });
     const fp = fingerprint(cred, cluster);
     const existing = this.#transports.get(cluster.server);
@@ -118,7 +130,18 @@ export class DestinationClientFactory {
     });
     const onRefused = this.#onExtrasRefused;
     const grant = new ExtrasGrant({ onRefused: onRefused ? (err) => onRefused(cluster.server, err) : undefined });
-    const entry = { fp, transport, grant };
+    // The API server's share between tenants is per destination: each cluster's own CPU. A new
+    // credential for the same cluster keeps the accounts (the same API server).
+    const shareOpts = this.#tenantShare;
+    const share =
+      existing?.share ??
+      (shareOpts && shareOpts.inFlightMs > 0
+        ? new TenantShare({
+            inFlightMs: shareOpts.inFlightMs,
+            onWait: shareOpts.onWait ? (tenant, ms) => shareOpts.onWait?.(cluster.server, tenant, ms) : undefined,
+          })
+        : undefined);
+    const entry = { fp, transport, grant, share };
     this.#transports.set(cluster.server, entry);
     return entry;
   }
@@ -129,7 +152,7 @@ export class DestinationClientFactory {
    * requests only: the controller's own credential impersonates no one and carries no extras).
    */
   forIdentity(cluster: Cluster, identity: Identity, madeFor?: MadeFor): DestinationClient {
-    const { transport, grant } = this.#transportFor(cluster);
+    const { transport, grant, share } = this.#transportFor(cluster);
     const who = 'impersonate' in identity ? `as:${identity.impersonate}` : 'controller';
     const key = `${cluster.server}\n${who}`;
     let client = this.#clients.get(key);
@@ -155,6 +178,7 @@ export class DestinationClientFactory {
             }
           : undefined,
         grant,
+        share,
       );
       this.#clients.set(key, client);
     }

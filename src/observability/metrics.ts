@@ -18,6 +18,8 @@ export interface Metrics {
   tenantQueueDepth: Gauge<'queue' | 'tenant'>;
   tenantQueueProcessing: Gauge<'queue' | 'tenant'>;
   tenantQueueWait: Histogram<'queue' | 'tenant'>;
+  /** Time a request made as a ServiceAccount waited for its tenant's share of the API server (kube/tenant-share.ts). */
+  tenantApiWait: Histogram<'tenant'>;
   watchRestarts: Gauge<'resource'>;
   liveWatches: Gauge;
   /** Argo CD's application controller's metrics (per-Application ones are added by argocd-apps.ts). */
@@ -156,6 +158,13 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       help: 'Time a key waited in a work queue before a worker took it, per tenant.',
       labelNames: ['queue', 'tenant'],
       buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+      registers,
+    }),
+    tenantApiWait: new Histogram({
+      name: 'impersync_tenant_api_wait_seconds',
+      help: "Time a request made as a ServiceAccount waited for its tenant's share of the destination's API server (--tenant-api-share-ms), per tenant; requests that did not wait are not counted.",
+      labelNames: ['tenant'],
+      buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
       registers,
     }),
     liveWatches: new Gauge({
