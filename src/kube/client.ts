@@ -155,7 +155,10 @@ export class KubeDestinationClient implements DestinationClient {
   }
 
   #resolve(apiVersion: string, kind: string, caller: Caller): Promise<KubeResult<ResourceInfo>> {
-    return this.#discovery.resolve((path) => this.#send({ method: 'GET', path }, caller), apiVersion, kind);
+    // Discovery and OpenAPI fetches are shared by every tenant on the destination (one fetch serves
+    // all who ask at once): sent outside any tenant's share, or a quiet tenant would wait for the
+    // fetch queued behind a costly tenant's requests.
+    return this.#discovery.resolve((path) => this.#sendNow({ method: 'GET', path }, caller), apiVersion, kind);
   }
 
   openApiV3(apiVersion: string): Promise<KubeResult<OpenApiDocument>> {
@@ -197,8 +200,8 @@ export class KubeDestinationClient implements DestinationClient {
       request: (req) => this.#send(req, caller),
       resolve: (apiVersion, kind) => this.#resolve(apiVersion, kind, caller),
       resolveGroupKind: (group, kind) =>
-        this.#discovery.resolveGroupKind((path) => this.#send({ method: 'GET', path }, caller), group, kind),
-      openApiV3: (apiVersion) => this.#discovery.openapi.document((req) => this.#send(req, caller), apiVersion),
+        this.#discovery.resolveGroupKind((path) => this.#sendNow({ method: 'GET', path }, caller), group, kind),
+      openApiV3: (apiVersion) => this.#discovery.openapi.document((req) => this.#sendNow(req, caller), apiVersion),
       apply: (obj, opts = {}) => this.#apply(obj, opts, caller),
       create: (obj, opts = {}) => this.#create(obj, opts, caller),
       get: (ref) => this.#get(ref, caller),

@@ -10,9 +10,10 @@
 // flight only as many requests as its recent requests' time fits in `inFlightMs`: a tenant whose
 // requests take 10 ms may have 100 in flight, one whose requests take 2 s one at a time. The time
 // a tenant's requests take is measured, not guessed: each request's time from sent to answered,
-// kept as an estimate that rises at once to a slower request and falls back a tenth of the way with
-// each faster one, and never below the age of the oldest request the tenant still has in flight
-// (a first request that runs long stops the rest before its time is known).
+// kept as an estimate that rises at once to a slower request and halves with every 30 s without
+// one (by time, not by count: cheap requests sent on purpose do not wash a slow one out), and
+// never below the age of the oldest request the tenant still has in flight (a first request that
+// runs long stops the rest before its time is known).
 //
 // - At least one request of every tenant is always in flight when it has any: nobody waits for
 //   ever, and a tenant's waiting requests start as its own requests end, first come first served.
@@ -20,7 +21,9 @@
 //   is about while it has requests in flight or waiting, and for `aboutMs` after its last one
 //   (ten minutes by default, as for the renderer's slots).
 // - Watches and the controller's own requests do not count: a watch is open for minutes by design,
-//   and the controller's writes (status, events) are its own, not a tenant's.
+//   and the controller's writes (status, events) are its own, not a tenant's. Nor do discovery and
+//   OpenAPI fetches (kube/client.ts): one fetch serves every tenant that asks at once, and must not
+//   wait in whichever tenant's share asked first.
 //
 // This is what Kubernetes' API Priority and Fairness does for seats, made by cost: APF shares the
 // API server's concurrency between flows but counts a 5-second apply as one seat like a 5 ms one, and
@@ -46,14 +49,15 @@ interface Account {
   readonly inFlight: Set<{ at: number }>;
   /** Requests waiting for the tenant's share, in order; `start` is handed the request's entry in `inFlight`. */
   readonly waiting: Array<{ since: number; start: (run: { at: number }) => void }>;
-  /** The time the tenant's requests take, in ms (0 before one ended). */
+  /** The slowest recent request's time, in ms (0 before one ended), as of `estimateAt`; it halves every HALF_LIFE_MS. */
   estimate: number;
+  estimateAt: number;
   /** When the tenant last asked or ended a request. */
   seen: number;
 }
 
-/** How far the estimate falls towards a faster request's time. */
-const FALL = 0.1;
+/** The estimate halves with every this many ms without a slower request. */
+const HALF_LIFE_MS = 30_000;
 
 export class TenantShare {
   readonly #inFlightMs: number;
@@ -95,7 +99,7 @@ export class TenantShare {
     const account = this.#accounts.get(tenant);
     if (!account || !this.#othersAbout(tenant)) return Infinity;
     const now = this.#now();
-    let cost = account.estimate;
+    let cost = estimateNow(account, now);
     for (const r of account.inFlight) cost = Math.max(cost, now - r.at);
     return cost <= 0 ? Infinity : Math.max(1, Math.floor(this.#inFlightMs / cost));
   }
@@ -110,7 +114,7 @@ export class TenantShare {
   #account(tenant: string): Account {
     let a = this.#accounts.get(tenant);
     if (!a) {
-      a = { inFlight: new Set(), waiting: [], estimate: 0, seen: this.#now() };
+      a = { inFlight: new Set(), waiting: [], estimate: 0, estimateAt: 0, seen: this.#now() };
       this.#accounts.set(tenant, a);
     }
     return a;
@@ -121,18 +125,25 @@ export class TenantShare {
     account.inFlight.delete(run);
     account.seen = now;
     const ms = Math.max(0, now - run.at);
-    account.estimate = ms >= account.estimate ? ms : account.estimate + (ms - account.estimate) * FALL;
+    if (ms >= estimateNow(account, now)) {
+      account.estimate = ms;
+      account.estimateAt = now;
+    }
     // Its own requests start as its own end: one at least, more as its share allows.
     while (
       account.waiting.length > 0 &&
       (account.inFlight.size === 0 || account.inFlight.size < this.allowed(tenant))
     ) {
       const next = account.waiting.shift() as Account['waiting'][number];
-      this.#onWait?.(tenant, now - next.since);
       // In flight from now, so that this loop counts it before its request is sent.
       const started = { at: now };
       account.inFlight.add(started);
       next.start(started);
+      try {
+        this.#onWait?.(tenant, now - next.since);
+      } catch {
+        // What the metric is told does not decide whether a request runs.
+      }
     }
     if (now - this.#swept > this.#aboutMs / 10) this.#forgetIdle(now);
   }
@@ -154,4 +165,10 @@ export class TenantShare {
       if (a.inFlight.size === 0 && a.waiting.length === 0 && a.seen < since) this.#accounts.delete(t);
     }
   }
+}
+
+/** The account's estimate now: the slowest recent request's time, halved for each half-life since. */
+function estimateNow(account: Account, now: number): number {
+  if (account.estimate <= 0) return 0;
+  return account.estimate * 2 ** (-Math.max(0, now - account.estimateAt) / HALF_LIFE_MS);
 }
