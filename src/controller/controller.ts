@@ -294,15 +294,20 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     waveDelayMs: params.waveDelayMs,
     syncTimeoutMs: params.syncTimeoutMs,
   });
-  const manager = new Manager({
+  const manager: Manager = new Manager({
     cache,
     semantics,
     workers: {
-      // Each a job of the memory budget: what its renders hold is admitted before it is read.
+      // Each a job of the memory budget: what its renders hold is admitted before it is read, in
+      // its tenant's share of the budget (a quarter kept free for the others).
       refresh: (k) =>
-        waits.run(k, 'refresh', () => withBudgetJob(budget, `Application ${k}`, () => reconciler.refresh(k))),
+        waits.run(k, 'refresh', () =>
+          withBudgetJob(budget, `Application ${k}`, () => reconciler.refresh(k), manager.tenantOfKey(k)),
+        ),
       operate: (k) =>
-        waits.run(k, 'operation', () => withBudgetJob(budget, `Application ${k}`, () => operator.operate(k))),
+        waits.run(k, 'operation', () =>
+          withBudgetJob(budget, `Application ${k}`, () => operator.operate(k), manager.tenantOfKey(k)),
+        ),
       terminate: (k) => operator.terminate(k),
     },
     logger: log,

@@ -48,6 +48,8 @@ export interface BudgetStats {
 interface Waiter {
   job: string;
   bytes: number;
+  /** The tenant the job counts for, when the budget is shared between tenants. */
+  tenant: string | undefined;
   since: number;
   /** Bytes admitted past this waiter while it waited. */
   passed: number;
@@ -60,6 +62,15 @@ export interface ByteBudgetOptions {
   passBytes?: number;
   /** Clock for `since` and `oldestWaitMs` (tests pass their own). */
   now?: () => number;
+  /**
+   * The most of the capacity one tenant's jobs may hold while another tenant is about (has held or
+   * asked within `tenantAboutMs`), as a share (default 3/4: a quarter kept free for the others, as
+   * the work queues keep a quarter of their workers). A tenant holding nothing may always take what
+   * fits, so a job larger than the share still runs. Jobs without a tenant are not limited.
+   */
+  tenantShare?: number;
+  /** How long a tenant counts as about after it last asked (default ten minutes). */
+  tenantAboutMs?: number;
 }
 
 export class ByteBudget {
@@ -70,12 +81,24 @@ export class ByteBudget {
   /** The admissions not given back yet. */
   readonly #held = new Set<{ job: string; bytes: number }>();
   #used = 0;
+  readonly #tenantShare: number;
+  readonly #tenantAboutMs: number;
+  /** Bytes held per tenant, and when each tenant last asked. */
+  readonly #tenantHeld = new Map<string, number>();
+  readonly #tenantSeen = new Map<string, number>();
 
   constructor(capacity: number, opts: ByteBudgetOptions = {}) {
     if (!(capacity > 0)) throw new Error(`a memory budget must be more than 0 bytes, not ${capacity}`);
     this.capacity = capacity;
     this.#passBytes = opts.passBytes ?? capacity;
     this.#now = opts.now ?? Date.now;
+    this.#tenantShare = opts.tenantShare ?? 3 / 4;
+    this.#tenantAboutMs = opts.tenantAboutMs ?? 10 * 60_000;
+  }
+
+  /** Bytes `tenant`'s jobs hold now. */
+  heldBy(tenant: string): number {
+    return this.#tenantHeld.get(tenant) ?? 0;
   }
 
   get used(): number {
@@ -111,6 +134,7 @@ export class ByteBudget {
     this.#admit({
       job,
       bytes: size,
+      tenant: undefined,
       since: this.#now(),
       passed: 0,
       grant: (r) => (release = r),
@@ -122,16 +146,20 @@ export class ByteBudget {
   /**
    * Waits until `bytes` fit, admits them and resolves with the call that gives them back (once;
    * later calls do nothing). Refused at once when `bytes` exceed the whole budget; an abort while
-   * waiting rejects with the signal's reason and admits nothing.
+   * waiting rejects with the signal's reason and admits nothing. With `tenant`, the job counts for
+   * that tenant's share (`tenantShare`): it waits while its tenant holds its share and another
+   * tenant is about, and meanwhile holds up nobody else.
    */
-  acquire(job: string, bytes: number, signal?: AbortSignal): Promise<() => void> {
+  acquire(job: string, bytes: number, signal?: AbortSignal, tenant?: string): Promise<() => void> {
     const size = Math.max(0, Math.ceil(bytes));
     if (size > this.capacity) return Promise.reject(new BudgetExceededError(job, size, this.capacity));
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (tenant !== undefined) this.#tenantSeen.set(tenant, this.#now());
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         job,
         bytes: size,
+        tenant,
         since: this.#now(),
         passed: 0,
         grant: resolve,
@@ -160,25 +188,53 @@ export class ByteBudget {
     this.#used += w.bytes;
     const held = { job: w.job, bytes: w.bytes };
     this.#held.add(held);
+    const tenant = w.tenant;
+    if (tenant !== undefined) this.#tenantHeld.set(tenant, this.heldBy(tenant) + w.bytes);
     let released = false;
     w.grant(() => {
       if (released) return;
       released = true;
       this.#used -= w.bytes;
       this.#held.delete(held);
+      if (tenant !== undefined) {
+        const left = this.heldBy(tenant) - w.bytes;
+        if (left > 0) this.#tenantHeld.set(tenant, left);
+        else this.#tenantHeld.delete(tenant);
+      }
       this.#pump();
     });
+  }
+
+  /** `w`'s tenant holds its share while another tenant is about: it waits, and holds up nobody. */
+  #atShare(w: Waiter): boolean {
+    const tenant = w.tenant;
+    if (tenant === undefined) return false;
+    const held = this.heldBy(tenant);
+    if (held === 0 || held + w.bytes <= this.capacity * this.#tenantShare) return false;
+    const since = this.#now() - this.#tenantAboutMs;
+    for (const [t, at] of this.#tenantSeen) {
+      if (t === tenant) continue;
+      if (at >= since || this.heldBy(t) > 0) return true;
+      this.#tenantSeen.delete(t);
+    }
+    return false;
   }
 
   #pump(): void {
     for (let i = 0; i < this.#queue.length;) {
       const w = this.#queue[i] as Waiter;
+      if (this.#atShare(w)) {
+        i++;
+        continue;
+      }
       const fits = this.#used + w.bytes <= this.capacity;
-      // Nobody passes a waiter ahead that has been passed by its share already.
-      const blocked = this.#queue.slice(0, i).some((ahead) => ahead.passed >= this.#passBytes);
+      // Nobody passes a waiter ahead that has been passed by its share already (one waiting for
+      // its tenant's share is not held up by others and holds up nobody).
+      const ahead = this.#queue.slice(0, i).filter((a) => !this.#atShare(a));
+      const blocked = ahead.some((a) => a.passed >= this.#passBytes);
       if (fits && !blocked) {
         this.#queue.splice(i, 1);
-        for (const ahead of this.#queue.slice(0, i)) ahead.passed += w.bytes;
+        for (const a of ahead) a.passed += w.bytes;
         this.#admit(w);
         continue;
       }
@@ -202,6 +258,8 @@ export const HELD_PER_ANSWER_BYTE = 8;
 interface BudgetJob {
   readonly name: string;
   readonly budget: ByteBudget;
+  /** The tenant its holds count for (ByteBudget's tenantShare); undefined: none. */
+  readonly tenant: string | undefined;
   held: number;
   release: () => void;
   /** Growths of one job are made one after another (sources rendered at once). */
@@ -210,10 +268,18 @@ interface BudgetJob {
 
 const jobs = new AsyncLocalStorage<BudgetJob>();
 
-/** Runs `fn` as a job named `name` on `budget` (none: no admission); what it holds is given back when it ends. */
-export async function withBudgetJob<T>(budget: ByteBudget | undefined, name: string, fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` as a job named `name` on `budget` (none: no admission), its holds counting for
+ * `tenant`'s share when given; what it holds is given back when it ends.
+ */
+export async function withBudgetJob<T>(
+  budget: ByteBudget | undefined,
+  name: string,
+  fn: () => Promise<T>,
+  tenant?: string,
+): Promise<T> {
   if (!budget) return fn();
-  const job: BudgetJob = { name, budget, held: 0, release: () => undefined, chain: Promise.resolve() };
+  const job: BudgetJob = { name, budget, tenant, held: 0, release: () => undefined, chain: Promise.resolve() };
   try {
     return await jobs.run(job, fn);
   } finally {
@@ -236,7 +302,7 @@ export function holdInJob(bytes: number): Promise<void> {
     job.release();
     job.held = 0;
     job.release = () => undefined;
-    job.release = await job.budget.acquire(job.name, total);
+    job.release = await job.budget.acquire(job.name, total, undefined, job.tenant);
     job.held = total;
   });
   job.chain = grown.catch(() => undefined);

@@ -261,3 +261,69 @@ test("the controller's budget is half its memory limit, and never more than two 
     controllerBudget({ memoryLimitBytes: 2 ** 50 }, log).capacity <= (getHeapStatistics().heap_size_limit * 2) / 3,
   );
 });
+
+test("while another tenant is about, one tenant's jobs hold at most three quarters of the budget, and its waiter holds up nobody", async () => {
+  const now = 0;
+  const budget = new ByteBudget(100, { now: () => now });
+  const noisy: Array<() => void> = [];
+  for (let i = 0; i < 3; i++) noisy.push(await budget.acquire(`noisy-${i}`, 25, undefined, 'noisy'));
+  assert.equal(budget.heldBy('noisy'), 75);
+  // Alone no more: the quiet tenant asks (and gets its bytes), and the noisy tenant's next job waits
+  // for its own to end, though the budget has room.
+  const quiet = await budget.acquire('quiet-0', 10, undefined, 'quiet');
+  let fourth: (() => void) | undefined;
+  void budget.acquire('noisy-3', 10, undefined, 'noisy').then((r) => (fourth = r));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(fourth, undefined, 'at its share: waits');
+  // A quiet job behind the waiting noisy one goes at once: it is not held up.
+  const quiet2 = await budget.acquire('quiet-1', 10, undefined, 'quiet');
+  assert.equal(budget.used, 95);
+  noisy.pop()?.();
+  await new Promise((r) => setImmediate(r));
+  assert.ok(fourth, 'one of its own ended: it goes');
+  fourth?.();
+  quiet();
+  quiet2();
+  for (const r of noisy) r();
+  assert.equal(budget.used, 0);
+  assert.equal(budget.heldBy('noisy'), 0);
+});
+
+test('a tenant alone, or holding nothing, takes what fits; the share is kept only while another tenant is about', async () => {
+  let now = 0;
+  const budget = new ByteBudget(100, { now: () => now, tenantAboutMs: 60_000 });
+  // Holding nothing, a job larger than the share runs.
+  const big = await budget.acquire('noisy-big', 90, undefined, 'noisy');
+  big();
+  const quiet = await budget.acquire('quiet-0', 5, undefined, 'quiet');
+  quiet();
+  const a = await budget.acquire('noisy-a', 70, undefined, 'noisy');
+  let b: (() => void) | undefined;
+  void budget.acquire('noisy-b', 20, undefined, 'noisy').then((r) => (b = r));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(b, undefined, 'the quiet tenant asked a moment ago: 90 would pass the share');
+  // Ten minutes later nobody else is about; the next end or ask lets it through.
+  now += 61_000;
+  const c = await budget.acquire('noisy-c', 1, undefined, 'noisy');
+  await new Promise((r) => setImmediate(r));
+  assert.ok(b, 'alone again: what fits is taken');
+  a();
+  b?.();
+  c();
+  assert.equal(budget.used, 0);
+});
+
+test("a job's holds count for the tenant it runs for", async () => {
+  const budget = new ByteBudget(100);
+  await withBudgetJob(
+    budget,
+    'Application argocd/a',
+    async () => {
+      await holdInJob(30);
+      await holdInJob(10);
+      assert.equal(budget.heldBy('team-a'), 40);
+    },
+    'team-a',
+  );
+  assert.equal(budget.heldBy('team-a'), 0);
+});
