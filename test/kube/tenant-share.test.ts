@@ -22,6 +22,19 @@ function manual(): { sent: boolean; end: () => void; send: () => Promise<string>
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A quiet tenant about; a noisy tenant's first request still in flight 2 s later, when its second is asked. */
+async function secondBehindSlowFirst(share: TenantShare, advance: (ms: number) => void) {
+  const q = manual();
+  const qrun = share.run('quiet', q.send);
+  const first = manual();
+  const firstRun = share.run('noisy', first.send);
+  advance(2000);
+  const second = manual();
+  const secondRun = share.run('noisy', second.send);
+  await turn();
+  return { q, qrun, first, firstRun, second, secondRun };
+}
+
 test('alone, a tenant has every request in flight however slow they are', async () => {
   let now = 0;
   const share = new TenantShare({ inFlightMs: 1000, now: () => now });
@@ -94,14 +107,7 @@ test('with another tenant about, a tenant whose requests take 5 s has one in fli
 test('a first request that runs long stops the rest before its time is known', async () => {
   let now = 0;
   const share = new TenantShare({ inFlightMs: 1000, now: () => now });
-  const q = manual();
-  const qrun = share.run('quiet', q.send);
-  const first = manual();
-  const firstRun = share.run('noisy', first.send);
-  now += 2000;
-  const second = manual();
-  const secondRun = share.run('noisy', second.send);
-  await turn();
+  const { q, qrun, first, firstRun, second, secondRun } = await secondBehindSlowFirst(share, (ms) => (now += ms));
   assert.equal(second.sent, false, 'the oldest request in flight is 2 s old: one at a time');
   first.end();
   await turn();
@@ -151,14 +157,7 @@ test('a waiting request starts even when telling the metric throws', async () =>
       throw new Error('metric broken');
     },
   });
-  const q = manual();
-  const qrun = share.run('quiet', q.send);
-  const first = manual();
-  const firstRun = share.run('noisy', first.send);
-  now += 2000;
-  const second = manual();
-  const secondRun = share.run('noisy', second.send);
-  await turn();
+  const { q, qrun, first, firstRun, second, secondRun } = await secondBehindSlowFirst(share, (ms) => (now += ms));
   first.end();
   assert.equal(await firstRun, 'done', "the ended request's answer is its own");
   await turn();

@@ -274,13 +274,14 @@ test("while another tenant is about, one tenant's jobs hold at most three quarte
   let fourth: (() => void) | undefined;
   void budget.acquire('noisy-3', 10, undefined, 'noisy').then((r) => (fourth = r));
   await new Promise((r) => setImmediate(r));
-  assert.equal(fourth, undefined, 'at its share: waits');
+  const fourthNow = () => fourth;
+  assert.equal(fourthNow(), undefined, 'at its share: waits');
   // A quiet job behind the waiting noisy one goes at once: it is not held up.
   const quiet2 = await budget.acquire('quiet-1', 10, undefined, 'quiet');
   assert.equal(budget.used, 95);
   noisy.pop()?.();
   await new Promise((r) => setImmediate(r));
-  assert.ok(fourth, 'one of its own ended: it goes');
+  assert.ok(fourthNow(), 'one of its own ended: it goes');
   fourth?.();
   quiet();
   quiet2();
@@ -301,12 +302,13 @@ test('a tenant alone, or holding nothing, takes what fits; the share is kept onl
   let b: (() => void) | undefined;
   void budget.acquire('noisy-b', 20, undefined, 'noisy').then((r) => (b = r));
   await new Promise((r) => setImmediate(r));
-  assert.equal(b, undefined, 'the quiet tenant asked a moment ago: 90 would pass the share');
+  const bNow = () => b;
+  assert.equal(bNow(), undefined, 'the quiet tenant asked a moment ago: 90 would pass the share');
   // Ten minutes later nobody else is about; the next end or ask lets it through.
   now += 61_000;
   const c = await budget.acquire('noisy-c', 1, undefined, 'noisy');
   await new Promise((r) => setImmediate(r));
-  assert.ok(b, 'alone again: what fits is taken');
+  assert.ok(bNow(), 'alone again: what fits is taken');
   a();
   b?.();
   c();
