@@ -24,7 +24,8 @@ export interface BudgetView {
   /** "the controller's memory budget", "the renderer's memory budget". */
   name: string;
   capacity: number;
-  waiting: Array<{ job: string; bytes: number; waitedMs: number }>;
+  /** `tenantHeld`: the job waits for its project's share of the budget, of which its project holds this. */
+  waiting: Array<{ job: string; bytes: number; waitedMs: number; tenantHeld?: number }>;
   holders: Array<{ job: string; bytes: number }>;
 }
 
@@ -32,7 +33,12 @@ export function viewOf(name: string, budget: ByteBudget, now: number): BudgetVie
   return {
     name,
     capacity: budget.capacity,
-    waiting: budget.waiting().map((w) => ({ job: w.job, bytes: w.bytes, waitedMs: Math.max(0, now - w.since) })),
+    waiting: budget.waiting().map((w) => ({
+      job: w.job,
+      bytes: w.bytes,
+      waitedMs: Math.max(0, now - w.since),
+      ...(w.tenantHeld !== undefined ? { tenantHeld: w.tenantHeld } : {}),
+    })),
     holders: budget.holders(),
   };
 }
@@ -54,7 +60,7 @@ const CLEAR_RETRY_MS = 500;
 export function waitMessage(
   kinds: readonly JobKind[],
   view: BudgetView,
-  wait: { bytes: number; waitedMs: number },
+  wait: { bytes: number; waitedMs: number; tenantHeld?: number | undefined },
 ): string {
   const what =
     kinds.length > 1 ? 'refresh and operation step' : kinds[0] === 'operation' ? 'operation step' : 'refresh';
@@ -62,7 +68,11 @@ export function waitMessage(
   const shown = view.holders.slice(0, SHOWN_HOLDERS).map((h) => `${h.job} (${formatMiB(h.bytes)})`);
   const more = view.holders.length > SHOWN_HOLDERS ? ` and ${view.holders.length - SHOWN_HOLDERS} more` : '';
   const holders = shown.length > 0 ? `held by ${shown.join(', ')}${more}` : 'held by nothing now';
-  return `this Application's ${what} has waited ${Math.round(wait.waitedMs / 1000)} s for ${view.name} of ${formatMiB(view.capacity)}: it needs ${formatMiB(wait.bytes)}, and ${formatMiB(held)} of it is ${holders}`;
+  const share =
+    wait.tenantHeld !== undefined
+      ? `; it waits for its project's share: while other projects have work, one project's Applications hold at most three quarters of it, and this one's hold ${formatMiB(wait.tenantHeld)}`
+      : '';
+  return `this Application's ${what} has waited ${Math.round(wait.waitedMs / 1000)} s for ${view.name} of ${formatMiB(view.capacity)}: it needs ${formatMiB(wait.bytes)}, and ${formatMiB(held)} of it is ${holders}${share}`;
 }
 
 export interface BudgetWaitsOptions {

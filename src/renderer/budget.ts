@@ -116,9 +116,18 @@ export class ByteBudget {
     };
   }
 
-  /** The jobs waiting, oldest first, with their bytes and since when (the clock's ms). */
-  waiting(): Array<{ job: string; bytes: number; since: number }> {
-    return this.#queue.map(({ job, bytes, since }) => ({ job, bytes, since }));
+  /**
+   * The jobs waiting, oldest first, with their bytes and since when (the clock's ms); `tenantHeld`,
+   * the bytes its tenant holds, when the job waits for its tenant's share rather than for room.
+   */
+  waiting(): Array<{ job: string; bytes: number; since: number; tenantHeld?: number }> {
+    const behind = new Set<string>();
+    return this.#queue.map((w) => {
+      const { job, bytes, since, tenant } = w;
+      if (tenant === undefined || !(behind.has(tenant) || this.#atShare(w))) return { job, bytes, since };
+      behind.add(tenant);
+      return { job, bytes, since, tenantHeld: this.heldBy(tenant) };
+    });
   }
 
   /** What holds the budget now: each admission not given back, largest first. */
@@ -221,16 +230,20 @@ export class ByteBudget {
   }
 
   #pump(): void {
+    // Tenants with a waiter at its share: their later jobs wait behind it, first come first served
+    // within the tenant, so that its own smaller jobs cannot keep it from ever fitting its share.
+    const behind = new Set<string>();
     for (let i = 0; i < this.#queue.length;) {
       const w = this.#queue[i] as Waiter;
-      if (this.#atShare(w)) {
+      if (w.tenant !== undefined && (behind.has(w.tenant) || this.#atShare(w))) {
+        behind.add(w.tenant);
         i++;
         continue;
       }
       const fits = this.#used + w.bytes <= this.capacity;
       // Nobody passes a waiter ahead that has been passed by its share already (one waiting for
       // its tenant's share is not held up by others and holds up nobody).
-      const ahead = this.#queue.slice(0, i).filter((a) => !this.#atShare(a));
+      const ahead = this.#queue.slice(0, i).filter((a) => a.tenant === undefined || !behind.has(a.tenant));
       const blocked = ahead.some((a) => a.passed >= this.#passBytes);
       if (fits && !blocked) {
         this.#queue.splice(i, 1);

@@ -41,3 +41,20 @@ test('more than five holders are counted, not listed', () => {
   assert.match(message, /held by Application ns\/a0 \(1\.0 MiB\), .*Application ns\/a4 \(1\.0 MiB\) and 2 more$/);
   assert.match(message, /7\.0 MiB of it is held/);
 });
+
+test("a job waiting for its project's share of the budget is told so, with what its project holds", async () => {
+  const budget = new ByteBudget(100 * MiB, { now: () => 1000 });
+  const other = await budget.acquire(jobName('other/app'), 1 * MiB, undefined, 'other');
+  const held = await budget.acquire(jobName('team/first'), 70 * MiB, undefined, 'team');
+  const waiting = budget.acquire(jobName('team/waits'), 10 * MiB, undefined, 'team');
+  const view = viewOf("the controller's memory budget", budget, 31_000);
+  const wait = view.waiting[0];
+  assert.deepEqual(wait, { job: 'Application team/waits', bytes: 10 * MiB, waitedMs: 30_000, tenantHeld: 70 * MiB });
+  assert.equal(
+    waitMessage(['refresh'], view, wait),
+    "this Application's refresh has waited 30 s for the controller's memory budget of 100.0 MiB: it needs 10.0 MiB, and 71.0 MiB of it is held by Application team/first (70.0 MiB), Application other/app (1.0 MiB); it waits for its project's share: while other projects have work, one project's Applications hold at most three quarters of it, and this one's hold 70.0 MiB",
+  );
+  held();
+  (await waiting)();
+  other();
+});

@@ -329,3 +329,32 @@ test("a job's holds count for the tenant it runs for", async () => {
   );
   assert.equal(budget.heldBy('team-a'), 0);
 });
+
+test("a tenant's own smaller jobs do not pass its job waiting at its share, and the wait is reported as the share's", async () => {
+  const budget = new ByteBudget(100, { now: () => 0 });
+  const quiet = await budget.acquire('quiet-0', 1, undefined, 'quiet');
+  const held = await budget.acquire('noisy-0', 60, undefined, 'noisy');
+  // 60 + 20 is over the share of 75: it waits.
+  let big: (() => void) | undefined;
+  void budget.acquire('noisy-big', 20, undefined, 'noisy').then((r) => (big = r));
+  // Its own small job, though 65 would fit the share, waits behind it.
+  let small: (() => void) | undefined;
+  void budget.acquire('noisy-small', 5, undefined, 'noisy').then((r) => (small = r));
+  await new Promise((r) => setImmediate(r));
+  const now = () => ({ big, small });
+  assert.deepEqual(now(), { big: undefined, small: undefined });
+  assert.deepEqual(
+    budget.waiting().map((w) => [w.job, w.tenantHeld]),
+    [
+      ['noisy-big', 60],
+      ['noisy-small', 60],
+    ],
+  );
+  held();
+  await new Promise((r) => setImmediate(r));
+  assert.ok(now().big && now().small, 'its own job ended: both go, in order');
+  now().big?.();
+  now().small?.();
+  quiet();
+  assert.equal(budget.used, 0);
+});
