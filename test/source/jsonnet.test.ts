@@ -289,19 +289,11 @@ describe('impersync-jsonnet importer', () => {
     file: string,
     limits: { memoryBytes?: number; timeoutMs?: number; maxOutputBytes?: number; maxDocumentBytes?: number } = {},
   ) =>
-    new JsonnetEvaluator({
-      binary: path.join(toolsDir(), 'impersync-jsonnet'),
-      repoRoot: root,
-      appDir: path.join(root, 'app'),
-      jsonnet: undefined,
-      buildEnv: {},
-      renames: [{ from: root, to: '' }],
+    evaluator({
       limits: toolLimits({ ...DEFAULT_LIMITS, toolMemoryBytes: limits.memoryBytes ?? DEFAULT_LIMITS.toolMemoryBytes }),
       timeoutMs: limits.timeoutMs ?? 60_000,
       maxOutputBytes: limits.maxOutputBytes ?? DEFAULT_LIMITS.maxToolOutputBytes,
-      maxTotalOutputBytes: DEFAULT_LIMITS.maxRenderedBytes,
       documents: { ...DEFAULT_DOCUMENT_LIMITS, maxDocumentBytes: limits.maxDocumentBytes ?? 16 * 1024 * 1024 },
-      env: process.env,
     }).evaluate(path.join(root, 'app', file), `app/${file}`);
 
   /** One evaluator for several files of a directory, as a render makes it. */
