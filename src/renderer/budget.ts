@@ -124,8 +124,7 @@ export class ByteBudget {
     const behind = new Set<string>();
     return this.#queue.map((w) => {
       const { job, bytes, since, tenant } = w;
-      if (tenant === undefined || !(behind.has(tenant) || this.#atShare(w))) return { job, bytes, since };
-      behind.add(tenant);
+      if (tenant === undefined || !this.#waitsForShare(w, behind)) return { job, bytes, since };
       return { job, bytes, since, tenantHeld: this.heldBy(tenant) };
     });
   }
@@ -229,14 +228,23 @@ export class ByteBudget {
     return false;
   }
 
+  /**
+   * `w` waits for its tenant's share: its tenant holds the share, or an earlier waiter of its
+   * tenant does (`behind`, the tenants met so far in queue order, which this adds to). Within a
+   * tenant, first come first served, so that its own smaller jobs cannot keep a job from ever
+   * fitting its share.
+   */
+  #waitsForShare(w: Waiter, behind: Set<string>): boolean {
+    if (w.tenant === undefined || !(behind.has(w.tenant) || this.#atShare(w))) return false;
+    behind.add(w.tenant);
+    return true;
+  }
+
   #pump(): void {
-    // Tenants with a waiter at its share: their later jobs wait behind it, first come first served
-    // within the tenant, so that its own smaller jobs cannot keep it from ever fitting its share.
     const behind = new Set<string>();
     for (let i = 0; i < this.#queue.length;) {
       const w = this.#queue[i] as Waiter;
-      if (w.tenant !== undefined && (behind.has(w.tenant) || this.#atShare(w))) {
-        behind.add(w.tenant);
+      if (this.#waitsForShare(w, behind)) {
         i++;
         continue;
       }
