@@ -202,7 +202,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   // Each destination's API server shared between tenants by the time their requests take (kube/tenant-share.ts).
   const tenantShare = {
     inFlightMs: opts.tenantApiShareMs ?? DEFAULT_TENANT_API_SHARE_MS,
-    onWait: (_server: string, tenant: string, ms: number) => metrics.tenantApiWait.observe({ tenant }, ms / 1000),
+    onWait: (tenant: string, ms: number) => metrics.tenantApiWait.observe({ tenant }, ms / 1000),
   };
   const factory = new DestinationClientFactory(
     credential,

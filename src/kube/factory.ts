@@ -73,7 +73,15 @@ export interface FactoryOptions {
    * (tenant-share.ts): the milliseconds of requests one tenant may have in flight while another is
    * about (0 or absent: no limit), and what is told of a request that waited for its share.
    */
-  tenantShare?: { inFlightMs: number; onWait?: (server: string, tenant: string, ms: number) => void } | undefined;
+  tenantShare?: { inFlightMs: number; onWait?: (tenant: string, ms: number) => void } | undefined;
+}
+
+/** One destination's connection pool, what its API server said of the extras, and its share between tenants. */
+interface TransportEntry {
+  fp: string;
+  transport: Transport;
+  grant: ExtrasGrant;
+  share: TenantShare | undefined;
 }
 
 export class DestinationClientFactory {
@@ -85,10 +93,7 @@ export class DestinationClientFactory {
   readonly #tenantShare: FactoryOptions['tenantShare'];
   // destination server -> its pool and what the API server said of its extras; replaced (and the
   // old pool closed) when the credential changes.
-  readonly #transports = new Map<
-    string,
-    { fp: string; transport: Transport; grant: ExtrasGrant; share: TenantShare | undefined }
-  >();
+  readonly #transports = new Map<string, TransportEntry>();
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
   readonly #versions = new Map<string, { at: number; version: string; connected: boolean }>();
@@ -109,7 +114,7 @@ export class DestinationClientFactory {
     return new DestinationClientFactory(await loadControllerCredential(source), opts);
   }
 
-  #transportFor(cluster: Cluster): { transport: Transport; grant: ExtrasGrant; share: TenantShare | undefined } {
+  #transportFor(cluster: Cluster): TransportEntry {
     const cred = credentialForCluster(cluster, this.#controller, { execTimeoutMs: this.#execTimeoutMs });
     const fp = fingerprint(cred, cluster);
     const existing = this.#transports.get(cluster.server);
@@ -136,10 +141,7 @@ export class DestinationClientFactory {
     const share =
       existing?.share ??
       (shareOpts && shareOpts.inFlightMs > 0
-        ? new TenantShare({
-            inFlightMs: shareOpts.inFlightMs,
-            onWait: shareOpts.onWait ? (tenant, ms) => shareOpts.onWait?.(cluster.server, tenant, ms) : undefined,
-          })
+        ? new TenantShare({ inFlightMs: shareOpts.inFlightMs, onWait: shareOpts.onWait })
         : undefined);
     const entry = { fp, transport, grant, share };
     this.#transports.set(cluster.server, entry);
