@@ -4,7 +4,13 @@
 // RELEASE CHART [flags]`), refuses anything else, and runs the real helm with the same command
 // rebuilt: every value as `--flag=value`, positional arguments after `--`. A refusal is a message on
 // stderr, which kustomize puts in its error.
+//
+// A pull unpacks into a folder of its own first: helm writes a chart to `<untardir>/<the name its
+// Chart.yaml gives>`, whatever name kustomize asked for, so a chart could name a folder of the
+// repository and replace its files (through the hard links of a private copy, into the commit's
+// checkout). The unpacked chart is moved into the chart home only where nothing is yet.
 import { spawnSync } from 'node:child_process';
+import { lstat, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { redactURL } from './errors.ts';
 import { Refused, runGuard } from './guard-main.ts';
@@ -57,12 +63,21 @@ function chartRepository(policy: HelmGuardPolicy, url: string | undefined): stri
   return url;
 }
 
+interface Pull {
+  /** The chart home kustomize named. */
+  dir: string;
+  /** The chart as kustomize named it. */
+  chart: string;
+  /** helm's command line but its --untardir. */
+  args: string[];
+}
+
 /** `helm pull --untar --untardir DIR (--repo URL NAME | oci://REF) [--version V] [--devel]`. */
-async function pull(policy: HelmGuardPolicy, args: string[]): Promise<string[]> {
+async function pull(policy: HelmGuardPolicy, args: string[]): Promise<Pull> {
   if (args[0] !== '--untar' || args[1] !== '--untardir') throw new Refused('unexpected helm pull');
   const dir = await inside(policy, args[2], 'chart home');
   let rest = args.slice(3);
-  const out = ['pull', '--untar', `--untardir=${dir}`];
+  const out = ['pull', '--untar'];
   let chart: string;
   if (rest[0] === '--repo') {
     out.push(`--repo=${chartRepository(policy, rest[1])}`);
@@ -80,7 +95,33 @@ async function pull(policy: HelmGuardPolicy, args: string[]): Promise<string[]> 
     else if (flag === '--devel') out.push(flag);
     else throw new Refused(`helm pull option '${flag}' is not one kustomize gives`);
   }
-  return [...out, '--', chart];
+  return { dir, chart, args: [...out, '--', chart] };
+}
+
+/** Runs the pull into a new folder of `p.dir`, then moves what it unpacked where nothing is yet. */
+async function pullApart(p: Pull, run: (args: string[]) => number): Promise<number> {
+  await mkdir(p.dir, { recursive: true });
+  const fresh = await mkdtemp(path.join(p.dir, '.impersync-pull-'));
+  try {
+    const code = run([...p.args.slice(0, 2), `--untardir=${fresh}`, ...p.args.slice(2)]);
+    if (code !== 0) return code;
+    for (const entry of await readdir(fresh)) {
+      const target = path.join(p.dir, entry);
+      const taken = await lstat(target).then(
+        () => true,
+        () => false,
+      );
+      if (taken) {
+        throw new Refused(
+          `the chart pulled for '${p.chart}' unpacks as '${entry}', which is already in its chart home '${p.dir}': a pulled chart never replaces files of the repository`,
+        );
+      }
+      await rename(path.join(fresh, entry), target);
+    }
+    return 0;
+  } finally {
+    await rm(fresh, { recursive: true, force: true });
+  }
 }
 
 const TEMPLATE_VALUES = new Set(['--namespace', '--name-template', '-f', '--api-versions', '--kube-version']);
@@ -115,24 +156,25 @@ async function template(policy: HelmGuardPolicy, args: string[]): Promise<string
 async function guard(argv: string[]): Promise<number> {
   const policy = policyFromEnv();
   const [sub, ...rest] = argv;
-  let args: string[];
-  if (sub === 'version' && (rest.length === 0 || (rest.length === 1 && rest[0] === '--short'))) args = argv;
-  else if (sub === 'pull') args = await pull(policy, rest);
-  else if (sub === 'template') args = await template(policy, rest);
-  else throw new Refused(`helm ${argv.join(' ')} is not a command kustomize runs for a chart`);
-
   const env: NodeJS.ProcessEnv = {};
   for (const key of KEPT) if (process.env[key] !== undefined) env[key] = process.env[key];
   env.HELM_CONFIG_HOME = path.join(policy.home, 'config');
   env.HELM_CACHE_HOME = path.join(policy.home, 'cache');
   env.HELM_DATA_HOME = path.join(policy.home, 'data');
-  const r = spawnSync(policy.helm, args, { stdio: 'inherit', env });
-  if (r.error) throw new Refused(`helm could not be started: ${r.error.message}`);
-  if (r.signal) {
-    process.stderr.write(`helm ${sub} was killed by ${r.signal}\n`);
-    return 1;
-  }
-  return r.status ?? 1;
+  const run = (args: string[]): number => {
+    const r = spawnSync(policy.helm, args, { stdio: 'inherit', env });
+    if (r.error) throw new Refused(`helm could not be started: ${r.error.message}`);
+    if (r.signal) {
+      process.stderr.write(`helm ${sub} was killed by ${r.signal}\n`);
+      return 1;
+    }
+    return r.status ?? 1;
+  };
+
+  if (sub === 'version' && (rest.length === 0 || (rest.length === 1 && rest[0] === '--short'))) return run(argv);
+  if (sub === 'pull') return pullApart(await pull(policy, rest), run);
+  if (sub === 'template') return run(await template(policy, rest));
+  throw new Refused(`helm ${argv.join(' ')} is not a command kustomize runs for a chart`);
 }
 
 await runGuard(guard);

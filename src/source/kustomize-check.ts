@@ -48,6 +48,8 @@ type Value = unknown;
 
 class Checker {
   readonly #seen = new Set<string>();
+  /** A Helm chart was reached: kustomize may pull one into the tree. */
+  helmCharts = false;
   readonly #o: KustomizeCheckOptions;
   constructor(o: KustomizeCheckOptions) {
     this.#o = o;
@@ -188,6 +190,7 @@ class Checker {
         'helmCharts are refused: kustomize inflates Helm charts only when the operator enables --enable-helm',
       );
     }
+    if (charts.length > 0) this.helmCharts = true;
     for (const g of globals) {
       for (const v of fieldValues(g, 'chartHome')) files.push(['helmGlobals.chartHome', v]);
       for (const v of fieldValues(g, 'configHome')) files.push(['helmGlobals.configHome', v]);
@@ -254,8 +257,16 @@ class Checker {
 }
 
 /** Checks the kustomization of `appDir` (inside `o.root`) and all it reaches; throws an InvalidSource SourceError. */
-export async function checkKustomization(appDir: string, o: KustomizeCheckOptions): Promise<void> {
-  await new Checker(o).folder(appDir);
+/** What the check saw that changes how kustomize must run. */
+export interface KustomizationReach {
+  /** Helm charts are reached: kustomize may pull one into the tree it builds. */
+  helmCharts: boolean;
+}
+
+export async function checkKustomization(appDir: string, o: KustomizeCheckOptions): Promise<KustomizationReach> {
+  const checker = new Checker(o);
+  await checker.folder(appDir);
+  return { helmCharts: checker.helmCharts };
 }
 
 /** Checks every kustomization under `o.root` (a remote base's clone, whose entry point kustomize alone knows). */

@@ -103,7 +103,7 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
   const options = checkBuildOptions(input.buildOptions);
   if ('refused' in options) throw new SourceError('InvalidSource', options.refused);
   const capabilities = helmCapabilities(spec, input.helmCapabilities);
-  await checkKustomization(input.appDir, {
+  const reach = await checkKustomization(input.appDir, {
     root: input.repoRoot,
     sourceRepos: input.sourceRepos,
     enableHelm: options.enableHelm,
@@ -133,14 +133,20 @@ export async function kustomizeBuild(input: KustomizeBuildInput): Promise<string
 
   // The overrides are edits of the app's own kustomization file, made in a private copy of the
   // checkout (kustomize-edits.ts); everything the edited file reaches is then checked as the
-  // commit's was.
+  // commit's was. A build that reaches Helm charts runs in a private copy too: kustomize pulls a
+  // chart into the tree, where it would stay for every later render of the commit to use (a
+  // project that may not pull it among them), and the helm guard moves a pull only into places
+  // where nothing is yet, so the copy's hard links are never written through.
   let root = input.repoRoot;
   let appDir = input.appDir;
-  if (hasKustomizationEdits(spec)) {
+  const edits = hasKustomizationEdits(spec);
+  if (edits || reach.helmCharts) {
     root = path.join(input.workDir, 'tree');
     await linkTree(input.repoRoot, root);
     appDir = path.join(root, path.relative(input.repoRoot, input.appDir));
     renames.push({ from: root, to: '' });
+  }
+  if (edits) {
     await editKustomization({
       binary: input.binary,
       root,

@@ -15,6 +15,7 @@ import type { ApplicationSource } from '../../src/api/application.ts';
 import { HELM_GUARD_POLICY_ENV, writeHelmShim, type HelmGuardPolicy } from '../../src/source/kustomize-helm.ts';
 import { SourceError, SourceRenderer } from '../../src/source/index.ts';
 import { TestRepo, git } from '../support/git.ts';
+import { chartArchive, startHelmRepo, tarGz, type HelmRepoServer } from '../support/helm.ts';
 import { toolsDir } from './tools.ts';
 
 const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
@@ -199,15 +200,12 @@ describe('the helm guard, called as kustomize calls it', () => {
       '1.0.0',
     );
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(await ran(), [
-      'pull',
-      '--untar',
-      `--untardir=${path.join(root, 'charts', 'c-1.0.0')}`,
-      '--repo=https://charts.example.com/stable',
-      '--version=1.0.0',
-      '--',
-      'c',
-    ]);
+    const [, , untardir, ...after] = await ran();
+    assert.ok(
+      untardir?.startsWith(`--untardir=${path.join(root, 'charts', 'c-1.0.0', '.impersync-pull-')}`),
+      `helm unpacks into a folder of its own in the chart home, not ${untardir}`,
+    );
+    assert.deepEqual(after, ['--repo=https://charts.example.com/stable', '--version=1.0.0', '--', 'c']);
     r = helm('pull', '--untar', '--untardir', path.join(root, 'charts'), 'oci://ghcr.io/tenant/c');
     assert.equal(r.status, 0, r.stderr);
     assert.equal(helm('version', '--short').status, 0);
@@ -244,5 +242,74 @@ describe('the helm guard, called as kustomize calls it', () => {
       assert.match(r.stderr, new RegExp(`^refused by the renderer: .*${message.source}`));
       assert.ok(!existsSync(argvFile), `helm did not run for ${args.join(' ')}`);
     }
+  });
+});
+
+// A pull writes where the chart's own Chart.yaml says (`<untardir>/<its name>`), and kustomize pulls
+// only when the chart is not already in its chart home. In the commit's shared checkout, a chart
+// named after another team's folder would replace that folder's files for every render of the
+// commit, and a pulled chart would stay for any later render to use without its pull being judged.
+describe('a pulled chart lands in the render alone', () => {
+  let top: string;
+  let charts: HelmRepoServer;
+  let repo: TestRepo;
+  let renderer: SourceRenderer;
+
+  before(async () => {
+    top = await mkdtemp(path.join(os.tmpdir(), 'impersync-helm-pull-'));
+    charts = await startHelmRepo({ plain: true });
+    // Listed as `evil`, its Chart.yaml names it `victim`: helm unpacks it as <chart home>/victim.
+    const evil = tarGz([
+      { path: 'evil/Chart.yaml', content: 'apiVersion: v2\nname: victim\nversion: 1.0.0\n' },
+      { path: 'evil/cm.yaml', content: cm('pwned') },
+    ]);
+    charts.setCharts([
+      { name: 'c', version: '1.0.0', archive: chartArchive('c', '1.0.0') },
+      { name: 'evil', version: '1.0.0', archive: evil },
+    ]);
+    repo = await TestRepo.create(path.join(top, 'repo'));
+    await repo.commit({
+      'victim/kustomization.yaml': 'resources:\n- cm.yaml\n',
+      'victim/cm.yaml': cm('original'),
+      'attack/kustomization.yaml': `helmGlobals:\n  chartHome: ..\nhelmCharts:\n- name: evil\n  repo: ${charts.url}\n  releaseName: r\n`,
+      'pull/kustomization.yaml': `helmCharts:\n- name: c\n  repo: ${charts.url}\n  version: 1.0.0\n  releaseName: r\n`,
+      // The folder the pull makes its chart in, with a kustomization of its own that names no repository.
+      'pull/charts/c-1.0.0/kustomization.yaml':
+        'helmGlobals:\n  chartHome: .\nhelmCharts:\n- name: c\n  releaseName: r\n',
+    });
+    renderer = new SourceRenderer({
+      cacheDir: path.join(top, 'cache'),
+      toolsDir: toolsDir(),
+      kustomizeBuildOptions: ['--enable-helm'],
+    });
+  });
+  after(async () => {
+    await charts?.close();
+    if (top) await rm(top, { recursive: true, force: true });
+  });
+
+  const render = (p: string, sourceRepos: string[]) =>
+    renderer.render({
+      source: { repoURL: repo.url, path: p } as ApplicationSource,
+      appName: p,
+      sourceRepos,
+    });
+  const names = async (p: string, sourceRepos: string[]) =>
+    (await render(p, sourceRepos)).objects.map((o) => o.object.metadata.name);
+
+  test("a chart named after another folder never replaces that folder's files", async () => {
+    assert.deepEqual(await names('victim', [repo.url]), ['original']);
+    await assert.rejects(
+      render('attack', [repo.url, charts.url]),
+      /the chart pulled for 'evil' unpacks as 'victim', which is already in its chart home '\.': a pulled chart never replaces files of the repository/,
+    );
+    assert.deepEqual(await names('victim', [repo.url]), ['original'], "the victim's folder of the commit is its own");
+  });
+
+  test('a chart pulled for one render is not there for the next', async () => {
+    const allowed = [repo.url, charts.url];
+    assert.deepEqual(await names('pull', allowed), ['c-r']);
+    // A project that may not pull from the chart repository finds no chart left behind to use.
+    await assert.rejects(render('pull/charts/c-1.0.0', [repo.url]), /no chart found/);
   });
 });
