@@ -98,6 +98,8 @@ interface Tree {
   bytes: number;
   leases: number;
   lastUsed: number;
+  /** Its submodule listing, read once: a commit's tree never changes. */
+  submodules?: SubmoduleListing;
 }
 
 export const DEFAULT_TREE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
@@ -167,6 +169,8 @@ export class GitRepoCache {
   async resolveRevision(repoURL: string, targetRevision?: string, opts: RepoOptions = {}): Promise<string> {
     const repo = await this.#repo(repoURL, opts.access);
     const rev = checkRevision(targetRevision, repo.shown);
+    // A commit checked out here is in the clone: every render of it asks again, with no git run.
+    if (FULL_SHA.test(rev) && this.#trees.has(`${repo.key}/${rev}`)) return rev;
     if (SHORT_SHA.test(rev)) {
       // A SHA already in the clone needs no network (and a ref cannot change what it names).
       const local = await this.#mutex.with(repo.key, async () => {
@@ -259,7 +263,13 @@ export class GitRepoCache {
   /** The submodules commit `revision` records (submodule-list.ts), from the clone a checkout of it made. */
   async submodules(repoURL: string, revision: string, access: RepositoryAccess | undefined): Promise<SubmoduleListing> {
     const repo = await this.#repo(repoURL, access);
-    return this.#mutex.with(repo.key, () => listSubmodules(this.#cloneRunner(repo), revision, repo.shown));
+    const known = this.#trees.get(`${repo.key}/${revision}`);
+    if (known?.submodules) return known.submodules;
+    const listing = await this.#mutex.with(repo.key, () =>
+      listSubmodules(this.#cloneRunner(repo), revision, repo.shown),
+    );
+    if (known) known.submodules = listing;
+    return listing;
   }
 
   /**

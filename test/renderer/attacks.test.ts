@@ -24,6 +24,8 @@ before(async () => {
   const repo = await TestRepo.create(path.join(work, 'repos', 'app'));
   await repo.commit({
     'keys/cm.yaml': manyKeysConfigMap(),
+    // Four times 'keys': some 600 ms of parsing, three times the time limit the test below sets.
+    ...Object.fromEntries([1, 2, 3, 4].map((i) => [`slow/cm-${i}.yaml`, manyKeysConfigMap(`many-keys-${i}`)])),
     'bomb/cm.yaml': aliasBomb(),
     'small/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: small\n',
     'many/cms.yaml': manyObjects(30),
@@ -97,10 +99,10 @@ test(
   async () => {
     await withRenderer({}, async (client, _r, input) => {
       await assert.rejects(
-        client.render(input('keys'), { limits: { ...DEFAULT_APPLICATION_LIMITS, renderTimeoutMs: 200 } }),
+        client.render(input('slow'), { limits: { ...DEFAULT_APPLICATION_LIMITS, renderTimeoutMs: 200 } }),
         failsWith(
           'Timeout',
-          /^the render of 'keys' took longer than this Application's time limit of 0\.2s \(argocd-cm impersync\.application\.renderTimeout\)$/,
+          /^the render of 'slow' took longer than this Application's time limit of 0\.2s \(argocd-cm impersync\.application\.renderTimeout\)$/,
         ),
       );
     });

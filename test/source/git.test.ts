@@ -1,7 +1,7 @@
 // The Git cache against real repositories: a local path, file:// and http:// (git http-backend).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -107,6 +107,35 @@ describe('GitRepoCache', () => {
       cache.resolveRevision(r.dir, 'main'),
       failsWith('RepositoryUnreachable', /^repository '.*' not reachable: .+/),
     );
+  });
+
+  test('a commit checked out here is resolved and listed again with no git run', async () => {
+    // 500 Applications of one commit resolved its SHA and listed its submodules 500 times, five git
+    // processes a render, one at a time under the repository's lock.
+    const dir = await tempDir('impersync-git-count-');
+    const log = path.join(dir, 'runs');
+    const counting = path.join(dir, 'git');
+    await writeFile(counting, `#!/bin/sh\necho "$1" >> '${log}'\nexec git "$@"\n`);
+    await chmod(counting, 0o755);
+    const r = await TestRepo.create(path.join(dir, 'repo'));
+    const sha = await r.commit({ 'a.yaml': 'a: 1\n' });
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: path.join(dir, 'cache'),
+      gitBinary: counting,
+    });
+    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+    const renderOnce = async () => {
+      const co = await cache.checkout(r.dir, await cache.resolveRevision(r.dir, sha));
+      const listing = await cache.submodules(r.dir, sha, undefined);
+      co.release();
+      return listing;
+    };
+    const first = await renderOnce();
+    const afterFirst = await runs();
+    assert.ok(afterFirst > 0, 'the first render runs git');
+    assert.deepEqual(await renderOnce(), first);
+    assert.equal(await runs(), afterFirst, 'the second render of the commit runs none');
   });
 
   test('a ref outside branches and tags (a pull request head) resolves and checks out', async () => {
