@@ -221,7 +221,8 @@ export class KubeDestinationClient implements DestinationClient {
     if (!where.ok) return where;
     if (!where.value.name)
       return fail(localError('BadRequest', `${obj.kind}: metadata.name is required for server-side apply`));
-    const body = structuredClone(obj);
+    // Only its metadata may change here: the rest is sent as the caller's.
+    const body: KubeObject = { ...obj, metadata: { ...obj.metadata } };
     // A cluster-scoped object carries no namespace (Argo CD fills in the destination on all of them).
     if (!where.value.info.namespaced) delete body.metadata.namespace;
     const query = {

@@ -160,9 +160,16 @@ export async function normalizeIgnored(
   const subject = predicted ?? live;
   if (!subject) return { live, predicted, errors: [] };
   const errors: string[] = [];
-  let pair: Array<KubeObject | null> = [live && structuredClone(live), predicted && structuredClone(predicted)];
-  if (diff.ignoreAggregatedRoles && isAggregatedRole(subject)) for (const o of pair) if (o) delete o['rules'];
-  for (const rule of rulesFor(diff.rules, subject)) {
+  const rules = rulesFor(diff.rules, subject);
+  const aggregated = diff.ignoreAggregatedRoles && isAggregatedRole(subject);
+  // Only these two edit the pair in place (jq, managed fields and known types make copies of their
+  // own): an object of 88,000 keys is not copied for rules that do not touch it.
+  const edits = aggregated || rules.some((r) => r.jsonPointers.length > 0);
+  let pair: Array<KubeObject | null> = edits
+    ? [live && structuredClone(live), predicted && structuredClone(predicted)]
+    : [live, predicted];
+  if (aggregated) for (const o of pair) if (o) delete o['rules'];
+  for (const rule of rules) {
     for (const pointer of rule.jsonPointers) {
       const path = pointerPath(pointer);
       if (path) for (const o of pair) if (o) removePath(o, path);

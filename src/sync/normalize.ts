@@ -22,17 +22,21 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 /**
  * A copy without status (unless `keepStatus`: resource.compareoptions ignoreResourceStatusField),
- * server-set metadata, and annotations that only record how it was applied.
+ * server-set metadata, and annotations that only record how it was applied. Only what it changes
+ * is copied (the object, its metadata and annotations); the rest (spec, data) is `obj`'s own, so
+ * neither may be edited in place afterwards. A deep copy of an object of 88,000 keys held the
+ * controller's event loop for tens of milliseconds, twice a comparison.
  */
 export function normalizeForCompare(obj: KubeObject, opts: { keepStatus?: boolean } = {}): KubeObject {
-  const copy = structuredClone(obj);
+  const copy: KubeObject = { ...obj, metadata: { ...obj.metadata } };
   if (!opts.keepStatus) delete copy['status'];
   const meta = copy.metadata as Record<string, unknown>;
   for (const k of SERVER_METADATA) delete meta[k];
   if (isRecord(meta['annotations'])) {
-    const a = meta['annotations'];
+    const a = { ...meta['annotations'] };
     for (const k of IGNORED_ANNOTATIONS) delete a[k];
     if (Object.keys(a).length === 0) delete meta['annotations'];
+    else meta['annotations'] = a;
   }
   if (isRecord(meta['labels']) && Object.keys(meta['labels']).length === 0) delete meta['labels'];
   return copy;

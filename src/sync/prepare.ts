@@ -82,7 +82,8 @@ export async function prepareDesired(
       excluded.push(excludedMessage(groupOf(original.apiVersion), original.kind, original.metadata.name));
       continue;
     }
-    const obj = structuredClone(original);
+    // Only its namespace is set here; withTrackingId copies the whole of it for the target.
+    const obj: KubeObject = { ...original, metadata: { ...original.metadata } };
     let pendingCrd = false;
     let error: KubeError | undefined;
     const info = await client.resolve(obj.apiVersion, obj.kind);

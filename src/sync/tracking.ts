@@ -92,14 +92,19 @@ export function truncateLabel(value: string): string {
   return v;
 }
 
-/** A copy of `obj` carrying its tracking marks, as the configured method writes them. */
+/**
+ * A copy of `obj` carrying its tracking marks, as the configured method writes them. Only its
+ * metadata is copied (the marks are set there, in new annotation and label maps); the rest is
+ * `obj`'s, which is never edited in place (what edits an object, an apply or a normalization,
+ * copies it first).
+ */
 export function withTrackingId(
   obj: KubeObject,
   app: string,
   destinationNamespace: string,
   tracking: TrackingConfig = DEFAULT_TRACKING,
 ): KubeObject {
-  const copy = structuredClone(obj);
+  const copy: KubeObject = { ...obj, metadata: { ...obj.metadata } };
   if (tracking.method !== 'label') {
     const annotations: Record<string, string> = { ...(copy.metadata.annotations ?? {}) };
     annotations[ANNOTATION_TRACKING_ID] = trackingIdFor(obj, app, destinationNamespace);

@@ -62,6 +62,8 @@ test('jsonPointers and jqPathExpressions leave the named fields out of both side
   const byPointer = await normalizeIgnored(rules(rule({ jsonPointers: ['/spec/replicas'] })), live, predicted);
   assert.equal((byPointer.live?.['spec'] as { replicas?: number }).replicas, undefined);
   assert.equal((byPointer.predicted?.['spec'] as { replicas?: number }).replicas, undefined);
+  assert.equal((live['spec'] as { replicas: number }).replicas, 5, 'the inputs are not changed');
+  assert.equal((predicted['spec'] as { replicas: number }).replicas, 3);
   const byJq = await normalizeIgnored(
     rules(rule({ jqPathExpressions: ['.spec.template.spec.containers[] | select(.name == "web") | .image'] })),
     live,
@@ -118,8 +120,10 @@ test("ignoreAggregatedRoles leaves an aggregated ClusterRole's rules out", async
     aggregationRule: { clusterRoleSelectors: [{ matchLabels: { a: 'b' } }] },
     rules: rulesList,
   });
-  const r = await normalizeIgnored({ rules: [], ignoreAggregatedRoles: true }, role([{ verbs: ['get'] }]), role([]));
+  const live = role([{ verbs: ['get'] }]);
+  const r = await normalizeIgnored({ rules: [], ignoreAggregatedRoles: true }, live, role([]));
   assert.deepEqual(r.live, r.predicted);
+  assert.deepEqual(live['rules'], [{ verbs: ['get'] }], 'the input keeps its rules');
 });
 
 test('RespectIgnoreDifferences: the applied object carries the live values of ignored fields', async () => {

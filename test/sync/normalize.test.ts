@@ -28,6 +28,8 @@ test('server bookkeeping, status and last-applied are removed; the rest kept', (
     data: { a: '1' },
   });
   assert.equal(live.metadata['uid'], 'u', 'the input is not changed');
+  assert.deepEqual(live.metadata.annotations, { 'kubectl.kubernetes.io/last-applied-configuration': '{}' });
+  assert.deepEqual(live['status'], { anything: true });
 });
 
 test('JSON equality ignores key order, not array order', () => {
