@@ -73,6 +73,21 @@ function nameOf(o: { metadata: { name: string } }): string {
   return o.metadata.name;
 }
 
+const DECIMAL = /^[1-9][0-9]*$/;
+
+/**
+ * `have` is the version `want` or a later one. kube-apiserver's resourceVersions are etcd
+ * revisions, decimal and increasing; any other form is only ever equal or not. The watch can show
+ * our write, and the next change someone made (a Deployment's controller updating it at once),
+ * before the write's own answer is read: the object is then past our version, never at it.
+ */
+function atLeast(have: string | undefined, want: string): boolean {
+  if (have === undefined) return false;
+  if (have === want) return true;
+  if (!DECIMAL.test(have) || !DECIMAL.test(want)) return false;
+  return have.length !== want.length ? have.length > want.length : have > want;
+}
+
 export class LiveObjectCache {
   readonly #transport: WatchTransport;
   readonly #opts: LiveCacheOptions;
@@ -181,7 +196,7 @@ export class LiveObjectCache {
       (entry.watch.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined) ?? null;
     const pending = this.#pending.get(key);
     if (pending) {
-      const caughtUp = pending.rv === null ? cached === null : cached?.metadata.resourceVersion === pending.rv;
+      const caughtUp = pending.rv === null ? cached === null : cached !== null && atLeast(rvOf(cached), pending.rv);
       if (!caughtUp && now - pending.at < PENDING_WRITE_MS) return undefined;
       this.#pending.delete(key);
       if (!caughtUp) return undefined;
@@ -191,9 +206,13 @@ export class LiveObjectCache {
 
   /** This client wrote (or deleted: null) the object; reads wait for the watch to show it. */
   noteWrite(collection: string, name: string, result: KubeObject | null): void {
-    if (!this.#entries.has(collection)) return;
+    const entry = this.#entries.get(collection);
+    if (!entry) return;
     const rv = result ? rvOf(result) : null;
     if (rv === undefined) return;
+    // The watch may have shown it already, and what came after it.
+    const held = entry.watch?.store.get(`${this.#namespaceOf(collection)}/${name}`) as KubeObject | undefined;
+    if (rv !== null && held && atLeast(rvOf(held), rv)) return;
     this.#pending.set(`${collection}/${name}`, { rv, at: Date.now() });
   }
 
@@ -248,11 +267,14 @@ export class LiveObjectCache {
     const key = `${collection}/${nameOf(e.object)}`;
     const pending = this.#pending.get(key);
     if (pending) {
-      const echo = e.type === 'DELETED' ? pending.rv === null : pending.rv === e.object.metadata.resourceVersion;
+      const rv = rvOf(e.object as KubeObject);
+      const echo = e.type === 'DELETED' ? pending.rv === null : pending.rv === rv;
       if (echo) {
         this.#pending.delete(key);
         return;
       }
+      // Past our write (its echo came before we noted it): caught up, and this change is someone else's.
+      if (e.type !== 'DELETED' && pending.rv !== null && atLeast(rv, pending.rv)) this.#pending.delete(key);
     }
     this.#opts.onChange?.(
       e.object as KubeObject,

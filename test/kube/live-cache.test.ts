@@ -155,6 +155,33 @@ test('a read waits for the first list, and for the echo of our write, instead of
   }
 });
 
+test("a watch already past our write (its echo and the next change came before the write's answer) is caught up", async () => {
+  // A Deployment's controller updates it right after the apply; the watch can show both before
+  // the apply's answer is read. Before, every read of it waited out the echo for a minute.
+  const { transport, push } = scripted([cm('one', '5')]);
+  const cache = new LiveObjectCache(transport);
+  try {
+    await cache.lookupSoon(CM, COLL, 'one', 2000);
+    push('MODIFIED', cm('one', '7'));
+    push('MODIFIED', cm('one', '8', 'status'));
+    await settle(() => cache.lookup(CM, COLL, 'one').hit && cache.resourceVersion(CM, COLL, 'one') === '8');
+    cache.noteWrite(COLL, 'one', cm('one', '7') as never);
+    const t0 = Date.now();
+    const got = await cache.lookupSoon(CM, COLL, 'one', 2000);
+    assert.ok(got.hit, 'answered from the watch');
+    assert.equal(got.object?.metadata.resourceVersion, '8');
+    assert.ok(Date.now() - t0 < 500, `no wait for an echo already past (${Date.now() - t0} ms)`);
+    // Noted while the watch was behind, then passed without the echo itself (a relist): caught up too.
+    cache.noteWrite(COLL, 'one', cm('one', '10') as never);
+    assert.deepEqual(cache.lookup(CM, COLL, 'one'), { hit: false });
+    push('MODIFIED', cm('one', '11', 'later'));
+    await settle(() => cache.lookup(CM, COLL, 'one').hit);
+    assert.equal(cache.resourceVersion(CM, COLL, 'one'), '11');
+  } finally {
+    await cache.close();
+  }
+});
+
 test('a refused watch is not waited for: the read goes to the server at once', async () => {
   const refused = scripted([], 403);
   const cache = new LiveObjectCache(refused.transport, { onError: () => undefined });
