@@ -169,8 +169,10 @@ export class GitRepoCache {
   async resolveRevision(repoURL: string, targetRevision?: string, opts: RepoOptions = {}): Promise<string> {
     const repo = await this.#repo(repoURL, opts.access);
     const rev = checkRevision(targetRevision, repo.shown);
-    // A commit checked out here is in the clone: every render of it asks again, with no git run.
-    if (FULL_SHA.test(rev) && this.#trees.has(`${repo.key}/${rev}`)) return rev;
+    // A commit checked out here is in its clone while the clone is kept (a clone over the budget goes
+    // with its trees left): every render of it asks again, with no git run.
+    if (FULL_SHA.test(rev) && this.#trees.has(`${repo.key}/${rev}`) && existsSync(path.join(repo.dir, 'HEAD')))
+      return rev;
     if (SHORT_SHA.test(rev)) {
       // A SHA already in the clone needs no network (and a ref cannot change what it names).
       const local = await this.#mutex.with(repo.key, async () => {

@@ -366,6 +366,12 @@ describe('GitRepoCache', () => {
     const again = await cache.checkout(x.dir, await x.commit({ 'a.yaml': 'a: 2\n' }));
     assert.equal(await readFile(path.join(again.dir, 'a.yaml'), 'utf8'), 'a: 2\n', 'and is cloned again when needed');
     again.release();
+    // A commit whose tree outlived its clone is resolved through the clone again, not from the
+    // tree: what reads the clone next (a signature check) finds the commit there.
+    assert.equal(await cache.resolveRevision(y.dir, ys), ys);
+    (await cache.checkout(y.dir, ys)).release();
+    const r = await cache.inClone(y.dir, undefined, ['cat-file', '-t', ys], {});
+    assert.equal(r.stdout.toString('utf8').trim(), 'commit');
   });
 
   test('a commit of a few KiB in Git that checks out to 2.5 GiB is refused from its tree listing, nothing written', async () => {
