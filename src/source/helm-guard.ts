@@ -8,9 +8,11 @@
 // A pull unpacks into a folder of its own first: helm writes a chart to `<untardir>/<the name its
 // Chart.yaml gives>`, whatever name kustomize asked for, so a chart could name a folder of the
 // repository and replace its files (through the hard links of a private copy, into the commit's
-// checkout). The unpacked chart is moved into the chart home only where nothing is yet.
+// checkout). The unpacked chart is moved into the chart home only where nothing is yet, and only
+// once its own kustomizations (which a kustomization may list as a base, read after the pull, when
+// the renderer's check of the tree has long run) pass the same check, inside the chart.
 import { spawnSync } from 'node:child_process';
-import { lstat, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { redactURL } from './errors.ts';
 import { Refused, runGuard } from './guard-main.ts';
@@ -98,14 +100,19 @@ async function pull(policy: HelmGuardPolicy, args: string[]): Promise<Pull> {
   return { dir, chart, args: [...out, '--', chart] };
 }
 
-/** Runs the pull into a new folder of `p.dir`, then moves what it unpacked where nothing is yet. */
-async function pullApart(p: Pull, run: (args: string[]) => number): Promise<number> {
+/**
+ * Runs the pull into a new folder of `p.dir`, then moves what it unpacked where nothing is yet,
+ * once the kustomizations it carries pass the renderer's check with the chart as their root.
+ */
+async function pullApart(policy: HelmGuardPolicy, p: Pull, run: (args: string[]) => number): Promise<number> {
   await mkdir(p.dir, { recursive: true });
   const fresh = await mkdtemp(path.join(p.dir, '.impersync-pull-'));
+  const chart = redactURL(p.chart);
   try {
     const code = run([...p.args.slice(0, 2), `--untardir=${fresh}`, ...p.args.slice(2)]);
     if (code !== 0) return code;
-    for (const entry of await readdir(fresh)) {
+    const entries = await readdir(fresh);
+    for (const entry of entries) {
       const target = path.join(p.dir, entry);
       const taken = await lstat(target).then(
         () => true,
@@ -113,14 +120,31 @@ async function pullApart(p: Pull, run: (args: string[]) => number): Promise<numb
       );
       if (taken) {
         throw new Refused(
-          `the chart pulled for '${p.chart}' unpacks as '${entry}', which is already in its chart home '${p.dir}': a pulled chart never replaces files of the repository`,
+          `the chart pulled for '${chart}' unpacks as ${JSON.stringify(entry)}, which is already in its chart home '${p.dir}': a pulled chart never replaces files of the repository`,
         );
       }
-      await rename(path.join(fresh, entry), target);
+      await checkPulled(policy, chart, path.join(fresh, entry));
     }
+    for (const entry of entries) await rename(path.join(fresh, entry), path.join(p.dir, entry));
     return 0;
   } finally {
     await rm(fresh, { recursive: true, force: true });
+  }
+}
+
+/** The kustomizations of a pulled chart, held to the rules of the checkout's, inside the chart. */
+async function checkPulled(policy: HelmGuardPolicy, chart: string, dir: string): Promise<void> {
+  // Loaded only for a pull: template and version start faster without the YAML parser.
+  const { checkAllKustomizations } = await import('./kustomize-check.ts');
+  try {
+    await checkAllKustomizations({
+      root: await realpath(dir),
+      describe: (rel) => `the chart pulled for '${chart}', ${rel}`,
+      sourceRepos: policy.sourceRepos ?? undefined,
+      enableHelm: true,
+    });
+  } catch (err) {
+    throw new Refused(err instanceof Error ? err.message : String(err));
   }
 }
 
@@ -172,7 +196,7 @@ async function guard(argv: string[]): Promise<number> {
   };
 
   if (sub === 'version' && (rest.length === 0 || (rest.length === 1 && rest[0] === '--short'))) return run(argv);
-  if (sub === 'pull') return pullApart(await pull(policy, rest), run);
+  if (sub === 'pull') return pullApart(policy, await pull(policy, rest), run);
   if (sub === 'template') return run(await template(policy, rest));
   throw new Refused(`helm ${argv.join(' ')} is not a command kustomize runs for a chart`);
 }

@@ -82,7 +82,8 @@ export async function prepareDesired(
       excluded.push(excludedMessage(groupOf(original.apiVersion), original.kind, original.metadata.name));
       continue;
     }
-    // Only its namespace is set here; withTrackingId copies the whole of it for the target.
+    // Only its namespace is set here, and withTrackingId its marks: both copy the metadata alone, so
+    // the target shares the rest (spec, data) with the rendered object, which nothing edits in place.
     const obj: KubeObject = { ...original, metadata: { ...original.metadata } };
     let pendingCrd = false;
     let error: KubeError | undefined;

@@ -263,15 +263,21 @@ describe('a pulled chart lands in the render alone', () => {
       { path: 'evil/Chart.yaml', content: 'apiVersion: v2\nname: victim\nversion: 1.0.0\n' },
       { path: 'evil/cm.yaml', content: cm('pwned') },
     ]);
+    // A chart that carries a kustomization: a base listed after the one that pulls it is read by
+    // kustomize once pulled, long after the renderer checked the tree.
+    const carrier = chartArchive('k', '1.0.0', { 'kustomization.yaml': 'resources:\n- ../../../../victim\n' });
     charts.setCharts([
       { name: 'c', version: '1.0.0', archive: chartArchive('c', '1.0.0') },
       { name: 'evil', version: '1.0.0', archive: evil },
+      { name: 'k', version: '1.0.0', archive: carrier },
     ]);
     repo = await TestRepo.create(path.join(top, 'repo'));
     await repo.commit({
       'victim/kustomization.yaml': 'resources:\n- cm.yaml\n',
       'victim/cm.yaml': cm('original'),
       'attack/kustomization.yaml': `helmGlobals:\n  chartHome: ..\nhelmCharts:\n- name: evil\n  repo: ${charts.url}\n  releaseName: r\n`,
+      'nested/kustomization.yaml': 'resources:\n- a\n- a/charts/k\n',
+      'nested/a/kustomization.yaml': `helmCharts:\n- name: k\n  repo: ${charts.url}\n  releaseName: r\n`,
       'pull/kustomization.yaml': `helmCharts:\n- name: c\n  repo: ${charts.url}\n  version: 1.0.0\n  releaseName: r\n`,
       // The folder the pull makes its chart in, with a kustomization of its own that names no repository.
       'pull/charts/c-1.0.0/kustomization.yaml':
@@ -301,9 +307,16 @@ describe('a pulled chart lands in the render alone', () => {
     assert.deepEqual(await names('victim', [repo.url]), ['original']);
     await assert.rejects(
       render('attack', [repo.url, charts.url]),
-      /the chart pulled for 'evil' unpacks as 'victim', which is already in its chart home '\.': a pulled chart never replaces files of the repository/,
+      /the chart pulled for 'evil' unpacks as "victim", which is already in its chart home '\.': a pulled chart never replaces files of the repository/,
     );
     assert.deepEqual(await names('victim', [repo.url]), ['original'], "the victim's folder of the commit is its own");
+  });
+
+  test("a pulled chart's kustomizations are checked as the repository's, inside the chart", async () => {
+    await assert.rejects(
+      render('nested', [repo.url, charts.url]),
+      /refused by the renderer: the chart pulled for 'k', kustomization\.yaml: resources '\.\.\/\.\.\/\.\.\/\.\.\/victim' leads outside the repository/,
+    );
   });
 
   test('a chart pulled for one render is not there for the next', async () => {
