@@ -4,7 +4,8 @@
 // channel that argocd-server's resource-tree stream subscribes to; each destination's cluster info
 // at most once a minute (Argo CD's expires after 10 minutes). Never in the way of reconciliation:
 // `submit` only queues what to write (the latest per Application replaces an older one still
-// waiting), a worker builds and writes it, and a failure is logged, counted and retried later.
+// waiting), a worker builds and writes it (one write per Application at a time, so the latest
+// lands last), and a failure is logged, counted and retried later.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -106,6 +107,8 @@ export class ArgoCacheWriter {
   readonly #log: Logger;
   readonly #writes: Counter<'result'>;
   readonly #pending = new Map<string, AppCacheWrite>();
+  /** Instances being written: one write per Application at a time, so an older one never lands last. */
+  readonly #writing = new Set<string>();
   readonly #clusterWritten = new Map<string, number>();
   #running = 0;
   #retryMs = RETRY_MIN_MS;
@@ -160,9 +163,12 @@ export class ArgoCacheWriter {
 
   #pump(): void {
     if (this.#timer) return;
-    while (this.#running < CONCURRENCY && this.#pending.size > 0) {
-      const [instance, write] = this.#pending.entries().next().value as [string, AppCacheWrite];
+    for (const [instance, write] of this.#pending) {
+      if (this.#running >= CONCURRENCY) break;
+      // A newer refresh of an Application being written waits for that write to end.
+      if (this.#writing.has(instance)) continue;
       this.#pending.delete(instance);
+      this.#writing.add(instance);
       this.#running++;
       void this.#write(write)
         .then(
@@ -187,6 +193,7 @@ export class ArgoCacheWriter {
         )
         .finally(() => {
           this.#running--;
+          this.#writing.delete(instance);
           this.#pump();
           if (this.#running === 0 && (this.#pending.size === 0 || this.#closed)) {
             for (const r of this.#idle.splice(0)) r();

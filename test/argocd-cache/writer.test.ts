@@ -101,6 +101,35 @@ test("an Application's tree, managed resources and cluster info: Argo CD's keys,
   }
 });
 
+test('one write per Application at a time: a slow older write never lands after a newer one', async () => {
+  const redis = await startRedis();
+  const { w } = writer(config({ redis: redis.address }));
+  try {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const named = (name: string): ApplicationTree => ({
+      nodes: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'tenant', name, uid: name }],
+    });
+    // The older refresh's build is still listing when the newer one is submitted.
+    w.submit({ instance: 'guestbook', build: async () => (await held, { tree: named('old'), managed }) });
+    await new Promise((r) => setTimeout(r, 50));
+    w.submit({ instance: 'guestbook', build: async () => ({ tree: named('new'), managed }) });
+    await new Promise((r) => setTimeout(r, 200));
+    release();
+    await w.idle();
+    const got = JSON.parse(
+      gunzipSync((await redis.client().getBuffer('app|resources-tree|guestbook|1.8.3.gz')) as Buffer).toString(),
+    );
+    assert.deepEqual(
+      got.nodes.map((n: { name: string }) => n.name),
+      ['new'],
+    );
+  } finally {
+    await w.close();
+    await redis.stop();
+  }
+});
+
 test('a password, a database, a key prefix, no compression and shards, as Argo CD takes them', async () => {
   const redis = await startRedis({ password: 's3cret' });
   const c = config(

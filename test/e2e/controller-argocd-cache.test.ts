@@ -133,7 +133,12 @@ test("the tree holds the Deployment, its ReplicaSet and its Pod, each pointing a
       (a.status?.['health'] as { status?: string } | undefined)?.status === 'Healthy',
     90_000,
   );
-  const nodes = await treeWith('web', 'a Pod', (n) => n.some((x) => x.kind === 'Pod'));
+  // The tree is written after the refresh that found the Application Healthy, not with it: wait for it.
+  const nodes = await treeWith(
+    'web',
+    'a Pod and a Healthy Deployment',
+    (n) => n.some((x) => x.kind === 'Pod') && n.some((x) => x.kind === 'Deployment' && x.health?.status === 'Healthy'),
+  );
   const dep = nodes.find((n) => n.kind === 'Deployment');
   const rs = nodes.find((n) => n.kind === 'ReplicaSet');
   const pod = nodes.find((n) => n.kind === 'Pod');
