@@ -5,6 +5,7 @@ import os from 'node:os';
 import { parseDurationSeconds } from '../impersonation/duration.ts';
 import { createLogger, isLogLevel } from '../observability/logger.ts';
 import { RENDERER_DEFAULTS, startRenderer } from '../renderer/run.ts';
+import { DEFAULT_RENDERS_MAX, DEFAULT_RENDERS_MIN } from '../renderer/cpu-limit.ts';
 import type { RendererProcessOptions } from '../renderer/run.ts';
 import { parseByteSize } from '../renderer/sizes.ts';
 import { memoryLimit } from '../renderer/memory-limit.ts';
@@ -38,7 +39,8 @@ token; \`impersync run\` without --renderer starts one as a child process.
                               $ARGOCD_PLUGINSOCKFILEPATH, then /home/argocd/cmp-server/plugins)
   --plugin-tar-exclude GLOB   leave files matching GLOB out of the app folder streamed to a plugin
                               (repeatable; default $ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS, ;-separated)
-  --max-renders N             renders at once; more wait (default ${RENDERER_DEFAULTS.maxRenders})
+  --max-renders N             renders at once; more wait (default: one per CPU it may use, from
+                              cgroup v2's cpu.max or the machine's, at least ${DEFAULT_RENDERS_MIN} and at most ${DEFAULT_RENDERS_MAX})
   --render-timeout DURATION   one render's time limit, fetch to parsed objects (default ${RENDERER_DEFAULTS.renderTimeoutMs / 1000}s)
   --render-memory SIZE        memory of one render's parsing (default 1Gi)
   --answer-cache SIZE         answers kept for unchanged inputs at unchanged commits (default 256Mi; 0: off)

@@ -10,6 +10,7 @@ import { startHealthServer, type HealthServer } from '../observability/health.ts
 import { createRendererMetrics, type RendererMetrics } from './metrics.ts';
 import { RenderPool } from './pool.ts';
 import { memoryLimit, type MemoryLimit } from './memory-limit.ts';
+import { cpuLimit, defaultMaxRenders, DEFAULT_RENDERS_MAX } from './cpu-limit.ts';
 import { rendererMemory, type RendererMemory } from './memory.ts';
 import { MAX_RENDERED_BYTES } from './protocol.ts';
 import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
@@ -29,7 +30,7 @@ export interface RendererProcessOptions {
   pluginTarExclusions?: readonly string[] | undefined;
   /** file:// and local paths as repoURL: for local demos and tests only. Default false. */
   allowLocalRepositories?: boolean;
-  /** Renders at once (and worker threads). Default 4. */
+  /** Renders at once (and worker threads). Default: one per CPU it may use, 2 to 4 (cpu-limit.ts). */
   maxRenders?: number;
   /** A render's time limit. Default 180 s. */
   renderTimeoutMs?: number;
@@ -69,7 +70,6 @@ export interface RendererProcessOptions {
 }
 
 export const RENDERER_DEFAULTS = {
-  maxRenders: 4,
   renderTimeoutMs: DEFAULT_LIMITS.renderTimeoutMs,
   renderMemoryBytes: 1024 * 1024 * 1024,
   cacheBytes: 256 * 1024 * 1024,
@@ -85,7 +85,13 @@ export interface RunningRenderer {
 }
 
 export async function startRenderer(opts: RendererProcessOptions): Promise<RunningRenderer> {
-  const maxRenders = opts.maxRenders ?? RENDERER_DEFAULTS.maxRenders;
+  const cpu = opts.maxRenders === undefined ? cpuLimit() : undefined;
+  const maxRenders = opts.maxRenders ?? defaultMaxRenders(cpu?.cpus ?? DEFAULT_RENDERS_MAX);
+  if (cpu)
+    opts.logger.info(
+      { maxRenders, cpus: cpu.cpus },
+      `renders at once: ${maxRenders}, for ${cpu.cpus} CPU(s) (${cpu.from})`,
+    );
   const metrics = createRendererMetrics({ defaultMetrics: opts.metricsListen !== undefined });
   const renderTimeoutMs = opts.renderTimeoutMs ?? RENDERER_DEFAULTS.renderTimeoutMs;
   const renderMemoryBytes = opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes;
