@@ -142,8 +142,9 @@ export class ChildRenderer implements Renderer {
     const args = [
       '--disable-warning=ExperimentalWarning',
       // As the install's renderer (NODE_OPTIONS): V8 would size the young generation from the heap
-      // limit, up to 64 MiB a half, and keep it (about 15 MiB of RSS after 500 renders).
-      '--max-semi-space-size=16',
+      // limit, up to 64 MiB a half, and keep it. The main thread copies answers and serves
+      // requests; its render threads parse, with their own limits (pool.ts).
+      '--max-semi-space-size=4',
       CLI,
       'renderer',
       `--listen=unix:${socket}`,

@@ -36,10 +36,14 @@ interface Job {
   reject: (e: SourceError) => void;
 }
 
-/** A thread's heap limits for a render heap of `memoryBytes`: its old and young generations, in MiB. */
+/**
+ * A thread's heap limits for a render heap of `memoryBytes`: its old and young generations, in MiB.
+ * The young generation is at most 16 MiB: V8 keeps what it grew to, idle or not, and a render's
+ * objects outlive the scavenges anyway (they are its answer).
+ */
 export function workerHeapLimits(memoryBytes: number): { oldMb: number; youngMb: number } {
   const oldMb = Math.max(16, Math.floor(memoryBytes / (1024 * 1024)));
-  return { oldMb, youngMb: Math.min(64, Math.max(4, oldMb / 8)) };
+  return { oldMb, youngMb: Math.min(16, Math.max(4, oldMb / 8)) };
 }
 
 const WORKER_URL = new URL(`./worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
