@@ -90,13 +90,15 @@ spawnSync('bash', ['scripts/tool-binaries'], {
 
 // A test that hangs fails after 20 min (the longest passes in under 5) instead of holding CI to
 // its deadline; a file whose tests are done but that leaves a timer or socket open (a prober not
-// stopped on a failure path) exits instead of hanging the run: its failure is what is reported.
+// stopped on a failure path) exits a minute later instead of hanging the run (test-exit-guard.mjs:
+// --test-force-exit did that, and lost the verdicts of a file's last tests).
 const args = [
   '--disable-warning=ExperimentalWarning',
+  '--import',
+  './scripts/test-exit-guard.mjs',
   '--test',
   '--test-concurrency=2',
   '--test-timeout=1200000',
-  '--test-force-exit',
   '--test-reporter=spec',
   ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/**/*.test.ts']),
 ];
