@@ -38,8 +38,9 @@ interface Job {
 
 /**
  * A thread's heap limits for a render heap of `memoryBytes`: its old and young generations, in MiB.
- * The young generation is at most 16 MiB: V8 keeps what it grew to, idle or not, and a render's
- * objects outlive the scavenges anyway (they are its answer).
+ * The young generation is at most 16 MiB: V8 would size it from the heap limit, up to 64 MiB,
+ * and keep what it grew to, idle or not. At 8 MiB the large renders promoted early and the
+ * renderer's peak rose (docs/benchmarks.md).
  */
 export function workerHeapLimits(memoryBytes: number): { oldMb: number; youngMb: number } {
   const oldMb = Math.max(16, Math.floor(memoryBytes / (1024 * 1024)));
