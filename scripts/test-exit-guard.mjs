@@ -6,7 +6,7 @@
 // It stands in for --test-force-exit, which loses results: under process isolation it exits a
 // file's process before the runner has read the verdicts of its last tests, and the run reports
 // fewer tests than ran, with exit code 0 even when one of the lost ones failed (nodejs/node#64833;
-// seen here as 20 tests of test/controller/operation-machine.test.ts missing from a CI run).
+// seen here as the last 19 tests of test/controller/operation-machine.test.ts missing from a CI run).
 import { after } from 'node:test';
 
 const GRACE_MS = 60_000;
