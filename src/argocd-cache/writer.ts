@@ -107,10 +107,9 @@ export class ArgoCacheWriter {
   readonly #log: Logger;
   readonly #writes: Counter<'result'>;
   readonly #pending = new Map<string, AppCacheWrite>();
-  /** Instances being written: one write per Application at a time, so an older one never lands last. */
+  /** Instances being written (at most CONCURRENCY): one write per Application at a time, so an older one never lands last. */
   readonly #writing = new Set<string>();
   readonly #clusterWritten = new Map<string, number>();
-  #running = 0;
   #retryMs = RETRY_MIN_MS;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -157,19 +156,18 @@ export class ArgoCacheWriter {
 
   /** Resolves once nothing is queued or being written (tests). */
   idle(): Promise<void> {
-    if (this.#pending.size === 0 && this.#running === 0) return Promise.resolve();
+    if (this.#pending.size === 0 && this.#writing.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   #pump(): void {
     if (this.#timer) return;
     for (const [instance, write] of this.#pending) {
-      if (this.#running >= CONCURRENCY) break;
+      if (this.#writing.size >= CONCURRENCY) break;
       // A newer refresh of an Application being written waits for that write to end.
       if (this.#writing.has(instance)) continue;
       this.#pending.delete(instance);
       this.#writing.add(instance);
-      this.#running++;
       void this.#write(write)
         .then(
           () => {
@@ -192,10 +190,9 @@ export class ArgoCacheWriter {
           },
         )
         .finally(() => {
-          this.#running--;
           this.#writing.delete(instance);
           this.#pump();
-          if (this.#running === 0 && (this.#pending.size === 0 || this.#closed)) {
+          if (this.#writing.size === 0 && (this.#pending.size === 0 || this.#closed)) {
             for (const r of this.#idle.splice(0)) r();
           }
         });

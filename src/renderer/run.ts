@@ -10,7 +10,7 @@ import { startHealthServer, type HealthServer } from '../observability/health.ts
 import { createRendererMetrics, type RendererMetrics } from './metrics.ts';
 import { RenderPool } from './pool.ts';
 import { memoryLimit, type MemoryLimit } from './memory-limit.ts';
-import { cpuLimit, defaultMaxRenders, DEFAULT_RENDERS_MAX } from './cpu-limit.ts';
+import { cpuLimit, defaultMaxRenders } from './cpu-limit.ts';
 import { rendererMemory, type RendererMemory } from './memory.ts';
 import { MAX_RENDERED_BYTES } from './protocol.ts';
 import { rendererHandler, startRendererServer, type RendererServer, type RendererStats } from './server.ts';
@@ -85,13 +85,15 @@ export interface RunningRenderer {
 }
 
 export async function startRenderer(opts: RendererProcessOptions): Promise<RunningRenderer> {
-  const cpu = opts.maxRenders === undefined ? cpuLimit() : undefined;
-  const maxRenders = opts.maxRenders ?? defaultMaxRenders(cpu?.cpus ?? DEFAULT_RENDERS_MAX);
-  if (cpu)
+  let maxRenders = opts.maxRenders;
+  if (maxRenders === undefined) {
+    const cpu = cpuLimit();
+    maxRenders = defaultMaxRenders(cpu.cpus);
     opts.logger.info(
       { maxRenders, cpus: cpu.cpus },
       `renders at once: ${maxRenders}, for ${cpu.cpus} CPU(s) (${cpu.from})`,
     );
+  }
   const metrics = createRendererMetrics({ defaultMetrics: opts.metricsListen !== undefined });
   const renderTimeoutMs = opts.renderTimeoutMs ?? RENDERER_DEFAULTS.renderTimeoutMs;
   const renderMemoryBytes = opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes;
