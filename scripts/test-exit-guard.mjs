@@ -1,7 +1,8 @@
-// Preloaded into every test file's process by scripts/run-tests.mjs (--import). Once a file's
-// tests and its own after hooks are done, a file that still holds a timer or a socket open (a
-// prober left running on a failure path) exits a minute later instead of holding the run until
-// its deadline; a file that exits by itself is not delayed (the timer is unref'd).
+// Preloaded into every test file's process by scripts/run-tests.mjs (--import). Its after hook is
+// the first the file's root runs, once the file's tests are done: from then a file that still holds
+// a timer or a socket open a minute later (a prober left running on a failure path) exits instead
+// of holding the run until its deadline. The file's own after hooks run within that minute (a
+// control plane stops in seconds); a file that exits by itself is not delayed (the timer is unref'd).
 //
 // It stands in for --test-force-exit, which loses results: under process isolation it exits a
 // file's process before the runner has read the verdicts of its last tests, and the run reports
