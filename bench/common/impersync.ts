@@ -5,13 +5,13 @@
 import {
   applyRaw,
   grantInstalledControllerRights,
-  listRaw,
   type KubeObject,
   type TestControlPlane,
 } from '../../test/support/index.ts';
 import { TestRepo } from '../../test/support/git.ts';
+import { connectControlCluster } from '../../src/kube/control.ts';
+import { Watch } from '../../src/kube/watch.ts';
 import { mapLimit } from '../../src/sync/util.ts';
-import { sleep } from './report.ts';
 import { DEPLOYER, writeManifests } from './tenants.ts';
 
 export const NS = 'argocd';
@@ -95,33 +95,58 @@ export function isDone(status: AppStatus | undefined): boolean {
   return status?.sync?.status === 'Synced' && status.operationState?.phase === 'Succeeded';
 }
 
-/** Lists the Applications every `everyMs` until all of `names` are done; returns when, and the last list. */
+/**
+ * Watches the Applications until all of `names` are done; returns when, and the last state of each.
+ * A watch, not a list every second: a poll would round every time up to its next tick (half a
+ * second on average) and load the API server with a list of every Application's status each time,
+ * which the references it is set against do not pay.
+ */
 export async function waitAllDone(
   cp: TestControlPlane,
   names: string[],
   timeoutMs: number,
-  everyMs = 1000,
 ): Promise<{ doneAt: number; apps: KubeObject[] }> {
   const want = new Set(names);
-  const deadline = Date.now() + timeoutMs;
-  let apps: KubeObject[] = [];
-  for (;;) {
-    apps = await listRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespace: NS });
-    const done = apps.filter((a) => want.has(a.metadata.name) && isDone(a['status'] as AppStatus | undefined)).length;
-    if (done === want.size) return { doneAt: Date.now(), apps };
-    if (Date.now() > deadline) {
-      const stuck = apps
-        .filter((a) => want.has(a.metadata.name) && !isDone(a['status'] as AppStatus | undefined))
-        .slice(0, 3);
-      throw new Error(
-        `${want.size - done} of ${want.size} Applications not Synced+Succeeded after ${timeoutMs / 1000} s; e.g. ${JSON.stringify(
-          stuck.map((a) => ({ name: a.metadata.name, status: a['status'] })),
-          null,
-          1,
-        ).slice(0, 3000)}`,
-      );
-    }
-    await sleep(everyMs);
+  const done = new Set<string>();
+  const client = await connectControlCluster(cp.admin);
+  const watch = new Watch(client.watchTransport(), {
+    path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications`,
+    kind: 'Application',
+    apiVersion: 'argoproj.io/v1alpha1',
+    onError: (err) => console.log(`watching the Applications: ${err.message}; watching again`),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const doneAt = await new Promise<number>((resolve, reject) => {
+      watch.on((e) => {
+        const name = e.object.metadata.name;
+        if (!want.has(name)) return;
+        if (e.type !== 'DELETED' && isDone(e.object['status'] as AppStatus | undefined)) done.add(name);
+        else done.delete(name);
+        if (done.size === want.size) resolve(Date.now());
+      });
+      timer = setTimeout(() => {
+        const stuck = watch
+          .list()
+          .filter((a) => want.has(a.metadata.name) && !done.has(a.metadata.name))
+          .slice(0, 3);
+        reject(
+          new Error(
+            `${want.size - done.size} of ${want.size} Applications not Synced+Succeeded after ${timeoutMs / 1000} s; e.g. ${JSON.stringify(
+              stuck.map((a) => ({ name: a.metadata.name, status: a['status'] })),
+              null,
+              1,
+            ).slice(0, 3000)}`,
+          ),
+        );
+      }, timeoutMs);
+      watch.start();
+    });
+    return { doneAt, apps: watch.list() as KubeObject[] };
+  } finally {
+    clearTimeout(timer);
+    await watch.stop();
+    await client.close();
   }
 }
 
