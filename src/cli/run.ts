@@ -35,7 +35,7 @@ export const RUN_USAGE = `usage: impersync run [--kubeconfig FILE] [--context NA
                     [--leader-election-retry-period D]
                     [--renderer URL... [--renderer-token-secret NAME | --renderer-token-file FILE]]
                     [--allow-local-repositories] [--renderer-metrics-listen HOST:PORT] [--memory-limit SIZE]
-                    [--renderer-memory-limit SIZE] [--tenant-api-share-ms MS]
+                    [--renderer-memory-limit SIZE] [--tenant-api-share-ms MS] [--tenant-work-share-ms MS]
                     [--redis HOST:PORT | --sentinel HOST:PORT... [--sentinelmaster NAME]] [--redisdb N]
                     [--redis-compress gzip|none] [--redis-use-tls [--redis-ca-certificate FILE]
                     [--redis-client-certificate FILE --redis-client-key FILE] [--redis-insecure-skip-tls-verify]]
@@ -90,6 +90,11 @@ syncs each Application as the ServiceAccount its AppProject assigns (destination
                                  tenant may have in flight only as many requests made as its
                                  ServiceAccounts as its recent requests' time fits in MS (at least
                                  one). Default 1000; 0 turns the share off
+  --tenant-work-share-ms MS      the controller's workers shared between tenants by the time their
+                                 refreshes and operations take: while a tenant whose keys cost at
+                                 most half as much has work, a tenant may hold only as many workers
+                                 as its recent keys' time fits in MS (at least one). Default 1000;
+                                 0 turns the share off
   --allow-local-repositories     the child renderer accepts file:// and local paths as repoURL
                                  (local demos and tests; never with tenants)
   --renderer-metrics-listen ADDR the child renderer serves its /metrics (Argo CD's git request
@@ -221,6 +226,7 @@ export async function main(argv: string[]): Promise<number> {
     'memory-limit': { type: 'string' },
     'renderer-memory-limit': { type: 'string' },
     'tenant-api-share-ms': { type: 'string' },
+    'tenant-work-share-ms': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (!flags.ok) {
@@ -238,13 +244,14 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const numbers: Record<string, number | undefined> = {};
-  for (const name of ['status-processors', 'operation-processors', 'health-port', 'tenant-api-share-ms']) {
+  const mayBeZero = ['health-port', 'tenant-api-share-ms', 'tenant-work-share-ms'];
+  for (const name of ['status-processors', 'operation-processors', ...mayBeZero]) {
     const n = positiveInt(typeof v[name] === 'string' ? v[name] : undefined, name);
     if (typeof n === 'string') {
       process.stderr.write(`impersync run: ${n}\n`);
       return 2;
     }
-    if (n === 0 && name !== 'health-port' && name !== 'tenant-api-share-ms') {
+    if (n === 0 && !mayBeZero.includes(name)) {
       process.stderr.write(`impersync run: --${name} must be at least 1\n`);
       return 2;
     }
@@ -375,6 +382,7 @@ export async function main(argv: string[]): Promise<number> {
       redis,
       ...(numbers['status-processors'] !== undefined ? { statusProcessors: numbers['status-processors'] } : {}),
       ...(numbers['tenant-api-share-ms'] !== undefined ? { tenantApiShareMs: numbers['tenant-api-share-ms'] } : {}),
+      ...(numbers['tenant-work-share-ms'] !== undefined ? { workShareMs: numbers['tenant-work-share-ms'] } : {}),
       ...(numbers['operation-processors'] !== undefined
         ? { operationProcessors: numbers['operation-processors'] }
         : {}),

@@ -100,6 +100,11 @@ export interface ControllerOptions {
    */
   tenantApiShareMs?: number;
   /**
+   * `--tenant-work-share-ms`: the milliseconds of key time one tenant may hold in the controller's
+   * workers while a cheaper tenant has work (work-share.ts); 0 turns it off.
+   */
+  workShareMs?: number;
+  /**
    * `impersync run`'s Redis flags (--redis, --sentinel, ...): with these, Argo CD's variables or
    * argocd-cmd-params-cm's redis.* keys naming a Redis, Argo CD's cache is written there.
    */
@@ -315,6 +320,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     dependencies,
     statusProcessors: params.statusProcessors,
     operationProcessors: params.operationProcessors,
+    ...(opts.workShareMs !== undefined ? { workShareMs: opts.workShareMs } : {}),
     ...(argoCache
       ? {
           onAppDeleted: (app: { metadata: { name: string; namespace?: string | undefined } }) =>

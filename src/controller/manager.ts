@@ -36,6 +36,7 @@ import type { AppIndexEntry } from './requeue.ts';
 import type { ReconcileResult, Workers } from './reconcile.ts';
 import { appChangeNeedsRefresh, appIndexEntry, hasOperationWork, skipsReconcile } from './triggers.ts';
 import { tenantOf } from './tenants.ts';
+import { WorkShare } from './work-share.ts';
 import type { WatchEvent, WatchedObject } from '../kube/watch.ts';
 import { objectStoreKey } from '../kube/watch.ts';
 
@@ -72,11 +73,20 @@ export interface ManagerOptions {
    * it does not own are dropped as they come off the queues. Default: every key (one replica).
    */
   owns?: (key: string) => boolean;
+  /**
+   * `--tenant-work-share-ms`: the milliseconds of key time one tenant may hold in the workers while
+   * a cheaper tenant has work (work-share.ts); 0 turns the limit off.
+   */
+  workShareMs?: number;
 }
+
+/** `--tenant-work-share-ms` when not given. */
+export const DEFAULT_WORK_SHARE_MS = 1000;
 
 export class Manager {
   readonly refreshQueue: WorkQueue;
   readonly operationQueue: WorkQueue;
+  private readonly workShare: WorkShare;
   private readonly opts: ManagerOptions;
   private readonly log: Logger;
   private metricsTimer: NodeJS.Timeout | undefined;
@@ -87,7 +97,13 @@ export class Manager {
   constructor(opts: ManagerOptions) {
     this.opts = opts;
     this.log = opts.logger;
-    const fair = { tenantOf: (k: string) => this.tenantOfKey(k), tenants: () => this.tenants() };
+    // Both queues in one share: a tenant with an operation running has work for the refreshes' share too.
+    this.workShare = new WorkShare({ inFlightMs: opts.workShareMs ?? DEFAULT_WORK_SHARE_MS });
+    const fair = {
+      tenantOf: (k: string) => this.tenantOfKey(k),
+      tenants: () => this.tenants(),
+      share: this.workShare,
+    };
     this.refreshQueue = new WorkQueue(fair);
     this.operationQueue = new WorkQueue(fair);
     if (opts.metrics) {
@@ -470,5 +486,6 @@ export class Manager {
     const drained = Promise.all([this.refreshQueue.shutdown(), this.operationQueue.shutdown()]);
     await this.opts.cache.stop();
     await drained;
+    this.workShare.close();
   }
 }

@@ -9,9 +9,13 @@
 // comparisons and syncs), the next key is the least-charged waiting tenant's, and while more than
 // one tenant is known none holds more than three quarters of the workers. A tenant with 1,000 keys
 // queued, or whose keys each take a render's time limit, delays another tenant's key by at most its
-// turn, and a tenant whose keys cost 100 times more gets about a hundredth of the turns.
+// turn, and a tenant whose keys cost 100 times more gets about a hundredth of the turns. With a
+// share (work-share.ts), while a tenant whose keys cost at most half as much has work, a tenant
+// holds only as many workers as its keys' time fits in the share's milliseconds, so that a costly
+// tenant's keys cannot take the cores from the others when no key waits.
 import { FairQueue, tenantCap } from '../renderer/fair.ts';
 import type { Taken } from '../renderer/fair.ts';
+import type { SharedQueue, WorkShare } from './work-share.ts';
 
 export interface QueueOptions {
   /** Per-key backoff after the first failure (client-go: 5 ms). */
@@ -27,6 +31,8 @@ export interface QueueOptions {
   tenantOf?: (key: string) => string;
   /** How many tenants there are now, for the share each may hold (default 1: no share kept). */
   tenants?: () => number;
+  /** The workers shared by what keys cost (work-share.ts), with the other queues it is given to. */
+  share?: WorkShare;
 }
 
 export type Handler = (key: string) => Promise<void>;
@@ -42,11 +48,11 @@ export interface QueueStats {
 /** Per tenant: keys waiting and keys being processed. */
 export type TenantStats = Map<string, QueueStats>;
 
-export class WorkQueue {
+export class WorkQueue implements SharedQueue {
   private readonly queue: FairQueue<string>;
   private readonly queued = new Set<string>();
   /** Keys being processed, with the tenant each was taken for and the call that ends its charge. */
-  private readonly processing = new Map<string, { tenant: string; finish: () => void }>();
+  private readonly processing = new Map<string, { tenant: string; finish: () => void; at: number }>();
   private readonly processingPerTenant = new Map<string, number>();
   private workerCount = 0;
   /** Keys added while being processed: re-queued when their processing ends. */
@@ -55,7 +61,8 @@ export class WorkQueue {
   private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly addedAt = new Map<string, number>();
   private readonly waiters: Array<() => void> = [];
-  private readonly opts: Required<QueueOptions>;
+  private readonly opts: Required<Omit<QueueOptions, 'share'>>;
+  private readonly share: WorkShare | undefined;
   private tokens: number;
   private lastRefill: number;
   private shuttingDown = false;
@@ -74,6 +81,8 @@ export class WorkQueue {
       tenants: () => 1,
       ...opts,
     };
+    this.share = opts.share;
+    this.share?.register(this);
     this.tokens = this.opts.burst;
     this.lastRefill = this.opts.now();
     this.queue = new FairQueue<string>(this.opts.now);
@@ -121,15 +130,30 @@ export class WorkQueue {
   }
 
   /** Workers waiting for a key look again (one may now be theirs to take). */
-  private wake(): void {
+  wake(): void {
     for (const w of this.waiters.splice(0)) w();
   }
 
-  /** Whether `tenant` holds its share of the workers already. */
-  private atCap(tenant: string): boolean {
+  /** Tenants with keys waiting or being processed (work-share.ts). */
+  busyTenants(): Iterable<string> {
+    return new Set([...this.queue.depths().keys(), ...this.processingPerTenant.keys()]);
+  }
+
+  /**
+   * Whether `tenant` holds its share of the workers already: the part of them left to it while
+   * others are known, and, while a cheaper tenant has work (`busy`, from the share), what its keys'
+   * time allows (work-share.ts).
+   */
+  private atCap(tenant: string, busy: Set<string> | undefined): boolean {
     // Keys taken with get() and no workers of run(): no share to keep.
     if (this.workerCount === 0) return false;
-    return (this.processingPerTenant.get(tenant) ?? 0) >= tenantCap(this.workerCount, this.opts.tenants());
+    const running = this.processingPerTenant.get(tenant) ?? 0;
+    if (running >= tenantCap(this.workerCount, this.opts.tenants())) return true;
+    if (!this.share || !busy || running === 0 || busy.size <= (busy.has(tenant) ? 1 : 0)) return false;
+    let oldest: number | undefined;
+    for (const p of this.processing.values()) if (p.tenant === tenant) oldest = Math.min(oldest ?? p.at, p.at);
+    if (running < this.share.allowed(tenant, oldest)) return false;
+    return this.share.cheaperBusy(tenant, this.share.estimate(tenant, oldest), busy);
   }
 
   /** Queue `key` after `ms`; an earlier pending delayed add for the same key wins. */
@@ -193,13 +217,14 @@ export class WorkQueue {
     let next: Taken<string> | undefined;
     for (;;) {
       if (this.shuttingDown) return undefined;
-      next = this.queue.take((t) => this.atCap(t));
+      const busy = this.share && this.share.inFlightMs > 0 && this.workerCount > 0 ? this.share.busy() : undefined;
+      next = this.queue.take((t) => this.atCap(t, busy));
       if (next) break;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     const { tenant, item: key, finish } = next;
     this.queued.delete(key);
-    this.processing.set(key, { tenant, finish });
+    this.processing.set(key, { tenant, finish, at: this.share?.clock() ?? 0 });
     this.processingPerTenant.set(tenant, (this.processingPerTenant.get(tenant) ?? 0) + 1);
     const at = this.addedAt.get(key);
     this.addedAt.delete(key);
@@ -217,6 +242,7 @@ export class WorkQueue {
     if (taken !== undefined) {
       const { tenant } = taken;
       taken.finish();
+      this.share?.ended(tenant, taken.at);
       const n = (this.processingPerTenant.get(tenant) ?? 1) - 1;
       if (n > 0) this.processingPerTenant.set(tenant, n);
       else this.processingPerTenant.delete(tenant);
