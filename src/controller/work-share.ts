@@ -10,13 +10,12 @@
 // holds as many as the queue lets it: nobody is kept waiting for an idle core. At least one key of
 // every tenant with work is always running.
 //
-// A tenant's key time is measured from taken to done, kept as an estimate that rises at once to a
-// slower key and halves with every 30 s without one, and never below the age of the oldest key it
-// is running (a first key that runs long holds back the rest before its time is known): the same
-// estimate as the API server's share (kube/tenant-share.ts).
+// A tenant's key time is measured from taken to done, kept as the API server's share keeps its
+// requests' (kube/tenant-share.ts SlowestRecent: it rises at once to a slower key and halves with
+// every 30 s without one), and never below the age of the oldest key it is running (a first key
+// that runs long holds back the rest before its time is known).
 
-/** The estimate halves with every this many ms without a slower key. */
-const HALF_LIFE_MS = 30_000;
+import { fitIn, SlowestRecent } from '../kube/tenant-share.ts';
 
 /** What the share needs to know of a queue: its tenants with keys waiting or being processed. */
 export interface SharedQueue {
@@ -40,7 +39,7 @@ export class WorkShare {
   readonly #queues = new Set<SharedQueue>();
   /** When each tenant's last key ended. */
   readonly #ended = new Map<string, number>();
-  readonly #estimates = new Map<string, { ms: number; at: number }>();
+  readonly #estimates = new Map<string, SlowestRecent>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(opts: WorkShareOptions) {
@@ -72,15 +71,13 @@ export class WorkShare {
   /** `tenant`'s key time now: its estimate, or the age of its oldest key running if longer. */
   estimate(tenant: string, oldestRunningAt: number | undefined): number {
     const now = this.#now();
-    const e = this.#estimates.get(tenant);
-    const decayed = e ? e.ms / 2 ** ((now - e.at) / HALF_LIFE_MS) : 0;
-    return Math.max(decayed, oldestRunningAt === undefined ? 0 : now - oldestRunningAt);
+    const recent = this.#estimates.get(tenant)?.at(now) ?? 0;
+    return Math.max(recent, oldestRunningAt === undefined ? 0 : now - oldestRunningAt);
   }
 
   /** Most workers `tenant` may hold while a cheaper tenant has work (cheaperBusy). */
   allowed(tenant: string, oldestRunningAt: number | undefined): number {
-    const ms = this.estimate(tenant, oldestRunningAt);
-    return ms <= 0 ? Infinity : Math.max(1, Math.floor(this.inFlightMs / ms));
+    return fitIn(this.inFlightMs, this.estimate(tenant, oldestRunningAt));
   }
 
   /**
@@ -98,10 +95,9 @@ export class WorkShare {
   ended(tenant: string, takenAt: number): void {
     const now = this.#now();
     const ms = Math.max(0, now - takenAt);
-    const e = this.#estimates.get(tenant);
-    const decayed = e ? e.ms / 2 ** ((now - e.at) / HALF_LIFE_MS) : 0;
-    if (ms >= decayed) this.#estimates.set(tenant, { ms, at: now });
-    else if (decayed < 1) this.#estimates.delete(tenant);
+    let e = this.#estimates.get(tenant);
+    if (!e) this.#estimates.set(tenant, (e = new SlowestRecent()));
+    e.note(ms, now);
     this.#ended.set(tenant, now);
     this.#wakeAll();
     this.#armLinger();

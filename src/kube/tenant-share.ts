@@ -49,15 +49,42 @@ interface Account {
   readonly inFlight: Set<{ at: number }>;
   /** Requests waiting for the tenant's share, in order; `start` is handed the request's entry in `inFlight`. */
   readonly waiting: Array<{ since: number; start: (run: { at: number }) => void }>;
-  /** The slowest recent request's time, in ms (0 before one ended), as of `estimateAt`; it halves every HALF_LIFE_MS. */
-  estimate: number;
-  estimateAt: number;
+  /** The slowest recent request's time. */
+  readonly estimate: SlowestRecent;
   /** When the tenant last asked or ended a request. */
   seen: number;
 }
 
-/** The estimate halves with every this many ms without a slower request. */
+/** The estimate halves with every this many ms without a slower one. */
 const HALF_LIFE_MS = 30_000;
+
+/**
+ * The slowest recent time of a tenant's work, in ms (0 before any ended): it rises at once to a
+ * slower one and halves with every 30 s without one (by time, not by count: cheap work done on
+ * purpose does not wash a slow one out). The controller's work share keeps the same (work-share.ts).
+ */
+export class SlowestRecent {
+  #ms = 0;
+  #at = 0;
+
+  /** The estimate at `now`. */
+  at(now: number): number {
+    if (this.#ms <= 0) return 0;
+    return this.#ms * 2 ** (-Math.max(0, now - this.#at) / HALF_LIFE_MS);
+  }
+
+  /** Work that took `ms` ended at `now`: it is the estimate if it is the slower. */
+  note(ms: number, now: number): void {
+    if (ms < this.at(now)) return;
+    this.#ms = ms;
+    this.#at = now;
+  }
+}
+
+/** How many at once fit in `inFlightMs` when each costs `costMs`: at least one, any number before a cost is known. */
+export function fitIn(inFlightMs: number, costMs: number): number {
+  return costMs <= 0 ? Infinity : Math.max(1, Math.floor(inFlightMs / costMs));
+}
 
 export class TenantShare {
   readonly #inFlightMs: number;
@@ -99,9 +126,9 @@ export class TenantShare {
     const account = this.#accounts.get(tenant);
     if (!account || !this.#othersAbout(tenant)) return Infinity;
     const now = this.#now();
-    let cost = estimateNow(account, now);
+    let cost = account.estimate.at(now);
     for (const r of account.inFlight) cost = Math.max(cost, now - r.at);
-    return cost <= 0 ? Infinity : Math.max(1, Math.floor(this.#inFlightMs / cost));
+    return fitIn(this.#inFlightMs, cost);
   }
 
   /** Requests waiting for their tenant's share, per tenant that has any. */
@@ -114,7 +141,7 @@ export class TenantShare {
   #account(tenant: string): Account {
     let a = this.#accounts.get(tenant);
     if (!a) {
-      a = { inFlight: new Set(), waiting: [], estimate: 0, estimateAt: 0, seen: this.#now() };
+      a = { inFlight: new Set(), waiting: [], estimate: new SlowestRecent(), seen: this.#now() };
       this.#accounts.set(tenant, a);
     }
     return a;
@@ -124,11 +151,7 @@ export class TenantShare {
     const now = this.#now();
     account.inFlight.delete(run);
     account.seen = now;
-    const ms = Math.max(0, now - run.at);
-    if (ms >= estimateNow(account, now)) {
-      account.estimate = ms;
-      account.estimateAt = now;
-    }
+    account.estimate.note(Math.max(0, now - run.at), now);
     // Its own requests start as its own end: one at least, more as its share allows.
     while (
       account.waiting.length > 0 &&
@@ -165,10 +188,4 @@ export class TenantShare {
       if (a.inFlight.size === 0 && a.waiting.length === 0 && a.seen < since) this.#accounts.delete(t);
     }
   }
-}
-
-/** The account's estimate now: the slowest recent request's time, halved for each half-life since. */
-function estimateNow(account: Account, now: number): number {
-  if (account.estimate <= 0) return 0;
-  return account.estimate * 2 ** (-Math.max(0, now - account.estimateAt) / HALF_LIFE_MS);
 }
