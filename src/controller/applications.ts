@@ -3,7 +3,7 @@
 // the status subresource or as an ordinary field, as the CRD has it) and
 // JSON merge patches of the Application itself (operation, annotations, finalizers).
 import { isCompleted, PROGRESS_ANNOTATION } from '../api/index.ts';
-import type { ApplicationStatus } from '../api/index.ts';
+import type { ApplicationStatus, Operation } from '../api/index.ts';
 import type { ControlClient } from '../kube/control.ts';
 import type { KubeError, KubeResult } from '../kube/types.ts';
 import type { WatchedObject } from '../kube/watch.ts';
@@ -109,6 +109,12 @@ export interface StatusWriteOptions {
    * `operation` is gone; with a subresource the caller clears it with its own patch.
    */
   clearOperation?: boolean;
+  /**
+   * Also set `operation` to this, in the same write, where the CRD allows it (no status
+   * subresource). The answer says whether it did: its `operation` is set; with a subresource the
+   * caller sets it with its own patch.
+   */
+  setOperation?: Operation;
 }
 
 async function putStatus(
@@ -145,6 +151,7 @@ async function patchStatus(
   if (resourceVersion) ops.push({ op: 'replace', path: '/metadata/resourceVersion', value: resourceVersion });
   ops.push({ op: 'add', path: '/status', value: status });
   if (opts.clearOperation && raw['operation'] !== undefined) ops.push({ op: 'remove', path: '/operation' });
+  if (opts.setOperation) ops.push({ op: 'add', path: '/operation', value: opts.setOperation });
   // A running sync's progress also as an annotation (api/status.ts PROGRESS_ANNOTATION: a CRD that
   // types status drops it), removed once the operation is over.
   const annotations = (raw.metadata as { annotations?: Record<string, string> }).annotations;

@@ -293,9 +293,11 @@ export async function compareApplication(
       { revision: rendered.revisions.join(','), identity: identityLabel(ctx.actsAs) },
       'starting automated sync',
     );
-    // Set after the status write (refresh()), which needs the resourceVersion this patch would change.
-    // The Application watch's event for that patch (a new operation) queues the operation: it is not
-    // queued here too, which would run it a second time just to read the finished operation again.
+    // Set by the status write (reconciler.ts: in that write, with its Running state, when the CRD
+    // has no status subresource; else by a patch after it, which needs the resourceVersion the
+    // write guards with). The Application watch's event for it (a new operation) queues the
+    // operation: it is not queued here too, which would run it a second time just to read the
+    // finished operation again.
     result.startOperation = decision.operation;
   } else if (syncStatus === 'OutOfSync' && app.spec.syncPolicy?.automated) {
     log.debug(decision.reason);

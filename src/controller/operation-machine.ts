@@ -119,16 +119,18 @@ export function nextStep(view: OperationView, now: string, syncTimeoutMs = 0): S
     return { kind: 'resume', state: fresh };
   }
   if (state?.phase === 'Terminating') return { kind: 'finish', state, end: TERMINATED };
+  return { kind: 'start', state: startedState(operation, now, generation) };
+}
+
+/** The Running state a new operation is written with before anything touches the destination. */
+export function startedState(operation: Operation, now: string, generation: number | undefined): OperationState {
   return {
-    kind: 'start',
-    state: {
-      operation,
-      phase: 'Running',
-      message: 'Operation started',
-      startedAt: now,
-      retryCount: 0,
-      ...(generation !== undefined ? { generation } : {}),
-    },
+    operation,
+    phase: 'Running',
+    message: 'Operation started',
+    startedAt: now,
+    retryCount: 0,
+    ...(generation !== undefined ? { generation } : {}),
   };
 }
 

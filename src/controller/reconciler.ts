@@ -12,7 +12,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { CONDITION, EVENT_REASON, readStatus } from '../api/index.ts';
-import type { ApplicationStatus, EventReason } from '../api/index.ts';
+import type { ApplicationStatus, EventReason, Operation } from '../api/index.ts';
 import type { DestinationCapabilities } from './capabilities.ts';
 import type { SelfHealPolicy } from './self-heal.ts';
 import type { ControlClient } from '../kube/control.ts';
@@ -20,7 +20,14 @@ import type { DestinationClientFactory } from '../kube/factory.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { admit } from './admission.ts';
-import { onTopOfSideWrites, patchApplication, removeRefreshAnnotations, writeStatus } from './applications.ts';
+import {
+  onTopOfSideWrites,
+  patchApplication,
+  removeRefreshAnnotations,
+  statusSubresource,
+  writeStatus,
+} from './applications.ts';
+import { startedState } from './operation-machine.ts';
 import type { ControllerCache } from './cache.ts';
 import { carriedConditions, compareApplication, comparedTo } from './comparison.ts';
 import type { EventSink } from './events.ts';
@@ -210,13 +217,39 @@ export class Reconciler {
           metadata: { finalizers, resourceVersion: latest.metadata.resourceVersion },
         })
       : latest;
+    // An automated sync goes in this write where the CRD allows it (no status subresource):
+    // `operation` with its Running state, as the operation worker would write it before anything
+    // touches the destination. One request where Argo CD's controller makes two (its patch of
+    // `operation`, then the Running state); the worker, queued by the watch's event, resumes it.
+    const starting =
+      result.startOperation && current['operation'] === undefined && !(await statusSubresource(this.d.control))
+        ? result.startOperation
+        : undefined;
+    if (starting)
+      next = {
+        ...next,
+        operationState: startedState(
+          starting,
+          this.now().toISOString(),
+          (current.metadata as { generation?: number }).generation,
+        ),
+      };
     const memo = this.written.get(key);
     const base = memo && isDeepStrictEqual(current['status'], memo.kept) ? memo.sent : prev;
     // A refresh asked for (the refresh annotation, or one made hard by timeout.hard.reconciliation)
     // is always written, reconciledAt with it, as Argo CD's controller persists every comparison it
     // was asked for: `argocd app get --refresh` waits for reconciledAt to move.
-    if (refreshKind !== undefined || shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())) {
-      const stored = await writeStatus(this.d.control, current, next);
+    let started = false;
+    if (
+      starting ||
+      refreshKind !== undefined ||
+      shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())
+    ) {
+      const stored = await writeStatus(this.d.control, current, next, starting ? { setOperation: starting } : {});
+      started = starting !== undefined && stored['operation'] !== undefined;
+      // First, as Argo CD records it right after setting `operation`: the worker the watch wakes
+      // records its own "Sync operation started" soon after.
+      if (started && starting) await this.initiated(raw, starting);
       if (!isDeepStrictEqual(stored['status'], JSON.parse(JSON.stringify(next))))
         this.written.set(key, { kept: stored['status'], sent: next });
       else this.written.delete(key);
@@ -250,13 +283,10 @@ export class Reconciler {
       }
     }
     if (result.startOperation) {
-      await patchApplication(this.d.control, raw, { operation: result.startOperation });
-      await this.d.events.record(
-        involvedApplication(raw),
-        'Normal',
-        EVENT_REASON.OperationStarted,
-        `Initiated automated sync to '${result.startOperation.sync?.revision ?? ''}'`,
-      );
+      if (!started) {
+        await patchApplication(this.d.control, raw, { operation: result.startOperation });
+        await this.initiated(raw, result.startOperation);
+      }
       delete result.startOperation;
     }
     // A deleting Application's finalizer runs in the operation queue; a refresh (a project or
@@ -265,5 +295,15 @@ export class Reconciler {
     // Argo CD removes the refresh annotation and its timestamp once the refresh they asked for is done.
     await removeRefreshAnnotations(this.d.control, raw, REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION);
     return result;
+  }
+
+  /** Argo CD's event for an automated sync it set (appcontroller.go autoSync). */
+  private async initiated(raw: Parameters<typeof involvedApplication>[0], operation: Operation): Promise<void> {
+    await this.d.events.record(
+      involvedApplication(raw),
+      'Normal',
+      EVENT_REASON.OperationStarted,
+      `Initiated automated sync to '${operation.sync?.revision ?? ''}'`,
+    );
   }
 }

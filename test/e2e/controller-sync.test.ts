@@ -78,6 +78,31 @@ test('example 1: an automated Application syncs as the project ServiceAccount, e
   assert.ok(writes.length >= 2, `writes to guestbook by the controller: ${writes.length}`);
   for (const w of writes) assert.equal(w.impersonatedUser, SA, `${w.verb} ${w.requestURI} was not impersonated`);
   assert.ok(fx.events.events.some((e) => e.reason === 'OperationCompleted' && e.object.name === 'guestbook'));
+  // Before anything touched the destination the Application was written once: the first comparison
+  // with the automated sync's `operation` and its Running state (no patch of `operation` after it,
+  // no Running write of its own).
+  const audit = await cp.readAudit();
+  const firstApply = audit.findIndex(
+    (r) => r.namespace === 'guestbook' && r.verb === 'patch' && !r.dryRun && r.impersonatedUser === SA,
+  );
+  assert.ok(firstApply > 0, 'an apply in the audit log');
+  const appWrites = audit
+    .slice(0, firstApply)
+    .filter(
+      (r) =>
+        r.user === cp.controllerUserName &&
+        r.resource === 'applications' &&
+        r.name === 'guestbook' &&
+        ['update', 'patch'].includes(r.verb) &&
+        (r.code ?? 0) < 400,
+    );
+  assert.equal(appWrites.length, 1, appWrites.map((r) => `${r.verb} ${r.subresource ?? ''}`).join(', '));
+  // Argo CD's event for the automated sync, and the audit trail's naming who runs it: once each.
+  const started = fx.events.events.filter((e) => e.reason === 'OperationStarted' && e.object.name === 'guestbook');
+  assert.deepEqual(started.map((e) => e.message.replace(/'[0-9a-f]{40}'$/, "'<sha>'")).sort(), [
+    "Initiated automated sync to '<sha>'",
+    `Sync operation started as ${SA}`,
+  ]);
 });
 
 test('no update loop: a Synced Application is not written again until something changes', async () => {
