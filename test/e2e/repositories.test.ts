@@ -401,8 +401,18 @@ test('a host key added to argocd-ssh-known-hosts-cm and a CA to argocd-tls-certs
     },
   ];
   for (const cm of cms) await applyRaw(cp.admin, cm as unknown as KubeObject, { force: true });
+  // Both render repoA's app/ into repo-fail, the same two ConfigMaps: whichever syncs last owns
+  // them and the other stays OutOfSync (SharedResourceWarning; an automated sync does not try the
+  // same revision again), so each is waited for until a sync rendered from its repository, which
+  // only the new host key or CA allows, Succeeded with no ComparisonError left.
   for (const name of ['unknown-host', 'missing-ca']) {
-    await waitForApp(cp, name, 'Synced once its host key or CA is configured', synced, 90_000);
+    await waitForApp(
+      cp,
+      name,
+      'a sync Succeeded once its host key or CA is configured',
+      (a) => operationPhase(a) === 'Succeeded' && condition(a, 'ComparisonError') === undefined,
+      90_000,
+    );
   }
   const requeues = fx.logs
     .slice(logsBefore)
