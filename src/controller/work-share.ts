@@ -13,7 +13,9 @@
 // A tenant's key time is measured from taken to done, kept as the API server's share keeps its
 // requests' (kube/tenant-share.ts SlowestRecent: it rises at once to a slower key and halves with
 // every 30 s without one), and never below the age of the oldest key it is running (a first key
-// that runs long holds back the rest before its time is known).
+// that runs long holds back the rest before its time is known). A tenant with no key for
+// `forgetMs` (ten minutes, as the API server's share forgets its accounts) is forgotten with its
+// estimate: AppProjects come and go, and by then its estimate has halved twenty times.
 
 import { fitIn, SlowestRecent } from '../kube/tenant-share.ts';
 
@@ -29,22 +31,28 @@ export interface WorkShareOptions {
   inFlightMs: number;
   /** How long a tenant counts as having work after its last key ended (default 1 s). */
   lingerMs?: number;
+  /** A tenant with no key ended for this long is forgotten with its estimate (default ten minutes). */
+  forgetMs?: number;
   now?: () => number;
 }
 
 export class WorkShare {
   readonly inFlightMs: number;
   readonly #lingerMs: number;
+  readonly #forgetMs: number;
   readonly #now: () => number;
   readonly #queues = new Set<SharedQueue>();
   /** When each tenant's last key ended. */
   readonly #ended = new Map<string, number>();
-  readonly #estimates = new Map<string, SlowestRecent>();
+  /** Each tenant's key time, and when its last key ended. */
+  readonly #estimates = new Map<string, { time: SlowestRecent; lastEnded: number }>();
+  #swept = 0;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(opts: WorkShareOptions) {
     this.inFlightMs = opts.inFlightMs;
     this.#lingerMs = opts.lingerMs ?? 1000;
+    this.#forgetMs = opts.forgetMs ?? 10 * 60_000;
     this.#now = opts.now ?? (() => performance.now());
   }
 
@@ -71,7 +79,7 @@ export class WorkShare {
   /** `tenant`'s key time now: its estimate, or the age of its oldest key running if longer. */
   estimate(tenant: string, oldestRunningAt: number | undefined): number {
     const now = this.#now();
-    const recent = this.#estimates.get(tenant)?.at(now) ?? 0;
+    const recent = this.#estimates.get(tenant)?.time.at(now) ?? 0;
     return Math.max(recent, oldestRunningAt === undefined ? 0 : now - oldestRunningAt);
   }
 
@@ -96,11 +104,24 @@ export class WorkShare {
     const now = this.#now();
     const ms = Math.max(0, now - takenAt);
     let e = this.#estimates.get(tenant);
-    if (!e) this.#estimates.set(tenant, (e = new SlowestRecent()));
-    e.note(ms, now);
+    if (!e) this.#estimates.set(tenant, (e = { time: new SlowestRecent(), lastEnded: now }));
+    e.time.note(ms, now);
+    e.lastEnded = now;
     this.#ended.set(tenant, now);
+    if (now - this.#swept >= this.#forgetMs / 10) this.#forget(now);
     this.#wakeAll();
     this.#armLinger();
+  }
+
+  /** How many tenants' key times are remembered. */
+  get remembered(): number {
+    return this.#estimates.size;
+  }
+
+  /** Tenants whose last key ended `forgetMs` ago or more are dropped; a tenant with a key running ends it later, and is measured again. */
+  #forget(now: number): void {
+    this.#swept = now;
+    for (const [t, e] of this.#estimates) if (now - e.lastEnded >= this.#forgetMs) this.#estimates.delete(t);
   }
 
   /**

@@ -38,6 +38,27 @@ test('a tenant counts as having work for a second after its last key ended', () 
   share.close();
 });
 
+test('a tenant with no key for ten minutes is forgotten with its key time; one still at work is not', () => {
+  let t = 0;
+  const share = new WorkShare({ inFlightMs: 1000, now: () => t });
+  share.ended('gone', t - 3000);
+  share.ended('busy', t - 3000);
+  assert.equal(share.remembered, 2);
+  t = 9 * 60_000;
+  share.ended('busy', t - 100);
+  t = 10 * 60_000 - 1;
+  share.ended('busy', t - 100);
+  assert.equal(share.remembered, 2, 'not yet ten minutes since its last key');
+  t = 10 * 60_000;
+  share.ended('busy', t - 100);
+  assert.equal(share.remembered, 1, 'ten minutes: forgotten');
+  assert.equal(share.estimate('gone', undefined), 0);
+  assert.ok(share.estimate('busy', undefined) > 0, 'kept while it has keys');
+  share.ended('gone', t - 50);
+  assert.equal(share.estimate('gone', undefined), 50, 'measured afresh when it comes back');
+  share.close();
+});
+
 /** Two queues in one share, as the manager has them, with handlers that run until released. */
 function queues(inFlightMs: number) {
   const clock = { t: 0 };
