@@ -21,7 +21,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { ControllerCache } from './cache.ts';
-import { EventRecorder, teeEvents } from './events.ts';
+import { EventOrder, EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { ApplicationLimitsReader } from './app-limits.ts';
 import { HealthAssessors } from './health.ts';
@@ -276,6 +276,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     control,
     renderer,
     events,
+    eventOrder: new EventOrder(),
     logger: log,
     metrics,
     health: assessors,

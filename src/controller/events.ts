@@ -133,3 +133,50 @@ export function teeEvents(...sinks: EventSink[]): EventSink {
     },
   };
 }
+
+/**
+ * One Application's events in the order of what caused them, across the two workers that record
+ * them. A refresh that starts an automated sync records Argo CD's "Initiated automated sync" after
+ * its status write lands; the operation worker that write's watch event wakes records "Sync
+ * operation started as" after its own read, and could send it first. So the refresh takes a hold
+ * on the Application before it writes and lets go once its event is recorded (or the write did not
+ * start the sync); the worker waits for the hold before its first event. A hold is let go after
+ * `maxHoldMs` whatever happens: an event is never worth a stalled sync.
+ */
+export class EventOrder {
+  readonly #held = new Map<string, Promise<void>>();
+  readonly #maxHoldMs: number;
+
+  constructor(opts: { maxHoldMs?: number } = {}) {
+    this.#maxHoldMs = opts.maxHoldMs ?? 10_000;
+  }
+
+  /** Holds `key`'s later events (after()) until the function returned is called. */
+  hold(key: string): () => void {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const prior = this.#held.get(key);
+    const chained = prior ? Promise.all([prior, held]).then(() => undefined) : held;
+    this.#held.set(key, chained);
+    const letGo = () => {
+      clearTimeout(timer);
+      release();
+      void chained.then(() => {
+        if (this.#held.get(key) === chained) this.#held.delete(key);
+      });
+    };
+    const timer = setTimeout(letGo, this.#maxHoldMs);
+    timer.unref?.();
+    return letGo;
+  }
+
+  /** Resolves once every hold on `key` taken so far is let go (at once when there is none). */
+  async after(key: string): Promise<void> {
+    await this.#held.get(key);
+  }
+
+  /** Keys held now (tests). */
+  get size(): number {
+    return this.#held.size;
+  }
+}

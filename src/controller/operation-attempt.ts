@@ -70,6 +70,8 @@ export async function attemptStep(
     serviceAccount: ctx.identity.serviceAccount ?? undefined,
   });
   const involved = involvedApplication(ctx.app);
+  // After the refresh's "Initiated automated sync", when a refresh started this operation.
+  await env.d.eventOrder?.after(key);
   env.d.metrics?.identityDecisions.inc({ outcome: ctx.identity.decision });
   // Sync windows hold the operation, still Running, before anything else (controller/sync.go SyncAppState).
   const window = windowVerdict(ctx.project, ctx.app, state, env.now());

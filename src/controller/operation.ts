@@ -17,7 +17,7 @@ import type { DestinationCapabilities } from './capabilities.ts';
 import { ConflictError, patchApplication, readApplication, writeStatus } from './applications.ts';
 import type { RawApplication } from './applications.ts';
 import type { ControllerCache } from './cache.ts';
-import type { EventSink } from './events.ts';
+import type { EventOrder, EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import { Finalizer } from './finalizer.ts';
 import type { ApplicationLimitsReader } from './app-limits.ts';
@@ -56,6 +56,8 @@ export interface OperatorDeps {
   /** Tracking, ignoreDifferences, compare options and the resource filter (semantics.ts). */
   semantics: Semantics;
   events: EventSink;
+  /** The first events of an operation wait for an automated sync's "Initiated" (reconciler.ts). */
+  eventOrder?: EventOrder;
   logger: Logger;
   metrics?: Metrics;
   /** Argo CD's own application controller, when it runs against the same Applications: no operation then. */

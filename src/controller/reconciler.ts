@@ -30,7 +30,7 @@ import {
 import { startedState } from './operation-machine.ts';
 import type { ControllerCache } from './cache.ts';
 import { carriedConditions, compareApplication, comparedTo } from './comparison.ts';
-import type { EventSink } from './events.ts';
+import type { EventOrder, EventSink } from './events.ts';
 import { involvedApplication } from './events.ts';
 import type { ApplicationLimitsReader } from './app-limits.ts';
 import type { HealthAssessors } from './health.ts';
@@ -57,6 +57,8 @@ export interface ReconcilerDeps {
   control: ControlClient;
   renderer: Renderer;
   events: EventSink;
+  /** Holds the operation worker's first events until an automated sync's "Initiated" is recorded. */
+  eventOrder?: EventOrder;
   logger: Logger;
   metrics?: Metrics;
   /** Milliseconds between periodic refreshes (timeout.reconciliation), for the status write rule. */
@@ -245,11 +247,17 @@ export class Reconciler {
       refreshKind !== undefined ||
       shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())
     ) {
-      const stored = await writeStatus(this.d.control, current, next, starting ? { setOperation: starting } : {});
-      started = starting !== undefined && stored['operation'] !== undefined;
       // First, as Argo CD records it right after setting `operation`: the worker the watch wakes
-      // records its own "Sync operation started" soon after.
-      if (started && starting) await this.initiated(raw, starting);
+      // records its own "Sync operation started" after it (the hold).
+      const release = starting ? this.d.eventOrder?.hold(key) : undefined;
+      let stored;
+      try {
+        stored = await writeStatus(this.d.control, current, next, starting ? { setOperation: starting } : {});
+        started = starting !== undefined && stored['operation'] !== undefined;
+        if (started && starting) await this.initiated(raw, starting);
+      } finally {
+        release?.();
+      }
       if (!isDeepStrictEqual(stored['status'], JSON.parse(JSON.stringify(next))))
         this.written.set(key, { kept: stored['status'], sent: next });
       else this.written.delete(key);
@@ -284,8 +292,13 @@ export class Reconciler {
     }
     if (result.startOperation) {
       if (!started) {
-        await patchApplication(this.d.control, raw, { operation: result.startOperation });
-        await this.initiated(raw, result.startOperation);
+        const release = this.d.eventOrder?.hold(key);
+        try {
+          await patchApplication(this.d.control, raw, { operation: result.startOperation });
+          await this.initiated(raw, result.startOperation);
+        } finally {
+          release?.();
+        }
       }
       delete result.startOperation;
     }

@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { startController } from '../../src/controller/controller.ts';
 import type { RunningController } from '../../src/controller/controller.ts';
 import { MemoryEvents } from '../../src/controller/events.ts';
+import type { EventSink } from '../../src/controller/events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import {
@@ -204,6 +205,8 @@ export async function startFixture(
     redis?: RedisFlags;
     /** How long a job waits for memory before its Application gets MemoryBudgetWarning (default 30 s). */
     budgetWaitConditionMs?: number;
+    /** More event sinks, after the fixture's MemoryEvents. */
+    events?: EventSink[];
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -231,7 +234,7 @@ export async function startFixture(
         ...(opts.rendererFlags ? { flags: opts.rendererFlags } : {}),
       },
       waitTimeoutMs: opts.waitTimeoutMs ?? 20_000,
-      events: [events],
+      events: [events, ...(opts.events ?? [])],
       healthPort: 0,
       ...(opts.defaultMetrics ? { metrics: createMetrics({ defaultMetrics: true }) } : {}),
       ...(opts.applicationNamespaces ? { applicationNamespaces: opts.applicationNamespaces } : {}),

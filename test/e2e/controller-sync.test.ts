@@ -22,9 +22,21 @@ import {
   waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
+import type { EventSink } from '../../src/controller/events.ts';
 
 let cp: TestControlPlane;
 let fx: Fixture;
+// Example 1's events as each finished recording, the "Initiated automated sync" slowed by 1.5 s:
+// the operation worker's first event still comes after it.
+const finished: string[] = [];
+let slowInitiated = true;
+const slowSink: EventSink = {
+  record: async (o, _t, _r, m) => {
+    if (o.name !== 'guestbook') return;
+    if (slowInitiated && m.startsWith('Initiated automated sync')) await new Promise((r) => setTimeout(r, 1500));
+    finished.push(m);
+  },
+};
 const SA = 'system:serviceaccount:guestbook:generic-deployer';
 
 before(async () => {
@@ -40,7 +52,7 @@ before(async () => {
       ],
     }),
   );
-  fx = await startFixture(cp, guestbookFiles());
+  fx = await startFixture(cp, guestbookFiles(), { events: [slowSink] });
 });
 
 after(async () => {
@@ -99,10 +111,17 @@ test('example 1: an automated Application syncs as the project ServiceAccount, e
   assert.equal(appWrites.length, 1, appWrites.map((r) => `${r.verb} ${r.subresource ?? ''}`).join(', '));
   // Argo CD's event for the automated sync, and the audit trail's naming who runs it: once each.
   const started = fx.events.events.filter((e) => e.reason === 'OperationStarted' && e.object.name === 'guestbook');
-  assert.deepEqual(started.map((e) => e.message.replace(/'[0-9a-f]{40}'$/, "'<sha>'")).sort(), [
+  assert.deepEqual(
+    started.map((e) => e.message.replace(/'[0-9a-f]{40}'$/, "'<sha>'")),
+    ["Initiated automated sync to '<sha>'", `Sync operation started as ${SA}`],
+  );
+  // In that order even when the first is slow to record: the worker waits for it.
+  const mask = (m: string) => m.replace(/'[0-9a-f]{40}'$/, "'<sha>'");
+  assert.deepEqual(finished.filter((m) => /^(Initiated automated sync|Sync operation started)/.test(m)).map(mask), [
     "Initiated automated sync to '<sha>'",
     `Sync operation started as ${SA}`,
   ]);
+  slowInitiated = false;
 });
 
 test('no update loop: a Synced Application is not written again until something changes', async () => {
