@@ -1,9 +1,13 @@
 // Benchmark: N Applications synced from scratch by impersync, side by side with (a) kubectl and
 // (b) a minimal client applying the same manifests as the same ServiceAccounts, in one run on one
 // control plane (each reference on its own fresh namespaces). Not a test: it asserts nothing.
-//   node bench/sync-scale/main.ts [--apps 100] [--timeout 1800]
+//   node bench/sync-scale/main.ts [--apps 100] [--timeout 1800] [--apiserver-profile SECONDS]
+// --apiserver-profile takes kube-apiserver's CPU profile over the first SECONDS of impersync's run
+// (the file is named in the output; `go tool pprof -top` reads it).
 // IMPERSYNC_BENCH_BASELINE=<another checkout, with node_modules> also runs that checkout's controller
 // on its own fresh namespaces in the same run (before/after side by side).
+import os from 'node:os';
+import path from 'node:path';
 import { startControlPlane } from '../../test/support/index.ts';
 import { attribution, breakdown, failures, requestsBy } from '../common/audit.ts';
 import {
@@ -14,14 +18,15 @@ import {
   waitAllDone,
 } from '../common/impersync.ts';
 import { findKubectl } from '../common/kubectl.ts';
+import { apiserverCpuProfile } from '../common/pprof.ts';
 import { startControllerProcess } from '../common/process.ts';
 import { fixed, intFlags, mib, seconds, table } from '../common/report.ts';
 import { appName, createTenants } from '../common/tenants.ts';
 import { directReference, kubectlReference, type ReferenceResult } from './references.ts';
 
 const USAGE =
-  'usage: node bench/sync-scale/main.ts [--apps N (default 100; try 500, 1000)] [--timeout SECONDS (default 1800)]';
-const flags = intFlags(USAGE, { apps: 100, timeout: 1800 });
+  'usage: node bench/sync-scale/main.ts [--apps N (default 100; try 500, 1000)] [--timeout SECONDS (default 1800)] [--apiserver-profile SECONDS (default none)]';
+const flags = intFlags(USAGE, { apps: 100, timeout: 1800, 'apiserver-profile': 0 });
 const N = flags.apps;
 const SWEEP = [4, 16, 64];
 const names = (prefix: string) => Array.from({ length: N }, (_, i) => appName(prefix, i));
@@ -31,7 +36,8 @@ console.log(
   `sync-scale: ${N} Applications × 5 resources; kubectl ${kubectl.version} (${kubectl.path}); node ${process.version}`,
 );
 const baselineRoot = process.env['IMPERSYNC_BENCH_BASELINE'];
-const cp = await startControlPlane();
+const profileSeconds = flags['apiserver-profile'];
+const cp = await startControlPlane({ profiling: profileSeconds > 0 });
 
 type ImpRun = {
   ms: number;
@@ -53,8 +59,17 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
   try {
     const s0 = ctl.sample();
     const from = Date.now();
+    const profile =
+      profileSeconds > 0
+        ? apiserverCpuProfile(
+            cp,
+            profileSeconds,
+            path.join(os.tmpdir(), `sync-scale-apiserver-${prefix}${Date.now()}.pprof`),
+          )
+        : undefined;
     await createApplications(cp, apps, repo.url);
     const done = await waitAllDone(cp, apps, flags.timeout * 1000);
+    if (profile) console.log(`kube-apiserver CPU profile of the first ${profileSeconds} s: ${await profile}`);
     const s1 = ctl.sample();
     const run = {
       ms: done.doneAt - from,

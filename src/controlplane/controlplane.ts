@@ -62,6 +62,8 @@ export type ControlPlaneOptions = {
   nodes?: number;
   /** Default: located (and built if needed) by scripts/kwok-binary, when `nodes` asks for nodes. */
   nodeBinaries?: NodeBinaries;
+  /** kube-apiserver serves /debug/pprof (Go's profiles) to the admin. Default: false. */
+  profiling?: boolean;
 };
 
 export type ControlPlane = {
@@ -223,7 +225,7 @@ async function startOnce(
       return res?.ok === true && ((await res.json()) as { health?: string }).health === 'true';
     });
 
-    let api = start('kube-apiserver', apiserverArgs(l, ports));
+    let api = start('kube-apiserver', apiserverArgs(l, ports, { profiling: opts.profiling === true }));
     const certFile = join(l.certDir, 'apiserver.crt');
     const caPem = await waitFor(api, 'kube-apiserver to write its serving certificate', timeoutMs, async () =>
       existsSync(certFile) ? caFromChain(await readFile(certFile, 'utf8')) : undefined,
@@ -295,7 +297,7 @@ async function startOnce(
           if (halted) throw new Error('the control plane was stopped; its API server cannot be started again');
           if (!api.exit) return;
           processes.splice(processes.indexOf(api), 1);
-          api = start('kube-apiserver', apiserverArgs(l, ports));
+          api = start('kube-apiserver', apiserverArgs(l, ports, { profiling: opts.profiling === true }));
           await waitFor(api, 'kube-apiserver to become ready again (/readyz)', timeoutMs, async () => {
             const res = await request(admin, { path: '/readyz', timeoutMs: 5000 }).catch(() => undefined);
             return res?.status === 200;

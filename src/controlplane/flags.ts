@@ -25,7 +25,8 @@ export function etcdArgs(l: Layout, p: Ports): string[] {
 /** The issuer of ServiceAccount tokens, as in a real cluster. */
 export const serviceAccountIssuer = 'https://kubernetes.default.svc.cluster.local';
 
-export function apiserverArgs(l: Layout, p: Ports): string[] {
+/** `profiling` serves /debug/pprof (to system:masters): a benchmark's look at where the API server's CPU goes. */
+export function apiserverArgs(l: Layout, p: Ports, o: { profiling?: boolean } = {}): string[] {
   return [
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
@@ -46,7 +47,7 @@ export function apiserverArgs(l: Layout, p: Ports): string[] {
     // Each event is written before the request returns (batching would delay what tests read).
     '--audit-log-mode=blocking',
     '--allow-privileged=true',
-    '--profiling=false',
+    `--profiling=${o.profiling === true}`,
     '--v=1',
   ];
 }
