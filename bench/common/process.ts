@@ -7,7 +7,8 @@
 // more in the controller alone. IMPERSYNC_BENCH_FROM_SOURCE=1 runs src/cli/main.ts instead. Its
 // container is the install's (installContainer: its memory limit and NODE_OPTIONS, the V8 heap
 // settings), unless IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS gives other options ('' for Node's
-// defaults) or IMPERSYNC_MEMORY_LIMIT another limit.
+// defaults) or IMPERSYNC_MEMORY_LIMIT another limit; IMPERSYNC_BENCH_CONTROLLER_ARGS adds flags of
+// `impersync run` (split at whitespace), `--workers 32` say.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -49,6 +50,20 @@ export function sample(pid: number): ProcSample {
   };
 }
 
+export type PairPeak = {
+  /** The highest sum of the processes' RSS seen at one sample, bytes. */
+  rss: number;
+  /** The highest sum of their PSS (/proc/<pid>/smaps_rollup) seen at one sample, bytes. */
+  pss: number;
+  samples: number;
+};
+
+function rollup(pid: number): { rss: number; pss: number } {
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
+  return { rss: kb('Rss'), pss: kb('Pss') };
+}
+
 /** The processes whose parent is `pid` (the controller's child renderer, and the git it runs while it runs). */
 export function childPids(pid: number): number[] {
   return readdirSync('/proc')
@@ -70,6 +85,12 @@ export type ControllerProcess = {
   sample(): ProcSample;
   /** The peak RSS (VmHWM) of its child renderer so far, bytes (0 before it started). */
   rendererPeakRss(): number;
+  /**
+   * Samples the controller and its children together every `everyMs` until the returned function
+   * is called, which gives the peaks of their sums: RSS, and PSS, which charges each shared page
+   * (the node binary both processes map, say) once across them instead of once per process.
+   */
+  samplePair(everyMs?: number): () => PairPeak;
   /** Log lines seen so far (JSON, from stdout and stderr). */
   lines: string[];
   /** One sample of a gauge or counter from its /metrics (NaN when absent). */
@@ -149,6 +170,7 @@ export async function startControllerProcess(
       '--log-level',
       'info',
       ...extraArgs,
+      ...(process.env['IMPERSYNC_BENCH_CONTROLLER_ARGS'] ?? '').split(/\s+/).filter(Boolean),
     ],
     {
       env: {
@@ -215,6 +237,32 @@ export async function startControllerProcess(
         }
       }
       return peak;
+    },
+    samplePair: (everyMs = 500) => {
+      const peak: PairPeak = { rss: 0, pss: 0, samples: 0 };
+      const once = () => {
+        let rss = 0;
+        let pss = 0;
+        for (const p of [pid, ...childPids(pid)]) {
+          try {
+            const r = rollup(p);
+            rss += r.rss;
+            pss += r.pss;
+          } catch {
+            // exited since it was listed (a git process)
+          }
+        }
+        peak.rss = Math.max(peak.rss, rss);
+        peak.pss = Math.max(peak.pss, pss);
+        peak.samples++;
+      };
+      once();
+      const timer = setInterval(once, everyMs);
+      return () => {
+        clearInterval(timer);
+        once();
+        return { ...peak };
+      };
     },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
