@@ -86,6 +86,11 @@ export type ControllerProcess = {
   /** The peak RSS (VmHWM) of its child renderer so far, bytes (0 before it started). */
   rendererPeakRss(): number;
   /**
+   * CPU seconds so far of its running children (the renderer), with the git processes they waited
+   * for; a renderer that exited and was waited for is in the controller's own childCpu instead.
+   */
+  rendererCpu(): number;
+  /**
    * Samples the controller and its children together every `everyMs` until the returned function
    * is called, which gives the peaks of their sums: RSS, and PSS, which charges each shared page
    * (the node binary both processes map, say) once across them instead of once per process.
@@ -237,6 +242,18 @@ export async function startControllerProcess(
         }
       }
       return peak;
+    },
+    rendererCpu: () => {
+      let cpu = 0;
+      for (const p of childPids(pid)) {
+        try {
+          const s = sample(p);
+          cpu += s.cpu + s.childCpu;
+        } catch {
+          // exited since it was listed (a git process)
+        }
+      }
+      return cpu;
     },
     samplePair: (everyMs = 500) => {
       const peak: PairPeak = { rss: 0, pss: 0, samples: 0 };

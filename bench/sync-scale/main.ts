@@ -45,6 +45,7 @@ type ImpRun = {
   to: number;
   cpu: number;
   gitCpu: number;
+  rendererCpu: number;
   peakRss: number;
   rendererPeakRss: number;
   pair: PairPeak;
@@ -59,6 +60,7 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
   const ctl = await startControllerProcess(cp.controllerKubeconfigPath, [], root);
   try {
     const s0 = ctl.sample();
+    const r0 = ctl.rendererCpu();
     const stopPair = ctl.samplePair();
     const from = Date.now();
     const profile =
@@ -80,6 +82,7 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
       to: done.doneAt,
       cpu: s1.cpu - s0.cpu,
       gitCpu: s1.childCpu - s0.childCpu,
+      rendererCpu: ctl.rendererCpu() - r0,
       peakRss: s1.peakRss,
       rendererPeakRss: ctl.rendererPeakRss(),
       pair,
@@ -149,7 +152,7 @@ try {
         'impersync (controller process)',
         imp.ms,
         impRequests.length,
-        `${fixed(imp.cpu, 1)} + git ${fixed(imp.gitCpu, 1)}`,
+        `${fixed(imp.cpu, 1)} + renderer ${fixed(imp.rendererCpu, 1)} + git ${fixed(imp.gitCpu, 1)}`,
         peaks(imp),
       ),
       ...(baseline
@@ -158,7 +161,7 @@ try {
               `impersync baseline (${baselineRoot})`,
               baseline.ms,
               baseline.requests.length,
-              `${fixed(baseline.cpu, 1)} + git ${fixed(baseline.gitCpu, 1)}`,
+              `${fixed(baseline.cpu, 1)} + renderer ${fixed(baseline.rendererCpu, 1)} + git ${fixed(baseline.gitCpu, 1)}`,
               peaks(baseline),
             ),
           ]
