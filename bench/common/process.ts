@@ -32,9 +32,14 @@ export type ProcSample = {
   childCpu: number;
 };
 
+/** A `Key:   123 kB` line of /proc/<pid>/status or smaps_rollup, in bytes (0 when absent). */
+function kbField(text: string, key: string): number {
+  return Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
+}
+
 export function sample(pid: number): ProcSample {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  const kb = (key: string) => kbField(status, key);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces): state is field 3, utime 14 .. cstime 17.
   const f = stat
@@ -55,13 +60,24 @@ export type PairPeak = {
   rss: number;
   /** The highest sum of their PSS (/proc/<pid>/smaps_rollup) seen at one sample, bytes. */
   pss: number;
-  samples: number;
 };
 
 function rollup(pid: number): { rss: number; pss: number } {
   const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
-  return { rss: kb('Rss'), pss: kb('Pss') };
+  return { rss: kbField(text, 'Rss'), pss: kbField(text, 'Pss') };
+}
+
+/** `read` of each of `pids` still running; a process that exited since it was listed (a git) is left out. */
+function eachLive<T>(pids: number[], read: (pid: number) => T): T[] {
+  const out: T[] = [];
+  for (const p of pids) {
+    try {
+      out.push(read(p));
+    } catch {
+      // exited since it was listed
+    }
+  }
+  return out;
 }
 
 /** The processes whose parent is `pid` (the controller's child renderer, and the git it runs while it runs). */
@@ -232,46 +248,20 @@ export async function startControllerProcess(
       return m ? Number(m[1]) : Number.NaN;
     },
     sample: () => sample(pid),
-    rendererPeakRss: () => {
-      let peak = 0;
-      for (const p of childPids(pid)) {
-        try {
-          peak = Math.max(peak, sample(p).peakRss);
-        } catch {
-          // exited since it was listed (a git process)
-        }
-      }
-      return peak;
-    },
-    rendererCpu: () => {
-      let cpu = 0;
-      for (const p of childPids(pid)) {
-        try {
-          const s = sample(p);
-          cpu += s.cpu + s.childCpu;
-        } catch {
-          // exited since it was listed (a git process)
-        }
-      }
-      return cpu;
-    },
+    rendererPeakRss: () => Math.max(0, ...eachLive(childPids(pid), (p) => sample(p).peakRss)),
+    rendererCpu: () => eachLive(childPids(pid), (p) => sample(p)).reduce((sum, s) => sum + s.cpu + s.childCpu, 0),
     samplePair: (everyMs = 500) => {
-      const peak: PairPeak = { rss: 0, pss: 0, samples: 0 };
+      const peak: PairPeak = { rss: 0, pss: 0 };
       const once = () => {
-        let rss = 0;
-        let pss = 0;
-        for (const p of [pid, ...childPids(pid)]) {
-          try {
-            const r = rollup(p);
-            rss += r.rss;
-            pss += r.pss;
-          } catch {
-            // exited since it was listed (a git process)
-          }
-        }
-        peak.rss = Math.max(peak.rss, rss);
-        peak.pss = Math.max(peak.pss, pss);
-        peak.samples++;
+        const now = eachLive([pid, ...childPids(pid)], rollup);
+        peak.rss = Math.max(
+          peak.rss,
+          now.reduce((sum, r) => sum + r.rss, 0),
+        );
+        peak.pss = Math.max(
+          peak.pss,
+          now.reduce((sum, r) => sum + r.pss, 0),
+        );
       };
       once();
       const timer = setInterval(once, everyMs);
