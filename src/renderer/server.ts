@@ -109,14 +109,32 @@ export function rendererHandler(
     const key = cacheKey(resolved, revision);
     let answer = noCache ? undefined : cache.get(key);
     if (!answer && !noCache) answer = await unchangedAnswer(resolved, revision);
+    // A plain folder whose files another commit held as they are now: that commit's answer, under
+    // this one (a monorepo's commit re-renders only the folders it changed).
+    let byFolder: string | undefined;
+    let reused = false;
+    if (!answer && opts.cacheBytes !== 0) {
+      const folder = await opts.renderer.folderKey(resolved, revision, deadline);
+      byFolder = folder === undefined ? undefined : folderCacheKey(resolved, folder);
+      const same = byFolder !== undefined && !noCache ? cache.get(byFolder) : undefined;
+      if (same) {
+        answer = withRevision(same, revision);
+        cache.set(key, answer);
+        reused = true;
+      }
+    }
     // Which refresh rendered and which reused an answer (the hard-refresh tests read these lines).
-    opts.logger.debug({ application: input.appName, revision, cached: answer !== undefined }, 'render answered');
+    opts.logger.debug(
+      { application: input.appName, revision, cached: answer !== undefined, ...(reused ? { sameFolder: true } : {}) },
+      'render answered',
+    );
     if (answer) counts.cacheHits++;
     else {
       counts.renders++;
       const result = await opts.renderer.render({ ...resolved, revision }, { deadline, timeLimit: timeLimit(limits) });
       answer = encodeAnswer(result);
       cache.set(key, answer);
+      if (byFolder !== undefined && result.sourceType === 'Directory') cache.set(byFolder, answer);
     }
     const over = overApplicationLimits(answer, limits, input.source);
     if (over) throw over;
@@ -368,6 +386,21 @@ function readBody(req: http.IncomingMessage): Promise<string | undefined> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/**
+ * The same input of a plain directory renders the same objects from the same files, at any commit:
+ * the key is the input's (credentials as a digest) with the folder's content key instead of a
+ * revision (SourceRenderer.folderKey).
+ */
+function folderCacheKey(input: RenderInput, folder: string): string {
+  const { revisionMaxAgeMs: _age, generatePaths: _paths, revision: _revision, ...rest } = input;
+  void _age;
+  void _paths;
+  void _revision;
+  return createHash('sha256')
+    .update(JSON.stringify({ ...rest, folder }))
+    .digest('hex');
 }
 
 /** The same input at the same commit renders the same objects. */

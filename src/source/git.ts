@@ -143,6 +143,8 @@ export class GitRepoCache {
   #treesCleared: Promise<void> | undefined;
   /** This instance's own folder of trees: other processes (or instances) on the cacheDir never touch it. */
   readonly #treesDir: string;
+  /** Whether a folder's tree holds only files a plain directory reads alone (folderContent), by tree id. */
+  readonly #plainFolders = new Map<string, boolean>();
 
   constructor(opts: GitRepoCacheOptions) {
     this.#cacheDir = path.resolve(opts.cacheDir);
@@ -299,6 +301,76 @@ export class GitRepoCache {
         .toString('utf8')
         .split('\0')
         .filter((f) => f !== '');
+    });
+  }
+
+  /**
+   * What the files of folder `dir` of commit `revision` are, whatever commit holds them: the
+   * folder's tree id, with the ids of the `.gitattributes` files above it (they decide how its files
+   * are written out, and lie outside it). Undefined when those files alone may not decide what a
+   * plain directory renders: `dir` is not a folder of the commit (missing, a symlink, outside it),
+   * the commit has submodules, or the folder holds a symlink (which may lead to a file elsewhere),
+   * a submodule or a Jsonnet file (which may import one). The commit must be in the clone (checked
+   * out). A folder's answer, once listed, is remembered by its tree id: a tree never changes.
+   */
+  async folderContent(
+    repoURL: string,
+    revision: string,
+    dir: string,
+    access: RepositoryAccess | undefined,
+  ): Promise<string | undefined> {
+    if (!FULL_SHA.test(revision)) return undefined;
+    const folder = path.posix.normalize(dir === '' ? '.' : dir).replace(/\/+$/, '');
+    if (folder === '' || folder === '..' || folder.startsWith('../') || folder.startsWith('/')) return undefined;
+    const above: string[] = [];
+    if (folder !== '.') {
+      const parts = folder.split('/');
+      for (let i = 0; i < parts.length; i++) above.push([...parts.slice(0, i), '.gitattributes'].join('/'));
+    }
+    const repo = await this.#repo(repoURL, access);
+    return this.#mutex.with(repo.key, async () => {
+      const git = (args: string[], label: string, maxStdoutBytes?: number) =>
+        this.#run(['--literal-pathspecs', ...args], {
+          cwd: repo.dir,
+          env: { GIT_DIR: repo.dir },
+          timeoutMs: this.#localTimeoutMs,
+          label,
+          ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
+        });
+      const named = folder === '.' ? ['.gitmodules', '.gitattributes'] : [folder, '.gitmodules', ...above];
+      const listed = await git(['ls-tree', '-z', '--end-of-options', revision, '--', ...named], 'git ls-tree');
+      if (listed.code !== 0) return undefined;
+      const entries = new Map<string, { mode: string; type: string; id: string }>();
+      for (const line of listed.stdout.toString('utf8').split('\0')) {
+        const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(line);
+        if (m) entries.set(m[4] as string, { mode: m[1] as string, type: m[2] as string, id: m[3] as string });
+      }
+      if (entries.has('.gitmodules')) return undefined;
+      let tree: string | undefined;
+      if (folder === '.') {
+        const r = await git(
+          ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{tree}`],
+          'git rev-parse',
+        );
+        tree = r.code === 0 ? r.stdout.toString('utf8').trim() : undefined;
+      } else {
+        const entry = entries.get(folder);
+        tree = entry?.type === 'tree' ? entry.id : undefined;
+      }
+      if (tree === undefined || !/^[0-9a-f]{40,64}$/.test(tree)) return undefined;
+      let plain = this.#plainFolders.get(tree);
+      if (plain === undefined) {
+        // At most the checkout limit's files, about 100 bytes a line.
+        const all = await git(['ls-tree', '-r', '-z', '--end-of-options', tree], 'git ls-tree', 32 * 1024 * 1024).catch(
+          () => undefined,
+        );
+        plain = all !== undefined && all.code === 0 && plainFolder(all.stdout.toString('utf8'));
+        if (this.#plainFolders.size >= 10_000) this.#plainFolders.clear();
+        this.#plainFolders.set(tree, plain);
+      }
+      if (!plain) return undefined;
+      const attributes = above.map((f) => `${f}=${entries.get(f)?.id ?? ''}`);
+      return [`tree=${tree}`, ...attributes].join('\n');
     });
   }
 
@@ -584,4 +656,19 @@ interface Repo {
   remote: string;
   shown: string;
   dir: string;
+}
+
+/**
+ * A folder's `git ls-tree -r -z` listing holds no symlink, no submodule and no Jsonnet file: what a
+ * plain directory renders from it is then its files' contents alone.
+ */
+function plainFolder(listing: string): boolean {
+  for (const line of listing.split('\0')) {
+    if (line === '') continue;
+    const tab = line.indexOf('\t');
+    const mode = line.slice(0, line.indexOf(' '));
+    const name = line.slice(tab + 1);
+    if (mode === '120000' || mode === '160000' || /\.(jsonnet|libsonnet)$/i.test(name)) return false;
+  }
+  return true;
 }

@@ -268,6 +268,32 @@ export class SourceRenderer {
     return this.#git.changedFiles(input.source.repoURL, from, to, input.repository);
   }
 
+  /**
+   * What a Git source's folder holds at commit `revision`, as a key that the same files give at any
+   * commit (GitRepoCache.folderContent); undefined when the render may depend on more than them (a
+   * ref source, local manifests, a signature to verify at each commit, submodules, symlinks, Jsonnet)
+   * or when anything fails (the render then says why). The commit is checked out first, as its
+   * render would be: the checks of the whole commit (its size, its symlinks) hold for an answer
+   * reused under it too.
+   */
+  async folderKey(input: RenderInput, revision: string, deadline?: number): Promise<string | undefined> {
+    if (input.localManifests !== undefined || input.refSources || input.signature) return undefined;
+    if (sourceKind(input.source, input.repository) !== 'git') return undefined;
+    try {
+      const checkout = await this.#git.checkout(input.source.repoURL, revision, {
+        access: input.repository,
+        deadline: deadline ?? Date.now() + this.#limits.renderTimeoutMs,
+      });
+      try {
+        return await this.#git.folderContent(input.source.repoURL, revision, input.source.path ?? '', input.repository);
+      } finally {
+        checkout.release();
+      }
+    } catch {
+      return undefined;
+    }
+  }
+
   /** `git ls-remote` runs so far (tests and bench/repos). */
   get lsRemoteCount(): number {
     return this.#git.lsRemoteCount;

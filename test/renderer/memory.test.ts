@@ -79,6 +79,7 @@ function gatedRenderer(): { fake: SourceRenderer; open: (app: string) => void; s
       return '0'.repeat(40);
     },
     render: async () => ({ revision: '0'.repeat(40), sourceType: 'Directory', objects: [] }),
+    folderKey: async () => undefined,
   } as unknown as SourceRenderer;
   return { fake, open: (app) => gate(app).open(), started };
 }

@@ -3,7 +3,7 @@
 // parsed strictly, source errors keep their reason, answers of unchanged inputs come from the cache,
 // and a busy renderer says so instead of piling up work.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -167,6 +167,50 @@ describe('renderer server', () => {
     );
   });
 
+  test("a commit that leaves a plain folder as it was reuses the folder's answer under the new commit; a change in it renders again", async () => {
+    await repo.commit({ 'mono/a/cm.yaml': cm('a1'), 'mono/b/cm.yaml': cm('b1') });
+    const a = { ...input, appName: 'mono-a', source: { ...input.source, path: 'mono/a' } };
+    const start = { ...renderer.stats };
+    await client.render(a);
+    const elsewhere = await repo.commit({ 'mono/b/cm.yaml': cm('b2') });
+    const moved = await client.render(a);
+    assert.equal(renderer.stats.renders - start.renders, 1, 'the commit changed nothing in mono/a: not rendered again');
+    assert.equal(moved.revision, elsewhere, 'the answer is the new commit');
+    assert.deepEqual(
+      moved.objects.map((o) => [o.object.metadata.name, o.location.file]),
+      [['a1', 'mono/a/cm.yaml']],
+    );
+    await client.render(a, { noCache: true });
+    assert.equal(renderer.stats.renders - start.renders, 2, 'a hard refresh renders again');
+    await repo.commit({ 'mono/a/cm.yaml': cm('a2') });
+    const changed = await client.render(a);
+    assert.equal(renderer.stats.renders - start.renders, 3, 'a change in mono/a renders again');
+    assert.deepEqual(
+      changed.objects.map((o) => o.object.metadata.name),
+      ['a2'],
+    );
+  });
+
+  test('a folder whose symlink leads to a file elsewhere renders again when that file changes, though the folder is as it was', async () => {
+    // The attack: a tenant's folder of links to another folder's files, whose own tree never
+    // changes, would keep the first answer for ever if folders were cached by their tree alone.
+    await repo.commit({ 'target/cm.yaml': cm('t1') });
+    await mkdir(path.join(repo.dir, 'links'), { recursive: true });
+    await symlink('../target/cm.yaml', path.join(repo.dir, 'links/cm.yaml'));
+    await repo.commit({});
+    const links = { ...input, appName: 'links', source: { ...input.source, path: 'links' } };
+    assert.deepEqual(
+      (await client.render(links)).objects.map((o) => o.object.metadata.name),
+      ['t1'],
+    );
+    await repo.commit({ 'target/cm.yaml': cm('t2') });
+    assert.deepEqual(
+      (await client.render(links)).objects.map((o) => o.object.metadata.name),
+      ['t2'],
+      'the file the link leads to changed: rendered again',
+    );
+  });
+
   test("a ref source's branch that moves is a new render, though the source's own commit stays", async () => {
     const values = await TestRepo.create(path.join(work, 'repos', 'values'));
     await values.commit({ 'values.yaml': 'a: 1\n' });
@@ -193,6 +237,7 @@ test('a busy renderer queues what it can and refuses the rest with 503, naming t
       return '0'.repeat(40);
     },
     render: async () => ({ revision: '0'.repeat(40), sourceType: 'Directory', objects: [] }),
+    folderKey: async () => undefined,
   } as unknown as SourceRenderer;
   const handler = rendererHandler({
     renderer: fake,

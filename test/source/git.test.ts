@@ -1,7 +1,7 @@
 // The Git cache against real repositories: a local path, file:// and http:// (git http-backend).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -439,5 +439,56 @@ describe('GitRepoCache', () => {
         failsWith('RepositoryUnreachable', /not reachable: .*(not found|404)/s),
       );
     });
+  });
+});
+
+describe('GitRepoCache folderContent', () => {
+  test("a folder's key is the same at every commit that holds its files as they are, and moves with them and with the .gitattributes above it", async () => {
+    const r = await TestRepo.create(path.join(await tempDir('impersync-git-folder-'), 'mono'));
+    const c1 = await r.commit({ 'apps/a/cm.yaml': 'kind: ConfigMap\n', 'apps/b/cm.yaml': 'kind: ConfigMap\n' });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
+    const key = async (sha: string, dir: string) => {
+      (await cache.checkout(r.dir, sha)).release();
+      return cache.folderContent(r.dir, sha, dir, undefined);
+    };
+    const a1 = await key(c1, 'apps/a');
+    assert.ok(a1 !== undefined, 'a plain folder has a key');
+    assert.equal(await key(c1, './apps/a/'), a1, 'the path is read as Argo CD cleans it');
+    const c2 = await r.commit({ 'apps/b/cm.yaml': 'kind: ConfigMap # b moved\n' });
+    assert.equal(await key(c2, 'apps/a'), a1, 'a commit elsewhere leaves the key as it was');
+    assert.notEqual(await key(c2, 'apps/b'), await key(c1, 'apps/b'), 'the folder that changed has a new key');
+    const c3 = await r.commit({ '.gitattributes': '*.yaml text eol=crlf\n' });
+    assert.notEqual(await key(c3, 'apps/a'), a1, 'a .gitattributes above the folder changes how its files are written');
+    const c4 = await r.commit({ 'apps/a/cm.yaml': 'kind: ConfigMap # a moved\n' });
+    assert.notEqual(await key(c4, 'apps/a'), await key(c3, 'apps/a'));
+    for (const dir of ['apps/missing', 'apps/a/cm.yaml', '../apps', '/apps'])
+      assert.equal(await key(c4, dir), undefined, `${dir} is not a folder of the commit`);
+    assert.ok((await key(c4, '')) !== undefined, 'the root is a folder too');
+  });
+
+  test('no key for a folder whose render may read what lies outside it: a symlink, a Jsonnet file, a commit with submodules', async () => {
+    const r = await TestRepo.create(path.join(await tempDir('impersync-git-folder-'), 'mono'));
+    await r.commit({ 'shared/cm.yaml': 'kind: ConfigMap\n', 'jn/main.jsonnet': "import '../lib.libsonnet'\n" });
+    await mkdir(path.join(r.dir, 'linked'), { recursive: true });
+    await symlink('../shared/cm.yaml', path.join(r.dir, 'linked/cm.yaml'));
+    await mkdir(path.join(r.dir, 'dirlink'), { recursive: true });
+    await symlink('../shared', path.join(r.dir, 'dirlink/shared'));
+    await symlink('shared', path.join(r.dir, 'alias'));
+    const sha = await r.commit({ 'plain/cm.yaml': 'kind: ConfigMap\n' });
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
+    const key = async (sha: string, dir: string) => {
+      (await cache.checkout(r.dir, sha)).release();
+      return cache.folderContent(r.dir, sha, dir, undefined);
+    };
+    assert.ok((await key(sha, 'plain')) !== undefined);
+    assert.equal(await key(sha, 'linked'), undefined, 'a symlinked file');
+    assert.equal(await key(sha, 'dirlink'), undefined, 'a symlinked folder');
+    assert.equal(await key(sha, 'alias'), undefined, 'a path that is itself a symlink');
+    assert.equal(await key(sha, 'jn'), undefined, 'a Jsonnet file, which may import from elsewhere');
+    assert.equal(await key(sha, ''), undefined, 'the root holds them all');
+    const withModules = await r.commit({
+      '.gitmodules': '[submodule "x"]\n\tpath = x\n\turl = https://example.com/x\n',
+    });
+    assert.equal(await key(withModules, 'plain'), undefined, 'a commit with submodules');
   });
 });
