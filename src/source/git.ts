@@ -143,8 +143,8 @@ export class GitRepoCache {
   #treesCleared: Promise<void> | undefined;
   /** This instance's own folder of trees: other processes (or instances) on the cacheDir never touch it. */
   readonly #treesDir: string;
-  /** Whether a folder's tree holds only files a plain directory reads alone (folderContent), by tree id. */
-  readonly #plainFolders = new Map<string, boolean>();
+  /** The last commits' tree listings (folderContent), newest last. */
+  readonly #listings = new Map<string, Promise<TreeListing | undefined>>();
 
   constructor(opts: GitRepoCacheOptions) {
     this.#cacheDir = path.resolve(opts.cacheDir);
@@ -311,7 +311,7 @@ export class GitRepoCache {
    * plain directory renders: `dir` is not a folder of the commit (missing, a symlink, outside it),
    * the commit has submodules, or the folder holds a symlink (which may lead to a file elsewhere),
    * a submodule or a Jsonnet file (which may import one). The commit must be in the clone (checked
-   * out). A folder's answer, once listed, is remembered by its tree id: a tree never changes.
+   * out). One listing of the commit's tree answers every folder of it (the last few are kept).
    */
   async folderContent(
     repoURL: string,
@@ -322,56 +322,57 @@ export class GitRepoCache {
     if (!FULL_SHA.test(revision)) return undefined;
     const folder = path.posix.normalize(dir === '' ? '.' : dir).replace(/\/+$/, '');
     if (folder === '' || folder === '..' || folder.startsWith('../') || folder.startsWith('/')) return undefined;
+    const repo = await this.#repo(repoURL, access);
+    const listing = await this.#treeListing(repo, revision);
+    if (!listing || listing.entries.has('.gitmodules')) return undefined;
+    const tree = folder === '.' ? listing.root : listing.entries.get(folder);
+    if (tree === undefined || !tree.startsWith('tree ')) return undefined;
+    if (listing.impure.some((p) => folder === '.' || p.startsWith(`${folder}/`))) return undefined;
     const above: string[] = [];
     if (folder !== '.') {
       const parts = folder.split('/');
       for (let i = 0; i < parts.length; i++) above.push([...parts.slice(0, i), '.gitattributes'].join('/'));
     }
-    const repo = await this.#repo(repoURL, access);
-    return this.#mutex.with(repo.key, async () => {
+    return [tree, ...above.map((f) => `${f}=${listing.entries.get(f) ?? ''}`)].join('\n');
+  }
+
+  /**
+   * Commit `revision`'s whole tree, listed once (`git ls-tree -r -t`): each path's type and id, and
+   * the paths a plain directory's render may read past (symlinks, submodules, Jsonnet files).
+   * Undefined when it cannot be listed within 32 MiB (about the checkout limit's files).
+   */
+  #treeListing(repo: Repo, revision: string): Promise<TreeListing | undefined> {
+    const key = `${repo.key}/${revision}`;
+    let listed = this.#listings.get(key);
+    if (listed) {
+      this.#listings.delete(key);
+      this.#listings.set(key, listed);
+      return listed;
+    }
+    listed = this.#mutex.with(repo.key, async () => {
       const git = (args: string[], label: string, maxStdoutBytes?: number) =>
-        this.#run(['--literal-pathspecs', ...args], {
+        this.#run(args, {
           cwd: repo.dir,
           env: { GIT_DIR: repo.dir },
           timeoutMs: this.#localTimeoutMs,
           label,
           ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
         });
-      const named = folder === '.' ? ['.gitmodules', '.gitattributes'] : [folder, '.gitmodules', ...above];
-      const listed = await git(['ls-tree', '-z', '--end-of-options', revision, '--', ...named], 'git ls-tree');
-      if (listed.code !== 0) return undefined;
-      const entries = new Map<string, { mode: string; type: string; id: string }>();
-      for (const line of listed.stdout.toString('utf8').split('\0')) {
-        const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(line);
-        if (m) entries.set(m[4] as string, { mode: m[1] as string, type: m[2] as string, id: m[3] as string });
-      }
-      if (entries.has('.gitmodules')) return undefined;
-      let tree: string | undefined;
-      if (folder === '.') {
-        const r = await git(
-          ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{tree}`],
-          'git rev-parse',
-        );
-        tree = r.code === 0 ? r.stdout.toString('utf8').trim() : undefined;
-      } else {
-        const entry = entries.get(folder);
-        tree = entry?.type === 'tree' ? entry.id : undefined;
-      }
-      if (tree === undefined || !/^[0-9a-f]{40,64}$/.test(tree)) return undefined;
-      let plain = this.#plainFolders.get(tree);
-      if (plain === undefined) {
-        // At most the checkout limit's files, about 100 bytes a line.
-        const all = await git(['ls-tree', '-r', '-z', '--end-of-options', tree], 'git ls-tree', 32 * 1024 * 1024).catch(
-          () => undefined,
-        );
-        plain = all !== undefined && all.code === 0 && plainFolder(all.stdout.toString('utf8'));
-        if (this.#plainFolders.size >= 10_000) this.#plainFolders.clear();
-        this.#plainFolders.set(tree, plain);
-      }
-      if (!plain) return undefined;
-      const attributes = above.map((f) => `${f}=${entries.get(f)?.id ?? ''}`);
-      return [`tree=${tree}`, ...attributes].join('\n');
+      const root = await git(
+        ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{tree}`],
+        'git rev-parse',
+      );
+      const all = await git(
+        ['ls-tree', '-r', '-t', '-z', '--end-of-options', revision],
+        'git ls-tree',
+        32 * 1024 * 1024,
+      ).catch(() => undefined);
+      if (root.code !== 0 || all === undefined || all.code !== 0) return undefined;
+      return listTree(`tree ${root.stdout.toString('utf8').trim()}`, all.stdout.toString('utf8'));
     });
+    this.#listings.set(key, listed);
+    while (this.#listings.size > 4) this.#listings.delete(this.#listings.keys().next().value as string);
+    return listed;
   }
 
   /** A local git command in the clone a checkout of `repoURL` made (signatures.ts), `env` added. */
@@ -658,17 +659,25 @@ interface Repo {
   dir: string;
 }
 
-/**
- * A folder's `git ls-tree -r -z` listing holds no symlink, no submodule and no Jsonnet file: what a
- * plain directory renders from it is then its files' contents alone.
- */
-function plainFolder(listing: string): boolean {
+interface TreeListing {
+  /** `tree <id>` of the commit's root. */
+  root: string;
+  /** Each path's `<type> <id>` (blob, tree, commit). */
+  entries: Map<string, string>;
+  /** Symlinks, submodules and Jsonnet files: what a plain directory may read past its folder through. */
+  impure: string[];
+}
+
+/** A commit's `git ls-tree -r -t -z` listing, read. */
+function listTree(root: string, listing: string): TreeListing {
+  const entries = new Map<string, string>();
+  const impure: string[] = [];
   for (const line of listing.split('\0')) {
-    if (line === '') continue;
-    const tab = line.indexOf('\t');
-    const mode = line.slice(0, line.indexOf(' '));
-    const name = line.slice(tab + 1);
-    if (mode === '120000' || mode === '160000' || /\.(jsonnet|libsonnet)$/i.test(name)) return false;
+    const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(line);
+    if (!m) continue;
+    const [, mode, type, id, name] = m as unknown as [string, string, string, string, string];
+    entries.set(name, `${type} ${id}`);
+    if (mode === '120000' || mode === '160000' || /\.(jsonnet|libsonnet)$/i.test(name)) impure.push(name);
   }
-  return true;
+  return { root, entries, impure };
 }
