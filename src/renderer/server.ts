@@ -389,29 +389,28 @@ function readBody(req: http.IncomingMessage): Promise<string | undefined> {
 }
 
 /**
- * The same input of a plain directory renders the same objects from the same files, at any commit:
- * the key is the input's (credentials as a digest) with the folder's content key instead of a
+ * The same input at the same commit renders the same objects; so does the same input of a plain
+ * directory from the same files at any commit, keyed by the folder's content key instead of a
  * revision (SourceRenderer.folderKey).
  */
-function folderCacheKey(input: RenderInput, folder: string): string {
-  const { revisionMaxAgeMs: _age, generatePaths: _paths, revision: _revision, ...rest } = input;
-  void _age;
-  void _paths;
-  void _revision;
-  return createHash('sha256')
-    .update(JSON.stringify({ ...rest, folder }))
-    .digest('hex');
+function cacheKey(input: RenderInput, revision: string): string {
+  return answerKey(input, { revision });
 }
 
-/** The same input at the same commit renders the same objects. */
-function cacheKey(input: RenderInput, revision: string): string {
+function folderCacheKey(input: RenderInput, folder: string): string {
+  return answerKey(input, { folder });
+}
+
+function answerKey(input: RenderInput, by: { revision: string } | { folder: string }): string {
   // The input holds the credentials: an answer rendered with one is never served to a request
   // with another. Only the digest is kept. How old refs may be does not change the objects.
-  // Nor does the revision manifest-generate-paths compares with.
-  const { revisionMaxAgeMs: _age, generatePaths: _paths, ...rest } = input;
+  // Nor does the revision manifest-generate-paths compares with, nor the revision asked for (the
+  // commit it resolved to, or the folder's content, stands for it).
+  const { revisionMaxAgeMs: _age, generatePaths: _paths, revision: _asked, ...rest } = input;
   void _age;
   void _paths;
+  void _asked;
   return createHash('sha256')
-    .update(JSON.stringify({ ...rest, revision }))
+    .update(JSON.stringify({ ...rest, ...by }))
     .digest('hex');
 }

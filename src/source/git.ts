@@ -350,21 +350,18 @@ export class GitRepoCache {
       return listed;
     }
     listed = this.#mutex.with(repo.key, async () => {
-      const git = (args: string[], label: string, maxStdoutBytes?: number) =>
-        this.#run(args, {
-          cwd: repo.dir,
-          env: { GIT_DIR: repo.dir },
-          timeoutMs: this.#localTimeoutMs,
-          label,
-          ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
-        });
-      const root = await git(
+      const timeout = this.#localTimeoutMs;
+      const root = await this.#gitIn(
+        repo,
         ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{tree}`],
         'git rev-parse',
+        timeout,
       );
-      const all = await git(
+      const all = await this.#gitIn(
+        repo,
         ['ls-tree', '-r', '-t', '-z', '--end-of-options', revision],
         'git ls-tree',
+        timeout,
         32 * 1024 * 1024,
       ).catch(() => undefined);
       if (root.code !== 0 || all === undefined || all.code !== 0) return undefined;
@@ -576,8 +573,20 @@ export class GitRepoCache {
     }
   }
 
-  async #gitIn(repo: Repo, args: string[], label: string, timeoutMs: number): Promise<RunResult> {
-    return this.#run(args, { cwd: repo.dir, env: { GIT_DIR: repo.dir }, timeoutMs, label });
+  async #gitIn(
+    repo: Repo,
+    args: string[],
+    label: string,
+    timeoutMs: number,
+    maxStdoutBytes?: number,
+  ): Promise<RunResult> {
+    return this.#run(args, {
+      cwd: repo.dir,
+      env: { GIT_DIR: repo.dir },
+      timeoutMs,
+      label,
+      ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
+    });
   }
 
   async #mustGit(args: string[], o: { label: string; timeoutMs: number }): Promise<void> {
