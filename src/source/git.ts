@@ -61,6 +61,8 @@ export interface GitRepoCacheOptions {
   toolLimits?: Partial<ToolLimits>;
   /** A commit over these is refused before it is written (materialise.ts). Defaults 1 GiB, 100,000 files. */
   checkoutLimits?: Partial<CheckoutLimits>;
+  /** Bytes of commits' folder listings kept (folderContent). Default 32 MiB. */
+  listingCacheBytes?: number;
   /** Told when a request to a remote starts (the URL as shown, its password hidden); the function it returns, when it ends. */
   onRequest?: GitRequestHook | undefined;
 }
@@ -106,6 +108,8 @@ export const DEFAULT_TREE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
 export const DEFAULT_CLONE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
 
 const FULL_SHA = /^[0-9a-f]{40}$/;
+/** Bytes of commits' folder listings remembered (folderContent); one commit's never takes more. */
+export const DEFAULT_LISTING_CACHE_BYTES = 32 * 1024 * 1024;
 /** Bytes of listed refs remembered for all repositories together (a server lists as many as it likes). */
 const REFS_CACHE_BYTES = 64 * 1024 * 1024;
 const SHORT_SHA = /^[0-9a-f]{7,40}$/i;
@@ -143,8 +147,10 @@ export class GitRepoCache {
   #treesCleared: Promise<void> | undefined;
   /** This instance's own folder of trees: other processes (or instances) on the cacheDir never touch it. */
   readonly #treesDir: string;
-  /** The last commits' tree listings (folderContent), newest last. */
-  readonly #listings = new Map<string, Promise<TreeListing | undefined>>();
+  /** Commits' folder listings (folderContent), kept by their bytes; null: the commit gives no folder a key. */
+  readonly #listings: ByteLru<TreeListing | null>;
+  readonly #listingsInFlight = new Map<string, Promise<TreeListing | null>>();
+  readonly #listingCacheBytes: number;
 
   constructor(opts: GitRepoCacheOptions) {
     this.#cacheDir = path.resolve(opts.cacheDir);
@@ -158,6 +164,8 @@ export class GitRepoCache {
     this.#toolLimits = { ...DEFAULT_TOOL_LIMITS, ...opts.toolLimits };
     this.#checkoutLimits = { ...DEFAULT_CHECKOUT_LIMITS, ...opts.checkoutLimits };
     this.#onRequest = opts.onRequest;
+    this.#listingCacheBytes = opts.listingCacheBytes ?? DEFAULT_LISTING_CACHE_BYTES;
+    this.#listings = new ByteLru(this.#listingCacheBytes);
     // One commit at the checkout limit must always fit.
     this.#treeCacheMaxBytes = Math.max(
       opts.treeCacheMaxBytes ?? DEFAULT_TREE_CACHE_BYTES,
@@ -324,52 +332,64 @@ export class GitRepoCache {
     if (folder === '' || folder === '..' || folder.startsWith('../') || folder.startsWith('/')) return undefined;
     const repo = await this.#repo(repoURL, access);
     const listing = await this.#treeListing(repo, revision);
-    if (!listing || listing.entries.has('.gitmodules')) return undefined;
-    const tree = folder === '.' ? listing.root : listing.entries.get(folder);
-    if (tree === undefined || !tree.startsWith('tree ')) return undefined;
-    if (listing.impure.some((p) => folder === '.' || p.startsWith(`${folder}/`))) return undefined;
+    if (!listing || listing.submodules) return undefined;
+    const found = listing.folders.get(folder);
+    if (found === undefined || found.impure) return undefined;
     const above: string[] = [];
     if (folder !== '.') {
       const parts = folder.split('/');
       for (let i = 0; i < parts.length; i++) above.push([...parts.slice(0, i), '.gitattributes'].join('/'));
     }
-    return [tree, ...above.map((f) => `${f}=${listing.entries.get(f) ?? ''}`)].join('\n');
+    return [found.tree, ...above.map((f) => `${f}=${listing.attributes.get(f) ?? ''}`)].join('\n');
   }
 
   /**
-   * Commit `revision`'s whole tree, listed once (`git ls-tree -r -t`): each path's type and id, and
-   * the paths a plain directory's render may read past (symlinks, submodules, Jsonnet files).
-   * Undefined when it cannot be listed within 32 MiB (about the checkout limit's files).
+   * Commit `revision`'s folders, from one listing of its whole tree (`git ls-tree -r -t`): each
+   * folder's tree id and whether a plain directory's render of it may read past it (a symlink,
+   * submodule or Jsonnet file at any depth below), and each `.gitattributes`. Null when the commit
+   * cannot be listed within 32 MiB of output (about the checkout limit's files), or its folders
+   * would take more than the listing cache's bytes: then no folder of it has a key, and it is not
+   * listed again while that answer is kept.
    */
-  #treeListing(repo: Repo, revision: string): Promise<TreeListing | undefined> {
+  #treeListing(repo: Repo, revision: string): Promise<TreeListing | null> {
     const key = `${repo.key}/${revision}`;
-    let listed = this.#listings.get(key);
-    if (listed) {
-      this.#listings.delete(key);
-      this.#listings.set(key, listed);
-      return listed;
-    }
-    listed = this.#mutex.with(repo.key, async () => {
-      const timeout = this.#localTimeoutMs;
-      const root = await this.#gitIn(
-        repo,
-        ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{tree}`],
-        'git rev-parse',
-        timeout,
-      );
-      const all = await this.#gitIn(
-        repo,
-        ['ls-tree', '-r', '-t', '-z', '--end-of-options', revision],
-        'git ls-tree',
-        timeout,
-        32 * 1024 * 1024,
-      ).catch(() => undefined);
-      if (root.code !== 0 || all === undefined || all.code !== 0) return undefined;
-      return listTree(`tree ${root.stdout.toString('utf8').trim()}`, all.stdout.toString('utf8'));
-    });
-    this.#listings.set(key, listed);
-    while (this.#listings.size > 4) this.#listings.delete(this.#listings.keys().next().value as string);
+    const kept = this.#listings.get(key);
+    if (kept !== undefined) return Promise.resolve(kept);
+    const inFlight = this.#listingsInFlight.get(key);
+    if (inFlight) return inFlight;
+    const listed = this.#mutex
+      .with(repo.key, async () => {
+        const timeout = this.#localTimeoutMs;
+        const root = await this.#gitIn(
+          repo,
+          ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{tree}`],
+          'git rev-parse',
+          timeout,
+        );
+        const all = await this.#gitIn(
+          repo,
+          ['ls-tree', '-r', '-t', '-z', '--end-of-options', revision],
+          'git ls-tree',
+          timeout,
+          32 * 1024 * 1024,
+        ).catch(() => undefined);
+        if (root.code !== 0 || all === undefined || all.code !== 0) return null;
+        return listFolders(`tree ${root.stdout.toString('utf8').trim()}`, all.stdout.toString('utf8'));
+      })
+      .then((listing) => {
+        // A listing too large to keep is kept as its absence, a few bytes.
+        const kept = listing !== null && listing.bytes <= this.#listingCacheBytes ? listing : null;
+        this.#listings.set(key, kept, kept ? kept.bytes : key.length * 2 + 64);
+        return kept;
+      })
+      .finally(() => this.#listingsInFlight.delete(key));
+    this.#listingsInFlight.set(key, listed);
     return listed;
+  }
+
+  /** Bytes of the folder listings kept (counted as listFolders counts them), for tests. */
+  get listingBytes(): number {
+    return this.#listings.bytes;
   }
 
   /** A local git command in the clone a checkout of `repoURL` made (signatures.ts), `env` added. */
@@ -669,24 +689,50 @@ interface Repo {
 }
 
 interface TreeListing {
-  /** `tree <id>` of the commit's root. */
-  root: string;
-  /** Each path's `<type> <id>` (blob, tree, commit). */
-  entries: Map<string, string>;
-  /** Symlinks, submodules and Jsonnet files: what a plain directory may read past its folder through. */
-  impure: string[];
+  /** Each folder ('.' the root): `tree <id>`, and whether a plain directory's render of it may read past it. */
+  folders: Map<string, { tree: string; impure: boolean }>;
+  /** Each `.gitattributes` file's `blob <id>`. */
+  attributes: Map<string, string>;
+  /** The commit has a `.gitmodules`. */
+  submodules: boolean;
+  /** What it holds, counted as UTF-16 strings and an entry's overhead each. */
+  bytes: number;
 }
 
-/** A commit's `git ls-tree -r -t -z` listing, read. */
-function listTree(root: string, listing: string): TreeListing {
-  const entries = new Map<string, string>();
+/** Bytes counted per folder or `.gitattributes` kept, beside its strings: a Map entry and an object. */
+const LISTED_ENTRY_BYTES = 96;
+
+/**
+ * A commit's `git ls-tree -r -t -z` listing, read down to its folders: what a symlink, submodule or
+ * Jsonnet file at any depth makes impure is each folder above it, up to the root.
+ */
+function listFolders(root: string, listing: string): TreeListing {
+  const folders = new Map<string, { tree: string; impure: boolean }>([['.', { tree: root, impure: false }]]);
+  const attributes = new Map<string, string>();
   const impure: string[] = [];
-  for (const line of listing.split('\0')) {
+  let submodules = false;
+  let bytes = 0;
+  for (let at = 0; at < listing.length;) {
+    const end = listing.indexOf('\0', at);
+    const line = listing.slice(at, end === -1 ? listing.length : end);
+    at = end === -1 ? listing.length : end + 1;
     const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(line);
     if (!m) continue;
     const [, mode, type, id, name] = m as unknown as [string, string, string, string, string];
-    entries.set(name, `${type} ${id}`);
-    if (mode === '120000' || mode === '160000' || /\.(jsonnet|libsonnet)$/i.test(name)) impure.push(name);
+    if (type === 'tree') folders.set(name, { tree: `tree ${id}`, impure: false });
+    else if (name === '.gitattributes' || name.endsWith('/.gitattributes')) attributes.set(name, `blob ${id}`);
+    else if (name === '.gitmodules') submodules = true;
+    if (type === 'tree' || attributes.has(name)) bytes += 2 * (name.length + id.length + 5) + LISTED_ENTRY_BYTES;
+    if (mode === '120000' || mode === '160000' || (type === 'blob' && /\.(jsonnet|libsonnet)$/i.test(name)))
+      impure.push(name);
   }
-  return { root, entries, impure };
+  for (const p of impure) {
+    for (let dir = path.posix.dirname(p); ; dir = path.posix.dirname(dir)) {
+      const f = folders.get(dir);
+      if (f?.impure) break;
+      if (f) f.impure = true;
+      if (dir === '.') break;
+    }
+  }
+  return { folders, attributes, submodules, bytes };
 }

@@ -486,9 +486,38 @@ describe('GitRepoCache folderContent', () => {
     assert.equal(await key(sha, 'alias'), undefined, 'a path that is itself a symlink');
     assert.equal(await key(sha, 'jn'), undefined, 'a Jsonnet file, which may import from elsewhere');
     assert.equal(await key(sha, ''), undefined, 'the root holds them all');
+    const deep = await r.commit({ 'deep/a/b/lib.libsonnet': '{}\n', 'deep/c/cm.yaml': 'kind: ConfigMap\n' });
+    assert.equal(await key(deep, 'deep/a'), undefined, 'a Jsonnet file further down');
+    assert.equal(await key(deep, 'deep'), undefined, 'and every folder above it');
+    assert.ok((await key(deep, 'deep/c')) !== undefined, 'its sibling has a key');
     const withModules = await r.commit({
       '.gitmodules': '[submodule "x"]\n\tpath = x\n\turl = https://example.com/x\n',
     });
     assert.equal(await key(withModules, 'plain'), undefined, 'a commit with submodules');
+  });
+
+  test("a commit whose folders would take more than the listing cache's bytes gives no key, and is kept as its absence", async () => {
+    const base = await tempDir('impersync-git-folder-');
+    const wide = await TestRepo.create(path.join(base, 'wide'));
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`apps/app-${i}/cm.yaml`] = 'kind: ConfigMap\n';
+    const wideSha = await wide.commit(files);
+    const small = await TestRepo.create(path.join(base, 'small'));
+    const smallSha = await small.commit({ 'app/cm.yaml': 'kind: ConfigMap\n' });
+    const limit = 2048;
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: await tempDir('impersync-cache-'),
+      listingCacheBytes: limit,
+    });
+    const key = async (repo: TestRepo, sha: string, dir: string) => {
+      (await cache.checkout(repo.dir, sha)).release();
+      return cache.folderContent(repo.dir, sha, dir, undefined);
+    };
+    assert.equal(await key(wide, wideSha, 'apps/app-1'), undefined, '61 folders are more than 2 KiB');
+    assert.ok(cache.listingBytes < 256, `the wide commit is kept as its absence (${cache.listingBytes} bytes)`);
+    assert.ok((await key(small, smallSha, 'app')) !== undefined, 'a small commit still has keys');
+    assert.equal(await key(wide, wideSha, 'apps/app-2'), undefined);
+    assert.ok(cache.listingBytes <= limit, `${cache.listingBytes} bytes kept, of ${limit}`);
   });
 });
