@@ -133,8 +133,11 @@ export function rendererHandler(
       counts.renders++;
       const result = await opts.renderer.render({ ...resolved, revision }, { deadline, timeLimit: timeLimit(limits) });
       answer = encodeAnswer(result);
-      cache.set(key, answer);
-      if (byFolder !== undefined && result.sourceType === 'Directory') cache.set(byFolder, answer);
+      // Kept once, named by both keys when the folder's content names it too.
+      if (byFolder !== undefined && result.sourceType === 'Directory') {
+        cache.set(byFolder, answer);
+        cache.alias(key, byFolder);
+      } else cache.set(key, answer);
     }
     const over = overApplicationLimits(answer, limits, input.source);
     if (over) throw over;
