@@ -23,11 +23,17 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { formatBytes, SourceError } from './errors.ts';
+import { formatBytes, SourceError, type SourceErrorReason } from './errors.ts';
 import { run, tail, type RunResult } from './exec.ts';
 import { KeyedMutex } from './lock.ts';
 import { DEFAULT_TOOL_LIMITS, type ToolLimits } from './limits.ts';
-import { DEFAULT_CHECKOUT_LIMITS, materialise, type CheckoutLimits, type GitRunner } from './materialise.ts';
+import {
+  CommitRefused,
+  DEFAULT_CHECKOUT_LIMITS,
+  materialise,
+  type CheckoutLimits,
+  type GitRunner,
+} from './materialise.ts';
 import { checkRevision, matchRef } from './refs.ts';
 import { repoLocation } from './repo-url.ts';
 import { gitEnvironment, withGitConfig } from './git-env.ts';
@@ -110,6 +116,8 @@ export const DEFAULT_CLONE_CACHE_BYTES = 2 * 1024 * 1024 * 1024;
 const FULL_SHA = /^[0-9a-f]{40}$/;
 /** Bytes of commits' folder listings remembered (folderContent); one commit's never takes more. */
 export const DEFAULT_LISTING_CACHE_BYTES = 32 * 1024 * 1024;
+/** Bytes of the refusals of commits remembered (their messages). */
+const REFUSED_CACHE_BYTES = 1024 * 1024;
 /** Bytes of listed refs remembered for all repositories together (a server lists as many as it likes). */
 const REFS_CACHE_BYTES = 64 * 1024 * 1024;
 const SHORT_SHA = /^[0-9a-f]{7,40}$/i;
@@ -151,6 +159,8 @@ export class GitRepoCache {
   readonly #listings: ByteLru<TreeListing | null>;
   readonly #listingsInFlight = new Map<string, Promise<TreeListing | null>>();
   readonly #listingCacheBytes: number;
+  /** Commits the checkout refused for what they hold (their size, their symlinks), and why. */
+  readonly #refused = new ByteLru<{ reason: SourceErrorReason; message: string }>(REFUSED_CACHE_BYTES);
 
   constructor(opts: GitRepoCacheOptions) {
     this.#cacheDir = path.resolve(opts.cacheDir);
@@ -224,11 +234,19 @@ export class GitRepoCache {
         known.leases++;
         return known;
       }
+      const refused = this.#refused.get(treeKey);
+      if (refused) throw new CommitRefused(refused.reason, refused.message);
       await this.#ensureClone(repo);
       if (!(await this.#fetchCommit(repo, revision))) {
         throw new SourceError('RevisionNotFound', `revision '${revision}' not found in '${repo.shown}'`);
       }
-      const { dir, bytes } = await this.#materialise(repo, revision, opts.deadline);
+      const { dir, bytes } = await this.#materialise(repo, revision, opts.deadline).catch((err: unknown) => {
+        // What the commit itself is (too large, symlinks that lead out) refuses it at every checkout
+        // under these limits: said again without listing it again.
+        if (err instanceof CommitRefused)
+          this.#refused.set(treeKey, { reason: err.reason, message: err.message }, 2 * err.message.length + 64);
+        throw err;
+      });
       const created: Tree = { dir, bytes, leases: 1, lastUsed: Date.now() };
       this.#trees.set(treeKey, created);
       return created;
@@ -358,7 +376,7 @@ export class GitRepoCache {
     const inFlight = this.#listingsInFlight.get(key);
     if (inFlight) return inFlight;
     const listed = this.#mutex
-      .with(repo.key, async () => {
+      .with(repo.key, async (): Promise<{ listing: TreeListing | null; keep: boolean }> => {
         const timeout = this.#localTimeoutMs;
         const root = await this.#gitIn(
           repo,
@@ -372,14 +390,16 @@ export class GitRepoCache {
           'git ls-tree',
           timeout,
           32 * 1024 * 1024,
-        ).catch(() => undefined);
-        if (root.code !== 0 || all === undefined || all.code !== 0) return null;
-        return listFolders(`tree ${root.stdout.toString('utf8').trim()}`, all.stdout.toString('utf8'));
+        ).catch((err: unknown) => (err instanceof SourceError && err.reason === 'TooLarge' ? 'over' : undefined));
+        // Over the output's bound: so at every try. A failure (a timeout on a busy machine): this time.
+        if (all === 'over') return { listing: null, keep: true };
+        if (root.code !== 0 || all === undefined || all.code !== 0) return { listing: null, keep: false };
+        return { listing: listFolders(`tree ${root.stdout.toString('utf8').trim()}`, all.stdout), keep: true };
       })
-      .then((listing) => {
+      .then(({ listing, keep }) => {
         // A listing too large to keep is kept as its absence, a few bytes.
         const kept = listing !== null && listing.bytes <= this.#listingCacheBytes ? listing : null;
-        this.#listings.set(key, kept, kept ? kept.bytes : key.length * 2 + 64);
+        if (keep) this.#listings.set(key, kept, kept ? kept.bytes : key.length * 2 + 64);
         return kept;
       })
       .finally(() => this.#listingsInFlight.delete(key));
@@ -704,14 +724,25 @@ const LISTED_ENTRY_BYTES = 96;
 
 /**
  * A commit's `git ls-tree -r -t -z` listing, read down to its folders: what a symlink, submodule or
- * Jsonnet file at any depth makes impure is each folder above it, up to the root.
+ * Jsonnet file at any depth makes impure is each folder above it, up to the root. Null (no folder
+ * of the commit has a key) when two entries would have one name here though not on disk: a name
+ * that is not UTF-8 (read, it could equal another's), or a tree that lists one name twice (git
+ * writes both to disk, so the folder holds more than its tree id says).
  */
-function listFolders(root: string, listing: string): TreeListing {
+function listFolders(root: string, output: Buffer): TreeListing | null {
+  let listing: string;
+  try {
+    listing = new TextDecoder('utf-8', { fatal: true }).decode(output);
+  } catch {
+    return null;
+  }
   const folders = new Map<string, { tree: string; impure: boolean }>([['.', { tree: root, impure: false }]]);
   const attributes = new Map<string, string>();
   const impure: string[] = [];
   let submodules = false;
   let bytes = 0;
+  // Every name listed, while the listing is read (its output is bounded: 32 MiB).
+  const seen = new Set<string>();
   for (let at = 0; at < listing.length;) {
     const end = listing.indexOf('\0', at);
     const line = listing.slice(at, end === -1 ? listing.length : end);
@@ -719,6 +750,8 @@ function listFolders(root: string, listing: string): TreeListing {
     const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(line);
     if (!m) continue;
     const [, mode, type, id, name] = m as unknown as [string, string, string, string, string];
+    if (seen.has(name)) return null;
+    seen.add(name);
     if (type === 'tree') folders.set(name, { tree: `tree ${id}`, impure: false });
     else if (name === '.gitattributes' || name.endsWith('/.gitattributes')) attributes.set(name, `blob ${id}`);
     else if (name === '.gitmodules') submodules = true;

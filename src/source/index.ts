@@ -47,7 +47,7 @@ import { verifySignature, type SignatureRequirement } from './signatures.ts';
 import { run } from './exec.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
-import type { SourceType } from './spec.ts';
+import { explicitType, type SourceType } from './spec.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
 import type { ToolSettings } from '../api/tool-settings.ts';
 
@@ -279,6 +279,13 @@ export class SourceRenderer {
   async folderKey(input: RenderInput, revision: string, deadline?: number): Promise<string | undefined> {
     if (input.localManifests !== undefined || input.refSources || input.signature) return undefined;
     if (sourceKind(input.source, input.repository) !== 'git') return undefined;
+    // Plugins discover what they render from the whole repository streamed to them: a file outside
+    // the folder may make one match. Only an Application that names its type settles that.
+    try {
+      if (this.#opts.pluginSocketDir !== undefined && explicitType(input.source) === undefined) return undefined;
+    } catch {
+      return undefined;
+    }
     try {
       const checkout = await this.#git.checkout(input.source.repoURL, revision, {
         access: input.repository,

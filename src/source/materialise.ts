@@ -11,6 +11,9 @@ import { tail, type RunResult } from './exec.ts';
 import { formatBytes } from './limits.ts';
 import { SYMLINK_CHECK_STEPS, findEscapingSymlink } from './paths.ts';
 import type { Scrub } from './scrub.ts';
+
+/** A commit refused for what it holds (its size, its symlinks): the same at every checkout under the same limits. */
+export class CommitRefused extends SourceError {}
 import { scrubber } from './scrub.ts';
 
 export interface CheckoutLimits {
@@ -106,7 +109,7 @@ async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutL
     maxStdoutBytes: treeListingBytes(limits),
   }).catch((err: unknown) => {
     if (err instanceof SourceError && err.reason === 'TooLarge') {
-      throw new SourceError(
+      throw new CommitRefused(
         'TooLarge',
         `${where} has more files than the renderer's checkout limit of ${limits.checkoutMaxFiles} files`,
       );
@@ -116,7 +119,7 @@ async function checkTreeSize(git: GitRunner, c: CommitToWrite, limits: CheckoutL
   if (r.code !== 0) throw new SourceError('ToolFailed', `listing the files of ${where} failed: ${tail(r.stderr)}`);
   const size = treeSize(r.stdout.toString('utf8'));
   const over = sizeOverLimits(size, limits);
-  if (over) throw new SourceError('TooLarge', `${where} has ${over}`);
+  if (over) throw new CommitRefused('TooLarge', `${where} has ${over}`);
   return size.bytes;
 }
 
@@ -166,17 +169,17 @@ async function refuseEscapingSymlinks(dir: string, shown: string, sha: string): 
   const bad = await findEscapingSymlink(await realpath(dir));
   if (!bad) return;
   if (bad.why === 'complex') {
-    throw new SourceError(
+    throw new CommitRefused(
       'TooLarge',
       `repository '${shown}' at ${sha} has dangling symlinks that take more than the renderer's ${SYMLINK_CHECK_STEPS} steps to check (at ${bad.link})`,
     );
   }
   if (bad.why === 'loop') {
-    throw new SourceError(
+    throw new CommitRefused(
       'InvalidSource',
       `repository '${shown}' at ${sha} has a symlink loop: ${bad.link} -> ${bad.target}`,
     );
   }
   // Argo CD's repo-server's words (its CheckOutOfBoundsSymlinks), which name the file only.
-  throw new SourceError('InvalidSource', `repository contains out-of-bounds symlinks. file: ${bad.link}`);
+  throw new CommitRefused('InvalidSource', `repository contains out-of-bounds symlinks. file: ${bad.link}`);
 }

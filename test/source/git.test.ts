@@ -3,10 +3,12 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import net, { type AddressInfo, type Socket } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GitRepoCache } from '../../src/source/git.ts';
+import { SourceRenderer } from '../../src/source/index.ts';
 import { SourceError } from '../../src/source/errors.ts';
 import { TestRepo, git, startGitHttpServer, type GitHttpServer } from '../support/git.ts';
 import { failsWith } from '../support/source-error.ts';
@@ -136,6 +138,41 @@ describe('GitRepoCache', () => {
     assert.ok(afterFirst > 0, 'the first render runs git');
     assert.deepEqual(await renderOnce(), first);
     assert.equal(await runs(), afterFirst, 'the second render of the commit runs none');
+  });
+
+  test('a commit refused for what it holds is refused again with the same words and no git run', async () => {
+    // A tenant's commit over the checkout limit, or with a symlink that leads out, was listed (and
+    // the symlinks written and walked) again at every checkout of it: twice a render, each refresh.
+    const dir = await tempDir('impersync-git-refused-');
+    const log = path.join(dir, 'runs');
+    const counting = path.join(dir, 'git');
+    await writeFile(counting, `#!/bin/sh\necho "$1" >> '${log}'\nexec git "$@"\n`);
+    await chmod(counting, 0o755);
+    const r = await TestRepo.create(path.join(dir, 'repo'));
+    const atLimit = await r.commit({ 'a.yaml': 'a\n', 'b.yaml': 'b\n', 'c.yaml': 'c\n' });
+    await symlink('../../../etc/passwd', path.join(r.dir, 'out.yaml'));
+    const fourFiles = await r.commit({});
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: path.join(dir, 'cache'),
+      gitBinary: counting,
+      checkoutLimits: { checkoutMaxFiles: 3 },
+    });
+    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+    await assert.rejects(cache.checkout(r.dir, fourFiles), failsWith('TooLarge', /has 4 files, over/));
+    const out = await r.commit({ 'a.yaml': 'a\n', 'b.yaml': null, 'c.yaml': null });
+    await assert.rejects(
+      cache.checkout(r.dir, out),
+      failsWith('InvalidSource', /out-of-bounds symlinks\. file: out\.yaml/),
+    );
+    const before = await runs();
+    await assert.rejects(cache.checkout(r.dir, fourFiles), failsWith('TooLarge', /has 4 files, over/));
+    await assert.rejects(
+      cache.checkout(r.dir, out),
+      failsWith('InvalidSource', /out-of-bounds symlinks\. file: out\.yaml/),
+    );
+    assert.equal(await runs(), before, 'no git run for either');
+    (await cache.checkout(r.dir, atLimit)).release();
   });
 
   test('a ref outside branches and tags (a pull request head) resolves and checks out', async () => {
@@ -494,6 +531,105 @@ describe('GitRepoCache folderContent', () => {
       '.gitmodules': '[submodule "x"]\n\tpath = x\n\turl = https://example.com/x\n',
     });
     assert.equal(await key(withModules, 'plain'), undefined, 'a commit with submodules');
+  });
+
+  test('no key in a commit whose listing gives two entries one name: a name that is not UTF-8, a tree that lists a name twice', async () => {
+    // The attack: folders "\xff" and a real U+FFFD read alike as UTF-8, and a tree may list "app"
+    // twice (git writes both to disk): a key would then name another folder's tree, and that tree's
+    // answer would be served for files that are not those of this commit.
+    const r = await TestRepo.create(path.join(await tempDir('impersync-git-folder-'), 'odd'));
+    const base = await r.commit({ 'README.md': 'x\n' });
+    const plumb = (args: string[], input: Buffer | string) =>
+      execFileSync('git', args, { cwd: r.dir, input }).toString('utf8').trim();
+    const blob = (text: string) => plumb(['hash-object', '-w', '--stdin'], text);
+    const tree = (entries: Array<[string, string, string | Buffer]>) =>
+      plumb(
+        ['mktree', '-z'],
+        Buffer.concat(
+          entries.map(([mode, id, name]) =>
+            Buffer.concat([
+              Buffer.from(`${mode} ${mode === '040000' ? 'tree' : 'blob'} ${id}\t`),
+              Buffer.from(name),
+              Buffer.from([0]),
+            ]),
+          ),
+        ),
+      );
+    const a = tree([['100644', blob('kind: ConfigMap # a\n'), 'cm.yaml']]);
+    const b = tree([['100644', blob('kind: ConfigMap # b\n'), 'other.yaml']]);
+    const commitOf = (root: string) => {
+      const sha = plumb(['commit-tree', root, '-p', base, '-m', 'odd'], '');
+      git(r.dir, 'update-ref', 'refs/heads/main', sha);
+      return sha;
+    };
+    const cache = new GitRepoCache({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
+    const key = async (sha: string, dir: string) => {
+      (await cache.checkout(r.dir, sha)).release();
+      return cache.folderContent(r.dir, sha, dir, undefined);
+    };
+    const clean = commitOf(tree([['040000', b, '\uFFFD']]));
+    assert.ok((await key(clean, '\uFFFD')) !== undefined, 'a folder named U+FFFD alone has a key');
+    const notUtf8 = commitOf(
+      tree([
+        ['040000', a, '\uFFFD'],
+        ['040000', b, Buffer.from([0xff])],
+      ]),
+    );
+    assert.equal(await key(notUtf8, '\uFFFD'), undefined, 'beside a folder named 0xff');
+    const twice = commitOf(
+      tree([
+        ['040000', a, 'app'],
+        ['040000', b, 'app'],
+      ]),
+    );
+    const once = commitOf(tree([['040000', b, 'app']]));
+    assert.ok((await key(once, 'app')) !== undefined);
+    assert.equal(await key(twice, 'app'), undefined, 'a tree listing app twice');
+  });
+
+  test('a listing that failed (a timeout on a busy machine) is tried again at the next lookup', async () => {
+    const dir = await tempDir('impersync-git-folder-');
+    const fail = path.join(dir, 'fail-next-ls-tree');
+    const wrapper = path.join(dir, 'git');
+    // The fault a real git gives only on a busy machine (a timeout): the next ls-tree fails once.
+    await writeFile(
+      wrapper,
+      `#!/bin/sh\nif [ "$1" = ls-tree ] && [ -e '${fail}' ]; then rm '${fail}'; exit 1; fi\nexec git "$@"\n`,
+    );
+    await chmod(wrapper, 0o755);
+    const r = await TestRepo.create(path.join(dir, 'repo'));
+    const sha = await r.commit({ 'app/cm.yaml': 'kind: ConfigMap\n' });
+    const cache = new GitRepoCache({
+      allowLocalRepositories: true,
+      cacheDir: path.join(dir, 'cache'),
+      gitBinary: wrapper,
+    });
+    (await cache.checkout(r.dir, sha)).release();
+    await writeFile(fail, '');
+    assert.equal(await cache.folderContent(r.dir, sha, 'app', undefined), undefined, 'the listing failed');
+    assert.ok((await cache.folderContent(r.dir, sha, 'app', undefined)) !== undefined, 'and is tried again');
+  });
+
+  test('no key for a source whose type plugins may discover from files outside its folder', async () => {
+    const r = await TestRepo.create(path.join(await tempDir('impersync-git-folder-'), 'mono'));
+    const sha = await r.commit({ 'app/cm.yaml': 'kind: ConfigMap\n' });
+    const cacheDir = await tempDir('impersync-cache-');
+    const input = (source: Record<string, unknown>) => ({
+      appName: 'a',
+      source: { repoURL: r.dir, path: 'app', ...source },
+    });
+    const plain = new SourceRenderer({ allowLocalRepositories: true, cacheDir });
+    assert.ok((await plain.folderKey(input({}), sha)) !== undefined, 'no plugins: a plain folder has a key');
+    const withPlugins = new SourceRenderer({
+      allowLocalRepositories: true,
+      cacheDir,
+      pluginSocketDir: await tempDir('impersync-cmp-'),
+    });
+    assert.equal(await withPlugins.folderKey(input({}), sha), undefined, 'plugins, and no type named');
+    assert.ok(
+      (await withPlugins.folderKey(input({ directory: { recurse: true } }), sha)) !== undefined,
+      'plugins, and a directory named',
+    );
   });
 
   test("a commit whose folders would take more than the listing cache's bytes gives no key, and is kept as its absence", async () => {
