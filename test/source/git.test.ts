@@ -115,10 +115,7 @@ describe('GitRepoCache', () => {
     // 500 Applications of one commit resolved its SHA and listed its submodules 500 times, five git
     // processes a render, one at a time under the repository's lock.
     const dir = await tempDir('impersync-git-count-');
-    const log = path.join(dir, 'runs');
-    const counting = path.join(dir, 'git');
-    await writeFile(counting, `#!/bin/sh\necho "$1" >> '${log}'\nexec git "$@"\n`);
-    await chmod(counting, 0o755);
+    const { counting, runs } = await countingGit(dir);
     const r = await TestRepo.create(path.join(dir, 'repo'));
     const sha = await r.commit({ 'a.yaml': 'a: 1\n' });
     const cache = new GitRepoCache({
@@ -126,7 +123,6 @@ describe('GitRepoCache', () => {
       cacheDir: path.join(dir, 'cache'),
       gitBinary: counting,
     });
-    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
     const renderOnce = async () => {
       const co = await cache.checkout(r.dir, await cache.resolveRevision(r.dir, sha));
       const listing = await cache.submodules(r.dir, sha, undefined);
@@ -144,10 +140,7 @@ describe('GitRepoCache', () => {
     // A tenant's commit over the checkout limit, or with a symlink that leads out, was listed (and
     // the symlinks written and walked) again at every checkout of it: twice a render, each refresh.
     const dir = await tempDir('impersync-git-refused-');
-    const log = path.join(dir, 'runs');
-    const counting = path.join(dir, 'git');
-    await writeFile(counting, `#!/bin/sh\necho "$1" >> '${log}'\nexec git "$@"\n`);
-    await chmod(counting, 0o755);
+    const { counting, runs } = await countingGit(dir);
     const r = await TestRepo.create(path.join(dir, 'repo'));
     const atLimit = await r.commit({ 'a.yaml': 'a\n', 'b.yaml': 'b\n', 'c.yaml': 'c\n' });
     await symlink('../../../etc/passwd', path.join(r.dir, 'out.yaml'));
@@ -158,7 +151,6 @@ describe('GitRepoCache', () => {
       gitBinary: counting,
       checkoutLimits: { checkoutMaxFiles: 3 },
     });
-    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
     await assert.rejects(cache.checkout(r.dir, fourFiles), failsWith('TooLarge', /has 4 files, over/));
     const out = await r.commit({ 'a.yaml': 'a\n', 'b.yaml': null, 'c.yaml': null });
     await assert.rejects(
@@ -590,13 +582,11 @@ describe('GitRepoCache folderContent', () => {
   test('a listing that failed (a timeout on a busy machine) is tried again at the next lookup', async () => {
     const dir = await tempDir('impersync-git-folder-');
     const fail = path.join(dir, 'fail-next-ls-tree');
-    const wrapper = path.join(dir, 'git');
     // The fault a real git gives only on a busy machine (a timeout): the next ls-tree fails once.
-    await writeFile(
-      wrapper,
-      `#!/bin/sh\nif [ "$1" = ls-tree ] && [ -e '${fail}' ]; then rm '${fail}'; exit 1; fi\nexec git "$@"\n`,
+    const { counting: wrapper } = await countingGit(
+      dir,
+      `if [ "$1" = ls-tree ] && [ -e '${fail}' ]; then rm '${fail}'; exit 1; fi\n`,
     );
-    await chmod(wrapper, 0o755);
     const r = await TestRepo.create(path.join(dir, 'repo'));
     const sha = await r.commit({ 'app/cm.yaml': 'kind: ConfigMap\n' });
     const cache = new GitRepoCache({
@@ -657,3 +647,15 @@ describe('GitRepoCache folderContent', () => {
     assert.ok(cache.listingBytes <= limit, `${cache.listingBytes} bytes kept, of ${limit}`);
   });
 });
+
+/** A git that logs each run to a file in `dir` (after shell lines `first`), and how many runs it has logged. */
+async function countingGit(dir: string, first = ''): Promise<{ counting: string; runs: () => Promise<number> }> {
+  const log = path.join(dir, 'runs');
+  const counting = path.join(dir, 'git');
+  await writeFile(counting, `#!/bin/sh\n${first}echo "$1" >> '${log}'\nexec git "$@"\n`);
+  await chmod(counting, 0o755);
+  return {
+    counting,
+    runs: async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length,
+  };
+}
