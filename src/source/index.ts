@@ -47,6 +47,7 @@ import { verifySignature, type SignatureRequirement } from './signatures.ts';
 import { run } from './exec.ts';
 import { DEFAULT_LIMITS, overTimeLimit, renderCheckout, toolLimits } from './render.ts';
 import type { RenderEnvironment, RenderLimits, RenderRequest, RenderedObjects } from './render.ts';
+import { pluginsPresent } from './cmp/render.ts';
 import { explicitType, type SourceType } from './spec.ts';
 import type { RepositoryAccess } from '../api/repository.ts';
 import type { ToolSettings } from '../api/tool-settings.ts';
@@ -280,9 +281,11 @@ export class SourceRenderer {
     if (input.localManifests !== undefined || input.refSources || input.signature) return undefined;
     if (sourceKind(input.source, input.repository) !== 'git') return undefined;
     // Plugins discover what they render from the whole repository streamed to them: a file outside
-    // the folder may make one match. Only an Application that names its type settles that.
+    // the folder may make one match. While any plugin is installed, only an Application that names
+    // its type settles that.
     try {
-      if (this.#opts.pluginSocketDir !== undefined && explicitType(input.source) === undefined) return undefined;
+      if (explicitType(input.source) === undefined && (await pluginsPresent(this.#opts.pluginSocketDir)))
+        return undefined;
     } catch {
       return undefined;
     }

@@ -600,7 +600,7 @@ describe('GitRepoCache folderContent', () => {
     assert.ok((await cache.folderContent(r.dir, sha, 'app', undefined)) !== undefined, 'and is tried again');
   });
 
-  test('no key for a source whose type plugins may discover from files outside its folder', async () => {
+  test('no key for a source whose type an installed plugin may discover from files outside its folder', async () => {
     const r = await TestRepo.create(path.join(await tempDir('impersync-git-folder-'), 'mono'));
     const sha = await r.commit({ 'app/cm.yaml': 'kind: ConfigMap\n' });
     const cacheDir = await tempDir('impersync-cache-');
@@ -608,17 +608,17 @@ describe('GitRepoCache folderContent', () => {
       appName: 'a',
       source: { repoURL: r.dir, path: 'app', ...source },
     });
-    const plain = new SourceRenderer({ allowLocalRepositories: true, cacheDir });
-    assert.ok((await plain.folderKey(input({}), sha)) !== undefined, 'no plugins: a plain folder has a key');
-    const withPlugins = new SourceRenderer({
-      allowLocalRepositories: true,
-      cacheDir,
-      pluginSocketDir: await tempDir('impersync-cmp-'),
-    });
-    assert.equal(await withPlugins.folderKey(input({}), sha), undefined, 'plugins, and no type named');
+    const sockets = await tempDir('impersync-cmp-');
+    const renderer = new SourceRenderer({ allowLocalRepositories: true, cacheDir, pluginSocketDir: sockets });
     assert.ok(
-      (await withPlugins.folderKey(input({ directory: { recurse: true } }), sha)) !== undefined,
-      'plugins, and a directory named',
+      (await renderer.folderKey(input({}), sha)) !== undefined,
+      'no plugin installed: a plain folder has a key',
+    );
+    await writeFile(path.join(sockets, 'some-plugin.sock'), '');
+    assert.equal(await renderer.folderKey(input({}), sha), undefined, 'a plugin installed, and no type named');
+    assert.ok(
+      (await renderer.folderKey(input({ directory: { recurse: true } }), sha)) !== undefined,
+      'a plugin installed, and a directory named',
     );
   });
 

@@ -204,15 +204,20 @@ async function supports(
   }
 }
 
+/** Whether the socket folder holds any plugin's socket (none, or no folder: no plugin is asked). */
+export async function pluginsPresent(socketDir: string | undefined): Promise<boolean> {
+  if (socketDir === undefined) return false;
+  const names = await readdir(socketDir).catch(() => [] as string[]);
+  return names.length > 0;
+}
+
 /**
  * Whether a plugin's discovery rules claim a source that names no type (Argo CD's Discover asks
  * the plugins before it looks for a Chart.yaml or a kustomization). No socket folder, or none in
  * it, is no; the repository is archived only when there is a plugin to ask.
  */
 export async function discoverPlugin(input: PluginRenderInput): Promise<boolean> {
-  if (input.socketDir === undefined) return false;
-  const names = await readdir(input.socketDir).catch(() => [] as string[]);
-  if (names.length === 0) return false;
+  if (!(await pluginsPresent(input.socketDir))) return false;
   return detect(input, {}, streamMaker(input, {}), {
     deadline: new Date(Date.now() + input.limits.timeoutMs),
     signal: input.signal,
