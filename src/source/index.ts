@@ -272,10 +272,10 @@ export class SourceRenderer {
   /**
    * What a Git source's folder holds at commit `revision`, as a key that the same files give at any
    * commit (GitRepoCache.folderContent); undefined when the render may depend on more than them (a
-   * ref source, local manifests, a signature to verify at each commit, submodules, symlinks, Jsonnet)
-   * or when anything fails (the render then says why). The commit is checked out first, as its
-   * render would be: the checks of the whole commit (its size, its symlinks) hold for an answer
-   * reused under it too.
+   * ref source, local manifests, a signature to verify at each commit, submodules, symlinks, Jsonnet,
+   * an installed plugin's discovery of a source naming no type) or when anything fails (the render
+   * then says why). The commit is checked out first, as its render would be: the checks of the
+   * whole commit (its size, its symlinks) hold for an answer reused under it too.
    */
   async folderKey(input: RenderInput, revision: string, deadline?: number): Promise<string | undefined> {
     if (input.localManifests !== undefined || input.refSources || input.signature) return undefined;
@@ -286,10 +286,6 @@ export class SourceRenderer {
     try {
       if (explicitType(input.source) === undefined && (await pluginsPresent(this.#opts.pluginSocketDir)))
         return undefined;
-    } catch {
-      return undefined;
-    }
-    try {
       const checkout = await this.#git.checkout(input.source.repoURL, revision, {
         access: input.repository,
         deadline: deadline ?? Date.now() + this.#limits.renderTimeoutMs,

@@ -11,10 +11,10 @@ import { tail, type RunResult } from './exec.ts';
 import { formatBytes } from './limits.ts';
 import { SYMLINK_CHECK_STEPS, findEscapingSymlink } from './paths.ts';
 import type { Scrub } from './scrub.ts';
+import { scrubber } from './scrub.ts';
 
 /** A commit refused for what it holds (its size, its symlinks): the same at every checkout under the same limits. */
 export class CommitRefused extends SourceError {}
-import { scrubber } from './scrub.ts';
 
 export interface CheckoutLimits {
   /** Largest sum of the sizes of a commit's files. */
