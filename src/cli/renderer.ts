@@ -14,7 +14,8 @@ import { parseFlags, stringFlag } from './args.ts';
 
 export const RENDERER_USAGE = `usage: impersync renderer --listen ADDR (--token-file FILE | --token-stdin) [--cache-dir DIR]
                          [--tools-dir DIR] [--max-renders N] [--render-timeout DURATION]
-                         [--render-memory SIZE] [--answer-cache SIZE] [--tool-memory SIZE]
+                         [--render-memory SIZE] [--answer-cache SIZE] [--metadata-cache SIZE]
+                         [--tool-memory SIZE]
                          [--tool-write-max SIZE] [--checkout-max-size SIZE] [--checkout-max-files N]
                          [--document-max-size SIZE] [--document-max-nodes N]
                          [--checkout-cache-max-size SIZE] [--clone-cache-max-size SIZE]
@@ -44,6 +45,9 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --render-timeout DURATION   one render's time limit, fetch to parsed objects (default ${RENDERER_DEFAULTS.renderTimeoutMs / 1000}s)
   --render-memory SIZE        memory of one render's parsing (default 1Gi)
   --answer-cache SIZE         answers kept for unchanged inputs at unchanged commits (default 256Mi; 0: off)
+  --metadata-cache SIZE       what is kept in memory of repositories, all together: Helm indexes (4/9),
+                              listed refs (2/9) and OCI tags (2/9), commits' folder listings (1/9)
+                              (default 288Mi; 0: none kept, every lookup asks again)
   --tool-memory SIZE          address space of each git, helm and kustomize process (default 2Gi)
   --tool-write-max SIZE       largest file one of them may write, a fetched pack included (default 256Mi)
   --checkout-max-size SIZE    a commit whose files add up to more is refused before it is written (default 1Gi)
@@ -55,7 +59,7 @@ token; \`impersync run\` without --renderer starts one as a child process.
   --document-max-size SIZE    largest YAML or JSON document, its aliases counted at every use (default 16Mi)
   --document-max-nodes N      most nodes one document may expand to, likewise (default 1000000)
   --memory-limit SIZE         the renderer's container memory limit (e.g. 8Gi): 85% of it, less the
-                              answer cache and --max-renders × the render threads' heaps, is the
+                              answer and metadata caches and --max-renders × the render threads' heaps, is the
                               budget renders and resolves wait for, each holding --tool-memory (and a
                               render 4 × its rendered objects' limit) while it runs; one that could
                               never fit is refused (default: IMPERSYNC_MEMORY_LIMIT, else cgroup v2
@@ -78,6 +82,7 @@ export async function main(argv: string[]): Promise<number> {
     'render-timeout': { type: 'string' },
     'render-memory': { type: 'string' },
     'answer-cache': { type: 'string' },
+    'metadata-cache': { type: 'string' },
     'tool-memory': { type: 'string' },
     'tool-write-max': { type: 'string' },
     'checkout-max-size': { type: 'string' },
@@ -129,6 +134,7 @@ export async function main(argv: string[]): Promise<number> {
   for (const [flag, key] of [
     ['render-memory', 'renderMemoryBytes'],
     ['answer-cache', 'cacheBytes'],
+    ['metadata-cache', 'metadataCacheBytes'],
     ['checkout-cache-max-size', 'checkoutCacheBytes'],
     ['clone-cache-max-size', 'cloneCacheBytes'],
   ] as const) {

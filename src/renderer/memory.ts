@@ -7,6 +7,9 @@
 // - 15% is the process's own: the main thread's heap and code, sockets and buffers outside any
 //   request, and room for the page cache of Git's files, which the kernel charges to the same cgroup.
 // - The answer cache (--answer-cache): its bytes are bounded by its own limit.
+// - The metadata caches (--metadata-cache): what is kept of repositories (refs, tags, Helm
+//   indexes, commits' folder listings and refusals), each a part of that one limit
+//   (source/metadata-caches.ts).
 // - The render threads (--max-renders of them, pool.ts): each may hold its heap limit (old and young
 //   generations, --render-memory) plus its own isolate, idle or not, since V8 collects an idle
 //   thread's garbage when it likes. So they are set aside whole, up front.
@@ -49,6 +52,8 @@ export interface RendererMemoryOptions {
   renderMemoryBytes: number;
   /** The answer cache's bytes. */
   cacheBytes: number;
+  /** The metadata caches' bytes, all together. */
+  metadataCacheBytes: number;
   /** The address-space limit of each tool process. */
   toolMemoryBytes: number;
   /** The renderer's own limit of a render's objects, as JSON. */
@@ -78,15 +83,15 @@ export function rendererMemory(o: RendererMemoryOptions): RendererMemoryResult {
   const heap = workerHeapLimits(o.renderMemoryBytes);
   const threadBytes = (heap.oldMb + heap.youngMb) * 1024 * 1024 + WORKER_BASE_BYTES;
   const share = Math.floor(o.limitBytes * RENDERER_SHARE_OF_LIMIT);
-  const left = share - o.cacheBytes - o.maxRenders * threadBytes;
-  const parts = `${Math.round(RENDERER_SHARE_OF_LIMIT * 100)}% of the memory limit of ${formatMiB(o.limitBytes)} (${o.from}), less the answer cache's ${formatMiB(o.cacheBytes)} and ${o.maxRenders} render thread(s) of ${formatMiB(threadBytes)}`;
+  const left = share - o.cacheBytes - o.metadataCacheBytes - o.maxRenders * threadBytes;
+  const parts = `${Math.round(RENDERER_SHARE_OF_LIMIT * 100)}% of the memory limit of ${formatMiB(o.limitBytes)} (${o.from}), less the answer cache's ${formatMiB(o.cacheBytes)}, the metadata caches' ${formatMiB(o.metadataCacheBytes)} and ${o.maxRenders} render thread(s) of ${formatMiB(threadBytes)}`;
   const answerBytes = (max: number | undefined) => Math.min(max ?? o.maxRenderedBytes, o.maxRenderedBytes);
   const renderHold = (max: number | undefined) => o.toolMemoryBytes + ANSWER_HOLD_FACTOR * answerBytes(max);
   const capacity = o.minimum ? Math.max(left, renderHold(undefined)) : left;
   if (capacity < o.toolMemoryBytes)
     return {
       ok: false,
-      error: `no memory budget is left for renders: ${parts} leaves ${formatMiB(Math.max(0, left))}, less than one tool process's ${formatMiB(o.toolMemoryBytes)} (--tool-memory); raise the memory limit, or lower --max-renders, --render-memory, --answer-cache or --tool-memory`,
+      error: `no memory budget is left for renders: ${parts} leaves ${formatMiB(Math.max(0, left))}, less than one tool process's ${formatMiB(o.toolMemoryBytes)} (--tool-memory); raise the memory limit, or lower --max-renders, --render-memory, --answer-cache, --metadata-cache or --tool-memory`,
     };
   const budget = new ByteBudget(capacity);
   return {

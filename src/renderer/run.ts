@@ -5,6 +5,7 @@ import { statSync, readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { SourceRenderer } from '../source/index.ts';
 import { gitModulesEnabled } from '../source/submodules.ts';
+import { DEFAULT_METADATA_CACHE_BYTES } from '../source/metadata-caches.ts';
 import { DEFAULT_LIMITS, type RenderLimits } from '../source/render.ts';
 import { startHealthServer, type HealthServer } from '../observability/health.ts';
 import { createRendererMetrics, type RendererMetrics } from './metrics.ts';
@@ -38,6 +39,8 @@ export interface RendererProcessOptions {
   renderMemoryBytes?: number;
   /** Bytes of answers cached for unchanged inputs. Default 256 MiB. */
   cacheBytes?: number;
+  /** Bytes of what is kept in memory of repositories (refs, tags, Helm indexes, listings). Default 288 MiB (source/metadata-caches.ts). */
+  metadataCacheBytes?: number;
   /** Bytes of checked-out commits on disk. Default 2 GiB (source/git.ts). */
   checkoutCacheBytes?: number;
   /** Bytes of Git clones on disk. Default 2 GiB (source/git.ts). */
@@ -73,6 +76,7 @@ export const RENDERER_DEFAULTS = {
   renderTimeoutMs: DEFAULT_LIMITS.renderTimeoutMs,
   renderMemoryBytes: 1024 * 1024 * 1024,
   cacheBytes: 256 * 1024 * 1024,
+  metadataCacheBytes: DEFAULT_METADATA_CACHE_BYTES,
 } as const;
 
 export interface RunningRenderer {
@@ -98,7 +102,8 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
   const renderTimeoutMs = opts.renderTimeoutMs ?? RENDERER_DEFAULTS.renderTimeoutMs;
   const renderMemoryBytes = opts.renderMemoryBytes ?? RENDERER_DEFAULTS.renderMemoryBytes;
   const cacheBytes = opts.cacheBytes ?? RENDERER_DEFAULTS.cacheBytes;
-  const memory = budgetOf(opts, { maxRenders, renderMemoryBytes, cacheBytes });
+  const metadataCacheBytes = opts.metadataCacheBytes ?? RENDERER_DEFAULTS.metadataCacheBytes;
+  const memory = budgetOf(opts, { maxRenders, renderMemoryBytes, cacheBytes, metadataCacheBytes });
   const pool = new RenderPool({ size: maxRenders, memoryBytes: renderMemoryBytes });
   const renderer = new SourceRenderer({
     cacheDir: opts.cacheDir,
@@ -107,6 +112,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
     ...(opts.pluginSocketDir !== undefined ? { pluginSocketDir: opts.pluginSocketDir } : {}),
     ...(opts.pluginTarExclusions?.length ? { pluginTarExclusions: opts.pluginTarExclusions } : {}),
     limits: { renderTimeoutMs, maxRenderedBytes: MAX_RENDERED_BYTES, ...opts.limits },
+    metadataCacheBytes,
     ...(opts.allowLocalRepositories ? { allowLocalRepositories: true } : {}),
     submodules: opts.submodules ?? gitModulesEnabled(process.env),
     runCheckout: (request, environment, timeoutMs) => pool.run(request, environment, timeoutMs),
@@ -160,7 +166,7 @@ export async function startRenderer(opts: RendererProcessOptions): Promise<Runni
  */
 function budgetOf(
   opts: RendererProcessOptions,
-  sizes: { maxRenders: number; renderMemoryBytes: number; cacheBytes: number },
+  sizes: { maxRenders: number; renderMemoryBytes: number; cacheBytes: number; metadataCacheBytes: number },
 ): RendererMemory {
   const found = opts.memoryLimit ?? memoryLimit({ env: process.env['IMPERSYNC_MEMORY_LIMIT'], noneFound: 'machine' });
   if (!found.ok) throw new Error(found.error);

@@ -53,6 +53,9 @@ export class ChartSources {
   constructor(opts: {
     cacheDir: string;
     limits: UntarLimits & { timeoutMs: number };
+    /** Bytes of parsed Helm indexes and of OCI tag listings kept (default: theirs). */
+    indexCacheBytes?: number;
+    tagCacheBytes?: number;
     credentialId: (access: RepositoryAccess | undefined) => Promise<string>;
   }) {
     this.#root = path.join(opts.cacheDir, 'charts');
@@ -60,11 +63,19 @@ export class ChartSources {
     this.#credentialId = opts.credentialId;
     this.helm = new HelmRepositories({
       credentialId: opts.credentialId,
-      limits: { maxChartBytes: opts.limits.maxBytes, timeoutMs: opts.limits.timeoutMs },
+      limits: {
+        maxChartBytes: opts.limits.maxBytes,
+        timeoutMs: opts.limits.timeoutMs,
+        ...(opts.indexCacheBytes !== undefined ? { indexCacheBytes: opts.indexCacheBytes } : {}),
+      },
     });
     this.oci = new OciRegistries({
       credentialId: opts.credentialId,
-      limits: { maxLayerBytes: opts.limits.maxBytes, timeoutMs: opts.limits.timeoutMs },
+      limits: {
+        maxLayerBytes: opts.limits.maxBytes,
+        timeoutMs: opts.limits.timeoutMs,
+        ...(opts.tagCacheBytes !== undefined ? { tagCacheBytes: opts.tagCacheBytes } : {}),
+      },
     });
   }
 

@@ -69,6 +69,10 @@ export interface GitRepoCacheOptions {
   checkoutLimits?: Partial<CheckoutLimits>;
   /** Bytes of commits' folder listings kept (folderContent). Default 32 MiB. */
   listingCacheBytes?: number;
+  /** Bytes of listed refs kept, for all repositories together. Default 64 MiB. */
+  refsCacheBytes?: number;
+  /** Bytes of commits' refusals kept (their messages). Default 1 MiB. */
+  refusedCacheBytes?: number;
   /** Told when a request to a remote starts (the URL as shown, its password hidden); the function it returns, when it ends. */
   onRequest?: GitRequestHook | undefined;
 }
@@ -117,9 +121,9 @@ const FULL_SHA = /^[0-9a-f]{40}$/;
 /** Bytes of commits' folder listings remembered (folderContent); one commit's never takes more. */
 export const DEFAULT_LISTING_CACHE_BYTES = 32 * 1024 * 1024;
 /** Bytes of the refusals of commits remembered (their messages). */
-const REFUSED_CACHE_BYTES = 1024 * 1024;
+export const DEFAULT_REFUSED_CACHE_BYTES = 1024 * 1024;
 /** Bytes of listed refs remembered for all repositories together (a server lists as many as it likes). */
-const REFS_CACHE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_REFS_CACHE_BYTES = 64 * 1024 * 1024;
 const SHORT_SHA = /^[0-9a-f]{7,40}$/i;
 const GIT_HOW_TO = 'install git (for example `apt-get install git`) or set gitBinary';
 
@@ -138,8 +142,8 @@ export class GitRepoCache {
   readonly #onRequest: GitRequestHook | undefined;
   readonly #mutex = new KeyedMutex();
   readonly #lsRemoteInFlight = new Map<string, Promise<Map<string, string>>>();
-  /** The last refs listed per clone key, and when (coalescing, RepoOptions.maxAgeMs); 64 MiB in all. */
-  readonly #refs = new ByteLru<{ at: number; refs: Map<string, string> }>(REFS_CACHE_BYTES);
+  /** The last refs listed per clone key, and when (coalescing, RepoOptions.maxAgeMs), by their bytes. */
+  readonly #refs: ByteLru<{ at: number; refs: Map<string, string> }>;
   /** `git ls-remote` runs, for tests and the benchmark. */
   lsRemoteCount = 0;
   readonly #trees = new Map<string, Tree>();
@@ -160,7 +164,7 @@ export class GitRepoCache {
   readonly #listingsInFlight = new Map<string, Promise<TreeListing | null>>();
   readonly #listingCacheBytes: number;
   /** Commits the checkout refused for what they hold (their size, their symlinks), and why. */
-  readonly #refused = new ByteLru<{ reason: SourceErrorReason; message: string }>(REFUSED_CACHE_BYTES);
+  readonly #refused: ByteLru<{ reason: SourceErrorReason; message: string }>;
 
   constructor(opts: GitRepoCacheOptions) {
     this.#cacheDir = path.resolve(opts.cacheDir);
@@ -176,6 +180,8 @@ export class GitRepoCache {
     this.#onRequest = opts.onRequest;
     this.#listingCacheBytes = opts.listingCacheBytes ?? DEFAULT_LISTING_CACHE_BYTES;
     this.#listings = new ByteLru(this.#listingCacheBytes);
+    this.#refs = new ByteLru(opts.refsCacheBytes ?? DEFAULT_REFS_CACHE_BYTES);
+    this.#refused = new ByteLru(opts.refusedCacheBytes ?? DEFAULT_REFUSED_CACHE_BYTES);
     // One commit at the checkout limit must always fit.
     this.#treeCacheMaxBytes = Math.max(
       opts.treeCacheMaxBytes ?? DEFAULT_TREE_CACHE_BYTES,

@@ -24,7 +24,7 @@ export interface HelmRepoLimits {
   indexCacheBytes?: number;
 }
 
-const DEFAULT_INDEX_CACHE_BYTES = 128 * 1024 * 1024;
+export const DEFAULT_INDEX_CACHE_BYTES = 128 * 1024 * 1024;
 
 export const DEFAULT_HELM_REPO_LIMITS: HelmRepoLimits = {
   maxIndexBytes: 64 * 1024 * 1024,

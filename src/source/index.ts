@@ -40,6 +40,7 @@ import { realpath } from 'node:fs/promises';
 import { ChartSources, sourceKind } from './charts.ts';
 import { buildEnv } from './build-env.ts';
 import { credentialId } from './credentials.ts';
+import { DEFAULT_METADATA_CACHE_BYTES, metadataCacheSizes } from './metadata-caches.ts';
 import type { ParsedObject } from './parse.ts';
 import { parseLocalManifests } from './local-manifests.ts';
 import { withSubmodules, type SubmoduleRepository } from './submodules.ts';
@@ -79,6 +80,11 @@ export interface SourceRendererOptions {
     /** Each fetch and ls-remote, for the renderer's metrics (git.ts). */
     onRequest?: GitRequestHook;
   };
+  /**
+   * Bytes of what is remembered of repositories in memory (refs, tags, Helm indexes, folder
+   * listings, refusals), all together (metadata-caches.ts). Default DEFAULT_METADATA_CACHE_BYTES.
+   */
+  metadataCacheBytes?: number;
   /** Extra `kustomize build` flags, like argocd-cm's kustomize.buildOptions. */
   kustomizeBuildOptions?: string[];
   /** Folder of config management plugins' cmp-server sockets (source/cmp/). Default: none, every plugin source refused. */
@@ -224,9 +230,12 @@ export class SourceRenderer {
     this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.#runCheckout = opts.runCheckout ?? inThisThread;
     const cacheDir = path.resolve(opts.cacheDir);
+    const kept = metadataCacheSizes(opts.metadataCacheBytes ?? DEFAULT_METADATA_CACHE_BYTES);
     this.#charts = new ChartSources({
       cacheDir,
       limits: { maxBytes: 64 * 1024 * 1024, maxFiles: 10_000, timeoutMs: opts.git?.networkTimeoutMs ?? 120_000 },
+      indexCacheBytes: kept.helmIndexBytes,
+      tagCacheBytes: kept.tagsBytes,
       credentialId: (access) => credentialId(cacheDir, access),
     });
     this.#git = new GitRepoCache({
@@ -237,6 +246,9 @@ export class SourceRenderer {
       maxTrees: opts.git?.maxTrees,
       treeCacheMaxBytes: opts.git?.treeCacheMaxBytes,
       cloneCacheMaxBytes: opts.git?.cloneCacheMaxBytes,
+      listingCacheBytes: kept.listingBytes,
+      refsCacheBytes: kept.refsBytes,
+      refusedCacheBytes: kept.refusedBytes,
       onRequest: opts.git?.onRequest,
       env: opts.env,
       allowLocalRepositories: opts.allowLocalRepositories,

@@ -28,7 +28,7 @@ export interface OciLimits {
 }
 
 const DEFAULT_MAX_TAG_LIST_BYTES = 16 * 1024 * 1024;
-const DEFAULT_TAG_CACHE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_TAG_CACHE_BYTES = 64 * 1024 * 1024;
 /** What a remembered tag costs besides its characters (the string, the array slot). */
 const TAG_OVERHEAD_BYTES = 32;
 

@@ -31,13 +31,14 @@ let gitServer: GitHttpServer;
 let open!: () => void;
 
 // Two render threads of 64 MiB heap (104 MiB each with their young generation and isolate), no
-// answer cache, tools of 512 MiB: a render holds 512 MiB + 4 × 16 MiB (the Application's default
+// answer or metadata cache, tools of 512 MiB: a render holds 512 MiB + 4 × 16 MiB (the Application's default
 // maxRenderedSize) = 576 MiB, and 85% of 1100 MiB less the threads leaves 727 MiB: one at a time.
 const RENDERER_FLAGS = [
   '--memory-limit=1100Mi',
   '--max-renders=2',
   '--render-memory=64Mi',
   '--answer-cache=0',
+  '--metadata-cache=0',
   '--tool-memory=512Mi',
 ];
 

@@ -1,6 +1,6 @@
 // The renderer's memory budget (src/renderer/memory.ts) and its admission in the server: the
-// budget is what the limit leaves after the process's share, the answer cache and the render
-// threads; each request holds its tool's address space (and a render its answer) while it runs, a
+// budget is what the limit leaves after the process's share, the answer and metadata caches and
+// the render threads; each request holds its tool's address space (and a render its answer) while it runs, a
 // second that does not fit waits and is named in /v1/budget with what holds the budget, and one
 // that could never fit is refused at once, naming its Application and the sizes.
 import assert from 'node:assert/strict';
@@ -22,23 +22,25 @@ const MiB = 1024 * 1024;
 const TOKEN = 'test-token-0123456789';
 const silent = createLogger({ level: 'silent' });
 
-/** Two threads of 16 MiB heap (16 + 4 MiB young + base), no answer cache, tools of 100 MiB, answers of 10 MiB. */
+/** Two threads of 16 MiB heap (16 + 4 MiB young + base), no answer or metadata cache, tools of 100 MiB, answers of 10 MiB. */
 const sizes = {
   maxRenders: 2,
   renderMemoryBytes: 16 * MiB,
   cacheBytes: 0,
+  metadataCacheBytes: 0,
   toolMemoryBytes: 100 * MiB,
   maxRenderedBytes: 10 * MiB,
   from: '--memory-limit',
 };
 const THREAD = 20 * MiB + WORKER_BASE_BYTES;
 
-test('the budget is the share of the limit less the answer cache and the render threads; holds are the tool and the answer', () => {
-  const made = rendererMemory({ ...sizes, cacheBytes: 8 * MiB, limitBytes: 400 * MiB });
+test('the budget is the share of the limit less the answer and metadata caches and the render threads; holds are the tool and the answer', () => {
+  const made = rendererMemory({ ...sizes, cacheBytes: 8 * MiB, metadataCacheBytes: 6 * MiB, limitBytes: 400 * MiB });
   assert.ok(made.ok);
   const m = made.memory;
   assert.equal(m.threadBytes, THREAD);
-  assert.equal(m.budget.capacity, Math.floor(400 * MiB * RENDERER_SHARE_OF_LIMIT) - 8 * MiB - 2 * THREAD);
+  assert.equal(m.budget.capacity, Math.floor(400 * MiB * RENDERER_SHARE_OF_LIMIT) - 8 * MiB - 6 * MiB - 2 * THREAD);
+  assert.match(m.summary(), /less the answer cache's 8\.0 MiB, the metadata caches' 6\.0 MiB and 2 render thread\(s\)/);
   assert.equal(m.resolveHold(), 100 * MiB);
   assert.equal(m.renderHold(undefined), 100 * MiB + ANSWER_HOLD_FACTOR * 10 * MiB);
   // The Application's own lower limit of rendered bytes lowers its hold; a higher one does not raise it.
@@ -51,7 +53,7 @@ test('a limit that leaves no room for one tool process is an error naming the pa
   assert.equal(made.ok, false);
   assert.match(
     made.ok ? '' : made.error,
-    /^no memory budget is left for renders: 85% of the memory limit of 200\.0 MiB \(--memory-limit\), less the answer cache's 0\.0 MiB and 2 render thread\(s\) of 52\.0 MiB leaves 66\.0 MiB, less than one tool process's 100\.0 MiB \(--tool-memory\)/,
+    /^no memory budget is left for renders: 85% of the memory limit of 200\.0 MiB \(--memory-limit\), less the answer cache's 0\.0 MiB, the metadata caches' 0\.0 MiB and 2 render thread\(s\) of 52\.0 MiB leaves 66\.0 MiB, less than one tool process's 100\.0 MiB \(--tool-memory\).*--metadata-cache/,
   );
   const raised = rendererMemory({ ...sizes, limitBytes: 200 * MiB, minimum: true });
   assert.ok(raised.ok);

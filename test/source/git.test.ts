@@ -646,6 +646,22 @@ describe('GitRepoCache folderContent', () => {
     assert.equal(await key(wide, wideSha, 'apps/app-2'), undefined);
     assert.ok(cache.listingBytes <= limit, `${cache.listingBytes} bytes kept, of ${limit}`);
   });
+
+  test("the renderer's --metadata-cache bounds the folder listings it keeps: a ninth of it", async () => {
+    const wide = await TestRepo.create(path.join(await tempDir('impersync-git-folder-'), 'wide'));
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`apps/app-${i}/cm.yaml`] = 'kind: ConfigMap\n';
+    const sha = await wide.commit(files);
+    const input = { appName: 'a', source: { repoURL: wide.dir, path: 'apps/app-1' } };
+    const small = new SourceRenderer({
+      allowLocalRepositories: true,
+      cacheDir: await tempDir('impersync-cache-'),
+      metadataCacheBytes: 9 * 2048,
+    });
+    assert.equal(await small.folderKey(input, sha), undefined, '61 folders are more than a ninth of 18 KiB');
+    const roomy = new SourceRenderer({ allowLocalRepositories: true, cacheDir: await tempDir('impersync-cache-') });
+    assert.ok((await roomy.folderKey(input, sha)) !== undefined, 'they fit in the default 288 MiB');
+  });
 });
 
 /** A git that logs each run to a file in `dir` (after shell lines `first`), and how many runs it has logged. */
