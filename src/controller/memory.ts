@@ -7,7 +7,8 @@
 // live objects and dry-run answers compared with them, are admitted before they are read, whatever
 // mix of tenants' content arrives. Not in the budget: what stays between jobs (the Application and
 // project caches, the live-object watches' stores), which grows with what is managed, not with
-// what is rendered at once.
+// what is rendered at once, and the remembered dry-run answers, 128 MiB at most
+// (kube/dry-run-memo.ts).
 import { totalmem } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';

@@ -64,7 +64,8 @@ export class KubeDestinationClient implements DestinationClient {
   readonly #grant: ExtrasGrant | undefined;
   /** Live objects from watches made as this identity; absent when the caller wants plain reads. */
   readonly #live: LiveObjectCache | undefined;
-  readonly #dryRuns = new DryRunMemo();
+  /** Its remembered dry-run answers, in its factory's store (dry-run-memo.ts). */
+  readonly #dryRuns: DryRunMemo;
   /** The destination's API server shared between tenants (tenant-share.ts): the views made for an Application count. */
   readonly #share: TenantShare | undefined;
 
@@ -76,8 +77,10 @@ export class KubeDestinationClient implements DestinationClient {
     live?: LiveCacheOptions,
     grant?: ExtrasGrant,
     share?: TenantShare,
+    dryRuns: DryRunMemo = new DryRunMemo(),
   ) {
     this.server = server;
+    this.#dryRuns = dryRuns;
     this.identity = Object.freeze({ ...identity });
     this.#transport = transport;
     this.#discovery = discovery;

@@ -16,6 +16,7 @@ import { TenantShare } from './tenant-share.ts';
 import { Transport, isHttpResponse } from './transport.ts';
 import type { ResponseHook } from './transport.ts';
 import type { DestinationClient, Identity, KubeError, MadeFor } from './types.ts';
+import { DryRunMemo, DryRunMemoStore } from './dry-run-memo.ts';
 
 function fingerprint(cred: Credential, cluster: Cluster): string {
   const h = createHash('sha256');
@@ -74,6 +75,8 @@ export interface FactoryOptions {
    * about (0 or absent: no limit), and what is told of a request that waited for its share.
    */
   tenantShare?: { inFlightMs: number; onWait?: (tenant: string, ms: number) => void } | undefined;
+  /** Bytes of dry-run answers its clients remember, all together (default DRY_RUN_MEMO_BYTES, kube/dry-run-memo.ts). */
+  dryRunMemoBytes?: number | undefined;
 }
 
 /** One destination's connection pool, what its API server said of the extras, and its share between tenants. */
@@ -97,8 +100,11 @@ export class DestinationClientFactory {
   readonly #discovery = new Map<string, DiscoveryCache>();
   readonly #clients = new Map<string, KubeDestinationClient>();
   readonly #versions = new Map<string, { at: number; version: string; connected: boolean }>();
+  /** Every client's dry-run answers, bounded by their bytes together. */
+  readonly #dryRuns: DryRunMemoStore;
 
   constructor(controller: Credential, opts: FactoryOptions = {}) {
+    this.#dryRuns = new DryRunMemoStore(opts.dryRunMemoBytes);
     this.#controller = controller;
     this.#live = opts.liveObjects;
     this.#onResponse = opts.onResponse;
@@ -154,7 +160,7 @@ export class DestinationClientFactory {
    * requests only: the controller's own credential impersonates no one and carries no extras).
    */
   forIdentity(cluster: Cluster, identity: Identity, madeFor?: MadeFor): DestinationClient {
-    const { transport, grant, share } = this.#transportFor(cluster);
+    const { fp, transport, grant, share } = this.#transportFor(cluster);
     const who = 'impersonate' in identity ? `as:${identity.impersonate}` : 'controller';
     const key = `${cluster.server}\n${who}`;
     let client = this.#clients.get(key);
@@ -181,6 +187,8 @@ export class DestinationClientFactory {
           : undefined,
         grant,
         share,
+        // A new credential for the cluster starts from no answers.
+        new DryRunMemo(this.#dryRuns, `${fp}\n${key}`),
       );
       this.#clients.set(key, client);
     }
