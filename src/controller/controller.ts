@@ -30,6 +30,7 @@ import { Semantics } from './semantics.ts';
 import { Manager } from './manager.ts';
 import { Operator } from './operation.ts';
 import { Reconciler } from './reconciler.ts';
+import { OperationHandoff } from './handoff.ts';
 import { RightsCheck } from './rights.ts';
 import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
 import { controllerBudget, observeBudget } from './memory.ts';
@@ -287,8 +288,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   };
   // The repositories each Application's chart dependencies came from: their Secrets' changes refresh it.
   const dependencies = new Map<string, readonly string[]>();
+  // The write that starts an automated sync, handed from the refresh to the operation worker.
+  const handoff = new OperationHandoff();
   const reconciler = new Reconciler({
     ...common,
+    handoff,
     refreshIntervalMs,
     dependencies,
     selfHeal: params.selfHeal,
@@ -296,6 +300,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   });
   const operator = new Operator({
     ...common,
+    handoff,
     waitTimeoutMs: opts.waitTimeoutMs,
     waveDelayMs: params.waveDelayMs,
     syncTimeoutMs: params.syncTimeoutMs,

@@ -31,6 +31,7 @@ import { ServiceAccountCheck } from './sa-check.ts';
 import { hasOperationWork, skipsReconcile } from './triggers.ts';
 import { terminateHooks } from './terminate-hooks.ts';
 import type { Semantics } from './semantics.ts';
+import type { OperationHandoff } from './handoff.ts';
 
 export { RESOURCES_FINALIZER } from './finalizer.ts';
 
@@ -62,6 +63,8 @@ export interface OperatorDeps {
   metrics?: Metrics;
   /** Argo CD's own application controller, when it runs against the same Applications: no operation then. */
   argoController?: { running(): string | undefined } | undefined;
+  /** The API server's answers to the writes that started automated syncs (handoff.ts). */
+  handoff?: OperationHandoff | undefined;
   now?: () => Date;
 }
 
@@ -101,6 +104,7 @@ export class Operator {
    */
   abandon(matches: (key: string) => boolean): void {
     this.abandoned.add(matches);
+    this.d.handoff?.forget(matches);
     for (const [key, ac] of this.running) if (matches(key)) ac.abort();
   }
 
@@ -124,7 +128,9 @@ export class Operator {
     const cached = this.d.cache.app(key);
     if (cached && !hasOperationWork(cached)) return {};
     // Read from the API server, never the cache: an operation is not started from a stale object.
-    let raw = await readApplication(this.d.control, key);
+    // The answer to this controller's own write that set it is such a read, while the watch shows
+    // nothing newer (handoff.ts).
+    let raw = this.d.handoff?.take(key, cached) ?? (await readApplication(this.d.control, key));
     if (!raw || skipsReconcile(raw)) return {};
     if (raw.metadata.deletionTimestamp) return this.finalizer.finalize(key, raw);
     const status = readStatus(raw) ?? {};

@@ -50,6 +50,7 @@ import {
 import { readImpersonationSettings } from '../impersonation/settings.ts';
 
 import type { ArgoCacheWriter } from '../argocd-cache/writer.ts';
+import type { OperationHandoff } from './handoff.ts';
 
 export interface ReconcilerDeps {
   cache: ControllerCache;
@@ -81,6 +82,8 @@ export interface ReconcilerDeps {
   argoCache?: ArgoCacheWriter | undefined;
   /** Argo CD's own application controller, when it runs against the same Applications (argocd-controller.ts). */
   argoController?: { running(): string | undefined } | undefined;
+  /** Where the write that started an automated sync is handed to the operation worker (handoff.ts). */
+  handoff?: OperationHandoff | undefined;
   now?: () => Date;
 }
 
@@ -254,6 +257,7 @@ export class Reconciler {
       try {
         stored = await writeStatus(this.d.control, current, next, starting ? { setOperation: starting } : {});
         started = starting !== undefined && stored['operation'] !== undefined;
+        if (started) this.d.handoff?.give(key, stored);
         if (started && starting) await this.initiated(raw, starting);
       } finally {
         release?.();
