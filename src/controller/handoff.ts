@@ -12,7 +12,7 @@
 import type { RawApplication } from './applications.ts';
 
 /** How old a handed-over Application may be for the worker to take it. */
-export const HANDOFF_MAX_AGE_MS = 5_000;
+export const HANDOFF_MAX_AGE_MS = 30_000;
 
 export class OperationHandoff {
   readonly #byKey = new Map<string, { raw: RawApplication; at: number }>();

@@ -8,9 +8,6 @@ import type { EncodedAnswer } from './answer.ts';
 
 type Entry = { answer: EncodedAnswer; stamp: number } | { alias: string; stamp: number };
 
-/** Bytes an alias is counted as beside its two keys' strings. */
-const ALIAS_BYTES = 64;
-
 export class AnswerCache {
   readonly #entries: ByteLru<Entry>;
   /** Each answer kept gets its own stamp: an alias names one answer, not whatever its key holds later. */
@@ -37,7 +34,8 @@ export class AnswerCache {
   alias(key: string, target: string): void {
     const held = this.#entries.get(target);
     if (!held || !('answer' in held)) return;
-    this.#entries.set(key, { alias: target, stamp: held.stamp }, 2 * (key.length + target.length) + ALIAS_BYTES);
+    // Its own key and record are counted by the map; the value is the name it holds.
+    this.#entries.set(key, { alias: target, stamp: held.stamp }, 2 * target.length);
   }
 
   get bytes(): number {

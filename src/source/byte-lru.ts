@@ -1,6 +1,11 @@
 // A map kept by bytes, least recently used first out: the renderer's remembered answers, Helm
 // indexes, OCI tags and Git refs. What tenants make the renderer remember is bounded by what it
 // costs, never by a count of entries that can each be as large as a server cares to make them.
+// An entry costs its key and its record too, so that values counted as nothing (an empty listing
+// under a URL a tenant picks) cannot pile up without bound.
+
+/** What an entry costs besides its value's bytes and its key's characters: the Map slot and the record. */
+export const ENTRY_OVERHEAD_BYTES = 128;
 
 export class ByteLru<V> {
   readonly #maxBytes: number;
@@ -24,8 +29,9 @@ export class ByteLru<V> {
   }
 
   /** Keeps `value`, counted as `bytes`; the least recently used go until it fits. */
-  set(key: string, value: V, bytes: number): void {
+  set(key: string, value: V, valueBytes: number): void {
     this.delete(key);
+    const bytes = valueBytes + 2 * key.length + ENTRY_OVERHEAD_BYTES;
     if (bytes > this.#maxEntryBytes) return;
     for (const [k, v] of this.#entries) {
       if (this.#bytes + bytes <= this.#maxBytes) break;

@@ -405,7 +405,7 @@ export class GitRepoCache {
       .then(({ listing, keep }) => {
         // A listing too large to keep is kept as its absence, a few bytes.
         const kept = listing !== null && listing.bytes <= this.#listingCacheBytes ? listing : null;
-        if (keep) this.#listings.set(key, kept, kept ? kept.bytes : key.length * 2 + 64);
+        if (keep) this.#listings.set(key, kept, kept ? kept.bytes : 0);
         return kept;
       })
       .finally(() => this.#listingsInFlight.delete(key));

@@ -111,8 +111,8 @@ test('remembered indexes are bounded in bytes: past the budget the least recentl
   const repos = await Promise.all([1, 2, 3].map(() => startHelmRepo({ plain: true })));
   try {
     for (const r of repos) r.setCharts([{ name: 'web', version: '1.0.0', archive: chartArchive('web', '1.0.0') }]);
-    // Each index is counted as 458 bytes remembered: room for two.
-    const helm = new HelmRepositories({ credentialId: async () => 'anonymous', limits: { indexCacheBytes: 1000 } });
+    // Each index is counted as 458 bytes, its key and its record about 200 more: room for two.
+    const helm = new HelmRepositories({ credentialId: async () => 'anonymous', limits: { indexCacheBytes: 1500 } });
     const fetches = (r: HelmRepoServer) => r.requests.filter((q) => q.path === '/index.yaml').length;
     const ask = (r: HelmRepoServer) => helm.versions(r.url, 'web', undefined, 60_000);
     const [a, b, c] = repos as [HelmRepoServer, HelmRepoServer, HelmRepoServer];
