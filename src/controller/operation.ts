@@ -123,14 +123,15 @@ export class Operator {
   async operate(key: string): Promise<ReconcileResult> {
     // Argo CD's controller runs the operations meanwhile; the refresh's condition says so.
     if (this.d.argoController?.running()) return {};
+    const cached = this.d.cache.app(key);
+    // Every run takes what a refresh handed over for it, or nothing (handoff.ts), before anything else.
+    const handed = this.d.handoff?.take(key, cached);
     // Nothing to do by the watch's account (the step that queued this again finished it meanwhile):
     // no read. Were the cache behind, the event that brings the work queues the operation again.
-    const cached = this.d.cache.app(key);
     if (cached && !hasOperationWork(cached)) return {};
     // Read from the API server, never the cache: an operation is not started from a stale object.
-    // The answer to this controller's own write that set it is such a read, while the watch shows
-    // nothing newer (handoff.ts).
-    let raw = this.d.handoff?.take(key, cached) ?? (await readApplication(this.d.control, key));
+    // The answer to this controller's own write that set it is such a read (handoff.ts).
+    let raw = handed ?? (await readApplication(this.d.control, key));
     if (!raw || skipsReconcile(raw)) return {};
     if (raw.metadata.deletionTimestamp) return this.finalizer.finalize(key, raw);
     const status = readStatus(raw) ?? {};

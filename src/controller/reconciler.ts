@@ -253,11 +253,12 @@ export class Reconciler {
       // First, as Argo CD records it right after setting `operation`: the worker the watch wakes
       // records its own "Sync operation started" after it (the hold).
       const release = starting ? this.d.eventOrder?.hold(key) : undefined;
+      const ticket = starting ? this.d.handoff?.ticket() : undefined;
       let stored;
       try {
         stored = await writeStatus(this.d.control, current, next, starting ? { setOperation: starting } : {});
         started = starting !== undefined && stored['operation'] !== undefined;
-        if (started) this.d.handoff?.give(key, stored);
+        if (started && ticket) this.d.handoff?.give(key, stored, ticket);
         if (started && starting) await this.initiated(raw, starting);
       } finally {
         release?.();
