@@ -6,7 +6,7 @@
 // The hour bounds what none of these show (a CRD's new defaults, a webhook's new mutation).
 //
 // The answers of all of a factory's clients are kept in one store, by their bytes (least recently
-// remembered first out): each answer is as large as the object a tenant renders, and a count of
+// used first out, no client holding more than a quarter): each answer is as large as the object a tenant renders, and a count of
 // answers bounded nothing (10,000 per identity were kept before, whatever their size). A forgotten
 // answer is asked again, at the cost of a request.
 import { createHash } from 'node:crypto';
@@ -31,40 +31,86 @@ interface Memo {
   warnings: readonly string[];
 }
 
-/** The answers of many clients, by client and object path, within `maxBytes` (an answer over an eighth of it is not kept). */
+interface Entry {
+  readonly owner: string;
+  readonly path: string;
+  readonly memo: Memo;
+  readonly bytes: number;
+}
+
+/**
+ * The answers of many clients, by client (its owner name) and object path, within `maxBytes`: no
+ * owner holds more than a quarter of it (its own oldest go first), an answer over an eighth is not
+ * kept, and past the whole the least recently used go, whoever's. One tenant's large or changing
+ * objects so push out its own answers, not everyone's.
+ */
 export class DryRunMemoStore {
   readonly #maxBytes: number;
-  readonly #memos = new Map<string, { memo: Memo; bytes: number }>();
+  /** Every entry, least recently used first. */
+  readonly #order = new Map<Entry, true>();
+  readonly #owners = new Map<string, { bytes: number; entries: Map<string, Entry> }>();
   #bytes = 0;
 
   constructor(maxBytes: number = DRY_RUN_MEMO_BYTES) {
     this.#maxBytes = Math.max(0, maxBytes);
   }
 
-  get(key: string): Memo | undefined {
-    return this.#memos.get(key)?.memo;
+  get(owner: string, path: string): Memo | undefined {
+    const o = this.#owners.get(owner);
+    const e = o?.entries.get(path);
+    if (!o || !e) return undefined;
+    // Most recently used goes last, in the whole store's order and in its owner's.
+    this.#order.delete(e);
+    this.#order.set(e, true);
+    o.entries.delete(path);
+    o.entries.set(path, e);
+    return e.memo;
   }
 
-  set(key: string, memo: Memo): void {
-    this.delete(key);
+  set(owner: string, path: string, memo: Memo): void {
+    this.delete(owner, path);
     // Strings are counted as two bytes a character: an answer that is not ASCII is held so.
-    let bytes = MEMO_OVERHEAD_BYTES + 2 * (key.length + memo.request.length + memo.json.length + memo.liveRv.length);
+    let bytes =
+      MEMO_OVERHEAD_BYTES +
+      2 * (owner.length + path.length + memo.request.length + memo.json.length + memo.liveRv.length);
     for (const w of memo.warnings) bytes += 2 * w.length;
     if (bytes > this.#maxBytes / 8) return;
-    for (const [k, v] of this.#memos) {
-      if (this.#bytes + bytes <= this.#maxBytes) break;
-      this.#memos.delete(k);
-      this.#bytes -= v.bytes;
+    let o = this.#owners.get(owner);
+    if (!o) {
+      o = { bytes: 0, entries: new Map() };
+      this.#owners.set(owner, o);
     }
-    this.#memos.set(key, { memo, bytes });
+    for (const e of o.entries.values()) {
+      if (o.bytes + bytes <= this.#maxBytes / 4) break;
+      this.#remove(e);
+    }
+    for (const e of this.#order.keys()) {
+      if (this.#bytes + bytes <= this.#maxBytes) break;
+      this.#remove(e);
+    }
+    // The owner's record may have gone with its last entry.
+    if (!this.#owners.has(owner)) this.#owners.set(owner, o);
+    const entry: Entry = { owner, path, memo, bytes };
+    o.entries.set(path, entry);
+    o.bytes += bytes;
+    this.#order.set(entry, true);
     this.#bytes += bytes;
   }
 
-  delete(key: string): void {
-    const old = this.#memos.get(key);
-    if (!old) return;
-    this.#memos.delete(key);
-    this.#bytes -= old.bytes;
+  delete(owner: string, path: string): void {
+    const e = this.#owners.get(owner)?.entries.get(path);
+    if (e) this.#remove(e);
+  }
+
+  #remove(e: Entry): void {
+    this.#order.delete(e);
+    const o = this.#owners.get(e.owner);
+    if (o && o.entries.get(e.path) === e) {
+      o.entries.delete(e.path);
+      o.bytes -= e.bytes;
+      if (o.entries.size === 0) this.#owners.delete(e.owner);
+    }
+    this.#bytes -= e.bytes;
   }
 
   get bytes(): number {
@@ -72,18 +118,24 @@ export class DryRunMemoStore {
   }
 
   get size(): number {
-    return this.#memos.size;
+    return this.#order.size;
+  }
+
+  /** What `owner` holds, for tests. */
+  ownerBytes(owner: string): number {
+    return this.#owners.get(owner)?.bytes ?? 0;
   }
 }
 
 /** One client's view of the store: its answers, under its own prefix. */
 export class DryRunMemo {
   readonly #store: DryRunMemoStore;
-  readonly #prefix: string;
+  readonly #owner: string;
 
-  constructor(store: DryRunMemoStore = new DryRunMemoStore(), prefix = '') {
+  /** `owner`: the client's name in the store, one per credential, server and identity. */
+  constructor(store: DryRunMemoStore = new DryRunMemoStore(), owner = '') {
     this.#store = store;
-    this.#prefix = `${prefix}\n`;
+    this.#owner = owner;
   }
 
   /** What a dry-run of `body` with `query`, made for `scope`, would send: the memo's key. */
@@ -103,11 +155,10 @@ export class DryRunMemo {
     request: string,
     liveRv: string,
   ): { value: KubeObject; warnings: readonly string[] } | undefined {
-    const key = this.#prefix + path;
-    const hit = this.#store.get(key);
+    const hit = this.#store.get(this.#owner, path);
     if (!hit) return undefined;
     if (Date.now() - hit.at >= DRY_RUN_MEMO_MS) {
-      this.#store.delete(key);
+      this.#store.delete(this.#owner, path);
       return undefined;
     }
     if (hit.liveRv !== liveRv || hit.request !== request) return undefined;
@@ -116,6 +167,6 @@ export class DryRunMemo {
 
   remember(path: string, memo: Omit<Memo, 'at' | 'json'> & { value: KubeObject }): void {
     const { value, ...rest } = memo;
-    this.#store.set(this.#prefix + path, { ...rest, json: JSON.stringify(value), at: Date.now() });
+    this.#store.set(this.#owner, path, { ...rest, json: JSON.stringify(value), at: Date.now() });
   }
 }

@@ -188,7 +188,7 @@ export class DestinationClientFactory {
         grant,
         share,
         // A new credential for the cluster starts from no answers.
-        new DryRunMemo(this.#dryRuns, `${fp}\n${key}`),
+        new DryRunMemo(this.#dryRuns, JSON.stringify([fp, cluster.server, who])),
       );
       this.#clients.set(key, client);
     }

@@ -1,6 +1,6 @@
 // The dry-run answers remembered by a factory's clients (src/kube/dry-run-memo.ts): one store for
-// all of them, bounded by its bytes whatever the size of the objects tenants render, each client
-// seeing only its own answers.
+// all of them, bounded by its bytes whatever the size of the objects tenants render, no client
+// holding more than a quarter of it, each client seeing only its own answers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DryRunMemo, DryRunMemoStore } from '../../src/kube/dry-run-memo.ts';
@@ -68,4 +68,32 @@ test('a client sees only its own answers, each lookup its own copy; another live
   assert.equal(a.lookup('/cm', 'other', '3'), undefined);
   a.remember('/cm', { liveRv: '4', request: 'q', value: configMap('cm', 10), warnings: [] });
   assert.equal(store.size, 1, 'a new answer for the path replaces the old');
+});
+
+test("one identity's flood of answers pushes out its own, not another's", () => {
+  const store = new DryRunMemoStore(8 * MiB);
+  const quiet = new DryRunMemo(store, 'quiet');
+  const noisy = new DryRunMemo(store, 'noisy');
+  for (let j = 0; j < 5; j++)
+    quiet.remember(`/cm-${j}`, { liveRv: '1', request: 'q', value: configMap(`cm-${j}`, 1000), warnings: [] });
+  // 40 answers of 400 KiB (about 800 KiB each as counted): four times the store's quarter.
+  for (let j = 0; j < 40; j++)
+    noisy.remember(`/big-${j}`, { liveRv: '1', request: 'q', value: configMap(`big-${j}`, 400 * 1024), warnings: [] });
+  assert.ok(store.ownerBytes('noisy') <= 2 * MiB, `the noisy identity holds ${store.ownerBytes('noisy')} bytes`);
+  for (let j = 0; j < 5; j++) assert.ok(quiet.lookup(`/cm-${j}`, 'q', '1'), `the quiet identity's cm-${j} is kept`);
+  assert.ok(noisy.lookup('/big-39', 'q', '1'), "the noisy identity's newest is kept");
+});
+
+test('an answer looked up is used recently: the others go before it', () => {
+  const store = new DryRunMemoStore(8 * MiB);
+  const clients = Array.from({ length: 8 }, (_, i) => new DryRunMemo(store, `c-${i}`));
+  const remember = (memo: DryRunMemo, path: string) =>
+    memo.remember(path, { liveRv: '1', request: 'q', value: configMap('x', 100 * 1024), warnings: [] });
+  // About 40 answers of 100 KiB (200 KiB as counted) fit: 8 first, then 35 more push out 3.
+  clients.forEach((m) => remember(m, '/first'));
+  assert.ok(clients[0]!.lookup('/first', 'q', '1'));
+  for (let round = 0; round < 5; round++) clients.slice(1).forEach((m) => remember(m, `/later-${round}`));
+  assert.ok(store.bytes <= 8 * MiB);
+  assert.ok(clients[0]!.lookup('/first', 'q', '1'), 'the answer looked up is still there');
+  assert.equal(clients[1]!.lookup('/first', 'q', '1'), undefined, 'one not looked up went');
 });
