@@ -7,14 +7,17 @@
 // that set the operation is such a read, made a moment earlier, and the worker takes it instead of
 // a GET when all of these hold:
 //
-// - no operation run of the Application began since the refresh took its ticket, just before the
-//   write (a run that began meanwhile read the Application itself, and may have finished the
-//   operation since: its answer is then older than what this controller wrote);
-// - no shard went elsewhere since the ticket (a new owner may have written meanwhile);
+// - no operation run of the Application began or ended since the refresh took its ticket, just
+//   before the write, and none that was under way then has ended since (a run that began or was
+//   under way may have read the Application after the write, and finished the operation since:
+//   the answer is then older than what this controller wrote);
+// - no shard went elsewhere since the ticket, nor came back (a new owner may have written
+//   meanwhile);
 // - the watch shows that same version of the Application (nothing newer written since, as far as
 //   the watch has told), and the ticket is at most HANDOFF_MAX_AGE_MS old.
 //
-// Every run takes what was handed over for its Application, or nothing, once. Any write the worker
+// Every run takes what was handed over for its Application, or nothing, once, at its start, and
+// spends what was handed over since at its end. The clock is monotonic. Any write the worker
 // makes carries the version it started from, so a change meanwhile is a conflict that is read
 // again, and a terminate aborts the step.
 import type { RawApplication } from './applications.ts';
@@ -39,7 +42,7 @@ export class OperationHandoff {
 
   constructor(opts: { maxAgeMs?: number; now?: () => number } = {}) {
     this.#maxAgeMs = opts.maxAgeMs ?? HANDOFF_MAX_AGE_MS;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? (() => performance.now());
   }
 
   /** Before the write that sets an operation. */
@@ -74,7 +77,18 @@ export class OperationHandoff {
     return handed.raw;
   }
 
-  /** A shard went elsewhere: nothing handed over is taken, nor given under an earlier ticket. */
+  /**
+   * At the end of every operation run of `key`, whatever its outcome: what was handed over while
+   * it ran is spent (it may have read the Application after that write, and finished the
+   * operation), and so is every ticket taken before.
+   */
+  ended(key: string): void {
+    this.#byKey.delete(key);
+    this.#runs.delete(key);
+    this.#runs.set(key, { n: ++this.#clock, at: this.#now() });
+  }
+
+  /** A shard went elsewhere (or its handlers ended): nothing handed over is taken, nor given under an earlier ticket. */
   forget(matches: (key: string) => boolean): void {
     this.#lastForget = ++this.#clock;
     for (const key of [...this.#byKey.keys()]) if (matches(key)) this.#byKey.delete(key);

@@ -111,6 +111,8 @@ export class Operator {
   /** The abandoned keys' handlers have ended: a later owner term may act on them again. */
   forgive(matches: (key: string) => boolean): void {
     this.abandoned.delete(matches);
+    // A refresh that was still under way when the shard went may have handed over since.
+    this.d.handoff?.forget(matches);
   }
 
   /** `argocd app terminate-op` sets operationState.phase to Terminating: abort the sync in flight. */
@@ -121,6 +123,15 @@ export class Operator {
   }
 
   async operate(key: string): Promise<ReconcileResult> {
+    try {
+      return await this.operateOnce(key);
+    } finally {
+      // What a refresh handed over while this ran is spent (handoff.ts).
+      this.d.handoff?.ended(key);
+    }
+  }
+
+  private async operateOnce(key: string): Promise<ReconcileResult> {
     // Argo CD's controller runs the operations meanwhile; the refresh's condition says so.
     if (this.d.argoController?.running()) return {};
     const cached = this.d.cache.app(key);

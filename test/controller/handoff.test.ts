@@ -1,6 +1,7 @@
 // The write that started an automated sync, handed from the refresh to the operation worker
-// (src/controller/handoff.ts): taken in place of a GET only while no run began and no shard went
-// elsewhere since the refresh's ticket, the watch shows that same version and it is young; once.
+// (src/controller/handoff.ts): taken in place of a GET only while no run began or ended and no
+// shard went elsewhere since the refresh's ticket, the watch shows that same version and it is
+// young; once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HANDOFF_MAX_AGE_MS, OperationHandoff } from '../../src/controller/handoff.ts';
@@ -53,6 +54,23 @@ test('a run that began between the ticket and the give spends the ticket: a fini
   // A later write's ticket is good again.
   h.give('argocd/a', app('12'), h.ticket());
   assert.ok(h.take('argocd/a', at('12')));
+});
+
+test('a run under way when the ticket was taken spends what was handed over by ending', () => {
+  const h = new OperationHandoff();
+  // A run begins (the watch still shows the last operation Running) and its GET is slow.
+  assert.equal(h.take('argocd/a', at('8')), undefined);
+  // The refresh writes R, setting an automated sync; the slow GET answers R; the handoff is given.
+  h.give('argocd/a', app('10'), h.ticket());
+  // That run syncs R's operation and finishes it (R2, not yet in the watch), and ends.
+  h.ended('argocd/a');
+  assert.equal(h.take('argocd/a', at('10')), undefined, 'the next run, with the watch still at R, reads');
+  // A give under a ticket from before the end is refused too.
+  const before = h.ticket();
+  h.take('argocd/a', at('10'));
+  h.ended('argocd/a');
+  h.give('argocd/a', app('10'), before);
+  assert.equal(h.take('argocd/a', at('10')), undefined);
 });
 
 test('a shard gone elsewhere spends every ticket before it and forgets its keys; old entries do not pile up', () => {
