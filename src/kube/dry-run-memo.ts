@@ -56,15 +56,18 @@ export class DryRunMemoStore {
   }
 
   get(owner: string, path: string): Memo | undefined {
+    return this.#owners.get(owner)?.entries.get(path)?.memo;
+  }
+
+  /** The answer was used: it goes last, in the whole store's order and in its owner's. */
+  use(owner: string, path: string): void {
     const o = this.#owners.get(owner);
     const e = o?.entries.get(path);
-    if (!o || !e) return undefined;
-    // Most recently used goes last, in the whole store's order and in its owner's.
+    if (!o || !e) return;
     this.#order.delete(e);
     this.#order.set(e, true);
     o.entries.delete(path);
     o.entries.set(path, e);
-    return e.memo;
   }
 
   set(owner: string, path: string, memo: Memo): void {
@@ -162,6 +165,7 @@ export class DryRunMemo {
       return undefined;
     }
     if (hit.liveRv !== liveRv || hit.request !== request) return undefined;
+    this.#store.use(this.#owner, path);
     return { value: JSON.parse(hit.json) as KubeObject, warnings: hit.warnings };
   }
 

@@ -28,11 +28,16 @@ export class ByteLru<V> {
     return hit.value;
   }
 
+  /** Whether a value of `valueBytes` under `key` may be kept at all (it is not larger than an entry may be). */
+  fits(key: string, valueBytes: number): boolean {
+    return valueBytes + 2 * key.length + ENTRY_OVERHEAD_BYTES <= this.#maxEntryBytes;
+  }
+
   /** Keeps `value`, counted as `bytes`; the least recently used go until it fits. */
   set(key: string, value: V, valueBytes: number): void {
     this.delete(key);
+    if (!this.fits(key, valueBytes)) return;
     const bytes = valueBytes + 2 * key.length + ENTRY_OVERHEAD_BYTES;
-    if (bytes > this.#maxEntryBytes) return;
     for (const [k, v] of this.#entries) {
       if (this.#bytes + bytes <= this.#maxBytes) break;
       this.#entries.delete(k);

@@ -404,7 +404,7 @@ export class GitRepoCache {
       })
       .then(({ listing, keep }) => {
         // A listing too large to keep is kept as its absence, a few bytes.
-        const kept = listing !== null && listing.bytes <= this.#listingCacheBytes ? listing : null;
+        const kept = listing !== null && this.#listings.fits(key, listing.bytes) ? listing : null;
         if (keep) this.#listings.set(key, kept, kept ? kept.bytes : 0);
         return kept;
       })

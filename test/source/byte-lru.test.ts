@@ -43,3 +43,14 @@ test('values counted as nothing under long keys a tenant picks still count their
   none.set('k', [], 0);
   assert.equal(none.size, 0, 'a cache of 0 bytes keeps nothing');
 });
+
+test('fits says whether set would keep a value: its key and record counted', () => {
+  const lru = new ByteLru<string>(1000);
+  const most = 1000 - cost('key', 0);
+  assert.equal(lru.fits('key', most), true);
+  assert.equal(lru.fits('key', most + 1), false);
+  lru.set('key', 'v', most + 1);
+  assert.equal(lru.size, 0);
+  lru.set('key', 'v', most);
+  assert.equal(lru.bytes, 1000);
+});
