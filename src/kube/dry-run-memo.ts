@@ -17,6 +17,8 @@ const DRY_RUN_MEMO_MS = 3_600_000;
 export const DRY_RUN_MEMO_BYTES = 128 * 1024 * 1024;
 /** What a remembered answer costs besides its characters: the keys, the record, the warnings' array. */
 const MEMO_OVERHEAD_BYTES = 256;
+/** A character beyond Latin-1: a string with none V8 keeps at one byte a character. */
+const BEYOND_LATIN1 = /[\u0100-\uffff]/;
 
 interface Memo {
   liveRv: string;
@@ -72,10 +74,11 @@ export class DryRunMemoStore {
 
   set(owner: string, path: string, memo: Memo): void {
     this.delete(owner, path);
-    // Strings are counted as two bytes a character: an answer that is not ASCII is held so.
+    // V8 holds a string of Latin-1 characters at a byte each, any other at two: the answer (most of
+    // the bytes) is counted as it is held, the names at two bytes a character.
+    const jsonBytes = BEYOND_LATIN1.test(memo.json) ? 2 * memo.json.length : memo.json.length;
     let bytes =
-      MEMO_OVERHEAD_BYTES +
-      2 * (owner.length + path.length + memo.request.length + memo.json.length + memo.liveRv.length);
+      MEMO_OVERHEAD_BYTES + jsonBytes + 2 * (owner.length + path.length + memo.request.length + memo.liveRv.length);
     for (const w of memo.warnings) bytes += 2 * w.length;
     if (bytes > this.#maxBytes / 8) return;
     let o = this.#owners.get(owner);
@@ -130,7 +133,7 @@ export class DryRunMemoStore {
   }
 }
 
-/** One client's view of the store: its answers, under its own prefix. */
+/** One client's view of the store: its answers, under its own owner name. */
 export class DryRunMemo {
   readonly #store: DryRunMemoStore;
   readonly #owner: string;

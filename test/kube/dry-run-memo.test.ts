@@ -8,13 +8,13 @@ import type { KubeObject } from '../../src/api/index.ts';
 
 const MiB = 1024 * 1024;
 
-/** A ConfigMap whose data is `bytes` characters. */
-function configMap(name: string, bytes: number): KubeObject {
+/** A ConfigMap whose data is `bytes` characters (of `fill`). */
+function configMap(name: string, bytes: number, fill = 'x'): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name, namespace: 'tenant', resourceVersion: '7' },
-    data: { blob: 'x'.repeat(bytes) },
+    data: { blob: fill.repeat(bytes) },
   } as KubeObject;
 }
 
@@ -48,7 +48,7 @@ test('an answer over an eighth of the store is not kept, and pushes nothing out'
   const memo = new DryRunMemo(store, 'a');
   memo.remember('/small', { liveRv: '1', request: 'q', value: configMap('small', 10), warnings: [] });
   const before = store.bytes;
-  memo.remember('/huge', { liveRv: '1', request: 'q', value: configMap('huge', 600 * 1024), warnings: [] });
+  memo.remember('/huge', { liveRv: '1', request: 'q', value: configMap('huge', 1100 * 1024), warnings: [] });
   assert.equal(memo.lookup('/huge', 'q', '1'), undefined);
   assert.equal(store.bytes, before);
   assert.ok(memo.lookup('/small', 'q', '1'));
@@ -88,12 +88,23 @@ test('an answer looked up is used recently: the others go before it', () => {
   const store = new DryRunMemoStore(8 * MiB);
   const clients = Array.from({ length: 8 }, (_, i) => new DryRunMemo(store, `c-${i}`));
   const remember = (memo: DryRunMemo, path: string) =>
-    memo.remember(path, { liveRv: '1', request: 'q', value: configMap('x', 100 * 1024), warnings: [] });
-  // About 40 answers of 100 KiB (200 KiB as counted) fit: 8 first, then 35 more push out 3.
+    memo.remember(path, { liveRv: '1', request: 'q', value: configMap('x', 200 * 1024), warnings: [] });
+  // About 40 answers of 200 KiB fit: 8 first, then 35 more push out 3.
   clients.forEach((m) => remember(m, '/first'));
   assert.ok(clients[0]!.lookup('/first', 'q', '1'));
   for (let round = 0; round < 5; round++) clients.slice(1).forEach((m) => remember(m, `/later-${round}`));
   assert.ok(store.bytes <= 8 * MiB);
   assert.ok(clients[0]!.lookup('/first', 'q', '1'), 'the answer looked up is still there');
   assert.equal(clients[1]!.lookup('/first', 'q', '1'), undefined, 'one not looked up went');
+});
+
+test('an answer beyond Latin-1 is counted at two bytes a character, as V8 holds it', () => {
+  const store = new DryRunMemoStore(8 * MiB);
+  const memo = new DryRunMemo(store, 'a');
+  // 600 Ki characters: a byte each in Latin-1 (kept), two each in CJK (over an eighth: not kept).
+  memo.remember('/latin', { liveRv: '1', request: 'q', value: configMap('latin', 600 * 1024, 'é'), warnings: [] });
+  memo.remember('/wide', { liveRv: '1', request: 'q', value: configMap('wide', 600 * 1024, '漢'), warnings: [] });
+  assert.ok(memo.lookup('/latin', 'q', '1'));
+  assert.equal(memo.lookup('/wide', 'q', '1'), undefined);
+  assert.ok(store.bytes >= 600 * 1024 && store.bytes < 700 * 1024, `${store.bytes} bytes counted`);
 });
