@@ -162,7 +162,6 @@ export class GitRepoCache {
   /** Commits' folder listings (folderContent), kept by their bytes; null: the commit gives no folder a key. */
   readonly #listings: ByteLru<TreeListing | null>;
   readonly #listingsInFlight = new Map<string, Promise<TreeListing | null>>();
-  readonly #listingCacheBytes: number;
   /** Commits the checkout refused for what they hold (their size, their symlinks), and why. */
   readonly #refused: ByteLru<{ reason: SourceErrorReason; message: string }>;
 
@@ -178,8 +177,7 @@ export class GitRepoCache {
     this.#toolLimits = { ...DEFAULT_TOOL_LIMITS, ...opts.toolLimits };
     this.#checkoutLimits = { ...DEFAULT_CHECKOUT_LIMITS, ...opts.checkoutLimits };
     this.#onRequest = opts.onRequest;
-    this.#listingCacheBytes = opts.listingCacheBytes ?? DEFAULT_LISTING_CACHE_BYTES;
-    this.#listings = new ByteLru(this.#listingCacheBytes);
+    this.#listings = new ByteLru(opts.listingCacheBytes ?? DEFAULT_LISTING_CACHE_BYTES);
     this.#refs = new ByteLru(opts.refsCacheBytes ?? DEFAULT_REFS_CACHE_BYTES);
     this.#refused = new ByteLru(opts.refusedCacheBytes ?? DEFAULT_REFUSED_CACHE_BYTES);
     // One commit at the checkout limit must always fit.
