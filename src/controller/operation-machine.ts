@@ -273,12 +273,28 @@ export function finishedStatus(
   const conditions =
     end.phase === 'Succeeded' ? others : [{ type: CONDITION.SyncError, message: end.message }, ...extra, ...others];
   const { progress: _progress, ...ended } = state;
+  const reconciledAt = state.operation.sync?.dryRun ? status.reconciledAt : comparedBefore(status.reconciledAt, now);
   return {
     ...status,
+    ...(reconciledAt !== undefined ? { reconciledAt } : {}),
     operationState: { ...ended, phase: end.phase, message: end.message, finishedAt: now },
     conditions: mergeConditions(status.conditions, conditions, now),
     ...(history ? { history } : {}),
   };
+}
+
+/**
+ * The reconciledAt an operation's final write keeps. The comparison the status holds was made before
+ * the operation ended, and Argo CD's clients see both times at the second (its API drops the
+ * fraction): `argocd app sync` waits for a reconciledAt not before finishedAt, the comparison after
+ * the sync. A comparison made earlier in the same second would look like that one, and the CLI
+ * would print the resources as they were before the sync; it is shown a second earlier instead.
+ */
+export function comparedBefore(reconciledAt: string | undefined, finishedAt: string): string | undefined {
+  const at = reconciledAt === undefined ? NaN : Date.parse(reconciledAt);
+  const end = Math.floor(Date.parse(finishedAt) / 1000);
+  if (Number.isNaN(at) || Number.isNaN(end) || Math.floor(at / 1000) < end) return reconciledAt;
+  return new Date((end - 1) * 1000).toISOString();
 }
 
 /** Whether `current` (read after a conflicting write) is still this operation, unfinished. */

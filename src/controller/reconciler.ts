@@ -41,6 +41,7 @@ import type { ReconcileResult } from './reconcile.ts';
 import type { Semantics } from './semantics.ts';
 import { REFRESH_ANNOTATION, REFRESH_TIMESTAMP_ANNOTATION, skipsReconcile } from './triggers.ts';
 import {
+  comparisonOwed,
   mergeConditions,
   periodicRefreshKind,
   shouldWriteStatus,
@@ -243,11 +244,13 @@ export class Reconciler {
     const base = memo && isDeepStrictEqual(current['status'], memo.kept) ? memo.sent : prev;
     // A refresh asked for (the refresh annotation, or one made hard by timeout.hard.reconciliation)
     // is always written, reconciledAt with it, as Argo CD's controller persists every comparison it
-    // was asked for: `argocd app get --refresh` waits for reconciledAt to move.
+    // was asked for: `argocd app get --refresh` waits for reconciledAt to move. So is the first
+    // comparison after an operation ended (comparisonOwed).
     let started = false;
     if (
       starting ||
       refreshKind !== undefined ||
+      comparisonOwed(prev) ||
       shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())
     ) {
       // First, as Argo CD records it right after setting `operation`: the worker the watch wakes

@@ -60,6 +60,18 @@ export function shouldWriteStatus(
 }
 
 /**
+ * An operation ended after the comparison the status holds (reconciledAt before finishedAt): the
+ * comparison made next is written even if it finds nothing new, as Argo CD's controller persists
+ * the refresh it asks for when an operation completes. `argocd app sync` waits for it.
+ */
+export function comparisonOwed(prev: ApplicationStatus | undefined): boolean {
+  const finished = prev?.operationState?.finishedAt;
+  if (finished === undefined) return false;
+  const at = prev?.reconciledAt ? Date.parse(prev.reconciledAt) : NaN;
+  return Number.isNaN(at) || at < Date.parse(finished);
+}
+
+/**
  * The kind of refresh a comparison gets when nobody asked for one (Argo CD's comparisonExpiry): hard
  * once the last comparison is older than argocd-cm `timeout.hard.reconciliation` (or there was none),
  * when that is set; otherwise a normal one.

@@ -11,6 +11,7 @@ import {
   RENDERER_RETRY_MS,
   TERMINATED,
   afterAttempt,
+  comparedBefore,
   finishedStatus,
   nextStep,
   nextSyncStep,
@@ -362,6 +363,27 @@ test('the final status: a failure is a SyncError first, then its own conditions 
     { type: 'ImpersonationInfo', message: 'refused: denied', lastTransitionTime: NOW },
   ]);
   assert.equal(s.history, undefined);
+});
+
+test('the final status: a comparison from the second the sync ended in is shown a second earlier, so the CLI waits for the next one', () => {
+  // NOW is 12:00:00.000; Argo CD's API carries both times at the second.
+  const end = (reconciledAt: string | undefined, over: Partial<OperationState> = {}) =>
+    finishedStatus(
+      reconciledAt === undefined ? {} : { reconciledAt },
+      state(over),
+      { phase: 'Succeeded', message: 'ok' },
+      { now: '2026-03-01T12:00:00.800Z' },
+    ).reconciledAt;
+  assert.equal(end('2026-03-01T12:00:00.200Z'), '2026-03-01T11:59:59.000Z', 'earlier in the same second');
+  assert.equal(end('2026-03-01T12:00:00Z'), '2026-03-01T11:59:59.000Z', 'at the second itself');
+  assert.equal(end('2026-03-01T11:59:59.900Z'), '2026-03-01T11:59:59.900Z', 'the second before: as it was');
+  assert.equal(end(undefined), undefined, 'never compared: still none');
+  assert.equal(
+    end('2026-03-01T12:00:00.200Z', { operation: { ...op, sync: { dryRun: true } } }),
+    '2026-03-01T12:00:00.200Z',
+    'a dry run: the CLI waits for no comparison after it',
+  );
+  assert.equal(comparedBefore('not a time', NOW), 'not a time');
 });
 
 test('a conflicting final write is written again only while the newer object holds this operation unfinished', () => {

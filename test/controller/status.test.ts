@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  comparisonOwed,
   mergeConditions,
   periodicRefreshKind,
   shouldWriteStatus,
@@ -81,4 +82,23 @@ test("periodicRefreshKind: Argo CD's comparisonExpiry for timeout.hard.reconcili
   assert.equal(periodicRefreshKind(prev, at + 60_000, 60_000), 'hard', 'as old as the timeout');
   assert.equal(periodicRefreshKind(undefined, at, 60_000), 'hard', 'never compared: hard when set');
   assert.equal(periodicRefreshKind(undefined, at, 0), undefined);
+});
+
+test('the first comparison after an operation ended is owed a write; later ones follow the rule', () => {
+  const finished = (finishedAt: string | undefined, reconciledAt?: string): ApplicationStatus => ({
+    ...(reconciledAt !== undefined ? { reconciledAt } : {}),
+    operationState: {
+      operation: { sync: {} },
+      phase: 'Succeeded',
+      startedAt: '2026-01-01T00:00:00Z',
+      ...(finishedAt !== undefined ? { finishedAt } : {}),
+    },
+  });
+  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:04Z')), true);
+  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z')), true, 'never compared');
+  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:05Z')), false, 'compared since');
+  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:06Z')), false);
+  assert.equal(comparisonOwed(finished(undefined, '2026-01-01T00:00:04Z')), false, 'still running');
+  assert.equal(comparisonOwed(base), false, 'no operation');
+  assert.equal(comparisonOwed(undefined), false);
 });

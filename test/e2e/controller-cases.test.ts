@@ -377,6 +377,52 @@ test('a dry-run sync of selected resources writes nothing and records no history
   );
 });
 
+test('a sync that changes nothing is still followed by a comparison written after it, as `argocd app sync` waits for', async () => {
+  await deployer(cp, 'again', 'deployer');
+  await applyRaw(
+    cp.admin,
+    project('again', {
+      destinationServiceAccounts: [{ server: IN_CLUSTER, namespace: 'again', defaultServiceAccount: 'deployer' }],
+    }),
+  );
+  const app = application('again', fx.repo.url, {
+    project: 'again',
+    destination: { server: IN_CLUSTER, namespace: 'again' },
+    automated: false,
+  });
+  const sync = async (username: string) => {
+    await requestOk(cp.admin, {
+      method: 'PATCH',
+      path: '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/again',
+      body: { operation: { sync: {}, initiatedBy: { username } } },
+      contentType: 'application/merge-patch+json',
+    });
+    return waitForApp(cp, 'again', `${username}'s sync Succeeded`, (a) => {
+      const state = a.status?.['operationState'] as { operation?: { initiatedBy?: { username?: string } } } | undefined;
+      const by = state?.operation?.initiatedBy?.username;
+      return operationPhase(a) === 'Succeeded' && a['operation'] === undefined && by === username;
+    });
+  };
+  await applyRaw(cp.admin, app);
+  await sync('alice');
+  await waitForApp(cp, 'again', 'Synced', (a) => (a.status?.['sync'] as { status?: string })?.status === 'Synced');
+  await sync('bob');
+  // The refresh interval here is Argo CD's default, 120 s: only the comparison owed after the
+  // operation moves reconciledAt past finishedAt within the wait.
+  const compared = await waitForApp(
+    cp,
+    'again',
+    'reconciledAt not before finishedAt',
+    (a) => {
+      const finished = (a.status?.['operationState'] as { finishedAt?: string } | undefined)?.finishedAt ?? '';
+      return Date.parse((a.status?.['reconciledAt'] as string | undefined) ?? '') >= Date.parse(finished);
+    },
+    20_000,
+  );
+  assert.equal((compared.status?.['sync'] as { status?: string }).status, 'Synced');
+  assert.equal(((compared.status?.['history'] ?? []) as unknown[]).length, 2, 'both syncs recorded');
+});
+
 // Beyond Argo CD (docs/impersonation.md §10). The harness lets the controller impersonate any
 // ServiceAccount (a ClusterRole), so the API server would allow this one: the refusal is the
 // controller's own, decided before any request is made as the ServiceAccount.
