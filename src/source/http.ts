@@ -4,6 +4,7 @@
 // they go in an Authorization header, only to the origin they were configured for (a redirect or a
 // chart URL on another origin gets none, unless the source asks for helm.passCredentials; a failure
 // after such a redirect names both origins), and never in a URL, an argument or a file. Answers are read within a size limit and a time limit.
+import { createHash } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
@@ -33,7 +34,11 @@ export interface FetchResult {
   url: string;
 }
 
+// The dispatchers by their settings, most recently used last. The settings come from repository
+// Secrets, project-scoped ones written by whoever Argo CD's RBAC lets create them: past the bound,
+// the least recently used is closed (its requests under way finish first), not left open.
 const agents = new Map<string, Dispatcher>();
+export const DISPATCHER_LIMIT = 64;
 
 /** One dispatcher per set of TLS and proxy settings (no credential is part of it). */
 export function dispatcherFor(access: RepositoryAccess | undefined, url: string): Dispatcher {
@@ -45,15 +50,22 @@ export function dispatcherFor(access: RepositoryAccess | undefined, url: string)
       : {}),
     rejectUnauthorized: access?.insecure !== true,
   };
-  const key = JSON.stringify({ proxy, tls });
+  // By digest: the certificates stay with their dispatcher, not once more in its key.
+  const key = createHash('sha256').update(JSON.stringify({ proxy, tls })).digest('base64');
   let d = agents.get(key);
-  if (!d) {
+  if (d) {
+    agents.delete(key);
+  } else {
     d = proxy
       ? new ProxyAgent({ uri: proxy, requestTls: tls })
       : new Agent({ connect: tls, keepAliveTimeout: 10_000, connections: 16 });
-    if (agents.size > 200) agents.clear();
-    agents.set(key, d);
+    for (const [oldest, old] of agents) {
+      if (agents.size < DISPATCHER_LIMIT) break;
+      agents.delete(oldest);
+      old.close().catch(() => undefined);
+    }
   }
+  agents.set(key, d);
   return d;
 }
 
