@@ -250,7 +250,7 @@ export class Reconciler {
     if (
       starting ||
       refreshKind !== undefined ||
-      comparisonOwed(prev) ||
+      comparisonOwed(base, this.now().getTime()) ||
       shouldWriteStatus(base, next, this.now().getTime(), this.d.refreshIntervalMs())
     ) {
       // First, as Argo CD records it right after setting `operation`: the worker the watch wakes

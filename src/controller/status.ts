@@ -7,6 +7,7 @@
 // watch event, but status-only changes of an Application do not requeue it (see manager.ts), and
 // the next reconcile computes the same status, so a write never causes another.
 import { isDeepStrictEqual } from 'node:util';
+import { isCompleted } from '../api/index.ts';
 import type { AppCondition, ApplicationStatus } from '../api/index.ts';
 
 /**
@@ -62,13 +63,17 @@ export function shouldWriteStatus(
 /**
  * An operation ended after the comparison the status holds (reconciledAt before finishedAt): the
  * comparison made next is written even if it finds nothing new, as Argo CD's controller persists
- * the refresh it asks for when an operation completes. `argocd app sync` waits for it.
+ * the refresh it asks for when an operation completes. `argocd app sync` waits for it. Not for a
+ * retry's marker (Running with finishedAt: the operation goes on), nor for a finishedAt still ahead
+ * of this clock (another clock's), which would have every refresh write until this one caught up.
  */
-export function comparisonOwed(prev: ApplicationStatus | undefined): boolean {
-  const finished = prev?.operationState?.finishedAt;
-  if (finished === undefined) return false;
+export function comparisonOwed(prev: ApplicationStatus | undefined, nowMs: number): boolean {
+  const state = prev?.operationState;
+  if (state?.finishedAt === undefined || !isCompleted(state.phase)) return false;
+  const finished = Date.parse(state.finishedAt);
+  if (!(finished <= nowMs)) return false;
   const at = prev?.reconciledAt ? Date.parse(prev.reconciledAt) : NaN;
-  return Number.isNaN(at) || at < Date.parse(finished);
+  return Number.isNaN(at) || at < finished;
 }
 
 /**

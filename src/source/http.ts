@@ -38,7 +38,7 @@ export interface FetchResult {
 // Secrets, project-scoped ones written by whoever Argo CD's RBAC lets create them: past the bound,
 // the least recently used is closed (its requests under way finish first), not left open.
 const agents = new Map<string, Dispatcher>();
-export const DISPATCHER_LIMIT = 64;
+export const DISPATCHER_LIMIT = 128;
 
 /** One dispatcher per set of TLS and proxy settings (no credential is part of it). */
 export function dispatcherFor(access: RepositoryAccess | undefined, url: string): Dispatcher {

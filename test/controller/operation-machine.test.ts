@@ -381,7 +381,7 @@ test('the final status: a comparison from the second the sync ended in is shown 
   assert.equal(
     end('2026-03-01T12:00:00.200Z', { operation: { ...op, sync: { dryRun: true } } }),
     '2026-03-01T12:00:00.200Z',
-    'a dry run: the CLI waits for no comparison after it',
+    'a dry run: left as it was, the CLI waits for no comparison after one',
   );
   assert.equal(comparedBefore('not a time', NOW), 'not a time');
 });

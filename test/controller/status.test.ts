@@ -85,20 +85,29 @@ test("periodicRefreshKind: Argo CD's comparisonExpiry for timeout.hard.reconcili
 });
 
 test('the first comparison after an operation ended is owed a write; later ones follow the rule', () => {
-  const finished = (finishedAt: string | undefined, reconciledAt?: string): ApplicationStatus => ({
+  const NOW_MS = Date.parse('2026-01-01T00:01:00Z');
+  const finished = (finishedAt: string | undefined, reconciledAt?: string, phase = 'Succeeded'): ApplicationStatus => ({
     ...(reconciledAt !== undefined ? { reconciledAt } : {}),
     operationState: {
       operation: { sync: {} },
-      phase: 'Succeeded',
+      phase: phase as 'Succeeded',
       startedAt: '2026-01-01T00:00:00Z',
       ...(finishedAt !== undefined ? { finishedAt } : {}),
     },
   });
-  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:04Z')), true);
-  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z')), true, 'never compared');
-  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:05Z')), false, 'compared since');
-  assert.equal(comparisonOwed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:06Z')), false);
-  assert.equal(comparisonOwed(finished(undefined, '2026-01-01T00:00:04Z')), false, 'still running');
-  assert.equal(comparisonOwed(base), false, 'no operation');
-  assert.equal(comparisonOwed(undefined), false);
+  const owed = (s: ApplicationStatus | undefined) => comparisonOwed(s, NOW_MS);
+  assert.equal(owed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:04Z')), true);
+  assert.equal(owed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:04Z', 'Failed')), true);
+  assert.equal(owed(finished('2026-01-01T00:00:05Z')), true, 'never compared');
+  assert.equal(owed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:05Z')), false, 'compared since');
+  assert.equal(owed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:06Z')), false);
+  assert.equal(owed(finished(undefined, '2026-01-01T00:00:04Z')), false, 'still running');
+  assert.equal(
+    owed(finished('2026-01-01T00:00:05Z', '2026-01-01T00:00:04Z', 'Running')),
+    false,
+    "a retry's marker: the operation goes on",
+  );
+  assert.equal(owed(finished('2026-01-01T00:05:00Z', '2026-01-01T00:00:04Z')), false, 'finished ahead of this clock');
+  assert.equal(owed(base), false, 'no operation');
+  assert.equal(owed(undefined), false);
 });
