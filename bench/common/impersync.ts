@@ -4,6 +4,7 @@
 // Applications themselves (automated sync).
 import {
   applyRaw,
+  deleteRaw,
   grantInstalledControllerRights,
   type KubeObject,
   type TestControlPlane,
@@ -81,6 +82,16 @@ export async function createApplications(
   await mapLimit(names, 16, (name) => applyRaw(cp.admin, application(name, repoURL, opts), { fieldManager: 'bench' }));
 }
 
+/**
+ * Deletes the Applications (none has a finalizer: their objects stay), so that a controller started
+ * after does not take them up as well as its own.
+ */
+export async function deleteApplications(cp: TestControlPlane, names: string[]): Promise<void> {
+  await mapLimit(names, 16, (name) =>
+    deleteRaw(cp.admin, { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name, namespace: NS }),
+  );
+}
+
 type AppStatus = {
   sync?: { status?: string; revision?: string };
   operationState?: { phase?: string; message?: string };
@@ -142,7 +153,7 @@ export async function waitAllDone(
       }, timeoutMs);
       watch.start();
     });
-    return { doneAt, apps: watch.list() as KubeObject[] };
+    return { doneAt, apps: watch.list().filter((a) => want.has(a.metadata.name)) as KubeObject[] };
   } finally {
     clearTimeout(timer);
     await watch.stop();
