@@ -3,7 +3,9 @@
 // control plane (each reference on its own fresh namespaces). Not a test: it asserts nothing.
 //   node bench/sync-scale/main.ts [--apps 100] [--trials 1] [--timeout 1800] [--apiserver-profile SECONDS]
 // --trials T runs impersync and the minimal client T times in turn, each on fresh namespaces, and
-// reports every trial's ratio and their median (the tables below it are the median trial's).
+// reports every trial's ratio and their median (the tables below it are the median trial's). A
+// later trial runs on a control plane that holds the earlier trials' objects, and the controller
+// manager's backlog of their Deployments: only the first is a run on a fresh one.
 // --apiserver-profile takes kube-apiserver's CPU profile over the first SECONDS of impersync's run
 // (the file is named in the output; `go tool pprof -top` reads it).
 // IMPERSYNC_BENCH_BASELINE=<another checkout, with node_modules> also runs that checkout's controller
