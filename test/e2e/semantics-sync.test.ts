@@ -19,6 +19,7 @@ import {
   startDeployersPlane,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
+import { until } from '../support/faults.ts';
 
 let cp: TestControlPlane;
 let fx: Fixture;
@@ -178,7 +179,15 @@ test('Prune=confirm: the sync waits, Running, until argocd.argoproj.io/deletion-
     contentType: 'application/merge-patch+json',
   });
   await waitForApp(cp, 'confirm', 'pruned after approval', (a) => operationPhase(a) === 'Succeeded', 60_000);
-  assert.equal(await get('confirm', 'careful'), undefined);
+  // The prune is a foreground delete, as in Argo CD: the sync is done once it is asked for, and the
+  // garbage collector removes the object (its foregroundDeletion finalizer) soon after, later under load.
+  assert.deepEqual(
+    deletes(await cp.readAudit(), 'confirm', 'careful')
+      .filter((r) => !r.dryRun)
+      .map((r) => r.impersonatedUser),
+    ['system:serviceaccount:confirm:deployer'],
+  );
+  await until('careful gone', async () => (await get('confirm', 'careful')) === undefined, 60_000);
 });
 
 test('resources-finalizer.argocd.argoproj.io/background: the resources go and the finalizer with them', async () => {
