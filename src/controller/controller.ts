@@ -21,7 +21,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import { ChildRenderer, defaultSourceCacheDir } from '../renderer/child.ts';
 import type { Renderer } from '../renderer/client.ts';
 import { ControllerCache } from './cache.ts';
-import { EventOrder, EventRecorder, teeEvents } from './events.ts';
+import { BackgroundEvents, EventOrder, EventRecorder, teeEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import { ApplicationLimitsReader } from './app-limits.ts';
 import { HealthAssessors } from './health.ts';
@@ -245,7 +245,21 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   );
   const recorder = new EventRecorder(control);
   recorder.onError = (err) => log.warn({ err: err.message }, 'event not recorded');
-  const events = teeEvents(recorder, ...(opts.events ?? []));
+  // Events are written behind the workers, in order per Application (events.ts).
+  let droppedLogged = 0;
+  const background = new BackgroundEvents(recorder, {
+    onPending: (n) => metrics.eventsPending.set(n),
+    onDrop: ({ object, reason }) => {
+      metrics.eventsDropped.inc({ reason });
+      if (Date.now() - droppedLogged < 60_000) return;
+      droppedLogged = Date.now();
+      log.warn(
+        { application: `${object.namespace}/${object.name}`, reason },
+        'Kubernetes Event dropped: too many Events waiting to be written (impersync_events_dropped_total counts them; logged at most once a minute)',
+      );
+    },
+  });
+  const events = teeEvents(background, ...(opts.events ?? []));
   const refreshIntervalMs = () => holder.manager?.refreshIntervalMs() ?? 120_000;
   const child = opts.childRenderer;
   const renderer =
@@ -407,6 +421,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       operator.abandonAll();
       await stopped;
       await waits.settled();
+      // What the workers recorded last is written before the connections close.
+      const left = background.pending;
+      if (!(await background.flush(5_000)))
+        log.warn({ events: background.pending, of: left }, 'stopping with Kubernetes Events not written after 5 s');
       await factory.close();
       await control.close();
       // A child renderer this controller started ends with it.

@@ -56,23 +56,38 @@ export class EventRecorder implements EventSink {
     this.host = host;
   }
 
-  /** Never throws: an event that cannot be written is reported through onError and dropped. */
-  async record(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void> {
+  /**
+   * Never throws: an event that cannot be written is reported through onError and dropped. `at` is
+   * when it happened (its first and last timestamps), now unless given.
+   */
+  async record(
+    object: InvolvedObject,
+    type: EventType,
+    reason: EventReason,
+    message: string,
+    at = new Date(),
+  ): Promise<void> {
     try {
       await this.write(
         object,
         type,
         reason,
         message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE - 3) + '...' : message,
+        at.toISOString(),
       );
     } catch (err) {
       this.onError?.(err as Error);
     }
   }
 
-  private async write(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void> {
+  private async write(
+    object: InvolvedObject,
+    type: EventType,
+    reason: EventReason,
+    message: string,
+    now: string,
+  ): Promise<void> {
     const ns = object.namespace || 'default';
-    const now = new Date().toISOString();
     const key = [object.namespace, object.name, object.uid ?? '', type, reason, message].join('\u0000');
     const prior = this.seen.get(key);
     if (prior) {
@@ -114,6 +129,120 @@ export class EventRecorder implements EventSink {
       throw new Error(`recording Event ${reason} on ${object.namespace}/${object.name}: ${created.error.message}`);
     this.seen.set(key, { name, count: 1 });
     if (this.seen.size > 5000) this.seen.delete(this.seen.keys().next().value as string);
+  }
+}
+
+/** Where BackgroundEvents writes: an EventRecorder, or a test's sink. */
+export interface TimedEventSink {
+  record(object: InvolvedObject, type: EventType, reason: EventReason, message: string, at: Date): Promise<void>;
+}
+
+interface QueuedEvent {
+  object: InvolvedObject;
+  type: EventType;
+  reason: EventReason;
+  message: string;
+  at: Date;
+}
+
+export interface BackgroundEventsOptions {
+  /** Events written at once, across Applications (default 4). */
+  inFlight?: number;
+  /** Events waiting to be written, across Applications, past which new ones are dropped (default 5,000). */
+  maxQueued?: number;
+  /** Called for each event dropped because the queue was full. */
+  onDrop?: (event: { object: InvolvedObject; reason: EventReason }) => void;
+  /** Called with `pending` each time it changes. */
+  onPending?: (pending: number) => void;
+}
+
+/**
+ * Events written off the workers' path. record() queues the event and returns at once; a few
+ * writers send the queue, one event at a time per involved object, in the order recorded, so each
+ * Application's events keep their order (and their timestamps, taken at record()) while a burst of
+ * syncs neither waits for its Events nor has them compete with its applies at the API server. As
+ * client-go's event broadcaster does when its queue is full, an event past `maxQueued` is dropped
+ * (and counted through onDrop). flush() is for stop(): it waits for the queue, up to a deadline.
+ */
+export class BackgroundEvents implements EventSink {
+  readonly #sink: TimedEventSink;
+  readonly #inFlight: number;
+  readonly #maxQueued: number;
+  readonly #onDrop: BackgroundEventsOptions['onDrop'];
+  readonly #onPending: BackgroundEventsOptions['onPending'];
+  /** Each involved object's events not yet started, oldest first. */
+  readonly #queues = new Map<string, QueuedEvent[]>();
+  /** Objects with queued events and none being written, in the order they became ready. */
+  readonly #ready: string[] = [];
+  #queued = 0;
+  #writing = 0;
+  #idle: Array<() => void> = [];
+
+  constructor(sink: TimedEventSink, opts: BackgroundEventsOptions = {}) {
+    this.#sink = sink;
+    this.#inFlight = Math.max(1, opts.inFlight ?? 4);
+    this.#maxQueued = Math.max(1, opts.maxQueued ?? 5000);
+    this.#onDrop = opts.onDrop;
+    this.#onPending = opts.onPending;
+  }
+
+  /** Events queued and being written now. */
+  get pending(): number {
+    return this.#queued + this.#writing;
+  }
+
+  record(object: InvolvedObject, type: EventType, reason: EventReason, message: string): Promise<void> {
+    if (this.#queued >= this.#maxQueued) {
+      this.#onDrop?.({ object, reason });
+      return Promise.resolve();
+    }
+    const key = `${object.namespace}\u0000${object.kind}\u0000${object.name}`;
+    let queue = this.#queues.get(key);
+    if (!queue) {
+      queue = [];
+      this.#queues.set(key, queue);
+      this.#ready.push(key);
+    }
+    queue.push({ object, type, reason, message, at: new Date() });
+    this.#queued++;
+    this.#pump();
+    this.#onPending?.(this.pending);
+    return Promise.resolve();
+  }
+
+  /** Resolves once every event queued is written, or after `timeoutMs`: true when the queue emptied. */
+  async flush(timeoutMs: number): Promise<boolean> {
+    if (this.pending === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const emptied = new Promise<boolean>((resolve) => this.#idle.push(() => resolve(true)));
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    try {
+      return await Promise.race([emptied, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #pump(): void {
+    while (this.#writing < this.#inFlight && this.#ready.length > 0) {
+      const key = this.#ready.shift() as string;
+      const queue = this.#queues.get(key) as QueuedEvent[];
+      const e = queue.shift() as QueuedEvent;
+      this.#queued--;
+      this.#writing++;
+      // The sink never throws (EventRecorder reports its failures itself); a test's might.
+      void this.#sink
+        .record(e.object, e.type, e.reason, e.message, e.at)
+        .catch(() => undefined)
+        .finally(() => {
+          this.#writing--;
+          if (queue.length > 0) this.#ready.push(key);
+          else this.#queues.delete(key);
+          this.#pump();
+          this.#onPending?.(this.pending);
+          if (this.pending === 0) for (const done of this.#idle.splice(0)) done();
+        });
+    }
   }
 }
 

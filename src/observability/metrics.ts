@@ -22,6 +22,10 @@ export interface Metrics {
   tenantApiWait: Histogram<'tenant'>;
   watchRestarts: Gauge<'resource'>;
   liveWatches: Gauge;
+  /** Kubernetes Events queued or being written (controller/events.ts BackgroundEvents). */
+  eventsPending: Gauge;
+  /** Kubernetes Events dropped because the queue was full, by reason. */
+  eventsDropped: Counter<'reason'>;
   /** Argo CD's application controller's metrics (per-Application ones are added by argocd-apps.ts). */
   argocd: ArgoCDMetrics;
   memoryBudget: Gauge<'state'>;
@@ -170,6 +174,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     liveWatches: new Gauge({
       name: 'impersync_live_object_watches',
       help: 'Watches of managed objects open (one per namespace, kind and identity read).',
+      registers,
+    }),
+    eventsPending: new Gauge({
+      name: 'impersync_events_pending',
+      help: 'Kubernetes Events recorded and not yet written to the API server (queued, or being written).',
+      registers,
+    }),
+    eventsDropped: new Counter({
+      name: 'impersync_events_dropped_total',
+      help: 'Kubernetes Events not written because the queue of Events to write was full, by reason.',
+      labelNames: ['reason'],
       registers,
     }),
     memoryBudget: new Gauge({

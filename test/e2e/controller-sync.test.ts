@@ -23,6 +23,7 @@ import {
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 import type { EventSink } from '../../src/controller/events.ts';
+import { until } from '../support/faults.ts';
 
 let cp: TestControlPlane;
 let fx: Fixture;
@@ -122,6 +123,19 @@ test('example 1: an automated Application syncs as the project ServiceAccount, e
     `Sync operation started as ${SA}`,
   ]);
   slowInitiated = false;
+  // The same two in the API server, written behind the workers and in the order recorded.
+  const apiStarted = async () =>
+    (
+      (await requestOk(cp.admin, {
+        method: 'GET',
+        path: '/api/v1/namespaces/argocd/events?fieldSelector=involvedObject.name%3Dguestbook',
+      })) as { items: Array<{ reason: string; message: string; metadata: { resourceVersion: string } }> }
+    ).items
+      .filter((e) => e.reason === 'OperationStarted')
+      .sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion))
+      .map((e) => mask(e.message));
+  await until('the OperationStarted Events in the API server', async () => (await apiStarted()).length >= 2);
+  assert.deepEqual(await apiStarted(), ["Initiated automated sync to '<sha>'", `Sync operation started as ${SA}`]);
 });
 
 test('no update loop: a Synced Application is not written again until something changes', async () => {
