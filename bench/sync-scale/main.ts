@@ -2,10 +2,9 @@
 // (b) a minimal client applying the same manifests as the same ServiceAccounts, in one run on one
 // control plane (each reference on its own fresh namespaces). Not a test: it asserts nothing.
 //   node bench/sync-scale/main.ts [--apps 100] [--trials 1] [--timeout 1800] [--apiserver-profile SECONDS]
-// --trials T runs impersync and the minimal client T times in turn, each on fresh namespaces, and
-// reports every trial's ratio and their median (the tables below it are the median trial's). A
-// later trial runs on a control plane that holds the earlier trials' objects, and the controller
-// manager's backlog of their Deployments: only the first is a run on a fresh one.
+// --trials T runs impersync and the minimal client T times in turn, each trial on a fresh control
+// plane, and reports every trial's ratio and their median (the tables below it are the median
+// trial's; kubectl runs once, after the last trial, on its control plane).
 // --apiserver-profile takes kube-apiserver's CPU profile over the first SECONDS of impersync's run
 // (the file is named in the output; `go tool pprof -top` reads it).
 // IMPERSYNC_BENCH_BASELINE=<another checkout, with node_modules> also runs that checkout's controller
@@ -25,7 +24,7 @@ import {
 import { findKubectl } from '../common/kubectl.ts';
 import { apiserverCpuProfile } from '../common/pprof.ts';
 import { startControllerProcess, type PairPeak } from '../common/process.ts';
-import { fixed, intFlags, mib, seconds, table } from '../common/report.ts';
+import { fixed, intFlags, mib, seconds, sleep, table } from '../common/report.ts';
 import { appName, createTenants } from '../common/tenants.ts';
 import { directReference, kubectlReference, type ReferenceResult } from './references.ts';
 
@@ -43,7 +42,15 @@ console.log(
 );
 const baselineRoot = process.env['IMPERSYNC_BENCH_BASELINE'];
 const profileSeconds = flags['apiserver-profile'];
-const cp = await startControlPlane({ profiling: profileSeconds > 0 });
+// Each trial on a control plane of its own: one trial's Deployments keep kube-controller-manager
+// busy for minutes after it, which would slow the next trial's impersync far more than its
+// minimal client (docs/benchmarks.md, 2026-12-05).
+const freshControlPlane = async () => {
+  const plane = await startControlPlane({ profiling: profileSeconds > 0 });
+  await prepareControlNamespace(plane);
+  return plane;
+};
+let cp = await freshControlPlane();
 let profiled = false;
 
 type ImpRun = {
@@ -57,7 +64,24 @@ type ImpRun = {
   rendererPeakRss: number;
   pair: PairPeak;
   health: Record<string, number>;
+  /** How long after the last Application was done the controller's last queued Event was written. */
+  eventsMs: number;
 };
+
+/**
+ * Waits until the controller has written every Event it queued (impersync_events_pending at 0), so
+ * that what it sends for these Applications is all counted; resolves to when that was seen (at
+ * once for a controller without the metric: a baseline checkout that writes its Events in line).
+ */
+async function eventsWritten(ctl: { metric(name: string): Promise<number> }, timeoutMs = 120_000): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const pending = await ctl.metric('impersync_events_pending');
+    if (!(pending > 0)) return Date.now();
+    if (Date.now() > end) throw new Error(`the controller still had ${pending} Events to write after ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
 
 /** N Applications named `prefix`… synced from scratch by a controller run from `root` (this checkout by default). */
 async function runImpersync(prefix: string, root: string | undefined): Promise<ImpRun> {
@@ -82,13 +106,16 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
     profiled ||= profile !== undefined;
     await createApplications(cp, apps, repo.url);
     const done = await waitAllDone(cp, apps, flags.timeout * 1000);
+    const writtenAt = await eventsWritten(ctl);
     if (profile) console.log(`kube-apiserver CPU profile of the first ${profileSeconds} s: ${await profile}`);
+    // CPU, memory and requests through the last Event; the time is until the last Application was done.
     const s1 = ctl.sample();
     const pair = stopPair();
     const run = {
       ms: done.doneAt - from,
       from,
-      to: done.doneAt,
+      to: writtenAt,
+      eventsMs: writtenAt - done.doneAt,
       cpu: s1.cpu - s0.cpu,
       gitCpu: s1.childCpu - s0.childCpu,
       rendererCpu: ctl.rendererCpu() - r0,
@@ -98,7 +125,7 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
       health: healthCounts(done.apps),
     };
     console.log(
-      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); startup CPU ${fixed(s0.cpu, 2)} s`,
+      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); its Events all written ${seconds(run.eventsMs)} s later (requests, CPU and memory counted through then); startup CPU ${fixed(s0.cpu, 2)} s`,
     );
     return run;
   } finally {
@@ -109,8 +136,6 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
 }
 
 try {
-  await prepareControlNamespace(cp);
-
   type Requests = Awaited<ReturnType<typeof requestsBy>>;
   type Trial = {
     imp: ImpRun;
@@ -123,6 +148,10 @@ try {
   const trials: Trial[] = [];
   for (let t = 0; t < T; t++) {
     const tag = T > 1 ? `t${t + 1}-` : '';
+    if (t > 0) {
+      await cp.stop();
+      cp = await freshControlPlane();
+    }
     // impersync; with IMPERSYNC_BENCH_BASELINE, also the checkout it names (before/after in one run)
     const imp = await runImpersync(`app-${tag}`, undefined);
     const impRequests = await requestsBy(cp, cp.controllerUserName, imp);
