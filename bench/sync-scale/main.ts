@@ -66,8 +66,6 @@ type ImpRun = {
   health: Record<string, number>;
   /** How long after the last Application was done the controller's last queued Event was written. */
   eventsMs: number;
-  /** The two peaks (VmHWM) as they were when the last Application was done, before its Events were all written. */
-  peaksAtDone: { controller: number; renderer: number };
 };
 
 /**
@@ -108,6 +106,7 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
     profiled ||= profile !== undefined;
     await createApplications(cp, apps, repo.url);
     const done = await waitAllDone(cp, apps, flags.timeout * 1000);
+    // The peaks (VmHWM) as they were when the last Application was done, before its Events were all written.
     const peaksAtDone = { controller: ctl.sample().peakRss, renderer: ctl.rendererPeakRss() };
     const writtenAt = await eventsWritten(ctl);
     if (profile) console.log(`kube-apiserver CPU profile of the first ${profileSeconds} s: ${await profile}`);
@@ -126,7 +125,6 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
       rendererPeakRss: ctl.rendererPeakRss(),
       pair,
       health: healthCounts(done.apps),
-      peaksAtDone,
     };
     console.log(
       `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); its Events all written ${seconds(run.eventsMs)} s later (requests, CPU and memory counted through then; peak RSS when the last was done: ${mib(peaksAtDone.controller)} + ${mib(peaksAtDone.renderer)} MiB); startup CPU ${fixed(s0.cpu, 2)} s`,
