@@ -7,8 +7,10 @@
 // more in the controller alone. IMPERSYNC_BENCH_FROM_SOURCE=1 runs src/cli/main.ts instead. Its
 // container is the install's (installContainer: its memory limit and NODE_OPTIONS, the V8 heap
 // settings), unless IMPERSYNC_BENCH_CONTROLLER_NODE_OPTIONS gives other options ('' for Node's
-// defaults) or IMPERSYNC_MEMORY_LIMIT another limit; IMPERSYNC_BENCH_CONTROLLER_ARGS adds flags of
-// `impersync run` (split at whitespace), `--workers 32` say.
+// defaults) or IMPERSYNC_MEMORY_LIMIT another limit. IMPERSYNC_BENCH_CONTROLLER_NODE_FLAGS adds
+// node flags before the script (split at whitespace): V8 flags that NODE_OPTIONS may not carry,
+// `--optimize-for-size` say. IMPERSYNC_BENCH_CONTROLLER_ARGS adds flags of `impersync run` (split
+// at whitespace), `--workers 32` say.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -180,6 +182,7 @@ export async function startControllerProcess(
     node,
     [
       '--disable-warning=ExperimentalWarning',
+      ...(process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_FLAGS'] ?? '').split(/\s+/).filter(Boolean),
       entryPoint(root),
       'run',
       '--kubeconfig',
