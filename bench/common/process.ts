@@ -154,6 +154,11 @@ export function installContainer(root: string = ROOT): { nodeOptions: string; me
   throw new Error(`${file}: no Deployment with a container named controller`);
 }
 
+/** The words of an environment variable, split at whitespace (none when it is unset or blank). */
+function envWords(name: string): string[] {
+  return (process.env[name] ?? '').split(/\s+/).filter(Boolean);
+}
+
 const built = new Set<string>();
 
 /** The CLI of the checkout at `root`: dist/cli/main.js, compiled first (once per root), or the source. */
@@ -182,7 +187,7 @@ export async function startControllerProcess(
     node,
     [
       '--disable-warning=ExperimentalWarning',
-      ...(process.env['IMPERSYNC_BENCH_CONTROLLER_NODE_FLAGS'] ?? '').split(/\s+/).filter(Boolean),
+      ...envWords('IMPERSYNC_BENCH_CONTROLLER_NODE_FLAGS'),
       entryPoint(root),
       'run',
       '--kubeconfig',
@@ -194,7 +199,7 @@ export async function startControllerProcess(
       '--log-level',
       'info',
       ...extraArgs,
-      ...(process.env['IMPERSYNC_BENCH_CONTROLLER_ARGS'] ?? '').split(/\s+/).filter(Boolean),
+      ...envWords('IMPERSYNC_BENCH_CONTROLLER_ARGS'),
     ],
     {
       env: {
