@@ -108,3 +108,137 @@ test('an answer beyond Latin-1 is counted at two bytes a character, as V8 holds 
   assert.equal(memo.lookup('/wide', 'q', '1'), undefined);
   assert.ok(store.bytes >= 600 * 1024 && store.bytes < 700 * 1024, `${store.bytes} bytes counted`);
 });
+
+// An apply's answer still answers once others have written to the object, while what it set holds.
+const deploymentPath = '/apis/apps/v1/namespaces/tenant/deployments/web';
+const ours = {
+  manager: 'argocd-controller',
+  operation: 'Apply',
+  apiVersion: 'apps/v1',
+  time: '2026-12-07T10:00:00Z',
+  fieldsType: 'FieldsV1',
+  fieldsV1: {
+    'f:spec': {
+      'f:replicas': {},
+      'f:template': {
+        'f:spec': { 'f:containers': { 'k:{"name":"web"}': { '.': {}, 'f:name': {}, 'f:image': {} } } },
+      },
+    },
+  },
+};
+
+interface Deployment {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion: string;
+    annotations?: Record<string, string>;
+    managedFields: Array<Record<string, unknown>>;
+  };
+  spec: { replicas: number; template: { spec: { containers: Array<{ name: string; image: string }> } } };
+  status?: Record<string, unknown>;
+}
+
+function deployment(rv: string, edit: (d: Deployment) => void = () => {}): KubeObject {
+  const d: Deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: 'web',
+      namespace: 'tenant',
+      uid: 'u-1',
+      resourceVersion: rv,
+      managedFields: [structuredClone(ours)],
+    },
+    spec: {
+      replicas: 2,
+      template: {
+        spec: {
+          containers: [
+            { name: 'sidecar', image: 'proxy:1' },
+            { name: 'web', image: 'web:1' },
+          ],
+        },
+      },
+    },
+  };
+  edit(d);
+  return d as unknown as KubeObject;
+}
+
+/** What the Deployment controller writes after an apply: its status and revision annotation, through /status. */
+function byItsController(d: Deployment): void {
+  d.metadata.annotations = { 'deployment.kubernetes.io/revision': '1' };
+  d.metadata.managedFields.push({
+    manager: 'kube-controller-manager',
+    operation: 'Update',
+    subresource: 'status',
+    fieldsV1: { 'f:metadata': { 'f:annotations': { 'f:deployment.kubernetes.io/revision': {} } }, 'f:status': {} },
+  });
+  d.status = { observedGeneration: 1, replicas: 2 };
+}
+
+function appliedMemo(): DryRunMemo {
+  const memo = new DryRunMemo(new DryRunMemoStore(), 'a');
+  memo.remember(deploymentPath, { liveRv: '5', request: 'q', value: deployment('5'), warnings: [], applied: true });
+  return memo;
+}
+
+test("what others write after an apply (a controller's status and annotation, a sidecar's image) needs no dry-run", () => {
+  const memo = appliedMemo();
+  const live = deployment('6', byItsController);
+  assert.equal(memo.lookupAfterOthers(deploymentPath, 'q', live, 'argocd-controller'), live, 'the live object itself');
+  assert.ok(memo.lookup(deploymentPath, 'q', '6'), 'remembered for the new version');
+  // Not a field the apply set: another manager's image of the sidecar.
+  const later = deployment('7', (d) => {
+    byItsController(d);
+    d.spec.template.spec.containers[0]!.image = 'proxy:2';
+  });
+  assert.equal(memo.lookupAfterOthers(deploymentPath, 'q', later, 'argocd-controller'), later);
+});
+
+test('a changed value of a field the apply set is a miss, even with managedFields written back by hand', () => {
+  const cases: Array<[string, (d: Deployment) => void]> = [
+    ['replicas changed, the entry written back as it was', (d) => (d.spec.replicas = 3)],
+    ["the apply's container image changed", (d) => (d.spec.template.spec.containers[1]!.image = 'web:2')],
+    ["the apply's container gone", (d) => d.spec.template.spec.containers.splice(1, 1)],
+    ['the containers reordered', (d) => d.spec.template.spec.containers.reverse()],
+    [
+      'ownership of replicas taken by another manager',
+      (d) => (d.metadata.managedFields[0] = { ...ours, fieldsV1: { 'f:spec': {} } }),
+    ],
+    ["the apply's entry gone", (d) => (d.metadata.managedFields = [])],
+    ['created again (another uid)', (d) => (d.metadata.uid = 'u-2')],
+  ];
+  for (const [what, edit] of cases) {
+    const memo = appliedMemo();
+    assert.equal(
+      memo.lookupAfterOthers(deploymentPath, 'q', deployment('6', edit), 'argocd-controller'),
+      undefined,
+      what,
+    );
+  }
+});
+
+test("only an apply's answer, to the same request and field manager, answers for a newer live object", () => {
+  const live = deployment('6', byItsController);
+  const store = new DryRunMemoStore();
+  const dryRun = new DryRunMemo(store, 'd');
+  dryRun.remember(deploymentPath, { liveRv: '5', request: 'q', value: deployment('5'), warnings: [] });
+  assert.equal(
+    dryRun.lookupAfterOthers(deploymentPath, 'q', live, 'argocd-controller'),
+    undefined,
+    "a dry-run's answer",
+  );
+  const memo = appliedMemo();
+  assert.equal(
+    memo.lookupAfterOthers(deploymentPath, 'other', live, 'argocd-controller'),
+    undefined,
+    'another request',
+  );
+  assert.equal(memo.lookupAfterOthers(deploymentPath, 'q', live, 'kubectl'), undefined, 'another field manager');
+  assert.equal(memo.lookupAfterOthers('/elsewhere', 'q', live, 'argocd-controller'), undefined, 'another path');
+});
