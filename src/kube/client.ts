@@ -242,13 +242,6 @@ export class KubeDestinationClient implements DestinationClient {
       const liveRv = this.#live?.resourceVersion(info, collection, name);
       const hit = liveRv !== undefined ? this.#dryRuns.lookup(path, request, liveRv) : undefined;
       if (hit) return ok(hit.value, hit.warnings);
-      // Changed since, but not in what this apply sets (dry-run-memo.ts).
-      const live = liveRv ? this.#live?.lookup(info, collection, name) : undefined;
-      const same =
-        live?.hit && live.object
-          ? this.#dryRuns.lookupAfterOthers(path, request, live.object, query.fieldManager)
-          : undefined;
-      if (same) return ok(same, []);
     }
     // JSON is YAML: the apply content type takes it, and JSON keeps every field as written.
     const res = await this.#send<KubeObject>(
@@ -266,7 +259,6 @@ export class KubeDestinationClient implements DestinationClient {
         request,
         value: res.value,
         warnings: opts.dryRun ? res.warnings : [],
-        applied: !opts.dryRun,
       });
     }
     if (res.ok && !opts.dryRun) this.#live?.noteWrite(collection, name, res.value);

@@ -5,20 +5,12 @@
 // per Application), not the revision: a new commit that sends the same body gets the same answer.
 // The hour bounds what none of these show (a CRD's new defaults, a webhook's new mutation).
 //
-// An apply's answer is the live object it left, on which the same dry-run would change nothing.
-// It still answers once the live object has moved on, while nothing the apply set has changed
-// (`lookupAfterOthers`): a Deployment's status and revision annotation, written by its controller
-// right after the apply, cost no dry-run.
-//
 // The answers of all of a factory's clients are kept in one store, by their bytes (least recently
 // used first out, no client holding more than a quarter): each answer is as large as the object a tenant renders, and a count of
 // answers bounded nothing (10,000 per identity were kept before, whatever their size). A forgotten
 // answer is asked again, at the cost of a request.
 import { createHash } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import type { KubeObject } from '../api/index.ts';
-import { isRecord, managedFieldsOf, ownedValues } from '../api/managed-fields.ts';
-import type { ManagedFieldsEntry } from '../api/managed-fields.ts';
 
 const DRY_RUN_MEMO_MS = 3_600_000;
 /** Bytes of dry-run answers remembered by one factory's clients together, by default. */
@@ -39,8 +31,6 @@ interface Memo {
    */
   json: string;
   warnings: readonly string[];
-  /** The answer is an apply's: the live object at `liveRv` itself. */
-  applied?: boolean;
 }
 
 interface Entry {
@@ -182,46 +172,8 @@ export class DryRunMemo {
     return { value: JSON.parse(hit.json) as KubeObject, warnings: hit.warnings };
   }
 
-  /**
-   * The answer for `path` to `request` on `live`, a newer version of the object than the one the
-   * remembered answer holds for, when that answer is an apply's (the live object it left, made with
-   * `fieldManager`) and nothing the apply set has changed since: the same uid, the same
-   * managedFields entry of `fieldManager`'s Apply, and the same value at every field that entry
-   * names, lists in the same order. Server-side apply of the same body changes only the fields it
-   * sets, so its dry-run on `live` would change nothing and answer `live` itself, which is
-   * remembered for that version under the apply's hour. A changed value is found by the values
-   * themselves, not by the entry alone, so managedFields written by hand hide no drift.
-   */
-  lookupAfterOthers(path: string, request: string, live: KubeObject, fieldManager: string): KubeObject | undefined {
-    const hit = this.#store.get(this.#owner, path);
-    const rv = live.metadata.resourceVersion;
-    if (!hit?.applied || hit.request !== request || typeof rv !== 'string' || rv === '') return undefined;
-    if (Date.now() - hit.at >= DRY_RUN_MEMO_MS) return undefined;
-    const before = JSON.parse(hit.json) as KubeObject;
-    if (before.metadata.uid === undefined || before.metadata.uid !== live.metadata.uid) return undefined;
-    const entry = appliedBy(before, fieldManager);
-    if (!entry || !isRecord(entry.fieldsV1) || !isDeepStrictEqual(entry, appliedBy(live, fieldManager)))
-      return undefined;
-    if (!isDeepStrictEqual(ownedValues(before, entry.fieldsV1), ownedValues(live, entry.fieldsV1))) return undefined;
-    this.#store.set(this.#owner, path, {
-      liveRv: rv,
-      request,
-      json: JSON.stringify(live),
-      warnings: hit.warnings,
-      applied: true,
-      at: hit.at,
-    });
-    return live;
-  }
-
   remember(path: string, memo: Omit<Memo, 'at' | 'json'> & { value: KubeObject }): void {
     const { value, ...rest } = memo;
     this.#store.set(this.#owner, path, { ...rest, json: JSON.stringify(value), at: Date.now() });
   }
-}
-
-/** `manager`'s one entry for its applies to the object itself, if it has exactly one. */
-function appliedBy(o: KubeObject, manager: string): ManagedFieldsEntry | undefined {
-  const entries = managedFieldsOf(o).filter((e) => e.manager === manager && e.operation === 'Apply' && !e.subresource);
-  return entries.length === 1 ? entries[0] : undefined;
 }

@@ -182,68 +182,6 @@ test('a refresh of a synced Application reads the cache and reuses its dry-runs:
   assert.equal(history(app), 1);
 });
 
-test('what others write to a synced object (its status, an annotation) costs no dry-run; a change to what the sync set is seen', async () => {
-  await deployer(cp, 'others', 'deployer');
-  await syncedApp('others', false);
-  await settle('others', 'others');
-  let seen = (await cp.readAudit()).length;
-  const service = '/api/v1/namespaces/others/services/guestbook-ui';
-  const mergePatch = (path: string, body: unknown) =>
-    requestOk(cp.admin, { method: 'PATCH', path, body, contentType: 'application/merge-patch+json' });
-  // Another manager's writes, neither to a field the sync's apply set: the Service's status
-  // (through its subresource) and an annotation of its own. Each moves the live object on.
-  await mergePatch(`${service}/status`, {
-    status: {
-      conditions: [
-        {
-          type: 'example.com/Reachable',
-          status: 'True',
-          reason: 'Probed',
-          message: '',
-          lastTransitionTime: '2026-12-07T00:00:00Z',
-        },
-      ],
-    },
-  });
-  await mergePatch(service, { metadata: { annotations: { 'example.com/owner': 'team-a' } } });
-  // The watch refreshes the Application for each; three more refreshes, a second apart.
-  for (let i = 0; i < 3; i++) {
-    await new Promise((r) => setTimeout(r, 1000));
-    await refresh('others');
-  }
-  const after = (await cp.readAudit()).slice(seen);
-  const theirs = after.filter((r) => r.verb === 'patch' && r.name === 'guestbook-ui' && !r.impersonatedUser);
-  assert.deepEqual(
-    theirs.map((r) => `${r.subresource ?? ''} ${r.code}`).sort(),
-    [' 200', 'status 200'],
-    "the other manager's two writes are in the audit log",
-  );
-  assert.deepEqual(
-    after.filter(readsAs('others')).map((r) => `${r.verb} ${r.requestURI}`),
-    [],
-    "no dry-run and no read: the sync's own answer still holds for what it set",
-  );
-  assert.equal(((await getApp(cp, 'others')).status?.['sync'] as { status?: string }).status, 'Synced');
-
-  // A field the sync set, changed by another manager: the dry-run is sent, and the drift shows.
-  seen = (await cp.readAudit()).length;
-  await mergePatch('/api/v1/namespaces/others/configmaps/guestbook-config', { data: { greeting: 'drifted' } });
-  await waitForApp(
-    cp,
-    'others',
-    'OutOfSync after the drift',
-    (a) => (a.status?.['sync'] as { status?: string } | undefined)?.status === 'OutOfSync',
-  );
-  const dryRuns = (await cp.readAudit())
-    .slice(seen)
-    .filter(readsAs('others'))
-    .filter((r) => r.verb === 'patch');
-  assert.ok(
-    dryRuns.some((r) => r.name === 'guestbook-config'),
-    `a dry-run of the drifted ConfigMap (sent: ${dryRuns.map((r) => r.name)})`,
-  );
-});
-
 test('a hard refresh asks the API server again as the ServiceAccount: every dry-run and read, so a revoked right shows', async () => {
   await deployer(cp, 'hard', 'deployer');
   await syncedApp('hard', false);
