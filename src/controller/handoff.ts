@@ -18,7 +18,9 @@
 //
 // The age bounds what is remembered of runs (a ticket older than the runs kept cannot be checked
 // against them, so it is refused) and how long the watch's word that nothing newer was written is
-// trusted in place of a read. Two minutes: an operation queued behind a burst takes the answer
+// trusted in place of a read: a stalled watch could hide a write made since (a terminate) for up to
+// that long, and a resumed step applies before its first write carries the version. Two minutes:
+// an operation queued behind a burst takes the answer
 // rather than reading the Application again (at 1,000 Applications on two cores the last wait
 // about a minute; at 30 s, 313 of them read it).
 //
