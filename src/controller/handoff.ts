@@ -20,9 +20,8 @@
 // against them, so it is refused) and how long the watch's word that nothing newer was written is
 // trusted in place of a read: a stalled watch could hide a write made since (a terminate) for up to
 // that long, and a resumed step applies before its first write carries the version. Two minutes:
-// an operation queued behind a burst takes the answer
-// rather than reading the Application again (at 1,000 Applications on two cores the last wait
-// about a minute; at 30 s, 313 of them read it).
+// an operation queued behind a burst takes the answer rather than reading the Application again
+// (at 1,000 Applications on two cores the last wait about a minute; at 30 s, 313 of them read it).
 //
 // Every run takes what was handed over for its Application, or nothing, once, at its start, and
 // spends what was handed over since at its end. The clock is monotonic. Any write the worker
