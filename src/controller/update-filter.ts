@@ -8,7 +8,7 @@
 // when the health changes).
 import type { KubeObject } from '../api/index.ts';
 import type { IgnoreRule, JqRunner, SyncSettings } from '../sync/index.ts';
-import { normalizeIgnored } from '../sync/index.ts';
+import { FieldsTooComplexError, normalizeIgnored } from '../sync/index.ts';
 import { isDeepStrictEqual } from 'node:util';
 
 const ALWAYS: IgnoreRule = {
@@ -32,6 +32,12 @@ export async function worthRefresh(
     ...settings.ignoreResourceUpdates,
     ...(settings.ignoreDifferencesOnResourceUpdates ? settings.ignoreDifferences : []),
   ];
-  const n = await normalizeIgnored({ rules, ignoreAggregatedRoles: false, jq }, old, now);
-  return !isDeepStrictEqual(n.live, n.predicted);
+  try {
+    const n = await normalizeIgnored({ rules, ignoreAggregatedRoles: false, jq }, old, now);
+    return !isDeepStrictEqual(n.live, n.predicted);
+  } catch (e) {
+    // managedFields too costly to read: the refresh says so on the resource.
+    if (e instanceof FieldsTooComplexError) return true;
+    throw e;
+  }
 }

@@ -12,6 +12,7 @@ import type { AggregateHealth, HealthAssessor, HealthStatus } from './health/ind
 import { aggregateHealth, builtinAssessor, healthCheckErrors } from './health/index.ts';
 import type { DiffRules } from './ignore.ts';
 import { NO_DIFF_RULES, normalizeIgnored } from './ignore.ts';
+import { FieldsTooComplexError } from './managed-fields.ts';
 import { jsonEqual, maskSecrets, normalizeForCompare } from './normalize.ts';
 import { requiresDeletionConfirmation } from './options.ts';
 import type { Prepared, PreparedObject, PrepareOptions } from './prepare.ts';
@@ -153,6 +154,21 @@ function renderDiff(
   return unifiedDiff(toYaml(masked.live), toYaml(masked.predicted));
 }
 
+/** Why `live` cannot be compared: what the server says it owns costs too much to read. */
+function notComparable(live: KubeObject, e: FieldsTooComplexError): string {
+  return `failed to calculate diff: ${live.kind}/${live.metadata.name}: ${e.message}`;
+}
+
+/** The diff of an object Git no longer has; none when its managedFields cannot be read. */
+async function extraDiff(opts: CompareOptions, live: KubeObject): Promise<string> {
+  try {
+    return renderDiff(await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, null), opts);
+  } catch (e) {
+    if (e instanceof FieldsTooComplexError) return '';
+    throw e;
+  }
+}
+
 async function compareOne(
   client: DestinationClient,
   p: PreparedObject,
@@ -205,16 +221,28 @@ async function compareOne(
           return unknownLive(live, `failed to calculate diff: serverSideDiff error: ${(e as Error).message}`);
         }
       }
-      predicted =
-        live && opts.takeover?.length
-          ? afterTakeover(answer, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
-          : answer;
+      try {
+        predicted =
+          live && opts.takeover?.length
+            ? afterTakeover(answer, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
+            : answer;
+      } catch (e) {
+        if (e instanceof FieldsTooComplexError && live) return unknownLive(live, notComparable(live, e));
+        throw e;
+      }
     } else if (live) return unknownLive(live, dry.error.message);
     // A missing object is OutOfSync whatever the dry-run said; its refusal is worth showing, except
     // "namespace not found", which the sync itself resolves by creating the namespace first.
     else if (dry.error.code !== 404) note = dry.error;
   }
-  const pair = await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, predicted);
+  let pair: Awaited<ReturnType<typeof comparable>>;
+  try {
+    pair = await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, predicted);
+  } catch (e) {
+    if (!(e instanceof FieldsTooComplexError) || !live) throw e;
+    const health = await (opts.health ?? builtinAssessor)(live);
+    return { ...base, live, status: 'Unknown', health, diff: '', message: notComparable(live, e) };
+  }
   const synced = live !== null && jsonEqual(pair.live, pair.predicted);
   const liveConfirm = !confirm && requiresDeletionConfirmation(live, opts.appSyncOptions);
   return {
@@ -279,7 +307,7 @@ async function compareExtra(
     live,
     status: 'OutOfSync',
     health: await health(live),
-    diff: opts.diffs ? renderDiff(await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, null), opts) : '',
+    diff: opts.diffs ? await extraDiff(opts, live) : '',
     requiresPruning: true,
     ...(confirm ? { requiresDeletionConfirmation: true } : {}),
     ...(hasCompareOption(live, 'IgnoreExtraneous') ? { ignoreExtraneous: true } : {}),

@@ -12,7 +12,7 @@ import { globMatch } from '../impersonation/glob.ts';
 import type { JqRunner } from './jq/runner.ts';
 import type { KnownTypeField } from './known-types.ts';
 import { normalizeKnownTypes } from './known-types.ts';
-import { fieldSetsOf, ownedValues, withoutFieldsOf } from './managed-fields.ts';
+import { ElementFinder, NameFinder, fieldSetsOf, ownedValues, withoutFieldsOf } from './managed-fields.ts';
 
 export interface IgnoreRule {
   /** Glob; '' is the core group. */
@@ -98,7 +98,7 @@ function removePath(doc: unknown, path: Path): void {
  * Sets `value` at `path` of `target` in place, the path read in `source`: a list index names the
  * element of the same `name` when the list's elements have names (as a strategic merge would).
  */
-function setFrom(target: unknown, source: unknown, path: Path, value: unknown): void {
+function setFrom(target: unknown, source: unknown, path: Path, value: unknown, names: NameFinder): void {
   let cur = target;
   let src = source;
   for (let i = 0; i < path.length; i++) {
@@ -107,13 +107,17 @@ function setFrom(target: unknown, source: unknown, path: Path, value: unknown): 
     if (Array.isArray(cur)) {
       const srcEl = step(src, key);
       const name = isRecord(srcEl) ? srcEl['name'] : undefined;
-      let idx = typeof name === 'string' ? cur.findIndex((e) => isRecord(e) && e['name'] === name) : Number(key);
+      const idx = typeof name === 'string' ? names.find(cur, name) : Number(key);
       if (idx < 0 || idx >= cur.length) {
         if (!lastStep || typeof name !== 'string') return;
-        idx = cur.length;
+        cur.push(structuredClone(value));
+        names.appended(cur);
+        return;
       }
       if (lastStep) {
+        const before: unknown = cur[idx];
         cur[idx] = structuredClone(value);
+        names.replaced(cur, idx, before, cur[idx]);
         return;
       }
       cur = cur[idx];
@@ -217,6 +221,7 @@ export async function respectIgnored(
   if (rules.length === 0) return target;
   let out: KubeObject = structuredClone(target);
   const liveValues: Array<[Path, unknown]> = [];
+  const finder = new ElementFinder(); // live is only read
   for (const rule of rules) {
     for (const pointer of rule.jsonPointers) {
       const path = pointerPath(pointer);
@@ -232,9 +237,10 @@ export async function respectIgnored(
       if (paths.ok) for (const p of paths.value) if (p[0] !== 'status') liveValues.push([p, getPath(live, p)]);
     }
     for (const set of fieldSetsOf(live, rule.managedFieldsManagers))
-      for (const [p, v] of ownedValues(live, set))
+      for (const [p, v] of ownedValues(live, set, { finder }))
         if (p[0] !== 'status' && p[0] !== 'metadata') liveValues.push([p, v]);
   }
-  for (const [p, v] of liveValues) if (v !== undefined) setFrom(out, live, p, v);
+  const names = new NameFinder();
+  for (const [p, v] of liveValues) if (v !== undefined) setFrom(out, live, p, v, names);
   return out;
 }

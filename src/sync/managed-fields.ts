@@ -28,26 +28,158 @@ export function managedFieldsOf(obj: KubeObject | null | undefined): ManagedFiel
   return Array.isArray(mf) ? (mf.filter(isRecord) as ManagedFieldsEntry[]) : [];
 }
 
-function jsonEq(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/** Why a walk of managedFields stopped: its steps would read the object's lists too many times. */
+export class FieldsTooComplexError extends Error {
+  override name = 'FieldsTooComplexError';
 }
 
-/** The element of `list` that a `k:`, `v:` or `i:` step names, or -1. */
-function elementIndex(list: unknown[], step: string): number {
-  const body = step.slice(2);
-  if (step.startsWith('i:')) {
-    const i = Number(body);
-    return Number.isInteger(i) && i >= 0 && i < list.length ? i : -1;
+/**
+ * How many list elements one walk may read to index its lists. The server's own managedFields need
+ * each list's length once per kind of key (one per list, two across a schema change) and once more
+ * after a list changes; a crafted one naming a list by thousands of kinds of key, or changing it
+ * between thousands of reads, would cost its length thousands of times.
+ */
+export const MAX_ELEMENT_READS = 2_000_000;
+
+/**
+ * Finds the list elements that FieldsV1 steps name (`k:`, `v:`, `i:`) during one walk, of one
+ * object or several. Each list is indexed once per kind of key, so naming n elements of a list of
+ * n costs n, not n² (a tenant's Deployment with 20,000 env entries held the event loop for 41 s
+ * scanned step by step). A list changed during the walk is forgotten (`forget`) before it is read
+ * again; so is anything a walk changed inside a list's elements, by using a new finder. Throws
+ * FieldsTooComplexError past MAX_ELEMENT_READS.
+ */
+export class ElementFinder {
+  readonly #indexes = new Map<unknown[], Map<string, Map<string, number>>>();
+  readonly #reads: { count: number };
+
+  /** `reads` may be shared by several finders, to bound them together. */
+  constructor(reads = { count: 0 }) {
+    this.#reads = reads;
   }
-  let want: unknown;
-  try {
-    want = JSON.parse(body);
-  } catch {
-    return -1;
+
+  /** The first element of `list` that `step` names, or -1. */
+  find(list: unknown[], step: string): number {
+    const body = step.slice(2);
+    if (step.startsWith('i:')) {
+      const i = Number(body);
+      return Number.isInteger(i) && i >= 0 && i < list.length ? i : -1;
+    }
+    let want: unknown;
+    try {
+      want = JSON.parse(body);
+    } catch {
+      return -1;
+    }
+    if (step.startsWith('v:')) return this.#index(list, 'v', (x) => JSON.stringify(x)).get(JSON.stringify(want)) ?? -1;
+    if (!step.startsWith('k:') || !isRecord(want)) return -1;
+    const names = Object.keys(want).sort();
+    // An element has a key only with every key field present; each field compares as JSON.
+    const keyOf = (x: unknown): string | undefined =>
+      isRecord(x) && names.every((k) => x[k] !== undefined)
+        ? JSON.stringify(names.map((k) => JSON.stringify(x[k])))
+        : undefined;
+    return this.#index(list, `k:${JSON.stringify(names)}`, keyOf).get(keyOf(want) ?? '') ?? -1;
   }
-  if (step.startsWith('v:')) return list.findIndex((x) => jsonEq(x, want));
-  if (!isRecord(want)) return -1;
-  return list.findIndex((x) => isRecord(x) && Object.entries(want).every(([k, v]) => jsonEq(x[k], v)));
+
+  /** Drops what is known of `list`, after it changed. */
+  forget(list: unknown[]): void {
+    this.#indexes.delete(list);
+  }
+
+  #index(list: unknown[], kind: string, keyOf: (x: unknown) => string | undefined): Map<string, number> {
+    let byKind = this.#indexes.get(list);
+    if (!byKind) {
+      byKind = new Map();
+      this.#indexes.set(list, byKind);
+    }
+    let index = byKind.get(kind);
+    if (!index) {
+      this.#reads.count += list.length;
+      if (this.#reads.count > MAX_ELEMENT_READS)
+        throw new FieldsTooComplexError(
+          `its managedFields name its lists in more ways than ${MAX_ELEMENT_READS} element reads allow ` +
+            '(those the Kubernetes API server writes need a few times the length of each list)',
+        );
+      index = new Map();
+      for (let i = 0; i < list.length; i++) {
+        const key = keyOf(list[i]);
+        if (key !== undefined && !index.has(key)) index.set(key, i);
+      }
+      byKind.set(kind, index);
+    }
+    return index;
+  }
+}
+
+/**
+ * Finds list elements by their `name` field, for paths read in one object and followed in another
+ * (the element of the same name, as a strategic merge pairs them). Each list is indexed once and
+ * kept up to date through `replaced` and `appended`.
+ */
+export class NameFinder {
+  readonly #indexes = new Map<unknown[], Map<string, number[]>>();
+
+  /** The index of the first element of `list` named `name`, or -1. */
+  find(list: unknown[], name: string): number {
+    return this.#of(list).get(name)?.[0] ?? -1;
+  }
+
+  /** Records that `list[i]`, once `before`, is now `after`. */
+  replaced(list: unknown[], i: number, before: unknown, after: unknown): void {
+    const was = nameOf(before);
+    const is = nameOf(after);
+    if (was === is) return;
+    const index = this.#of(list);
+    if (was !== undefined) {
+      const at = index.get(was) ?? [];
+      const k = sortedIndex(at, i);
+      if (at[k] === i) at.splice(k, 1);
+    }
+    if (is !== undefined) {
+      const at = index.get(is);
+      if (at) at.splice(sortedIndex(at, i), 0, i);
+      else index.set(is, [i]);
+    }
+  }
+
+  /** Records that `list[list.length - 1]` was just pushed. */
+  appended(list: unknown[]): void {
+    this.replaced(list, list.length - 1, undefined, list[list.length - 1]);
+  }
+
+  #of(list: unknown[]): Map<string, number[]> {
+    let index = this.#indexes.get(list);
+    if (!index) {
+      index = new Map();
+      for (let i = 0; i < list.length; i++) {
+        const name = nameOf(list[i]);
+        if (name === undefined) continue;
+        const at = index.get(name);
+        if (at) at.push(i);
+        else index.set(name, [i]);
+      }
+      this.#indexes.set(list, index);
+    }
+    return index;
+  }
+}
+
+function nameOf(el: unknown): string | undefined {
+  const name = isRecord(el) ? el['name'] : undefined;
+  return typeof name === 'string' ? name : undefined;
+}
+
+/** Where `i` is or would go in the ascending `list`. */
+function sortedIndex(list: number[], i: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as number) < i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function isLeaf(set: FieldSet): boolean {
@@ -55,33 +187,48 @@ function isLeaf(set: FieldSet): boolean {
 }
 
 /**
- * Removes from `value` (in place) every field the set names: a leaf field entirely, a list element
- * the set owns as a whole (`.`) entirely, and of a map only what its children name.
+ * Removes from `value` (in place) every field the sets name: a leaf field entirely, a list element
+ * a set owns as a whole (`.`) entirely, and of a map only what its children name. `nodes` are the
+ * sets that name `value`: steps that name one element in several ways are followed together.
  */
-function removeOwned(value: unknown, set: FieldSet): void {
+function removeOwned(value: unknown, nodes: FieldSet[], finder: ElementFinder): void {
+  const next = new Map<string | number, FieldSet[]>();
+  for (const node of nodes)
+    for (const [step, sub] of Object.entries(node)) {
+      if (step === '.' || !isRecord(sub)) continue;
+      let at: string | number = -1;
+      if (isRecord(value)) {
+        if (step.startsWith('f:') && step.slice(2) in value) at = step.slice(2);
+      } else if (Array.isArray(value) && !step.startsWith('f:')) at = finder.find(value, step);
+      if (at === -1) continue;
+      const subs = next.get(at);
+      if (subs) subs.push(sub);
+      else next.set(at, [sub]);
+    }
   if (isRecord(value)) {
-    for (const [step, sub] of Object.entries(set)) {
-      const name = step.slice(2);
-      if (!step.startsWith('f:') || !isRecord(sub) || !(name in value)) continue;
-      if (isLeaf(sub)) delete value[name];
-      else removeOwned(value[name], sub);
+    for (const [name, subs] of next as Map<string, FieldSet[]>) {
+      if (subs.some(isLeaf)) delete value[name];
+      else removeOwned(value[name], subs, finder);
     }
   } else if (Array.isArray(value)) {
-    const drop: number[] = [];
-    for (const [step, sub] of Object.entries(set)) {
-      if (step === '.' || step.startsWith('f:') || !isRecord(sub)) continue;
-      const i = elementIndex(value, step);
-      if (i < 0) continue;
-      if (isLeaf(sub) || '.' in sub) drop.push(i);
-      else removeOwned(value[i], sub);
+    const drop = new Set<number>();
+    for (const [i, subs] of next as Map<number, FieldSet[]>) {
+      if (subs.some((sub) => isLeaf(sub) || '.' in sub)) drop.add(i);
+      else removeOwned(value[i], subs, finder);
     }
-    for (const i of [...new Set(drop)].sort((a, b) => b - a)) value.splice(i, 1);
+    if (drop.size === 0) return;
+    // In one pass: a list of n elements owned one by one costs n, not n².
+    let kept = 0;
+    for (let i = 0; i < value.length; i++) if (!drop.has(i)) value[kept++] = value[i];
+    value.length = kept;
+    finder.forget(value);
   }
 }
 
 /**
  * Copies of `objects` without the fields that any of `managers` owns in `live`'s managedFields
- * (the main resource and its subresources alike, as Argo CD reads them).
+ * (the main resource and its subresources alike, as Argo CD reads them, one entry after another).
+ * Throws FieldsTooComplexError.
  */
 export function withoutFieldsOf<T extends KubeObject | null>(
   objects: T[],
@@ -92,35 +239,66 @@ export function withoutFieldsOf<T extends KubeObject | null>(
     .filter((e) => e.manager !== undefined && managers.includes(e.manager) && isRecord(e.fieldsV1))
     .map((e) => e.fieldsV1 as FieldSet);
   if (sets.length === 0) return objects;
+  const reads = { count: 0 };
   return objects.map((o) => {
     if (o === null) return o;
     const copy = structuredClone(o);
-    for (const s of sets) removeOwned(copy, s);
+    removeFieldSets(copy, sets, reads);
     return copy;
   });
 }
 
-/** The value at each path the set names that `from` holds, as [path, value] pairs (paths as in jq). */
-export function ownedValues(from: KubeObject, set: FieldSet): Array<[Array<string | number>, unknown]> {
+/**
+ * Removes from `value` (in place) what each of `sets` names, one after another. `reads` bounds the
+ * walks together. Throws FieldsTooComplexError.
+ */
+export function removeFieldSets(value: unknown, sets: FieldSet[], reads = { count: 0 }): void {
+  // A finder for each set: the one before may have changed what the lists' elements hold.
+  for (const s of sets) removeOwned(value, [s], new ElementFinder(reads));
+}
+
+/**
+ * The value at each path the set names that `from` holds, as [path, value] pairs (paths as in jq),
+ * each path once however many steps name its element. The values are `from`'s own, not copies.
+ * `elements`: also the path of each list element the set owns as such (`.`), before its fields.
+ * `finder` may be shared by the walks of one object. Throws FieldsTooComplexError.
+ */
+export function ownedValues(
+  from: KubeObject,
+  set: FieldSet,
+  opts: { finder?: ElementFinder; elements?: boolean } = {},
+): Array<[Array<string | number>, unknown]> {
   const out: Array<[Array<string | number>, unknown]> = [];
-  const walk = (value: unknown, node: FieldSet, path: Array<string | number>) => {
-    const children = Object.keys(node).filter((k) => k !== '.');
-    if (children.length === 0) {
-      out.push([path, structuredClone(value)]);
+  const finder = opts.finder ?? new ElementFinder();
+  // `nodes`: the sets that name `value`. Steps that name one element in several ways (its key, its
+  // index, its value, one key spelled two ways) are walked together: each path is reached once.
+  const walk = (value: unknown, nodes: FieldSet[], path: Array<string | number>) => {
+    if (nodes.some((n) => Object.keys(n).every((k) => k === '.'))) {
+      out.push([path, value]);
       return;
     }
-    for (const step of children) {
-      const sub = node[step];
-      if (!isRecord(sub)) continue;
-      if (step.startsWith('f:') && isRecord(value) && step.slice(2) in value)
-        walk(value[step.slice(2)], sub, [...path, step.slice(2)]);
-      else if (!step.startsWith('f:') && Array.isArray(value)) {
-        const i = elementIndex(value, step);
-        if (i >= 0) walk(value[i], sub, [...path, i]);
+    if (opts.elements && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n))
+      out.push([path, value]);
+    const next = new Map<string | number, FieldSet[]>();
+    for (const node of nodes)
+      for (const [step, sub] of Object.entries(node)) {
+        if (step === '.' || !isRecord(sub)) continue;
+        let at: string | number = -1;
+        if (step.startsWith('f:')) {
+          if (isRecord(value) && step.slice(2) in value) at = step.slice(2);
+        } else if (Array.isArray(value)) at = finder.find(value, step);
+        if (at === -1) continue;
+        const subs = next.get(at);
+        if (subs) subs.push(sub);
+        else next.set(at, [sub]);
       }
-    }
+    for (const [at, subs] of next)
+      walk(typeof at === 'number' ? (value as unknown[])[at] : (value as Record<string, unknown>)[at], subs, [
+        ...path,
+        at,
+      ]);
   };
-  walk(from, set, []);
+  walk(from, [set], []);
   return out;
 }
 

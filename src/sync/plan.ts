@@ -18,6 +18,7 @@ import { prepareDesired } from './prepare.ts';
 import type { Recreating, SyncTask, TaskContext } from './tasks.ts';
 import { applyTask } from './apply.ts';
 import { respectIgnored } from './ignore.ts';
+import { FieldsTooComplexError } from './managed-fields.ts';
 import { managedNamespace } from './namespace.ts';
 import type { NamespaceMetadata } from './namespace.ts';
 import { failureMessage, hookTypeOf, isPrune, setResult } from './tasks.ts';
@@ -234,10 +235,15 @@ export async function planSync(
       if (r.live) all.push({ phase: 'Sync', target: null, live: r.live, hook: false, message: '' });
     } else if (r.target) {
       // RespectIgnoreDifferences=true: ignored fields are applied with their live values.
-      const target =
-        app.respectIgnoreDifferences && options.diff
-          ? await respectIgnored(options.diff, r.target, r.live ?? null)
-          : r.target;
+      let target = r.target;
+      try {
+        if (app.respectIgnoreDifferences && options.diff)
+          target = await respectIgnored(options.diff, r.target, r.live ?? null);
+      } catch (e) {
+        if (!(e instanceof FieldsTooComplexError)) throw e;
+        const what = `${r.target.kind}/${r.target.metadata.name}`;
+        return done('Failed', `failed to respect ignored differences of ${what}: ${e.message}`, comparison);
+      }
       all.push({
         phase: 'Sync',
         target,

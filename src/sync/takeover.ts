@@ -7,7 +7,7 @@
 // follows removes what Git no longer has. `ClientSideApplyMigration=false` turns it off.
 import type { KubeObject } from '../api/index.ts';
 import type { ManagedFieldsEntry } from './managed-fields.ts';
-import { managedFieldsOf, ownedValues, unionFields } from './managed-fields.ts';
+import { ElementFinder, NameFinder, managedFieldsOf, ownedValues, unionFields } from './managed-fields.ts';
 
 export const CSA_MANAGER = 'kubectl-client-side-apply';
 export const ARGOCD_SSA_MANAGER = 'argocd-controller';
@@ -54,7 +54,12 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** `path` (read in `from`) in `to`: a list index follows the element of the same `name`. */
-function translate(path: Array<string | number>, from: unknown, to: unknown): Array<string | number> | null {
+function translate(
+  path: Array<string | number>,
+  from: unknown,
+  to: unknown,
+  names: NameFinder,
+): Array<string | number> | null {
   const out: Array<string | number> = [];
   let a = from;
   let b = to;
@@ -63,7 +68,7 @@ function translate(path: Array<string | number>, from: unknown, to: unknown): Ar
       if (!Array.isArray(a) || !Array.isArray(b)) return null;
       const el = a[key];
       const name = isRecord(el) ? el['name'] : undefined;
-      const j = typeof name === 'string' ? b.findIndex((x) => isRecord(x) && x['name'] === name) : key;
+      const j = typeof name === 'string' ? names.find(b, name) : key;
       if (j < 0 || j >= b.length) return null;
       out.push(j);
       a = el;
@@ -93,21 +98,35 @@ export function afterTakeover(
   if (taken.length === 0) return predicted;
   const out = structuredClone(predicted);
   const removals: Array<Array<string | number>> = [];
+  // Nothing changes until the removals: one index of each list serves every path.
+  const finder = new ElementFinder();
+  const names = new NameFinder();
   for (const e of taken)
-    for (const [path] of ownedValues(live, e.fieldsV1 as Record<string, unknown>)) {
+    for (const [path] of ownedValues(live, e.fieldsV1 as Record<string, unknown>, { finder, elements: true })) {
       if (path[0] === 'metadata' && (path[1] === 'managedFields' || path[1] === 'resourceVersion')) continue;
-      if (translate(path, live, target) !== null) continue; // still desired
-      const at = translate(path, live, out);
+      if (translate(path, live, target, names) !== null) continue; // still desired
+      const at = translate(path, live, out, names);
       if (at) removals.push(at);
     }
-  // Deepest and last indexes first, so earlier removals do not shift later ones.
-  removals.sort((x, y) => y.length - x.length || JSON.stringify(y).localeCompare(JSON.stringify(x)));
+  // The deepest first, so that no removal moves what a later one names; each list's elements in
+  // one pass (by number: sorted as text, index 10 came before 9), each path once.
+  const byParent = new Map<string, { parent: Array<string | number>; keys: Set<string | number> }>();
   for (const at of removals) {
+    const parent = at.slice(0, -1);
+    const id = JSON.stringify(parent);
+    let group = byParent.get(id);
+    if (!group) byParent.set(id, (group = { parent, keys: new Set() }));
+    group.keys.add(at[at.length - 1] as string | number);
+  }
+  for (const { parent: path, keys } of [...byParent.values()].sort((x, y) => y.parent.length - x.parent.length)) {
     let parent: unknown = out;
-    for (const k of at.slice(0, -1)) parent = (parent as Record<string | number, unknown>)[k];
-    const last = at[at.length - 1] as string | number;
-    if (Array.isArray(parent) && typeof last === 'number') parent.splice(last, 1);
-    else if (isRecord(parent)) delete parent[String(last)];
+    for (const k of path)
+      parent = isRecord(parent) || Array.isArray(parent) ? (parent as Record<string, unknown>)[k] : undefined;
+    if (Array.isArray(parent)) {
+      let kept = 0;
+      for (let i = 0; i < parent.length; i++) if (!keys.has(i)) parent[kept++] = parent[i] as unknown;
+      parent.length = kept;
+    } else if (isRecord(parent)) for (const k of keys) delete parent[String(k)];
   }
   return out;
 }

@@ -176,3 +176,39 @@ test('ServerSideDiff=true, IncludeMutationWebhook=true: the prediction is the dr
   const { r: changed } = await compareWith({ get: ok(cm), dry: ok(mutated) });
   assert.equal(changed.status, 'OutOfSync', 'live without what the webhook would make of it differs');
 });
+
+test('a live object whose managedFields cost too much to read is Unknown with why, and nothing throws', async () => {
+  // One list named by 3,000 kinds of key: each kind would index the whole list of 3,000.
+  const steps: Record<string, unknown> = {};
+  for (let i = 0; i < 3000; i++) steps[`k:{"a${i}":1}`] = { 'f:b': {} };
+  const crafted: KubeObject = {
+    ...cm,
+    metadata: {
+      ...cm.metadata,
+      managedFields: [{ manager: 'kubectl-client-side-apply', operation: 'Update', fieldsV1: { 'f:list': steps } }],
+    },
+    list: Array.from({ length: 3000 }, (_, i) => ({ [`a${i}`]: 1, b: i })),
+  };
+  const why =
+    'failed to calculate diff: ConfigMap/c: its managedFields name its lists in more ways than 2000000 element reads allow';
+  const takeover = await compareResources(scripted({ get: ok(crafted), dry: ok(crafted) }).client, prepared(), [], {
+    ...opts,
+    takeover: ['kubectl-client-side-apply'],
+  });
+  assert.equal(takeover.resources[0]?.status, 'Unknown');
+  assert.ok(takeover.resources[0]?.message?.startsWith(why), takeover.resources[0]?.message);
+  assert.deepEqual(takeover.resources[0]?.live, crafted);
+  const rule = {
+    group: '',
+    kind: 'ConfigMap',
+    jsonPointers: [],
+    jqPathExpressions: [],
+    managedFieldsManagers: ['kubectl-client-side-apply'],
+  };
+  const ignored = await compareResources(scripted({ get: ok(crafted), dry: ok(crafted) }).client, prepared(), [], {
+    ...opts,
+    diff: { rules: [rule], ignoreAggregatedRoles: false, status: 'all' },
+  });
+  assert.equal(ignored.resources[0]?.status, 'Unknown');
+  assert.ok(ignored.resources[0]?.message?.startsWith(why), ignored.resources[0]?.message);
+});

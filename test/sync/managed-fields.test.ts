@@ -1,0 +1,190 @@
+// The FieldsV1 reader (src/sync/managed-fields.ts) and its three users (ignoreDifferences'
+// managedFieldsManagers, RespectIgnoreDifferences, the takeover of what Argo CD applied) against a
+// tenant's object: a long keyed list costs its length, not its square, and a crafted managedFields
+// stops with an error instead of holding the controller.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject } from '../../src/api/index.ts';
+import type { IgnoreRule } from '../../src/sync/ignore.ts';
+import { normalizeIgnored, respectIgnored } from '../../src/sync/ignore.ts';
+import {
+  ElementFinder,
+  FieldsTooComplexError,
+  MAX_ELEMENT_READS,
+  NameFinder,
+  managedFieldsOf,
+  ownedValues,
+  removeFieldSets,
+  withoutFieldsOf,
+} from '../../src/sync/managed-fields.ts';
+import { afterTakeover } from '../../src/sync/takeover.ts';
+
+const CSA = 'kubectl-client-side-apply';
+
+test('a step names the first element with its key, its value or its index', () => {
+  const find = new ElementFinder();
+  const ports = [
+    { containerPort: 80, protocol: 'TCP', name: 'http' },
+    { containerPort: 80, protocol: 'UDP' },
+    { containerPort: 80, protocol: 'UDP', name: 'again' },
+    { protocol: 'TCP' },
+  ];
+  assert.equal(find.find(ports, 'k:{"containerPort":80,"protocol":"UDP"}'), 1, 'the first of two');
+  assert.equal(find.find(ports, 'k:{"protocol":"TCP","containerPort":80}'), 0, 'key fields in any order');
+  assert.equal(find.find(ports, 'k:{"containerPort":443,"protocol":"TCP"}'), -1);
+  assert.equal(find.find(ports, 'k:{"name":"http"}'), 0, 'another kind of key on the same list');
+  assert.equal(find.find(ports, 'k:{"containerPort":null,"protocol":"TCP"}'), -1, 'a missing key field is no match');
+  assert.equal(find.find(['a', 'b', { c: 1 }], 'v:"b"'), 1);
+  assert.equal(find.find(['a', 'b', { c: 1 }], 'v:{"c":1}'), 2);
+  assert.equal(find.find(['a', 'b'], 'i:1'), 1);
+  assert.equal(find.find(['a', 'b'], 'i:2'), -1);
+  assert.equal(find.find(['a'], 'k:not json'), -1);
+  const names = new NameFinder();
+  const list: unknown[] = [{ name: 'a' }, { name: 'b' }, { name: 'a' }];
+  assert.equal(names.find(list, 'a'), 0);
+  names.replaced(list, 0, list[0], (list[0] = { other: 1 }));
+  assert.equal(names.find(list, 'a'), 2, 'the next of that name once the first is replaced');
+  list.push({ name: 'c' });
+  names.appended(list);
+  assert.equal(names.find(list, 'c'), 3);
+});
+
+/** A list that counts how often its elements are read. */
+function counted<T>(items: T[]): { list: T[]; reads: () => number } {
+  let reads = 0;
+  const list = new Proxy(items, {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
+  return { list, reads: () => reads };
+}
+
+/**
+ * A Deployment whose one container has `n` env entries, all applied by kubectl client-side apply
+ * (FieldsV1 as the server writes it: each element owned by its key, without `.` when `dot` is false).
+ */
+function tenantDeployment(n: number, env: unknown[], dot = true): KubeObject {
+  const steps: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++)
+    steps[`k:{"name":"v${i}"}`] = { ...(dot ? { '.': {} } : {}), 'f:name': {}, 'f:value': {} };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: 'd',
+      namespace: 'tenant',
+      resourceVersion: '7',
+      managedFields: [
+        {
+          manager: CSA,
+          operation: 'Update',
+          apiVersion: 'apps/v1',
+          fieldsType: 'FieldsV1',
+          fieldsV1: {
+            'f:spec': {
+              'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {}, 'f:env': steps } } } },
+            },
+          },
+        },
+      ],
+    },
+    spec: { template: { spec: { containers: [{ name: 'c', env }] } } },
+  };
+}
+
+const envOf = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `v${i}`, value: `x${i}` }));
+const rule = (managers: string[]): IgnoreRule => ({
+  group: 'apps',
+  kind: 'Deployment',
+  jsonPointers: [],
+  jqPathExpressions: [],
+  managedFieldsManagers: managers,
+});
+
+// Scanned step by step, each of these read about n²/2 = 12,500,000 elements (41 s of one event
+// loop for 20,000 entries).
+const N = 5000;
+
+test("the takeover reads a tenant's 5,000 env entries a few times each, not once per entry", () => {
+  const { list, reads } = counted(envOf(N));
+  const live = tenantDeployment(N, list);
+  // Git keeps the first 10: the other 4,990 are what the apply after the takeover removes.
+  const target = structuredClone(tenantDeployment(N, envOf(10)));
+  const predicted = structuredClone(tenantDeployment(N, envOf(N)));
+  const after = afterTakeover(predicted, target, live, 'impersync', [CSA]);
+  const env = (after.spec as { template: { spec: { containers: Array<{ env: unknown[] }> } } }).template.spec
+    .containers[0]!.env;
+  assert.deepEqual(env, envOf(10));
+  assert.ok(reads() <= 10 * N, `${reads()} element reads for ${N} elements`);
+});
+
+test("managedFieldsManagers read a tenant's 5,000 env entries a few times each, with or without '.'", () => {
+  for (const dot of [true, false]) {
+    const { list, reads } = counted(envOf(N));
+    const live = tenantDeployment(N, list, dot);
+    // The container's fields, not the container: each entry is removed (with '.') or emptied.
+    const set = managedFieldsOf(live)[0]!.fieldsV1!;
+    removeFieldSets(live, [JSON.parse(JSON.stringify(set).replace('{".":{},"f:env"', '{"f:env"')) as typeof set]);
+    const containers = (live.spec as { template: { spec: { containers: unknown[] } } }).template.spec.containers;
+    assert.deepEqual(containers, [{ name: 'c', env: dot ? [] : Array.from({ length: N }, () => ({})) }]);
+    assert.ok(reads() <= 10 * N, `${reads()} element reads for ${N} elements (dot: ${dot})`);
+  }
+  const live = tenantDeployment(3, envOf(3));
+  assert.deepEqual(withoutFieldsOf([live], live, ['someone else']), [live]);
+});
+
+test("RespectIgnoreDifferences copies a tenant's 5,000 live env values a few reads each", async () => {
+  const { list, reads } = counted(envOf(N).map((e) => ({ ...e, value: `live-${e.value}` })));
+  const live = tenantDeployment(N, list);
+  const target = tenantDeployment(N, envOf(N));
+  const out = await respectIgnored({ rules: [rule([CSA])], ignoreAggregatedRoles: false }, target, live);
+  const env = (out.spec as { template: { spec: { containers: Array<{ env: Array<{ value: string }> }> } } }).template
+    .spec.containers[0]!.env;
+  assert.equal(env[N - 1]!.value, `live-x${N - 1}`);
+  assert.ok(reads() <= 10 * N, `${reads()} element reads for ${N} elements`);
+});
+
+test('one element named in a thousand ways (its key spelled differently) is one path', () => {
+  const steps: Record<string, unknown> = {};
+  for (let i = 0; i < 1000; i++) steps[`k:{"name":"v0"${' '.repeat(i)}}`] = { 'f:value': {} };
+  steps['i:0'] = { 'f:name': {} };
+  const obj = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { env: envOf(3) } } as KubeObject;
+  assert.deepEqual(ownedValues(obj, { 'f:spec': { 'f:env': steps } }), [
+    [['spec', 'env', 0, 'value'], 'x0'],
+    [['spec', 'env', 0, 'name'], 'v0'],
+  ]);
+});
+
+test('managedFields naming one list by thousands of kinds of key stop with an error, within a bound', async () => {
+  // Each kind of key (a set of key field names) costs an index of the whole list: 5,000 kinds of a
+  // list of 5,000 would read 25,000,000 elements.
+  const items = Array.from({ length: N }, (_, i) => ({ [`a${i}`]: 1, name: `v${i}` }));
+  const { list, reads } = counted(items);
+  const steps: Record<string, unknown> = {};
+  for (let i = 0; i < N; i++) steps[`k:{"a${i}":1}`] = { 'f:name': {} };
+  const live = {
+    apiVersion: 'v1',
+    kind: 'X',
+    metadata: { name: 'x', managedFields: [{ manager: CSA, fieldsV1: { 'f:spec': { 'f:env': steps } } }] },
+    spec: { env: list },
+  } as unknown as KubeObject;
+  assert.throws(() => ownedValues(live, { 'f:spec': { 'f:env': steps } }), FieldsTooComplexError);
+  assert.ok(reads() <= MAX_ELEMENT_READS + N, `${reads()} element reads`);
+  const plain = { ...live, spec: { env: items } } as KubeObject;
+  await assert.rejects(
+    normalizeIgnored({ rules: [{ ...rule([CSA]), group: '', kind: 'X' }], ignoreAggregatedRoles: false }, plain, plain),
+    /managedFields name its lists in more ways than 2000000 element reads allow/,
+  );
+});
+
+test('the takeover removes entries 9 and 10 themselves, not 9 and the one after it', () => {
+  const live = tenantDeployment(12, envOf(12));
+  const keep = envOf(12).filter((_, i) => i !== 9 && i !== 10);
+  const target = tenantDeployment(12, keep);
+  const after = afterTakeover(structuredClone(live), target, live, 'impersync', [CSA]);
+  const env = (after.spec as { template: { spec: { containers: Array<{ env: unknown[] }> } } }).template.spec
+    .containers[0]!.env;
+  assert.deepEqual(env, keep);
+});
