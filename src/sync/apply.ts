@@ -15,19 +15,34 @@ import { objectPath, refOf } from './util.ts';
 /** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
 async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
   if (!live || ctx.dryRun || !ctx.takeover?.length) return null;
-  const patch = takeoverPatch(live, ctx.fieldManager, ctx.takeover, new Date());
-  if (!patch) return null;
   const ref = refOf(live);
   const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
   if (!info.ok) return info.error.message;
-  const res = await ctx.client.request({
-    method: 'PATCH',
-    path: objectPath(info.value, ref),
-    body: patch,
-    contentType: 'application/json-patch+json',
-  });
-  return res.ok ? null : res.error.message;
+  // The patch is guarded by the resourceVersion it was made from: an object whose status its own
+  // controller writes (a Deployment's) has often changed since the comparison read it. Read again
+  // and make the patch again, as client-go's RetryOnConflict would, a few times.
+  let current: KubeObject | null = live;
+  for (let attempt = 1; ; attempt++) {
+    const patch = takeoverPatch(current, ctx.fieldManager, ctx.takeover, new Date());
+    if (!patch) return null;
+    const res = await ctx.client.request({
+      method: 'PATCH',
+      path: objectPath(info.value, ref),
+      body: patch,
+      contentType: 'application/json-patch+json',
+    });
+    if (res.ok) return null;
+    // 422 is a failed `test` (or an invalid patch), 409 a conflict: both worth a fresh read.
+    if ((res.error.code !== 422 && res.error.code !== 409) || attempt >= TAKEOVER_ATTEMPTS) return res.error.message;
+    const again = await ctx.client.uncached().get(ref);
+    if (!again.ok) return again.error.message;
+    if (!again.value) return null; // gone: nothing to hand over; the apply creates it
+    current = again.value;
+  }
 }
+
+/** How many times the takeover's guarded patch is made from a fresh read. */
+const TAKEOVER_ATTEMPTS = 5;
 
 /** How a Replace=true task ended this step: applied, failed, or waiting for its old object to go. */
 type Replaced = { ok: true; message: string; live?: KubeObject } | { ok: false; message: string } | { deleting: true };

@@ -51,6 +51,31 @@ const get = (ns: string, name: string) =>
     { data?: Record<string, string> } | undefined
   >;
 
+// A tenant's Deployment with a long env list, read through the server's own managedFields: Git
+// keeps the first LONG_KEPT entries of what kubectl applied.
+const LONG_KEPT = 3000;
+const LONG_APPLIED = 4000;
+const longDeployment = (entries: number) => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'd', namespace: 'takeover-long' },
+  spec: {
+    selector: { matchLabels: { app: 'd' } },
+    template: {
+      metadata: { labels: { app: 'd' } },
+      spec: {
+        containers: [
+          {
+            name: 'c',
+            image: 'registry.example/c:1',
+            env: Array.from({ length: entries }, (_, i) => ({ name: `V${i}`, value: `${i}` })),
+          },
+        ],
+      },
+    },
+  },
+});
+
 before(async () => {
   cp = await startDeployersPlane({
     settings: { 'application.sync.impersonation.enabled': 'true' },
@@ -62,7 +87,7 @@ before(async () => {
       ],
       syncWindows: [{ kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['frozen'] }],
     },
-    namespaces: ['takeover', 'force', 'strategy', 'fg', 'mnm', 'frozen'],
+    namespaces: ['takeover', 'takeover-long', 'force', 'strategy', 'fg', 'mnm', 'frozen'],
   });
   // The namespace CreateNamespace=true makes is created and labelled as the ServiceAccount too.
   await grantRole(cp.admin, {
@@ -76,6 +101,7 @@ before(async () => {
   fx = await startFixture(cp, {
     'takeover/csa.yaml': cm('csa', { a: '1' }),
     'takeover/argo.yaml': cm('argo', { a: '1' }),
+    'takeover-long/d.yaml': JSON.stringify(longDeployment(LONG_KEPT)),
     'force/imm.yaml':
       cm('imm', { a: '1' }, '  annotations:\n    argocd.argoproj.io/sync-options: Force=true\n') + 'immutable: true\n',
     'strategy/imm.yaml': cm('imm', { a: '1' }, '') + 'immutable: true\n',
@@ -117,6 +143,36 @@ test("objects kubectl client-side applied, or Argo CD's field manager owns, lose
   await waitForApp(cp, 'takeover', 'synced', (x) => operationPhase(x) === 'Succeeded');
   assert.deepEqual((await get('takeover', 'csa'))?.data, { a: '1' });
   assert.deepEqual((await get('takeover', 'argo'))?.data, { a: '1' });
+});
+
+test('a Deployment kubectl client-side applied with 4,000 env entries keeps the 3,000 Git has, each by its name', async () => {
+  await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/apis/apps/v1/namespaces/takeover-long/deployments?fieldManager=kubectl-client-side-apply',
+    body: longDeployment(LONG_APPLIED),
+  });
+  await sync(app('takeover-long', 'takeover-long'));
+  // The Deployment's own controller writes its status meanwhile: the takeover's guarded patch is
+  // made again from a fresh read rather than failing the sync.
+  await waitForApp(cp, 'takeover-long', 'synced', (x) => operationPhase(x) === 'Succeeded');
+  const live = (await getRaw(cp.admin, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    name: 'd',
+    namespace: 'takeover-long',
+  })) as ReturnType<typeof longDeployment> & { metadata: { managedFields: Array<{ manager: string }> } };
+  assert.deepEqual(
+    live.spec.template.spec.containers[0]?.env,
+    longDeployment(LONG_KEPT).spec.template.spec.containers[0]?.env,
+  );
+  assert.ok(!live.metadata.managedFields.some((e) => e.manager === 'kubectl-client-side-apply'));
+  // The comparison after the sync predicts what the apply left: nothing more to do.
+  await waitForApp(
+    cp,
+    'takeover-long',
+    'Synced',
+    (x) => (x.status?.['sync'] as { status?: string })?.status === 'Synced',
+  );
 });
 
 test('Force=true: an immutable ConfigMap changed in Git is deleted and created again, as the ServiceAccount', async () => {
