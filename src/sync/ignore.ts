@@ -101,6 +101,8 @@ function removePath(doc: unknown, path: Path): void {
 function setFrom(target: unknown, source: unknown, path: Path, value: unknown, names: NameFinder): void {
   let cur = target;
   let src = source;
+  // The list `cur` is an element of, and where: a `name` set in it moves it in `names`.
+  let parent: { list: unknown[]; i: number } | undefined;
   for (let i = 0; i < path.length; i++) {
     const key = path[i] as string | number;
     const lastStep = i === path.length - 1;
@@ -120,16 +122,18 @@ function setFrom(target: unknown, source: unknown, path: Path, value: unknown, n
         names.replaced(cur, idx, before, cur[idx]);
         return;
       }
+      parent = { list: cur, i: idx };
       cur = cur[idx];
       src = srcEl;
     } else if (isRecord(cur)) {
       const k = String(key);
-      if (lastStep) {
-        cur[k] = structuredClone(value);
-        return;
-      }
+      const renamed = k === 'name' && parent ? { name: cur['name'] } : undefined;
       const next = step(src, key);
-      if (!isRecord(cur[k]) && !Array.isArray(cur[k])) cur[k] = Array.isArray(next) ? [] : {};
+      if (lastStep) cur[k] = structuredClone(value);
+      else if (!isRecord(cur[k]) && !Array.isArray(cur[k])) cur[k] = Array.isArray(next) ? [] : {};
+      if (renamed && parent) names.replaced(parent.list, parent.i, renamed, cur);
+      if (lastStep) return;
+      parent = undefined;
       cur = cur[k];
       src = next;
     } else return;

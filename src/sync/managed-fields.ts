@@ -34,12 +34,35 @@ export class FieldsTooComplexError extends Error {
 }
 
 /**
- * How many list elements one walk may read to index its lists. The server's own managedFields need
- * each list's length once per kind of key (one per list, two across a schema change) and once more
- * after a list changes; a crafted one naming a list by thousands of kinds of key, or changing it
- * between thousands of reads, would cost its length thousands of times.
+ * What one walk may spend reading managedFields, in units: one per list element indexed or moved,
+ * one per 20 characters of the keys it indexes, one per node it walks, one per step of each path
+ * it returns. The server's own managedFields cost a few times the size of the object (a Deployment
+ * with 20,000 env entries about 500,000); crafted ones naming a list by many kinds of key, changing
+ * a list between thousands of entries, or naming thousands of deep paths would cost its size
+ * thousands of times.
  */
-export const MAX_ELEMENT_READS = 2_000_000;
+export const MAX_READ_COST = 2_000_000;
+
+/** How many kinds of key (sets of key field names) one list may be named by in one walk. */
+export const MAX_KEY_KINDS = 8;
+
+/** How deep a walk may go: deeper objects are refused, not read by a recursion that would overflow. */
+export const MAX_DEPTH = 200;
+
+/** The running cost of one or several walks (MAX_READ_COST), shared to bound them together. */
+export interface ReadCost {
+  count: number;
+}
+
+function charge(cost: ReadCost, units: number): void {
+  cost.count += units;
+  if (cost.count > MAX_READ_COST)
+    throw new FieldsTooComplexError(`its managedFields cost more to read than the bound of ${MAX_READ_COST} allows`);
+}
+
+function tooDeep(depth: number): void {
+  if (depth > MAX_DEPTH) throw new FieldsTooComplexError(`its managedFields go deeper than ${MAX_DEPTH} levels`);
+}
 
 /**
  * Finds the list elements that FieldsV1 steps name (`k:`, `v:`, `i:`) during one walk, of one
@@ -47,15 +70,19 @@ export const MAX_ELEMENT_READS = 2_000_000;
  * n costs n, not n² (a tenant's Deployment with 20,000 env entries held the event loop for 41 s
  * scanned step by step). A list changed during the walk is forgotten (`forget`) before it is read
  * again; so is anything a walk changed inside a list's elements, by using a new finder. Throws
- * FieldsTooComplexError past MAX_ELEMENT_READS.
+ * FieldsTooComplexError past MAX_READ_COST, or past MAX_KEY_KINDS on one list.
  */
 export class ElementFinder {
   readonly #indexes = new Map<unknown[], Map<string, Map<string, number>>>();
-  readonly #reads: { count: number };
+  readonly #cost: ReadCost;
 
-  /** `reads` may be shared by several finders, to bound them together. */
-  constructor(reads = { count: 0 }) {
-    this.#reads = reads;
+  constructor(cost: ReadCost = { count: 0 }) {
+    this.#cost = cost;
+  }
+
+  /** What this finder's walks have cost so far, with those sharing it. */
+  get cost(): ReadCost {
+    return this.#cost;
   }
 
   /** The first element of `list` that `step` names, or -1. */
@@ -95,16 +122,15 @@ export class ElementFinder {
     }
     let index = byKind.get(kind);
     if (!index) {
-      this.#reads.count += list.length;
-      if (this.#reads.count > MAX_ELEMENT_READS)
-        throw new FieldsTooComplexError(
-          `its managedFields name its lists in more ways than ${MAX_ELEMENT_READS} element reads allow ` +
-            '(those the Kubernetes API server writes need a few times the length of each list)',
-        );
+      if (kind !== 'v' && byKind.size - (byKind.has('v') ? 1 : 0) >= MAX_KEY_KINDS)
+        throw new FieldsTooComplexError(`its managedFields name one list by more than ${MAX_KEY_KINDS} kinds of key`);
+      charge(this.#cost, list.length);
       index = new Map();
       for (let i = 0; i < list.length; i++) {
         const key = keyOf(list[i]);
-        if (key !== undefined && !index.has(key)) index.set(key, i);
+        if (key === undefined) continue;
+        charge(this.#cost, Math.floor(key.length / 20));
+        if (!index.has(key)) index.set(key, i);
       }
       byKind.set(kind, index);
     }
@@ -191,7 +217,8 @@ function isLeaf(set: FieldSet): boolean {
  * a set owns as a whole (`.`) entirely, and of a map only what its children name. `nodes` are the
  * sets that name `value`: steps that name one element in several ways are followed together.
  */
-function removeOwned(value: unknown, nodes: FieldSet[], finder: ElementFinder): void {
+function removeOwned(value: unknown, nodes: FieldSet[], finder: ElementFinder, depth: number): void {
+  tooDeep(depth);
   const next = new Map<string | number, FieldSet[]>();
   for (const node of nodes)
     for (const [step, sub] of Object.entries(node)) {
@@ -208,16 +235,17 @@ function removeOwned(value: unknown, nodes: FieldSet[], finder: ElementFinder): 
   if (isRecord(value)) {
     for (const [name, subs] of next as Map<string, FieldSet[]>) {
       if (subs.some(isLeaf)) delete value[name];
-      else removeOwned(value[name], subs, finder);
+      else removeOwned(value[name], subs, finder, depth + 1);
     }
   } else if (Array.isArray(value)) {
     const drop = new Set<number>();
     for (const [i, subs] of next as Map<number, FieldSet[]>) {
       if (subs.some((sub) => isLeaf(sub) || '.' in sub)) drop.add(i);
-      else removeOwned(value[i], subs, finder);
+      else removeOwned(value[i], subs, finder, depth + 1);
     }
     if (drop.size === 0) return;
     // In one pass: a list of n elements owned one by one costs n, not n².
+    charge(finder.cost, value.length);
     let kept = 0;
     for (let i = 0; i < value.length; i++) if (!drop.has(i)) value[kept++] = value[i];
     value.length = kept;
@@ -239,28 +267,29 @@ export function withoutFieldsOf<T extends KubeObject | null>(
     .filter((e) => e.manager !== undefined && managers.includes(e.manager) && isRecord(e.fieldsV1))
     .map((e) => e.fieldsV1 as FieldSet);
   if (sets.length === 0) return objects;
-  const reads = { count: 0 };
+  const cost: ReadCost = { count: 0 };
   return objects.map((o) => {
     if (o === null) return o;
     const copy = structuredClone(o);
-    removeFieldSets(copy, sets, reads);
+    removeFieldSets(copy, sets, cost);
     return copy;
   });
 }
 
 /**
- * Removes from `value` (in place) what each of `sets` names, one after another. `reads` bounds the
+ * Removes from `value` (in place) what each of `sets` names, one after another. `cost` bounds the
  * walks together. Throws FieldsTooComplexError.
  */
-export function removeFieldSets(value: unknown, sets: FieldSet[], reads = { count: 0 }): void {
+export function removeFieldSets(value: unknown, sets: FieldSet[], cost: ReadCost = { count: 0 }): void {
   // A finder for each set: the one before may have changed what the lists' elements hold.
-  for (const s of sets) removeOwned(value, [s], new ElementFinder(reads));
+  for (const s of sets) removeOwned(value, [s], new ElementFinder(cost), 0);
 }
 
 /**
  * The value at each path the set names that `from` holds, as [path, value] pairs (paths as in jq),
  * each path once however many steps name its element. The values are `from`'s own, not copies.
- * `elements`: also the path of each list element the set owns as such (`.`), before its fields.
+ * `elements`: also the path of each list element with a `name` that the set owns as such (`.`),
+ * before its fields.
  * `finder` may be shared by the walks of one object. Throws FieldsTooComplexError.
  */
 export function ownedValues(
@@ -273,11 +302,17 @@ export function ownedValues(
   // `nodes`: the sets that name `value`. Steps that name one element in several ways (its key, its
   // index, its value, one key spelled two ways) are walked together: each path is reached once.
   const walk = (value: unknown, nodes: FieldSet[], path: Array<string | number>) => {
+    tooDeep(path.length);
+    charge(finder.cost, 1);
     if (nodes.some((n) => Object.keys(n).every((k) => k === '.'))) {
+      // What is kept: the path, a step per level.
+      charge(finder.cost, path.length);
       out.push([path, value]);
       return;
     }
-    if (opts.elements && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n))
+    // Only a named element: the takeover follows list paths into Git's object by name.
+    const named = isRecord(value) && typeof value['name'] === 'string';
+    if (opts.elements && named && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n))
       out.push([path, value]);
     const next = new Map<string | number, FieldSet[]>();
     for (const node of nodes)

@@ -10,7 +10,8 @@ import { normalizeIgnored, respectIgnored } from '../../src/sync/ignore.ts';
 import {
   ElementFinder,
   FieldsTooComplexError,
-  MAX_ELEMENT_READS,
+  MAX_DEPTH,
+  MAX_READ_COST,
   NameFinder,
   managedFieldsOf,
   ownedValues,
@@ -157,9 +158,9 @@ test('one element named in a thousand ways (its key spelled differently) is one 
   ]);
 });
 
-test('managedFields naming one list by thousands of kinds of key stop with an error, within a bound', async () => {
-  // Each kind of key (a set of key field names) costs an index of the whole list: 5,000 kinds of a
-  // list of 5,000 would read 25,000,000 elements.
+test('managedFields naming one list by thousands of kinds of key stop with an error at the ninth', async () => {
+  // Each kind of key (a set of key field names) costs an index of the whole list, and its keys' text:
+  // 5,000 kinds of a list of 5,000 would read 25,000,000 elements.
   const items = Array.from({ length: N }, (_, i) => ({ [`a${i}`]: 1, name: `v${i}` }));
   const { list, reads } = counted(items);
   const steps: Record<string, unknown> = {};
@@ -171,12 +172,88 @@ test('managedFields naming one list by thousands of kinds of key stop with an er
     spec: { env: list },
   } as unknown as KubeObject;
   assert.throws(() => ownedValues(live, { 'f:spec': { 'f:env': steps } }), FieldsTooComplexError);
-  assert.ok(reads() <= MAX_ELEMENT_READS + N, `${reads()} element reads`);
+  assert.ok(reads() <= 9 * N, `${reads()} element reads`);
   const plain = { ...live, spec: { env: items } } as KubeObject;
   await assert.rejects(
     normalizeIgnored({ rules: [{ ...rule([CSA]), group: '', kind: 'X' }], ignoreAggregatedRoles: false }, plain, plain),
-    /managedFields name its lists in more ways than 2000000 element reads allow/,
+    /its managedFields name one list by more than 8 kinds of key/,
   );
+  // One element whose key is a 600 kB field, named by eight kinds of key: each index holds the key's
+  // text, and the cost counts it (a 1.5 MB object's keys fit eight times within the bound).
+  const big = {
+    name: 'c',
+    args: Array.from({ length: 10_000 }, (_, i) => `--flag-${i}=${'x'.repeat(50)}`),
+    tty: false,
+  };
+  const kinds: Record<string, unknown> = {};
+  for (const extra of ['name', 'tty', 'image', 'stdin', 'workingDir', 'command', 'env', 'args'])
+    kinds[`k:{"args":0${extra === 'args' ? '' : `,"${extra}":0`}}`] = { 'f:tty': {} };
+  const heavy = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { c: [big] } } as KubeObject;
+  const finder = new ElementFinder();
+  assert.deepEqual(ownedValues(heavy, { 'f:spec': { 'f:c': kinds } }, { finder }), [], 'no element has those keys');
+  const keyText = JSON.stringify(big.args).length;
+  assert.ok(finder.cost.count >= (2 * keyText) / 20, `cost ${finder.cost.count} for 8 keys of ${keyText} characters`);
+});
+
+test('thousands of managedFields entries each owning one entry of a long list stop at the bound', () => {
+  // Each entry removes its element, and the next one indexes the changed list again.
+  const n = 3000;
+  const { list, reads } = counted(envOf(n));
+  const sets = Array.from({ length: n }, (_, i) => ({
+    'f:spec': { 'f:env': { [`k:{"name":"v${i}"}`]: { '.': {} } } },
+  }));
+  const obj = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { env: list } } as KubeObject;
+  assert.throws(() => removeFieldSets(obj, sets), FieldsTooComplexError);
+  assert.ok(reads() <= MAX_READ_COST + 3 * n, `${reads()} element reads, not about ${(n * n) / 2}`);
+  // A real object's few entries are well within it.
+  const few = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { env: envOf(n) } } as KubeObject;
+  removeFieldSets(few, sets.slice(0, 10));
+  assert.equal((few.spec as { env: unknown[] }).env.length, n - 10);
+});
+
+test('managedFields deeper than the walk goes stop with an error, not a stack overflow', () => {
+  let value: unknown = { leaf: 1 };
+  let set: Record<string, unknown> = { 'f:leaf': {} };
+  for (let d = 0; d < MAX_DEPTH + 5; d++) {
+    value = { a: value };
+    set = { 'f:a': set };
+  }
+  const obj = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: value } as KubeObject;
+  assert.throws(() => ownedValues(obj, { 'f:spec': set }), /go deeper than 200 levels/);
+  assert.throws(() => removeFieldSets(obj, [{ 'f:spec': set }]), /go deeper than 200 levels/);
+});
+
+test('the takeover leaves a list element it cannot follow by name (ports) in place', () => {
+  const ports = (list: number[]) => list.map((p) => ({ containerPort: p, protocol: 'TCP' }));
+  const mk = (list: number[]): KubeObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: 'd',
+      resourceVersion: '1',
+      managedFields: [
+        {
+          manager: CSA,
+          operation: 'Update',
+          fieldsV1: {
+            'f:spec': {
+              'f:ports': Object.fromEntries(
+                list.map((p) => [`k:{"containerPort":${p},"protocol":"TCP"}`, { '.': {}, 'f:containerPort': {} }]),
+              ),
+            },
+          },
+        },
+      ],
+    },
+    spec: { ports: ports(list) },
+  });
+  const live = mk([80, 443, 8080]);
+  // Git drops 443: following the third port by its index would find no third port in Git's, and
+  // removing the element at that index of the prediction would remove 8080, which Git keeps.
+  const after = afterTakeover(structuredClone(live), mk([80, 8080]), live, 'impersync', [CSA]);
+  const got = (after.spec as { ports: Array<{ containerPort?: number }> }).ports;
+  assert.ok(got.some((p) => p.containerPort === 8080 || p.containerPort === undefined));
+  assert.ok(got.some((p) => p.containerPort === 80));
 });
 
 test('the takeover removes entries 9 and 10 themselves, not 9 and the one after it', () => {
