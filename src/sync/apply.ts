@@ -13,7 +13,7 @@ import { deleteForRecreate, forgetRecreation, kubectlName, recreationOf, setResu
 import { objectPath, refOf } from './util.ts';
 
 /** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
-async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
+export async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
   if (!live || ctx.dryRun || !ctx.takeover?.length) return null;
   const ref = refOf(live);
   const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
@@ -21,7 +21,7 @@ async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<stri
   // The patch is guarded by the resourceVersion it was made from: an object whose status its own
   // controller writes (a Deployment's) has often changed since the comparison read it. Read again
   // and make the patch again, as client-go's RetryOnConflict would, a few times.
-  let current: KubeObject | null = live;
+  let current: KubeObject = live;
   for (let attempt = 1; ; attempt++) {
     const patch = takeoverPatch(current, ctx.fieldManager, ctx.takeover, new Date());
     if (!patch) return null;
@@ -35,8 +35,14 @@ async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<stri
     // 422 is a failed `test` (or an invalid patch), 409 a conflict: both worth a fresh read.
     if ((res.error.code !== 422 && res.error.code !== 409) || attempt >= TAKEOVER_ATTEMPTS) return res.error.message;
     const again = await ctx.client.uncached().get(ref);
-    if (!again.ok) return again.error.message;
+    // The patch's own error says more than a failed read after it.
+    if (!again.ok) return res.error.message;
     if (!again.value) return null; // gone: nothing to hand over; the apply creates it
+    // Deleted and made again since the comparison: not the object whose diff was shown.
+    if (again.value.metadata.uid !== live.metadata.uid)
+      return 'the object was deleted and created again since it was compared';
+    // Unchanged: the patch itself was refused, and would be again.
+    if (again.value.metadata.resourceVersion === current.metadata.resourceVersion) return res.error.message;
     current = again.value;
   }
 }
