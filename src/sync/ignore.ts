@@ -140,6 +140,29 @@ function setFrom(target: unknown, source: unknown, path: Path, value: unknown, n
   }
 }
 
+/** Paths as a trie: `add` is false for a path already added, or beneath one. */
+class PathSet {
+  readonly #root: PathNode = { next: new Map(), whole: false };
+
+  add(path: Path): boolean {
+    let node = this.#root;
+    for (const step of path) {
+      if (node.whole) return false;
+      let next = node.next.get(step);
+      if (!next) node.next.set(step, (next = { next: new Map(), whole: false }));
+      node = next;
+    }
+    if (node.whole) return false;
+    node.whole = true;
+    return true;
+  }
+}
+
+interface PathNode {
+  next: Map<string | number, PathNode>;
+  whole: boolean;
+}
+
 function isAggregatedRole(o: KubeObject | null): boolean {
   return (
     o !== null &&
@@ -226,6 +249,10 @@ export async function respectIgnored(
   let out: KubeObject = structuredClone(target);
   const liveValues: Array<[Path, unknown]> = [];
   const finder = new ElementFinder(); // live is only read
+  // Each managedFields entry once however many rules name its manager, and each path it owns once
+  // (nor beneath one already taken whole) however many entries own it.
+  const walked = new Set<object>();
+  const taken = new PathSet();
   for (const rule of rules) {
     for (const pointer of rule.jsonPointers) {
       const path = pointerPath(pointer);
@@ -240,9 +267,12 @@ export async function respectIgnored(
       if (del.ok && isRecord(del.value)) out = del.value as KubeObject;
       if (paths.ok) for (const p of paths.value) if (p[0] !== 'status') liveValues.push([p, getPath(live, p)]);
     }
-    for (const set of fieldSetsOf(live, rule.managedFieldsManagers))
+    for (const set of fieldSetsOf(live, rule.managedFieldsManagers)) {
+      if (walked.has(set)) continue;
+      walked.add(set);
       for (const [p, v] of ownedValues(live, set, { finder }))
-        if (p[0] !== 'status' && p[0] !== 'metadata') liveValues.push([p, v]);
+        if (p[0] !== 'status' && p[0] !== 'metadata' && taken.add(p)) liveValues.push([p, v]);
+    }
   }
   const names = new NameFinder();
   for (const [p, v] of liveValues) if (v !== undefined) setFrom(out, live, p, v, names);

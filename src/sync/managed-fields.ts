@@ -34,6 +34,14 @@ export class FieldsTooComplexError extends Error {
 }
 
 /**
+ * Whether `e` says a live object is too costly to read: FieldsTooComplexError, or the RangeError
+ * of a copy (structuredClone) of an object nested deeper than the stack allows.
+ */
+export function tooComplex(e: unknown): e is Error {
+  return e instanceof FieldsTooComplexError || e instanceof RangeError;
+}
+
+/**
  * What one walk may spend reading managedFields, in units: one per list element indexed or moved,
  * one per 20 characters of the keys it indexes, one per node it walks, one per step of each path
  * it returns. The server's own managedFields cost a few times the size of the object (a Deployment
@@ -312,8 +320,10 @@ export function ownedValues(
     }
     // Only a named element: the takeover follows list paths into Git's object by name.
     const named = isRecord(value) && typeof value['name'] === 'string';
-    if (opts.elements && named && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n))
+    if (opts.elements && named && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n)) {
+      charge(finder.cost, path.length);
       out.push([path, value]);
+    }
     const next = new Map<string | number, FieldSet[]>();
     for (const node of nodes)
       for (const [step, sub] of Object.entries(node)) {

@@ -53,17 +53,22 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** `path` (read in `from`) in `to`: a list index follows the element of the same `name`. */
+/**
+ * `path` (read in `from`) in `to`: a list index follows the element of the same `name`. With the
+ * map or list in `to` that holds its last step, to remove it from; null when `to` has no such path.
+ */
 function translate(
   path: Array<string | number>,
   from: unknown,
   to: unknown,
   names: NameFinder,
-): Array<string | number> | null {
+): { path: Array<string | number>; parent: unknown } | null {
   const out: Array<string | number> = [];
   let a = from;
   let b = to;
+  let parent: unknown = undefined;
   for (const key of path) {
+    parent = b;
     if (typeof key === 'number') {
       if (!Array.isArray(a) || !Array.isArray(b)) return null;
       const el = a[key];
@@ -80,7 +85,7 @@ function translate(
       b = b[key];
     }
   }
-  return out;
+  return { path: out, parent };
 }
 
 /**
@@ -97,7 +102,8 @@ export function afterTakeover(
   const taken = managedFieldsOf(live).filter((e) => absorbed(e, managers, own) && isRecord(e.fieldsV1));
   if (taken.length === 0) return predicted;
   const out = structuredClone(predicted);
-  const removals: Array<Array<string | number>> = [];
+  // What to remove, by the map or list that holds it (each once), with how deep that is.
+  const removals = new Map<object, { depth: number; keys: Set<string | number> }>();
   // Nothing changes until the removals: one index of each list serves every path.
   const finder = new ElementFinder();
   const names = new NameFinder();
@@ -106,27 +112,19 @@ export function afterTakeover(
       if (path[0] === 'metadata' && (path[1] === 'managedFields' || path[1] === 'resourceVersion')) continue;
       if (translate(path, live, target, names) !== null) continue; // still desired
       const at = translate(path, live, out, names);
-      if (at) removals.push(at);
+      if (!at || at.path.length === 0 || (!isRecord(at.parent) && !Array.isArray(at.parent))) continue;
+      let group = removals.get(at.parent);
+      if (!group) removals.set(at.parent, (group = { depth: at.path.length, keys: new Set() }));
+      group.keys.add(at.path[at.path.length - 1] as string | number);
     }
   // The deepest first, so that no removal moves what a later one names; each list's elements in
-  // one pass (by number: sorted as text, index 10 came before 9), each path once.
-  const byParent = new Map<string, { parent: Array<string | number>; keys: Set<string | number> }>();
-  for (const at of removals) {
-    const parent = at.slice(0, -1);
-    const id = JSON.stringify(parent);
-    let group = byParent.get(id);
-    if (!group) byParent.set(id, (group = { parent, keys: new Set() }));
-    group.keys.add(at[at.length - 1] as string | number);
-  }
-  for (const { parent: path, keys } of [...byParent.values()].sort((x, y) => y.parent.length - x.parent.length)) {
-    let parent: unknown = out;
-    for (const k of path)
-      parent = isRecord(parent) || Array.isArray(parent) ? (parent as Record<string, unknown>)[k] : undefined;
+  // one pass (by number: sorted as text, index 10 came before 9).
+  for (const [parent, { keys }] of [...removals].sort((x, y) => y[1].depth - x[1].depth)) {
     if (Array.isArray(parent)) {
       let kept = 0;
       for (let i = 0; i < parent.length; i++) if (!keys.has(i)) parent[kept++] = parent[i] as unknown;
       parent.length = kept;
-    } else if (isRecord(parent)) for (const k of keys) delete parent[String(k)];
+    } else for (const k of keys) delete (parent as Record<string, unknown>)[String(k)];
   }
   return out;
 }
