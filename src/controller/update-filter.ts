@@ -8,7 +8,7 @@
 // when the health changes).
 import type { KubeObject } from '../api/index.ts';
 import type { IgnoreRule, JqRunner, SyncSettings } from '../sync/index.ts';
-import { FieldsTooComplexError, normalizeIgnored } from '../sync/index.ts';
+import { normalizeIgnored, tooComplex } from '../sync/index.ts';
 import { isDeepStrictEqual } from 'node:util';
 
 const ALWAYS: IgnoreRule = {
@@ -37,7 +37,7 @@ export async function worthRefresh(
     return !isDeepStrictEqual(n.live, n.predicted);
   } catch (e) {
     // managedFields too costly to read: the refresh says so on the resource.
-    if (e instanceof FieldsTooComplexError) return true;
+    if (tooComplex(e)) return true;
     throw e;
   }
 }

@@ -12,37 +12,44 @@ import type { SyncTask, TaskContext } from './tasks.ts';
 import { deleteForRecreate, forgetRecreation, kubectlName, recreationOf, setResult } from './tasks.ts';
 import { objectPath, refOf } from './util.ts';
 
-/** Hands the fields of Argo CD's managers to ours before the apply (takeover.ts); an error message or null. */
-export async function takeOver(ctx: TaskContext, live: KubeObject | null): Promise<string | null> {
+/**
+ * Hands the fields of Argo CD's managers to ours before the apply (takeover.ts): why it could not,
+ * or the object as it is now (null when gone), or null when there was nothing to hand over.
+ */
+export async function takeOver(
+  ctx: TaskContext,
+  live: KubeObject | null,
+): Promise<{ error: string } | { live: KubeObject | null } | null> {
   if (!live || ctx.dryRun || !ctx.takeover?.length) return null;
   const ref = refOf(live);
   const info = await ctx.client.resolve(ref.apiVersion, ref.kind);
-  if (!info.ok) return info.error.message;
+  if (!info.ok) return { error: info.error.message };
   // The patch is guarded by the resourceVersion it was made from: an object whose status its own
   // controller writes (a Deployment's) has often changed since the comparison read it. Read again
   // and make the patch again, as client-go's RetryOnConflict would, a few times.
   let current: KubeObject = live;
   for (let attempt = 1; ; attempt++) {
     const patch = takeoverPatch(current, ctx.fieldManager, ctx.takeover, new Date());
-    if (!patch) return null;
-    const res = await ctx.client.request({
+    if (!patch) return current === live ? null : { live: current };
+    const res = await ctx.client.request<KubeObject>({
       method: 'PATCH',
       path: objectPath(info.value, ref),
       body: patch,
       contentType: 'application/json-patch+json',
     });
-    if (res.ok) return null;
+    if (res.ok) return { live: res.value };
     // 422 is a failed `test` (or an invalid patch), 409 a conflict: both worth a fresh read.
-    if ((res.error.code !== 422 && res.error.code !== 409) || attempt >= TAKEOVER_ATTEMPTS) return res.error.message;
+    if ((res.error.code !== 422 && res.error.code !== 409) || attempt >= TAKEOVER_ATTEMPTS)
+      return { error: res.error.message };
     const again = await ctx.client.uncached().get(ref);
     // The patch's own error says more than a failed read after it.
-    if (!again.ok) return res.error.message;
-    if (!again.value) return null; // gone: nothing to hand over; the apply creates it
+    if (!again.ok) return { error: res.error.message };
+    if (!again.value) return { live: null }; // gone: nothing to hand over; the apply creates it
     // Deleted and made again since the comparison: not the object whose diff was shown.
     if (again.value.metadata.uid !== live.metadata.uid)
-      return 'the object was deleted and created again since it was compared';
+      return { error: 'the object was deleted and created again since it was compared' };
     // Unchanged: the patch itself was refused, and would be again.
-    if (again.value.metadata.resourceVersion === current.metadata.resourceVersion) return res.error.message;
+    if (again.value.metadata.resourceVersion === current.metadata.resourceVersion) return { error: res.error.message };
     current = again.value;
   }
 }
@@ -122,16 +129,18 @@ export async function applyTask(ctx: TaskContext, t: SyncTask): Promise<boolean>
   const force = forceOn(ctx.force ?? false, target, t.live);
   // An object being deleted to be created again has nothing to hand over.
   const taken = recreationOf(ctx, t) ? null : await takeOver(ctx, t.live);
-  if (taken !== null) {
+  if (taken && 'error' in taken) {
     setResult(
       ctx,
       t,
       'SyncFailed',
       'Failed',
-      `Failed to perform client-side apply migration for ${kubectlName(target)}: ${taken}`,
+      `Failed to perform client-side apply migration for ${kubectlName(target)}: ${taken.error}`,
     );
     return false;
   }
+  // The object as the takeover left it: a Replace=true update must carry its new resourceVersion.
+  if (taken) t.live = taken.live;
   if (replaceOn(ctx.replace ?? false, target, t.live)) {
     const r = await replaceTask(ctx, t, target, force);
     if ('deleting' in r) return waitForDeletion(t);

@@ -12,7 +12,7 @@ import type { AggregateHealth, HealthAssessor, HealthStatus } from './health/ind
 import { aggregateHealth, builtinAssessor, healthCheckErrors } from './health/index.ts';
 import type { DiffRules } from './ignore.ts';
 import { NO_DIFF_RULES, normalizeIgnored } from './ignore.ts';
-import { FieldsTooComplexError } from './managed-fields.ts';
+import { tooComplex } from './managed-fields.ts';
 import { jsonEqual, maskSecrets, normalizeForCompare } from './normalize.ts';
 import { requiresDeletionConfirmation } from './options.ts';
 import type { Prepared, PreparedObject, PrepareOptions } from './prepare.ts';
@@ -155,7 +155,7 @@ function renderDiff(
 }
 
 /** Why `live` cannot be compared: what the server says it owns costs too much to read. */
-function notComparable(live: KubeObject, e: FieldsTooComplexError): string {
+function notComparable(live: KubeObject, e: Error): string {
   return `failed to calculate diff: ${live.kind}/${live.metadata.name}: ${e.message}`;
 }
 
@@ -164,7 +164,7 @@ async function extraDiff(opts: CompareOptions, live: KubeObject): Promise<string
   try {
     return renderDiff(await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, null), opts);
   } catch (e) {
-    if (e instanceof FieldsTooComplexError) return '';
+    if (tooComplex(e)) return '';
     throw e;
   }
 }
@@ -227,7 +227,7 @@ async function compareOne(
             ? afterTakeover(answer, p.target, live, DEFAULT_FIELD_MANAGER, opts.takeover)
             : answer;
       } catch (e) {
-        if (e instanceof FieldsTooComplexError && live) return unknownLive(live, notComparable(live, e));
+        if (tooComplex(e) && live) return unknownLive(live, notComparable(live, e));
         throw e;
       }
     } else if (live) return unknownLive(live, dry.error.message);
@@ -239,7 +239,7 @@ async function compareOne(
   try {
     pair = await comparable(opts.diff ?? DEFAULT_COMPARISON_RULES, live, predicted);
   } catch (e) {
-    if (!(e instanceof FieldsTooComplexError) || !live) throw e;
+    if (!tooComplex(e) || !live) throw e;
     const health = await (opts.health ?? builtinAssessor)(live);
     return { ...base, live, status: 'Unknown', health, diff: '', message: notComparable(live, e) };
   }

@@ -81,7 +81,7 @@ export type { SyncSettings, StatusRule } from './settings.ts';
 export type { ComparisonRules } from './compare.ts';
 export type { IgnoreRule, DiffRules } from './ignore.ts';
 export { normalizeIgnored, respectIgnored, rulesFor } from './ignore.ts';
-export { FieldsTooComplexError } from './managed-fields.ts';
+export { FieldsTooComplexError, tooComplex } from './managed-fields.ts';
 export type { ResourceFilter } from './filter.ts';
 export { isExcludedResource } from './filter.ts';
 export { JqRunner } from './jq/runner.ts';

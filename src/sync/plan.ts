@@ -18,7 +18,7 @@ import { prepareDesired } from './prepare.ts';
 import type { Recreating, SyncTask, TaskContext } from './tasks.ts';
 import { applyTask } from './apply.ts';
 import { respectIgnored } from './ignore.ts';
-import { FieldsTooComplexError } from './managed-fields.ts';
+import { tooComplex } from './managed-fields.ts';
 import { managedNamespace } from './namespace.ts';
 import type { NamespaceMetadata } from './namespace.ts';
 import { failureMessage, hookTypeOf, isPrune, setResult } from './tasks.ts';
@@ -240,7 +240,7 @@ export async function planSync(
         if (app.respectIgnoreDifferences && options.diff)
           target = await respectIgnored(options.diff, r.target, r.live ?? null);
       } catch (e) {
-        if (!(e instanceof FieldsTooComplexError)) throw e;
+        if (!tooComplex(e)) throw e;
         const what = `${r.target.kind}/${r.target.metadata.name}`;
         return done('Failed', `failed to respect ignored differences of ${what}: ${e.message}`, comparison);
       }

@@ -101,6 +101,11 @@ before(async () => {
   fx = await startFixture(cp, {
     'takeover/csa.yaml': cm('csa', { a: '1' }),
     'takeover/argo.yaml': cm('argo', { a: '1' }),
+    'takeover/replaced.yaml': cm(
+      'replaced',
+      { a: '1' },
+      '  annotations:\n    argocd.argoproj.io/sync-options: Replace=true\n',
+    ),
     'takeover-long/d.yaml': JSON.stringify(longDeployment(LONG_KEPT)),
     'force/imm.yaml':
       cm('imm', { a: '1' }, '  annotations:\n    argocd.argoproj.io/sync-options: Force=true\n') + 'immutable: true\n',
@@ -128,6 +133,17 @@ test("objects kubectl client-side applied, or Argo CD's field manager owns, lose
       data: { a: '1', stale: 'x' },
     },
   });
+  // Replace=true after the takeover: the update carries the version the takeover's patch left.
+  await requestOk(cp.admin, {
+    method: 'POST',
+    path: '/api/v1/namespaces/takeover/configmaps?fieldManager=kubectl-client-side-apply',
+    body: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'replaced', namespace: 'takeover' },
+      data: { a: '1', stale: 'x' },
+    },
+  });
   // As Argo CD's server-side apply left it.
   await applyRaw(
     cp.admin,
@@ -143,6 +159,7 @@ test("objects kubectl client-side applied, or Argo CD's field manager owns, lose
   await waitForApp(cp, 'takeover', 'synced', (x) => operationPhase(x) === 'Succeeded');
   assert.deepEqual((await get('takeover', 'csa'))?.data, { a: '1' });
   assert.deepEqual((await get('takeover', 'argo'))?.data, { a: '1' });
+  assert.deepEqual((await get('takeover', 'replaced'))?.data, { a: '1' });
 });
 
 test('a Deployment kubectl client-side applied with 4,000 env entries keeps the 3,000 Git has, each by its name', async () => {

@@ -211,3 +211,22 @@ test('a live object whose managedFields cost too much to read is Unknown with wh
   assert.equal(ignored.resources[0]?.status, 'Unknown');
   assert.ok(ignored.resources[0]?.message?.startsWith(why), ignored.resources[0]?.message);
 });
+
+test('a live object nested deeper than a copy can go is Unknown with why, and nothing throws', async () => {
+  let spec: Record<string, unknown> = { leaf: 1 };
+  for (let d = 0; d < 20_000; d++) spec = { a: spec };
+  const deep: KubeObject = {
+    ...cm,
+    metadata: {
+      ...cm.metadata,
+      managedFields: [{ manager: 'kubectl-client-side-apply', operation: 'Update', fieldsV1: { 'f:spec': {} } }],
+    },
+    spec,
+  };
+  const result = await compareResources(scripted({ get: ok(deep), dry: ok(deep) }).client, prepared(), [], {
+    ...opts,
+    takeover: ['kubectl-client-side-apply'],
+  });
+  assert.equal(result.resources[0]?.status, 'Unknown');
+  assert.match(result.resources[0]?.message ?? '', /^failed to calculate diff: ConfigMap\/c: /);
+});

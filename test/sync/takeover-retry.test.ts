@@ -27,7 +27,8 @@ const fail = (code: number, message: string): KubeResult<never> => ({
   ok: false,
   error: { code, reason: 'Invalid', message } as KubeError,
 });
-const refused = fail(422, 'the server rejected our request due to an error in our request');
+const refusedMessage = 'the server rejected our request due to an error in our request';
+const refused = fail(422, refusedMessage);
 
 /** A client answering the patches and the reads from scripts, logging the versions each patch tested. */
 function scripted(patches: Array<KubeResult<unknown>>, reads: Array<KubeResult<KubeObject | null>>) {
@@ -76,27 +77,29 @@ function scripted(patches: Array<KubeResult<unknown>>, reads: Array<KubeResult<K
 }
 
 test('a patch refused because the object changed is made again from a fresh read', async () => {
-  const s = scripted([refused, ok({})], [ok(cm('11'))]);
-  assert.equal(await takeOver(s.ctx, cm('10')), null);
+  const s = scripted([refused, ok({ patched: true })], [ok(cm('11'))]);
+  assert.deepEqual(await takeOver(s.ctx, cm('10')), { live: { patched: true } });
   assert.deepEqual(s.tested, ['10', '11']);
 });
 
 test('an object deleted and created again since the comparison is not patched', async () => {
   const s = scripted([refused], [ok(cm('55', 'uid-2'))]);
-  assert.equal(await takeOver(s.ctx, cm('10')), 'the object was deleted and created again since it was compared');
+  assert.deepEqual(await takeOver(s.ctx, cm('10')), {
+    error: 'the object was deleted and created again since it was compared',
+  });
   assert.deepEqual(s.tested, ['10']);
 });
 
 test('a patch refused for itself (the object unchanged) is reported at once, with its own error', async () => {
   const same = scripted([refused], [ok(cm('10'))]);
-  assert.equal(await takeOver(same.ctx, cm('10')), refused.ok ? '' : refused.error.message);
+  assert.deepEqual(await takeOver(same.ctx, cm('10')), { error: refusedMessage });
   assert.deepEqual(same.tested, ['10']);
   const unreadable = scripted([refused], [fail(403, 'forbidden')]);
-  assert.equal(await takeOver(unreadable.ctx, cm('10')), refused.ok ? '' : refused.error.message);
+  assert.deepEqual(await takeOver(unreadable.ctx, cm('10')), { error: refusedMessage });
   const gone = scripted([refused], [ok(null)]);
-  assert.equal(await takeOver(gone.ctx, cm('10')), null, 'gone: nothing to hand over');
+  assert.deepEqual(await takeOver(gone.ctx, cm('10')), { live: null }, 'gone: nothing to hand over');
   const other = scripted([fail(403, 'patch forbidden')], []);
-  assert.equal(await takeOver(other.ctx, cm('10')), 'patch forbidden');
+  assert.deepEqual(await takeOver(other.ctx, cm('10')), { error: 'patch forbidden' });
   assert.equal(other.reads(), 0);
 });
 
@@ -105,6 +108,6 @@ test('an object that keeps changing is given up after 5 patches', async () => {
     Array.from({ length: 9 }, () => refused),
     Array.from({ length: 9 }, (_, i) => ok(cm(String(11 + i)))),
   );
-  assert.equal(await takeOver(s.ctx, cm('10')), refused.ok ? '' : refused.error.message);
+  assert.deepEqual(await takeOver(s.ctx, cm('10')), { error: refusedMessage });
   assert.deepEqual(s.tested, ['10', '11', '12', '13', '14']);
 });
