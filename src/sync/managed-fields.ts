@@ -45,7 +45,7 @@ export function tooComplex(e: unknown): e is Error {
  * What one walk may spend reading managedFields, in units: one per list element indexed or moved,
  * one per 20 characters of the keys it indexes, one per node it walks, one per step of each path
  * it returns. The server's own managedFields cost a few times the size of the object (a Deployment
- * with 20,000 env entries about 500,000); crafted ones naming a list by many kinds of key, changing
+ * with 20,000 env entries about 400,000); crafted ones naming a list by many kinds of key, changing
  * a list between thousands of entries, or naming thousands of deep paths would cost its size
  * thousands of times.
  */
