@@ -221,25 +221,35 @@ function isLeaf(set: FieldSet): boolean {
 }
 
 /**
- * Removes from `value` (in place) every field the sets name: a leaf field entirely, a list element
- * a set owns as a whole (`.`) entirely, and of a map only what its children name. `nodes` are the
- * sets that name `value`: steps that name one element in several ways are followed together.
+ * What `nodes` (the sets that name `value`) name inside it: each field name of a map, or index of
+ * a list, with the sets beneath it. Steps that name one element in several ways (its key, its
+ * index, its value, one key spelled two ways) come together, so each child is reached once.
  */
-function removeOwned(value: unknown, nodes: FieldSet[], finder: ElementFinder, depth: number): void {
-  tooDeep(depth);
+function childrenOf(value: unknown, nodes: FieldSet[], finder: ElementFinder): Map<string | number, FieldSet[]> {
   const next = new Map<string | number, FieldSet[]>();
   for (const node of nodes)
     for (const [step, sub] of Object.entries(node)) {
       if (step === '.' || !isRecord(sub)) continue;
       let at: string | number = -1;
-      if (isRecord(value)) {
-        if (step.startsWith('f:') && step.slice(2) in value) at = step.slice(2);
-      } else if (Array.isArray(value) && !step.startsWith('f:')) at = finder.find(value, step);
+      if (step.startsWith('f:')) {
+        if (isRecord(value) && step.slice(2) in value) at = step.slice(2);
+      } else if (Array.isArray(value)) at = finder.find(value, step);
       if (at === -1) continue;
       const subs = next.get(at);
       if (subs) subs.push(sub);
       else next.set(at, [sub]);
     }
+  return next;
+}
+
+/**
+ * Removes from `value` (in place) every field the sets name: a leaf field entirely, a list element
+ * a set owns as a whole (`.`) entirely, and of a map only what its children name. `nodes` are the
+ * sets that name `value`.
+ */
+function removeOwned(value: unknown, nodes: FieldSet[], finder: ElementFinder, depth: number): void {
+  tooDeep(depth);
+  const next = childrenOf(value, nodes, finder);
   if (isRecord(value)) {
     for (const [name, subs] of next as Map<string, FieldSet[]>) {
       if (subs.some(isLeaf)) delete value[name];
@@ -307,12 +317,11 @@ export function ownedValues(
 ): Array<[Array<string | number>, unknown]> {
   const out: Array<[Array<string | number>, unknown]> = [];
   const finder = opts.finder ?? new ElementFinder();
-  // `nodes`: the sets that name `value`. Steps that name one element in several ways (its key, its
-  // index, its value, one key spelled two ways) are walked together: each path is reached once.
+  // `nodes`: the sets that name `value` (childrenOf).
   const walk = (value: unknown, nodes: FieldSet[], path: Array<string | number>) => {
     tooDeep(path.length);
     charge(finder.cost, 1);
-    if (nodes.some((n) => Object.keys(n).every((k) => k === '.'))) {
+    if (nodes.some(isLeaf)) {
       // What is kept: the path, a step per level.
       charge(finder.cost, path.length);
       out.push([path, value]);
@@ -324,20 +333,7 @@ export function ownedValues(
       charge(finder.cost, path.length);
       out.push([path, value]);
     }
-    const next = new Map<string | number, FieldSet[]>();
-    for (const node of nodes)
-      for (const [step, sub] of Object.entries(node)) {
-        if (step === '.' || !isRecord(sub)) continue;
-        let at: string | number = -1;
-        if (step.startsWith('f:')) {
-          if (isRecord(value) && step.slice(2) in value) at = step.slice(2);
-        } else if (Array.isArray(value)) at = finder.find(value, step);
-        if (at === -1) continue;
-        const subs = next.get(at);
-        if (subs) subs.push(sub);
-        else next.set(at, [sub]);
-      }
-    for (const [at, subs] of next)
+    for (const [at, subs] of childrenOf(value, nodes, finder))
       walk(typeof at === 'number' ? (value as unknown[])[at] : (value as Record<string, unknown>)[at], subs, [
         ...path,
         at,

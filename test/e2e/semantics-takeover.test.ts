@@ -122,28 +122,19 @@ after(async () => {
 });
 
 test("objects kubectl client-side applied, or Argo CD's field manager owns, lose the fields Git no longer has", async () => {
-  // As kubectl apply (client-side) left it: its manager owns a and stale.
-  await requestOk(cp.admin, {
-    method: 'POST',
-    path: '/api/v1/namespaces/takeover/configmaps?fieldManager=kubectl-client-side-apply',
-    body: {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'csa', namespace: 'takeover' },
-      data: { a: '1', stale: 'x' },
-    },
-  });
-  // Replace=true after the takeover: the update carries the version the takeover's patch left.
-  await requestOk(cp.admin, {
-    method: 'POST',
-    path: '/api/v1/namespaces/takeover/configmaps?fieldManager=kubectl-client-side-apply',
-    body: {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'replaced', namespace: 'takeover' },
-      data: { a: '1', stale: 'x' },
-    },
-  });
+  // As kubectl apply (client-side) left them: its manager owns a and stale. The second is
+  // Replace=true in Git: its update carries the version the takeover's patch left.
+  for (const name of ['csa', 'replaced'])
+    await requestOk(cp.admin, {
+      method: 'POST',
+      path: '/api/v1/namespaces/takeover/configmaps?fieldManager=kubectl-client-side-apply',
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace: 'takeover' },
+        data: { a: '1', stale: 'x' },
+      },
+    });
   // As Argo CD's server-side apply left it.
   await applyRaw(
     cp.admin,
