@@ -34,6 +34,8 @@ export interface DiffRules {
   jq?: JqRunner | undefined;
   /** argocd-cm knownTypeFields: applied after the ignored fields are removed, as Argo CD does. */
   knownTypes?: readonly KnownTypeField[] | undefined;
+  /** The bound of managedFieldsManagers' reads (managed-fields.ts MAX_READ_COST when not given). */
+  maxReadCost?: number | undefined;
 }
 
 export const NO_DIFF_RULES: DiffRules = { rules: [], ignoreAggregatedRoles: false };
@@ -220,7 +222,8 @@ export async function normalizeIgnored(
         }),
       );
     }
-    if (rule.managedFieldsManagers.length) pair = withoutFieldsOf(pair, live, rule.managedFieldsManagers);
+    if (rule.managedFieldsManagers.length)
+      pair = withoutFieldsOf(pair, live, rule.managedFieldsManagers, diff.maxReadCost);
   }
   if (diff.knownTypes?.length)
     pair = pair.map((o) => {
