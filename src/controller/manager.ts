@@ -294,33 +294,57 @@ export class Manager {
     const settings = this.opts.semantics?.settings(this.opts.cache.settingsConfigMap());
     const app = trackedApp(object, settings?.tracking);
     if (!app) return;
-    if (settings && old) {
+    const key = this.appKey(app);
+    const raw = this.opts.cache.app(key);
+    if (!raw) return;
+    const queue = this.queueFor(raw);
+    // Already waiting: the run to come reads this change too, and the filter need not weigh it.
+    if (settings && old && !queue.waiting(key)) {
       // argocd-cm's ignored updates (and, by default, ignored differences): a change only there is no refresh.
-      void worthRefresh(settings, old, object, this.opts.semantics?.jq).then((worth) => {
-        if (!worth) {
-          const why = 'Ignoring change of object because none of the watched resource fields have changed';
-          this.log.debug(objectFields(app, object), why);
-          return;
-        }
-        this.log.debug(objectFields(app, object), 'Requesting app refresh caused by object update');
-        this.changed(app);
-      });
+      // The filter's time is charged to the tenant, as its keys' time is: it reads the tenant's objects.
+      const started = performance.now();
+      void worthRefresh(settings, old, object, this.opts.semantics?.jq)
+        .catch((err: unknown) => {
+          // A filter that cannot decide is a refresh: the comparison reads the change and says what fails.
+          this.log.warn({ ...objectFields(app, object), err: String(err) }, 'cannot weigh the change; refreshing');
+          return true;
+        })
+        .then((worth) => {
+          queue.charge(this.tenantOfKey(key), performance.now() - started);
+          if (!worth) {
+            const why = 'Ignoring change of object because none of the watched resource fields have changed';
+            this.log.debug(objectFields(app, object), why);
+            return;
+          }
+          this.log.debug(objectFields(app, object), 'Requesting app refresh caused by object update');
+          this.changed(app);
+        });
       return;
     }
     this.log.debug(objectFields(app, object), 'Requesting app refresh caused by object update');
     this.changed(app);
   }
 
-  private changed(app: string): void {
+  /** The key of the Application a tracking id names: `<name>` in the control namespace, `<namespace>_<name>` elsewhere. */
+  private appKey(app: string): string {
     const sep = app.indexOf('_');
-    const key = sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
+    return sep < 0 ? `${this.opts.cache.namespace}/${app}` : `${app.slice(0, sep)}/${app.slice(sep + 1)}`;
+  }
+
+  /**
+   * While an operation runs, what it applied changing (a Deployment's rollout, a hook Job ending)
+   * is what its next step waits for; a refresh would only cost a conflicting status write, and the
+   * refresh after the operation sees all.
+   */
+  private queueFor(raw: WatchedObject): WorkQueue {
+    return hasOperationWork(raw) ? this.operationQueue : this.refreshQueue;
+  }
+
+  private changed(app: string): void {
+    const key = this.appKey(app);
     const raw = this.opts.cache.app(key);
     if (!raw) return;
-    // While an operation runs, what it applied changing (a Deployment's rollout, a hook Job ending)
-    // is what its next step waits for; a refresh would only cost a conflicting status write, and
-    // the refresh after the operation sees all.
-    if (hasOperationWork(raw)) this.operationQueue.add(key);
-    else this.refreshQueue.add(key);
+    this.queueFor(raw).add(key);
   }
 
   /** Every Application refreshed, and those with operation work put on the operation queue too. */

@@ -93,6 +93,16 @@ export class WorkQueue implements SharedQueue {
     return this.queue.charged(tenant);
   }
 
+  /** Charges `tenant` for `ms` of work done for it outside the queue (FairQueue.charge). */
+  charge(tenant: string, ms: number): void {
+    this.queue.charge(tenant, ms);
+  }
+
+  /** Whether `key` is waiting to be processed (queued, or to run again after the run in progress). */
+  waiting(key: string): boolean {
+    return this.queued.has(key) || this.dirty.has(key);
+  }
+
   get length(): number {
     return this.queue.size;
   }

@@ -6,18 +6,32 @@
 // changes alone are not. `resource.ignoreResourceUpdatesEnabled: "false"` turns it off. A change
 // of `status` is always worth one, so a health that changes is seen at once (Argo CD refreshes
 // when the health changes).
+//
+// This runs on the watch's event, outside the fair queues, so a tenant's live objects decide what
+// it costs: its managedFields are read only as far as WATCH_READ_COST allows, and past that the
+// change is a refresh, whose comparison waits its tenant's turn and is charged to it.
 import type { KubeObject } from '../api/index.ts';
 import type { IgnoreRule, JqRunner, SyncSettings } from '../sync/index.ts';
 import { normalizeIgnored, tooComplex } from '../sync/index.ts';
 import { isDeepStrictEqual } from 'node:util';
 
-const ALWAYS: IgnoreRule = {
-  group: '*',
-  kind: '*',
-  jsonPointers: ['/metadata/resourceVersion', '/metadata/generation', '/metadata/managedFields'],
-  jqPathExpressions: [],
-  managedFieldsManagers: [],
-};
+/**
+ * What the filter may spend reading one event's managedFields (managed-fields.ts units), a
+ * hundredth of a comparison's bound: crafted managedFields reach it in some 40 ms, and a
+ * Deployment's own cost about 2 units per env entry its ignored managers own.
+ */
+export const WATCH_READ_COST = 20_000;
+
+/** The fields whose changes alone are never worth a refresh. */
+const VOLATILE = ['resourceVersion', 'generation', 'managedFields'];
+
+/** `o` without VOLATILE, copying only `o` and its metadata (not the rest, which may be megabytes). */
+function withoutVolatile(o: KubeObject | null): unknown {
+  if (!o) return o;
+  const metadata: Record<string, unknown> = { ...o.metadata };
+  for (const k of VOLATILE) delete metadata[k];
+  return { ...o, metadata };
+}
 
 export async function worthRefresh(
   settings: SyncSettings,
@@ -27,16 +41,20 @@ export async function worthRefresh(
 ): Promise<boolean> {
   if (!settings.ignoreResourceUpdatesEnabled) return true;
   if (!isDeepStrictEqual(old['status'], now['status'])) return true;
-  const rules = [
-    ALWAYS,
+  const rules: IgnoreRule[] = [
     ...settings.ignoreResourceUpdates,
     ...(settings.ignoreDifferencesOnResourceUpdates ? settings.ignoreDifferences : []),
   ];
   try {
-    const n = await normalizeIgnored({ rules, ignoreAggregatedRoles: false, jq }, old, now);
-    return !isDeepStrictEqual(n.live, n.predicted);
+    // Without rules for the object, nothing is copied: the pair is compared as it is.
+    const n = await normalizeIgnored(
+      { rules, ignoreAggregatedRoles: false, jq, maxReadCost: WATCH_READ_COST },
+      old,
+      now,
+    );
+    return !isDeepStrictEqual(withoutVolatile(n.live), withoutVolatile(n.predicted));
   } catch (e) {
-    // managedFields too costly to read: the refresh says so on the resource.
+    // managedFields too costly to read here: the refresh reads them in its tenant's turn.
     if (tooComplex(e)) return true;
     throw e;
   }

@@ -63,6 +63,14 @@ export class FairQueue<T> {
     return ms;
   }
 
+  /**
+   * Charges `tenant` `ms` of work done for it outside the queue (the controller's watch events).
+   * A tenant with no work keeps the debt above the floor it would come back at (#arrive).
+   */
+  charge(tenant: string, ms: number): void {
+    if (ms > 0) this.#charged.set(tenant, (this.#charged.get(tenant) ?? 0) + ms);
+  }
+
   #busy(tenant: string): boolean {
     return this.#byTenant.has(tenant) || this.#running.has(tenant);
   }

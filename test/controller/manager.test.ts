@@ -6,6 +6,10 @@ import { appChangeNeedsRefresh, hasOperationWork } from '../../src/controller/tr
 import type { ControllerCache } from '../../src/controller/cache.ts';
 import type { WatchedObject, WatchEvent } from '../../src/kube/watch.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import type { Semantics } from '../../src/controller/semantics.ts';
+import type { KubeObject } from '../../src/api/index.ts';
+import type { JqRunner } from '../../src/sync/index.ts';
+import { readSyncSettings } from '../../src/sync/settings.ts';
 
 const base: WatchedObject = {
   metadata: { name: 'a', namespace: 'argocd', resourceVersion: '1', annotations: {} },
@@ -80,7 +84,14 @@ test('a newly set or replaced operation alone does not requeue a refresh (the op
  * The Manager's wiring with its own parts stood in for: a cache that only delivers the events a
  * test emits (the real watches are exercised in test/e2e/controller-*.test.ts), workers that count.
  */
-function harness(opts: { cacheStopped?: Promise<void>; owns?: (key: string) => boolean; listKeys?: boolean } = {}) {
+function harness(
+  opts: {
+    cacheStopped?: Promise<void>;
+    owns?: (key: string) => boolean;
+    listKeys?: boolean;
+    semantics?: Semantics;
+  } = {},
+) {
   const apps = new Map<string, WatchedObject>();
   let emit: (e: WatchEvent) => void = () => {};
   const none = { on: () => {} };
@@ -101,6 +112,7 @@ function harness(opts: { cacheStopped?: Promise<void>; owns?: (key: string) => b
     synced: async () => {},
     stop: () => opts.cacheStopped ?? Promise.resolve(),
     watchesNamespace: () => true,
+    namespace: 'argocd',
     app: (k: string) => apps.get(k),
     appKeys: () => (opts.listKeys ? [...apps.keys()] : []),
     allProjects: () => [],
@@ -124,6 +136,7 @@ function harness(opts: { cacheStopped?: Promise<void>; owns?: (key: string) => b
   const manager = new Manager({
     cache,
     ...(opts.owns ? { owns: opts.owns } : {}),
+    ...(opts.semantics ? { semantics: opts.semantics } : {}),
     logger: createLogger({ level: 'silent' }),
     workers: {
       refresh: async (): Promise<ReconcileResult> => {
@@ -265,4 +278,78 @@ test('sharded: keys of shards not held are dropped as they come off the queues; 
     h.releaseOperation();
     await h.manager.stop();
   }
+});
+
+/**
+ * argocd-cm with label tracking and an ignoreResourceUpdates rule run by a jq that counts its calls
+ * and takes `ms` each (a tenant's costly object, weighed on the watch's event).
+ */
+function weighing(ms: number) {
+  const settings = readSyncSettings({
+    'application.resourceTrackingMethod': 'label',
+    'resource.customizations.ignoreResourceUpdates.apps_Deployment': 'jqPathExpressions:\n- .spec.replicas\n',
+  });
+  let calls = 0;
+  const jq = {
+    delete: async (o: KubeObject) => {
+      calls++;
+      await new Promise((r) => setTimeout(r, ms));
+      const copy = structuredClone(o) as KubeObject & { spec: { replicas?: number } };
+      delete copy.spec.replicas;
+      return { ok: true, value: copy };
+    },
+  } as unknown as JqRunner;
+  const semantics = { settings: () => settings, jq } as unknown as Semantics;
+  return { semantics, calls: () => calls };
+}
+
+const tracked = (app: string, rv: string, replicas: number, image: string): KubeObject => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'web', namespace: 'team', resourceVersion: rv, labels: { 'app.kubernetes.io/instance': app } },
+  spec: { replicas, template: { spec: { containers: [{ name: 'web', image }] } } },
+});
+
+/** Resolves once `cond` holds (polled). */
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setTimeout(r, 5));
+}
+
+test('a live-object change for an Application whose refresh already waits is not weighed again: the refresh reads it', async () => {
+  const w = weighing(0);
+  const h = harness({ semantics: w.semantics });
+  h.set(base);
+  // Not started: what is queued stays queued.
+  h.manager.managedObjectChanged(tracked('a', '2', 3, 'v1'), tracked('a', '1', 1, 'v1'));
+  await until(() => w.calls() === 2);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(h.manager.refreshQueue.waiting('argocd/a'), false, 'only ignored fields changed: no refresh');
+  h.manager.managedObjectChanged(tracked('a', '3', 3, 'v2'), tracked('a', '2', 3, 'v1'));
+  await until(() => h.manager.refreshQueue.waiting('argocd/a'));
+  assert.equal(w.calls(), 4);
+  // While it waits, changes (a tenant rewriting its object in a loop) cost no weighing.
+  for (let i = 0; i < 50; i++)
+    h.manager.managedObjectChanged(tracked('a', `${4 + i}`, 3, `v${i}`), tracked('a', '3', 3, 'v2'));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(w.calls(), 4);
+  assert.equal(h.manager.refreshQueue.waiting('argocd/a'), true);
+  await h.manager.stop();
+});
+
+test("the time a live-object change takes to weigh is charged to its Application's tenant, not to another's", async () => {
+  const w = weighing(100);
+  const h = harness({ semantics: w.semantics });
+  const app = (namespace: string): WatchedObject => ({ ...base, metadata: { ...base.metadata, namespace, name: 'x' } });
+  h.set(app('team-a'));
+  h.set(app('team-b'));
+  // An ignored change of team-a's object: no refresh, but 100 ms of weighing.
+  h.manager.managedObjectChanged(tracked('team-a_x', '2', 3, 'v1'), tracked('team-a_x', '1', 1, 'v1'));
+  await until(() => w.calls() === 2);
+  await new Promise((r) => setTimeout(r, 150));
+  assert.ok(
+    h.manager.refreshQueue.charged('namespace:team-a') >= 90,
+    `${h.manager.refreshQueue.charged('namespace:team-a')} ms`,
+  );
+  assert.equal(h.manager.refreshQueue.charged('namespace:team-b'), 0);
+  await h.manager.stop();
 });

@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../src/api/index.ts';
-import { worthRefresh } from '../../src/controller/update-filter.ts';
+import { WATCH_READ_COST, worthRefresh } from '../../src/controller/update-filter.ts';
+import { normalizeIgnored } from '../../src/sync/index.ts';
+import { MAX_READ_COST } from '../../src/sync/managed-fields.ts';
 import { readSyncSettings } from '../../src/sync/settings.ts';
 
 const deployment = (replicas: number, image: string, status: Record<string, unknown> = {}): KubeObject =>
@@ -40,3 +42,64 @@ test('resource.ignoreResourceUpdatesEnabled "false" turns the filter off: every 
   const on = readSyncSettings({ ...IGNORE_REPLICAS, 'resource.ignoreResourceUpdatesEnabled': 'true' });
   assert.equal(await worthRefresh(on, deployment(1, 'a'), deployment(3, 'a'), undefined), false);
 });
+
+/**
+ * A Deployment whose container has `n` env entries, all owned by the manager `hpa` (FieldsV1 as the
+ * server writes it), with `value` in each.
+ */
+function ownedEnv(n: number, value: string): KubeObject {
+  const steps: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++) steps[`k:{"name":"v${i}"}`] = { '.': {}, 'f:name': {}, 'f:value': {} };
+  const fieldsV1 = {
+    'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { 'f:env': steps } } } } },
+  };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: 'd',
+      namespace: 'tenant',
+      resourceVersion: value,
+      managedFields: [{ manager: 'hpa', operation: 'Update', apiVersion: 'apps/v1', fieldsType: 'FieldsV1', fieldsV1 }],
+    },
+    spec: {
+      template: {
+        spec: { containers: [{ name: 'c', env: Array.from({ length: n }, (_, i) => ({ name: `v${i}`, value })) }] },
+      },
+    },
+  } as KubeObject;
+}
+
+test("a watch event reads the object's managedFields only as far as WATCH_READ_COST: past it, the change is a refresh", async () => {
+  // argocd-cm's ignoreDifferences apply to updates by default: what `hpa` owns changing is no refresh.
+  const settings = readSyncSettings({
+    'resource.customizations.ignoreDifferences.apps_Deployment': 'managedFieldsManagers:\n- hpa\n',
+  });
+  assert.equal(await worthRefresh(settings, ownedEnv(10, 'a'), ownedEnv(10, 'b'), undefined), false);
+  // 15,000 entries cost about 2 units each, past the watch's bound (though within a comparison's):
+  // the event does not spend them on the event loop, outside the tenant's turn; its refresh will.
+  const n = 15_000;
+  assert.ok(n * 2 > WATCH_READ_COST && n * 2 < MAX_READ_COST);
+  assert.equal(await worthRefresh(settings, ownedEnv(n, 'a'), ownedEnv(n, 'b'), undefined), true);
+  // A comparison reads them all, and ignores the change.
+  const rules = { rules: settings.ignoreDifferences, ignoreAggregatedRoles: false };
+  const compared = await normalizeIgnored(rules, ownedEnv(n, 'a'), ownedEnv(n, 'b'));
+  assert.deepEqual(compared.live?.['spec'], compared.predicted?.['spec']);
+});
+
+test('the filter copies nothing of an object that no argocd-cm rule names: it compares the pair as it is', async () => {
+  // A function is not cloneable: a copy of the object (structuredClone) would throw DataCloneError.
+  const uncopyable = (rv: string, image: string): KubeObject => {
+    const o = deployment(1, image);
+    return { ...o, metadata: { ...o.metadata, resourceVersion: rv }, spec: { ...(o['spec'] as object), hook: noop } };
+  };
+  const settings = readSyncSettings({});
+  assert.equal(await worthRefresh(settings, uncopyable('1', 'a'), uncopyable('2', 'a'), undefined), false);
+  assert.equal(await worthRefresh(settings, uncopyable('1', 'a'), uncopyable('2', 'b'), undefined), true);
+  // The objects are the live cache's: neither is changed.
+  const old = uncopyable('1', 'a');
+  await worthRefresh(settings, old, uncopyable('2', 'a'), undefined);
+  assert.equal(old.metadata.resourceVersion, '1');
+});
+
+function noop(): void {}

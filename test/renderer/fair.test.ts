@@ -170,3 +170,18 @@ test('past the queue limit a request is refused', async () => {
   first?.();
   (await waiting)?.();
 });
+
+test('work charged from outside the queue (charge) counts as a turn: a tenant charged 500 ms waits behind one charged nothing', () => {
+  const clock = { t: 0 };
+  const q = new FairQueue<string>(() => clock.t);
+  q.push('noisy', 'n');
+  q.push('quiet', 'q');
+  // In rotation, noisy (first in) would go first; its 500 ms of watch events weighed put it behind.
+  q.charge('noisy', 500);
+  assert.equal(q.charged('noisy'), 500);
+  assert.deepEqual([q.take()?.item, q.take()?.item], ['q', 'n']);
+  // A charge of nothing (or less) changes nothing.
+  q.charge('quiet', 0);
+  q.charge('quiet', -5);
+  assert.equal(q.charged('quiet'), 0);
+});
