@@ -265,3 +265,21 @@ test('the takeover removes entries 9 and 10 themselves, not 9 and the one after 
     .containers[0]!.env;
   assert.deepEqual(env, keep);
 });
+
+test("every step of a set read is charged, a map's fields as well as a list's elements: 20,000 fields owned cost 20,000", () => {
+  const spec: Record<string, unknown> = {};
+  const steps: Record<string, unknown> = {};
+  for (let i = 0; i < 20_000; i++) {
+    spec[`k${i}`] = i;
+    steps[`f:k${i}`] = {};
+  }
+  const set = { 'f:spec': steps };
+  const cost = { count: 0 };
+  removeFieldSets({ spec: { ...spec } }, [set], cost);
+  assert.ok(cost.count >= 20_000, `${cost.count} units`);
+  // Under a lower bound (the watch's), the same walk stops.
+  assert.throws(
+    () => removeFieldSets({ spec: { ...spec } }, [set], { count: 0, limit: 10_000 }),
+    FieldsTooComplexError,
+  );
+});
