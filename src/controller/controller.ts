@@ -12,7 +12,8 @@ import { DestinationClientFactory } from '../kube/factory.ts';
 import { credentialFromKubeConfig } from '../kube/credentials.ts';
 import type { ResponseHook } from '../kube/transport.ts';
 import type { KubeError } from '../kube/types.ts';
-import { WatchHttpError } from '../kube/watch.ts';
+import { StoreTooLargeError, WatchHttpError } from '../kube/watch.ts';
+import { StoreBudget } from '../kube/store-budget.ts';
 import { startHealthServer } from '../observability/health.ts';
 import type { HealthServer } from '../observability/health.ts';
 import { createMetrics, observeRedisRequest } from '../observability/metrics.ts';
@@ -33,7 +34,7 @@ import { Reconciler } from './reconciler.ts';
 import { OperationHandoff } from './handoff.ts';
 import { RightsCheck } from './rights.ts';
 import { CmdParamsWatch, loadControllerParams } from './cmd-params-watch.ts';
-import { controllerBudget, observeBudget } from './memory.ts';
+import { controllerBudget, observeBudget, STORE_SHARE_OF_BUDGET } from './memory.ts';
 import { withBudgetJob } from '../renderer/budget.ts';
 import { BudgetWaits, viewOf, viewOfAnswer, type BudgetView } from './budget-waits.ts';
 import type { ControllerParams } from './cmd-params.ts';
@@ -210,6 +211,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     inFlightMs: opts.tenantApiShareMs ?? DEFAULT_TENANT_API_SHARE_MS,
     onWait: (tenant: string, ms: number) => metrics.tenantApiWait.observe({ tenant }, ms / 1000),
   };
+  const budget = controllerBudget(opts, log);
+  // The live-object watches' objects, held between jobs, bounded apart from the jobs' budget.
+  const storeBudget = new StoreBudget({ totalBytes: budget.capacity * STORE_SHARE_OF_BUDGET });
   const factory = new DestinationClientFactory(
     credential,
     opts.liveObjects === false
@@ -220,6 +224,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
           execTimeoutMs: opts.execTimeoutMs,
           tenantShare,
           liveObjects: {
+            storeBudget,
             onChange: (_server, object, old) => holder.manager?.managedObjectChanged(object, old),
             onEvent: (server, apiVersion, kind) => countClusterEvent(metrics, server, apiVersion, kind),
             // One request per namespace and kind (a watch that lists), where the server can (WatchList).
@@ -231,7 +236,12 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
               return interval > 0 ? Math.max(1_800_000, 3 * interval) : 86_400_000;
             },
             onError: (collection, err) => {
-              if (err instanceof WatchHttpError) {
+              if (err instanceof StoreTooLargeError) {
+                log.warn(
+                  { collection, err: err.message },
+                  'live-object watch ended: its objects are too large to keep (impersync_live_object_bytes); comparisons GET them one by one, and self-heal waits for the next refresh; asking again in 10 min',
+                );
+              } else if (err instanceof WatchHttpError) {
                 log.info(
                   { collection, err: err.message },
                   'cannot list or watch these objects: comparisons GET them one by one (grant list and watch for cheaper refreshes and self-heal within seconds); asking again in 10 min',
@@ -281,7 +291,6 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const semantics = new Semantics({ serverSideDiff: params.serverSideDiff });
   // Argo CD's own application controller in the control namespace: nothing is reconciled while it runs.
   const argoController = new ArgoControllerDetector(control.watchTransport(), opts.namespace, log);
-  const budget = controllerBudget(opts, log);
   const waitThresholdMs = opts.budgetWaitConditionMs ?? 30_000;
   const waits = new BudgetWaits({ control, app: (k) => cache.app(k), thresholdMs: waitThresholdMs, logger: log });
   const common = {
@@ -353,6 +362,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   argoController.onChange = () => manager.requeueAll("Argo CD's application controller started or stopped");
   const liveWatches = setInterval(() => {
     metrics.liveWatches.set(factory.liveWatchCount());
+    metrics.liveObjectBytes.set({ state: 'used' }, storeBudget.used);
+    metrics.liveObjectBytes.set({ state: 'capacity' }, storeBudget.totalBytes);
+    metrics.liveObjectBytes.set({ state: 'per_watch' }, storeBudget.perWatchBytes);
     observeBudget(budget, metrics, log);
   }, 5000);
   liveWatches.unref();

@@ -5,10 +5,11 @@
 // an answer it holds (its declared length) × HELD_PER_ANSWER_BYTE (8) of the budget, and waits while
 // that does not fit; the hold is given back when the job ends. So the rendered objects, and the
 // live objects and dry-run answers compared with them, are admitted before they are read, whatever
-// mix of tenants' content arrives. Not in the budget: what stays between jobs (the Application and
-// project caches, the live-object watches' stores), which grows with what is managed, not with
-// what is rendered at once, and the remembered dry-run answers, 128 MiB at most
-// (kube/dry-run-memo.ts).
+// mix of tenants' content arrives. Not in the budget: what stays between jobs. The Application and
+// project caches grow with what is managed; the live-object watches' stores hold every object of
+// a kind in a watched namespace, which whoever writes there decides, so they have a bound of their
+// own (STORE_SHARE_OF_BUDGET, kube/store-budget.ts); the remembered dry-run answers hold 128 MiB at
+// most (kube/dry-run-memo.ts).
 import { totalmem } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
@@ -17,6 +18,13 @@ import { ByteBudget, formatMiB } from '../renderer/budget.ts';
 import { memoryLimit } from '../renderer/memory-limit.ts';
 
 export { HELD_PER_ANSWER_BYTE } from '../renderer/budget.ts';
+
+/**
+ * The share of the jobs' budget the live-object watches' objects may hold together, in bytes of
+ * their JSON (kube/store-budget.ts): 64 MiB of JSON for a limit of 1 GiB, some three times that in
+ * V8's heap. 500 Applications of 5 objects hold about 8 MiB.
+ */
+export const STORE_SHARE_OF_BUDGET = 1 / 8;
 
 /** The share of the memory limit comparisons and syncs may hold; the rest is the process's own. */
 export const BUDGET_SHARE_OF_LIMIT = 0.5;

@@ -14,7 +14,8 @@
 import type { KubeObject } from '../api/index.ts';
 import { runShared } from './request-context.ts';
 import type { ResourceInfo } from './types.ts';
-import { Watch } from './watch.ts';
+import type { StoreBudget } from './store-budget.ts';
+import { StoreTooLargeError, Watch } from './watch.ts';
 import type { WatchEvent, WatchHttpError, WatchTransport } from './watch.ts';
 
 export interface LiveCacheOptions {
@@ -35,6 +36,11 @@ export interface LiveCacheOptions {
    * LIST and a WATCH. The first watch a server refuses it to makes this cache list the classic way.
    */
   streamingList?: boolean | undefined;
+  /**
+   * What the watches' objects may hold (store-budget.ts), shared by every identity's cache: a watch
+   * past it ends, and its collection is read from the server, as one refused, until asked again.
+   */
+  storeBudget?: StoreBudget | undefined;
 }
 
 /** What the watches hold, for Argo CD's cluster metrics. */
@@ -230,8 +236,31 @@ export class LiveObjectCache {
     return m ? decodeURIComponent(m[1] ?? '') : '';
   }
 
+  /** The watch of `entry` ends: its collection is read from the server until asked again later. */
+  #refuse(collection: string, entry: Entry, err: WatchHttpError): void {
+    entry.watch = undefined;
+    entry.streamed = false;
+    entry.refusedUntil = Date.now() + (this.#opts.refusedRetryMs ?? 600_000);
+    this.#opts.onError?.(collection, err);
+  }
+
   #start(collection: string, info: ResourceInfo, entry: Entry): Watch {
     const timeout = this.#opts.watchTimeoutSeconds?.() ?? 1800 + Math.floor(Math.random() * 1800);
+    const budget = this.#opts.storeBudget;
+    // What the budget knows this watch by (the watch itself is made below).
+    const owner = {};
+    const evict = () => {
+      if (entry.watch !== watch) return;
+      const mib = (budget?.totalBytes ?? 0) / 2 ** 20;
+      this.#refuse(
+        collection,
+        entry,
+        new StoreTooLargeError(
+          `watch ${collection}: ended to keep the live-object watches within ${mib.toFixed(0)} MiB together; it held the most`,
+        ),
+      );
+      void watch.stop();
+    };
     const watch = new Watch(this.#transport, {
       path: collection,
       kind: info.kind,
@@ -241,12 +270,11 @@ export class LiveObjectCache {
       livenessMs: 150_000,
       fatalStatuses: [401, 403, 404],
       ...(this.#streamingList ? { streamingList: this.#streamingList } : {}),
+      ...(budget ? { bytes: { admit: (bytes: number) => budget.hold(owner, bytes, evict) } } : {}),
+      // Not allowed to list or watch here (or the kind went away), or too large to keep: GET as
+      // before, ask again later.
       onFatal: (err: WatchHttpError) => {
-        // Not allowed to list or watch here (or the kind went away): GET as before, ask again later.
-        entry.watch = undefined;
-        entry.streamed = false;
-        entry.refusedUntil = Date.now() + (this.#opts.refusedRetryMs ?? 600_000);
-        this.#opts.onError?.(collection, err);
+        if (entry.watch === watch) this.#refuse(collection, entry, err);
       },
       onError: (err) => this.#opts.onError?.(collection, err),
     });

@@ -34,6 +34,17 @@ export class WatchHttpError extends Error {
   }
 }
 
+/**
+ * The watch's objects would hold more than its bytes allow (WatchOptions.bytes): the watch ends for
+ * good (a fatal status, 413 as the API server names a body too large) and its objects are dropped.
+ */
+export class StoreTooLargeError extends WatchHttpError {
+  constructor(message: string) {
+    super(message, 413);
+    this.name = 'StoreTooLargeError';
+  }
+}
+
 export interface WatchedObject {
   apiVersion?: string;
   kind?: string;
@@ -81,6 +92,12 @@ export interface WatchOptions {
    * the watches of one connection, so that only the first finds out.
    */
   streamingList?: { supported: boolean | undefined };
+  /**
+   * What the objects may hold, in bytes of their JSON as the server sent it: `admit` is asked
+   * before the store (or a list being read, beside the store it will replace) grows, and told
+   * when it shrinks; false ends the watch with StoreTooLargeError. Told 0 once the watch ends.
+   */
+  bytes?: { admit(bytes: number): boolean };
 }
 
 /** The annotation on the bookmark that ends a watch's initial events (sendInitialEvents). */
@@ -121,7 +138,10 @@ export class Watch {
   private resolveSynced!: () => void;
   private readonly handlers: Array<(e: WatchEvent) => void> = [];
   private readonly opts: Required<
-    Omit<WatchOptions, 'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal' | 'streamingList'>
+    Omit<
+      WatchOptions,
+      'labelSelector' | 'fieldSelector' | 'onError' | 'fatalStatuses' | 'onFatal' | 'streamingList' | 'bytes'
+    >
   > &
     WatchOptions;
   private readonly transport: WatchTransport;
@@ -135,6 +155,11 @@ export class Watch {
   private initial: Map<string, WatchedObject> | undefined;
   /** A streamed list was asked for and its end has not arrived. */
   private initialPending = false;
+  /** The JSON size of each object held (WatchOptions.bytes), their sum, and of a list being read. */
+  private readonly sizes = new Map<string, number>();
+  private storeBytes = 0;
+  private initialSizes = new Map<string, number>();
+  private listBytes = 0;
 
   constructor(transport: WatchTransport, opts: WatchOptions) {
     this.transport = transport;
@@ -213,6 +238,21 @@ export class Watch {
   }
 
   private async loop(): Promise<void> {
+    try {
+      await this.loopUntilStopped();
+    } finally {
+      this.opts.bytes?.admit(0);
+    }
+  }
+
+  /** Grows what the objects hold to `bytes` (the store and a list being read), or ends the watch. */
+  private grow(bytes: number): void {
+    if (!this.opts.bytes || this.opts.bytes.admit(bytes)) return;
+    const mib = (bytes / 2 ** 20).toFixed(1);
+    throw new StoreTooLargeError(`watch ${this.opts.path}: its objects would hold ${mib} MiB, more than it may keep`);
+  }
+
+  private async loopUntilStopped(): Promise<void> {
     let failures = 0;
     let needList = true;
     let classicOnce = false;
@@ -248,7 +288,13 @@ export class Watch {
           needList = true;
           continue;
         }
-        if (err instanceof WatchHttpError && this.opts.fatalStatuses?.includes(err.status)) {
+        if (
+          err instanceof StoreTooLargeError ||
+          (err instanceof WatchHttpError && this.opts.fatalStatuses?.includes(err.status))
+        ) {
+          this.store.clear();
+          this.sizes.clear();
+          this.storeBytes = 0;
           this.opts.onFatal?.(err);
           break;
         }
@@ -263,11 +309,19 @@ export class Watch {
 
   /** List all pages, replace the cache and emit the differences as events. */
   private async relist(): Promise<void> {
-    const { items, rv } = await this.listPages();
-    this.replaceAll(items, rv);
+    this.listBytes = 0;
+    try {
+      const { items, rv, bytes } = await this.listPages();
+      // A page's size shared by its items: the list's JSON, not each object's.
+      const each = items.length ? bytes / items.length : 0;
+      this.replaceAll(items, rv, new Map(items.map((o) => [objectStoreKey(o), each])));
+    } finally {
+      this.listBytes = 0;
+      this.opts.bytes?.admit(this.storeBytes);
+    }
   }
 
-  private async listPages(): Promise<{ items: WatchedObject[]; rv: string }> {
+  private async listPages(): Promise<{ items: WatchedObject[]; rv: string; bytes: number }> {
     const items: WatchedObject[] = [];
     let cont = '';
     let rv = '';
@@ -290,6 +344,7 @@ export class Watch {
         cont = '';
         rv = '';
         items.length = 0;
+        this.listBytes = 0;
         continue;
       }
       if (res.status !== 200)
@@ -298,17 +353,28 @@ export class Watch {
           res.status,
         );
       const body = res.body as { metadata?: { resourceVersion?: string; continue?: string }; items?: WatchedObject[] };
+      // Read beside the store it replaces: both are held until then.
+      this.listBytes += res.text.length;
+      this.grow(this.storeBytes + this.listBytes);
       for (const it of body.items ?? []) items.push({ apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...it });
       cont = body.metadata?.continue ?? '';
       rv = body.metadata?.resourceVersion ?? '';
       if (!cont) break;
     }
-    return { items, rv };
+    return { items, rv, bytes: this.listBytes };
   }
 
   /** The cache becomes `items` (a complete list at `rv`); the differences are emitted as events. */
-  private replaceAll(items: Iterable<WatchedObject>, rv: string): void {
+  private replaceAll(items: Iterable<WatchedObject>, rv: string, sizes: Map<string, number>): void {
     this.relists++;
+    this.sizes.clear();
+    this.storeBytes = 0;
+    for (const [key, size] of sizes) {
+      this.sizes.set(key, size);
+      this.storeBytes += size;
+    }
+    // The list read beside the store is the store now.
+    this.opts.bytes?.admit(this.storeBytes);
     const seen = new Set<string>();
     for (const object of items) {
       const key = objectStoreKey(object);
@@ -349,6 +415,8 @@ export class Watch {
     this.initialPending = streamList;
     if (streamList) {
       this.initial = new Map();
+      this.initialSizes = new Map();
+      this.listBytes = 0;
       listTimer = setTimeout(() => {
         if (!this.initialPending) return;
         listTimedOut = true;
@@ -429,6 +497,9 @@ export class Watch {
     } finally {
       this.streaming = false;
       this.initial = undefined;
+      this.initialSizes = new Map();
+      if (this.listBytes) this.opts.bytes?.admit(this.storeBytes);
+      this.listBytes = 0;
       if (liveness) clearTimeout(liveness);
       if (listTimer) clearTimeout(listTimer);
     }
@@ -452,13 +523,22 @@ export class Watch {
           throw new NoStreamingListError(`watch ${this.opts.path}: sendInitialEvents ignored`, true);
         this.initial = undefined;
         this.initialPending = false;
-        this.replaceAll(initial.values(), rv ?? '');
+        this.replaceAll(initial.values(), rv ?? '', this.initialSizes);
+        this.listBytes = 0;
         this.streaming = true;
         return;
       }
       const object: WatchedObject = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...obj };
-      if (ev.type === 'DELETED') initial.delete(objectStoreKey(object));
-      else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') initial.set(objectStoreKey(object), object);
+      const key = objectStoreKey(object);
+      this.listBytes -= this.initialSizes.get(key) ?? 0;
+      this.initialSizes.delete(key);
+      if (ev.type === 'DELETED') initial.delete(key);
+      else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
+        this.grow(this.storeBytes + this.listBytes + line.length);
+        initial.set(key, object);
+        this.initialSizes.set(key, line.length);
+        this.listBytes += line.length;
+      }
       return;
     }
     if (rv) this.resourceVersion = rv;
@@ -468,10 +548,22 @@ export class Watch {
     const old = this.store.get(key);
     if (ev.type === 'DELETED') {
       this.store.delete(key);
+      this.resize(key, undefined);
       this.emit({ type: 'DELETED', object, ...(old ? { old } : {}) });
     } else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
+      this.resize(key, line.length);
       this.store.set(key, object);
       this.emit(old ? { type: 'MODIFIED', object, old } : { type: 'ADDED', object });
     }
+  }
+
+  /** The object at `key` now holds `size` bytes (undefined: gone); growth is admitted first (grow). */
+  private resize(key: string, size: number | undefined): void {
+    const bytes = this.storeBytes - (this.sizes.get(key) ?? 0) + (size ?? 0);
+    if (bytes > this.storeBytes) this.grow(bytes);
+    else this.opts.bytes?.admit(bytes);
+    this.storeBytes = bytes;
+    if (size === undefined) this.sizes.delete(key);
+    else this.sizes.set(key, size);
   }
 }

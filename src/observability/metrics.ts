@@ -22,6 +22,7 @@ export interface Metrics {
   tenantApiWait: Histogram<'tenant'>;
   watchRestarts: Gauge<'resource'>;
   liveWatches: Gauge;
+  liveObjectBytes: Gauge;
   /** Kubernetes Events queued or being written (controller/events.ts BackgroundEvents). */
   eventsPending: Gauge;
   /** Kubernetes Events dropped because the queue was full, by reason. */
@@ -174,6 +175,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     liveWatches: new Gauge({
       name: 'impersync_live_object_watches',
       help: 'Watches of managed objects open (one per namespace, kind and identity read).',
+      registers,
+    }),
+    liveObjectBytes: new Gauge({
+      name: 'impersync_live_object_bytes',
+      help: "What the live-object watches hold, in bytes of the objects' JSON (state=used), and what they may hold together (capacity) and each (per_watch); a watch past them ends and its objects are read one by one.",
+      labelNames: ['state'],
       registers,
     }),
     eventsPending: new Gauge({

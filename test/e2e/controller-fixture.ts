@@ -207,6 +207,8 @@ export async function startFixture(
     budgetWaitConditionMs?: number;
     /** More event sinks, after the fixture's MemoryEvents. */
     events?: EventSink[];
+    /** The container's memory limit the controller sizes its budgets by (`--memory-limit`). */
+    memoryLimitBytes?: number;
   } = {},
 ): Promise<Fixture> {
   const repo = await TestRepo.create();
@@ -242,6 +244,7 @@ export async function startFixture(
       ...(opts.execTimeoutMs !== undefined ? { execTimeoutMs: opts.execTimeoutMs } : {}),
       ...(opts.redis ? { redis: opts.redis } : {}),
       ...(opts.budgetWaitConditionMs !== undefined ? { budgetWaitConditionMs: opts.budgetWaitConditionMs } : {}),
+      ...(opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: opts.memoryLimitBytes } : {}),
     });
   const fx: Fixture = {
     repo,

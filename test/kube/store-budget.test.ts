@@ -1,0 +1,205 @@
+// What the live-object watches may hold (src/kube/store-budget.ts, live-cache.ts, watch.ts), over a
+// scripted transport: a watch past its own bound ends and its collection is read from the server;
+// past the bound of all watches together, the largest ends first. The real server's side is in
+// test/e2e/live-object-bytes.test.ts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LiveObjectCache } from '../../src/kube/live-cache.ts';
+import { StoreBudget } from '../../src/kube/store-budget.ts';
+import type { ResourceInfo } from '../../src/kube/types.ts';
+import { StoreTooLargeError } from '../../src/kube/watch.ts';
+import type { WatchTransport } from '../../src/kube/watch.ts';
+
+const CM: ResourceInfo = {
+  apiVersion: 'v1',
+  group: '',
+  version: 'v1',
+  kind: 'ConfigMap',
+  resource: 'configmaps',
+  namespaced: true,
+  verbs: ['get', 'list', 'watch', 'patch'],
+};
+const coll = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
+const cm = (ns: string, name: string, rv: string, size: number) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: ns, resourceVersion: rv },
+  data: { v: 'x'.repeat(size) },
+});
+
+/** A transport whose list of each namespace answers `items[ns]` and whose watches stream what `push` sends. */
+function scripted(items: Record<string, unknown[]>) {
+  const queues = new Map<string, string[]>();
+  const wakes = new Map<string, () => void>();
+  const nsOf = (p: string) => /namespaces\/([^/]+)\//.exec(p)?.[1] ?? '';
+  const transport: WatchTransport = {
+    get: async (p) => {
+      const body = { metadata: { resourceVersion: '10' }, items: items[nsOf(p)] ?? [] };
+      return { status: 200, body, text: JSON.stringify(body) };
+    },
+    stream: async (p, signal) => {
+      const ns = nsOf(p);
+      const queue = queues.get(ns) ?? [];
+      queues.set(ns, queue);
+      return {
+        status: 200,
+        discard: () => undefined,
+        chunks: (async function* () {
+          while (!signal.aborted) {
+            const line = queue.shift();
+            if (line !== undefined) yield line;
+            else
+              await new Promise<void>((r) => {
+                wakes.set(ns, r);
+                signal.addEventListener('abort', () => r(), { once: true });
+              });
+          }
+        })(),
+      };
+    },
+  };
+  const push = (ns: string, type: string, object: unknown) => {
+    const queue = queues.get(ns) ?? [];
+    queues.set(ns, queue);
+    queue.push(`${JSON.stringify({ type, object })}\n`);
+    wakes.get(ns)?.();
+  };
+  return { transport, push };
+}
+
+async function settle(what: string, cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(cond(), what);
+}
+
+test('the budget: a watch past its own bound is refused; past the total, the largest other watch ends first', () => {
+  const budget = new StoreBudget({ totalBytes: 1000, perWatchBytes: 600 });
+  const ended: string[] = [];
+  const a = {};
+  const b = {};
+  const c = {};
+  assert.equal(
+    budget.hold(a, 601, () => ended.push('a')),
+    false,
+    'past its own bound',
+  );
+  assert.equal(budget.used, 0);
+  assert.equal(
+    budget.hold(a, 500, () => ended.push('a')),
+    true,
+  );
+  assert.equal(
+    budget.hold(b, 300, () => ended.push('b')),
+    true,
+  );
+  // c needs 400: a (the largest, 500) ends; b stays.
+  assert.equal(
+    budget.hold(c, 400, () => ended.push('c')),
+    true,
+  );
+  assert.deepEqual(ended, ['a']);
+  assert.equal(budget.used, 700);
+  // c growing to 600 would pass 1000 with b's 300 beside it... 900: fits.
+  assert.equal(
+    budget.hold(c, 600, () => ended.push('c')),
+    true,
+  );
+  // b growing to 500 would make 1100: c (600) is the largest, and ends.
+  assert.equal(
+    budget.hold(b, 500, () => ended.push('b')),
+    true,
+  );
+  assert.deepEqual(ended, ['a', 'c']);
+  // The largest itself is refused rather than ending smaller ones.
+  const d = {};
+  assert.equal(
+    budget.hold(d, 400, () => ended.push('d')),
+    true,
+  );
+  assert.equal(
+    budget.hold(d, 550, () => ended.push('d')),
+    false,
+  );
+  assert.deepEqual(ended, ['a', 'c']);
+  assert.equal(budget.used, 500);
+  budget.hold(b, 0, () => {});
+  assert.equal(budget.used, 0);
+  assert.equal(budget.watches, 0);
+});
+
+test("a collection whose list is past a watch's bound is not kept: its reads go to the server, and the error says why", async () => {
+  const { transport } = scripted({
+    crowded: Array.from({ length: 20 }, (_, i) => cm('crowded', `c${i}`, '5', 1000)),
+    quiet: [cm('quiet', 'q', '5', 10)],
+  });
+  const budget = new StoreBudget({ totalBytes: 40_000, perWatchBytes: 10_000 });
+  const errors: Error[] = [];
+  const cache = new LiveObjectCache(transport, { storeBudget: budget, onError: (_c, e) => errors.push(e) });
+  try {
+    cache.lookup(CM, coll('crowded'), 'c0');
+    cache.lookup(CM, coll('quiet'), 'q');
+    await settle('the quiet namespace is kept', () => cache.lookup(CM, coll('quiet'), 'q').hit);
+    await settle('the crowded watch ended', () => errors.length > 0);
+    assert.ok(errors[0] instanceof StoreTooLargeError, String(errors[0]));
+    assert.match(errors[0].message, /namespaces\/crowded\/configmaps: its objects would hold/);
+    assert.deepEqual(cache.lookup(CM, coll('crowded'), 'c0'), { hit: false }, 'read from the server');
+    assert.equal(cache.watchCount, 1);
+    assert.ok(budget.used > 0 && budget.used < 1000, `${budget.used} bytes held: the quiet namespace's only`);
+  } finally {
+    await cache.close();
+  }
+  assert.equal(budget.used, 0, 'closed watches hold nothing');
+});
+
+test('a kept collection that grows past the bound by watch events ends; one that shrinks gives its bytes back', async () => {
+  const { transport, push } = scripted({ growing: [cm('growing', 'g0', '5', 100)] });
+  const budget = new StoreBudget({ totalBytes: 40_000, perWatchBytes: 10_000 });
+  const errors: Error[] = [];
+  const cache = new LiveObjectCache(transport, { storeBudget: budget, onError: (_c, e) => errors.push(e) });
+  try {
+    cache.lookup(CM, coll('growing'), 'g0');
+    await settle('kept', () => cache.lookup(CM, coll('growing'), 'g0').hit);
+    push('growing', 'ADDED', cm('growing', 'g1', '6', 3000));
+    await settle('g1 seen', () => {
+      const l = cache.lookup(CM, coll('growing'), 'g1');
+      return l.hit && l.object !== null;
+    });
+    const withG1 = budget.used;
+    push('growing', 'DELETED', cm('growing', 'g1', '7', 3000));
+    await settle('g1 gone', () => budget.used < withG1 - 2900);
+    for (let i = 2; i < 8; i++) push('growing', 'ADDED', cm('growing', `g${i}`, String(6 + i), 2000));
+    await settle('the watch ended past its bound', () => errors.some((e) => e instanceof StoreTooLargeError));
+    assert.deepEqual(cache.lookup(CM, coll('growing'), 'g0'), { hit: false });
+    assert.equal(budget.used, 0);
+  } finally {
+    await cache.close();
+  }
+});
+
+test("identities share the budget: one tenant's large namespace ends before another's small one is refused", async () => {
+  const big = scripted({ big: Array.from({ length: 8 }, (_, i) => cm('big', `b${i}`, '5', 1000)) });
+  const small = scripted({ small: Array.from({ length: 4 }, (_, i) => cm('small', `s${i}`, '5', 1000)) });
+  const budget = new StoreBudget({ totalBytes: 12_000, perWatchBytes: 10_000 });
+  const errors: string[] = [];
+  const a = new LiveObjectCache(big.transport, {
+    storeBudget: budget,
+    onError: (c, e) => errors.push(`${c}: ${e.message}`),
+  });
+  const b = new LiveObjectCache(small.transport, {
+    storeBudget: budget,
+    onError: (c, e) => errors.push(`${c}: ${e.message}`),
+  });
+  try {
+    a.lookup(CM, coll('big'), 'b0');
+    await settle('big kept', () => a.lookup(CM, coll('big'), 'b0').hit);
+    b.lookup(CM, coll('small'), 's0');
+    await settle('small kept', () => b.lookup(CM, coll('small'), 's0').hit);
+    assert.deepEqual(a.lookup(CM, coll('big'), 'b0'), { hit: false }, 'the big one gave way');
+    assert.equal(errors.length, 1);
+    assert.match(errors[0] ?? '', /namespaces\/big\/configmaps: .*ended to keep the live-object watches within/);
+    assert.ok(budget.used <= budget.totalBytes);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
