@@ -252,7 +252,10 @@ export async function startControllerProcess(
     metric: async (name) => {
       if (port === undefined) return Number.NaN;
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+      // `name`, with any labels; or a series named with its labels (`name{state="used"}`) exactly.
+      const literal = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const series = name.includes('{') ? literal : `${literal}(?:\\{[^}]*\\})?`;
+      const m = new RegExp(`^${series} (\\S+)$`, 'm').exec(text);
       return m ? Number(m[1]) : Number.NaN;
     },
     sample: () => sample(pid),

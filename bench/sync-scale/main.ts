@@ -109,6 +109,9 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
     // The peaks (VmHWM) as they were when the last Application was done, before its Events were all written.
     const peaksAtDone = { controller: ctl.sample().peakRss, renderer: ctl.rendererPeakRss() };
     const writtenAt = await eventsWritten(ctl);
+    // What the live-object watches hold (bytes of JSON), against their bound.
+    const liveBytes = await ctl.metric('impersync_live_object_bytes{state="used"}');
+    const liveCapacity = await ctl.metric('impersync_live_object_bytes{state="capacity"}');
     if (profile) console.log(`kube-apiserver CPU profile of the first ${profileSeconds} s: ${await profile}`);
     // CPU, memory and requests through the last Event; the time is until the last Application was done.
     const s1 = ctl.sample();
@@ -127,7 +130,7 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
       health: healthCounts(done.apps),
     };
     console.log(
-      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); its Events all written ${seconds(run.eventsMs)} s later (requests, CPU and memory counted through then; peak RSS when the last was done: ${mib(peaksAtDone.controller)} + ${mib(peaksAtDone.renderer)} MiB); startup CPU ${fixed(s0.cpu, 2)} s`,
+      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); its Events all written ${seconds(run.eventsMs)} s later (requests, CPU and memory counted through then; peak RSS when the last was done: ${mib(peaksAtDone.controller)} + ${mib(peaksAtDone.renderer)} MiB); startup CPU ${fixed(s0.cpu, 2)} s; the live-object watches hold ${Number.isNaN(liveBytes) ? 'n/a' : `${fixed(liveBytes / 2 ** 20, 1)} of ${fixed(liveCapacity / 2 ** 20, 0)}`} MiB of JSON`,
     );
     return run;
   } finally {

@@ -21,8 +21,8 @@ export { HELD_PER_ANSWER_BYTE } from '../renderer/budget.ts';
 
 /**
  * The share of the jobs' budget the live-object watches' objects may hold together, in bytes of
- * their JSON (kube/store-budget.ts): 64 MiB of JSON for a limit of 1 GiB, some three times that in
- * V8's heap. 500 Applications of 5 objects hold about 8 MiB.
+ * their JSON (kube/store-budget.ts): 64 MiB of JSON for a limit of 1 GiB, about twice that in
+ * V8's heap. 500 Applications of 5 objects held 3.5 MiB in bench/sync-scale.
  */
 export const STORE_SHARE_OF_BUDGET = 1 / 8;
 
