@@ -334,7 +334,9 @@ export class Watch {
       const timer = setTimeout(() => ac.abort(new Error(`list ${this.opts.path}: no response after 60 s`)), 60_000);
       let res: { status: number; body: unknown; text: string };
       try {
-        res = await this.transport.get(this.query(extra), ac.signal);
+        res = this.opts.bytes
+          ? await this.boundedGet(this.query(extra), ac)
+          : await this.transport.get(this.query(extra), ac.signal);
       } finally {
         clearTimeout(timer);
       }
@@ -362,6 +364,41 @@ export class Watch {
       if (!cont) break;
     }
     return { items, rv, bytes: this.listBytes };
+  }
+
+  /**
+   * A page of a list read as it arrives, its bytes admitted as they come (WatchOptions.bytes): a
+   * page of 500 objects of a megabyte each is refused at the bound, not read whole first.
+   */
+  private async boundedGet(
+    pathAndQuery: string,
+    ac: AbortController,
+  ): Promise<{ status: number; body: unknown; text: string }> {
+    const res = await this.transport.stream(pathAndQuery, ac.signal);
+    const decoder = new TextDecoder();
+    let text = '';
+    try {
+      for await (const chunk of res.chunks) {
+        text += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+        if (res.status === 200) this.grow(this.storeBytes + this.listBytes + text.length);
+        else if (text.length > 4096) {
+          // A refusal's message is all it is read for.
+          res.discard();
+          break;
+        }
+      }
+    } catch (err) {
+      ac.abort();
+      throw err;
+    }
+    text += decoder.decode();
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    return { status: res.status, body, text };
   }
 
   /** The cache becomes `items` (a complete list at `rv`); the differences are emitted as events. */

@@ -22,6 +22,10 @@ import {
   waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
+import { connectControlCluster } from '../../src/kube/control.ts';
+import { StoreBudget } from '../../src/kube/store-budget.ts';
+import { StoreTooLargeError, Watch } from '../../src/kube/watch.ts';
+import type { WatchHttpError } from '../../src/kube/watch.ts';
 
 let cp: TestControlPlane;
 let fx: Fixture;
@@ -122,4 +126,44 @@ test('a namespace crowded past what one watch may hold is read object by object;
     ['/api/v1/namespaces/crowded/configmaps/guestbook-config'],
   );
   assert.deepEqual(await configMapGetsOfARefresh('quiet', 'quiet'), []);
+});
+
+test('a list read the classic way (no WatchList) is counted as its page arrives, and a page past the bound ends the watch', async () => {
+  // The crowded namespace's 1.2 MB of ConfigMaps, listed by pages of 500 as an older API server would.
+  const control = await connectControlCluster(cp.admin);
+  const listOf = async (bound: number) => {
+    const budget = new StoreBudget({ totalBytes: bound * 4, perWatchBytes: bound });
+    let fatal: WatchHttpError | undefined;
+    const owner = {};
+    const watch: Watch = new Watch(control.watchTransport(), {
+      path: '/api/v1/namespaces/crowded/configmaps',
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      fatalStatuses: [413],
+      bytes: { admit: (bytes: number): boolean => budget.hold(owner, bytes, () => {}) },
+      onFatal: (err) => {
+        fatal = err;
+      },
+    });
+    watch.start();
+    const end = Date.now() + 20_000;
+    while (!watch.isSynced && !fatal && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const out = { synced: watch.isSynced, objects: watch.store.size, used: budget.used, fatal };
+    await watch.stop();
+    return { ...out, after: budget.used };
+  };
+  try {
+    const kept = await listOf(4 * 2 ** 20);
+    assert.equal(kept.synced, true);
+    assert.ok(kept.objects >= 13, `${kept.objects} ConfigMaps`);
+    assert.ok(kept.used > 1_200_000 && kept.used < 1_400_000, `${kept.used} bytes counted`);
+    assert.equal(kept.after, 0, 'a stopped watch holds nothing');
+    const refused = await listOf(2 ** 20);
+    assert.equal(refused.synced, false);
+    assert.ok(refused.fatal instanceof StoreTooLargeError, String(refused.fatal));
+    assert.equal(refused.objects, 0);
+    assert.equal(refused.after, 0);
+  } finally {
+    await control.close();
+  }
 });

@@ -30,15 +30,34 @@ const cm = (ns: string, name: string, rv: string, size: number) => ({
 /** A transport whose list of each namespace answers `items[ns]` and whose watches stream what `push` sends. */
 function scripted(items: Record<string, unknown[]>) {
   const queues = new Map<string, string[]>();
+  /** Characters of list pages the transport handed over, per namespace. */
+  const delivered = new Map<string, number>();
   const wakes = new Map<string, () => void>();
   const nsOf = (p: string) => /namespaces\/([^/]+)\//.exec(p)?.[1] ?? '';
   const transport: WatchTransport = {
     get: async (p) => {
       const body = { metadata: { resourceVersion: '10' }, items: items[nsOf(p)] ?? [] };
-      return { status: 200, body, text: JSON.stringify(body) };
+      const text = JSON.stringify(body);
+      delivered.set(nsOf(p), (delivered.get(nsOf(p)) ?? 0) + text.length);
+      return { status: 200, body, text };
     },
     stream: async (p, signal) => {
       const ns = nsOf(p);
+      if (!p.includes('watch=1')) {
+        // A list page read as it arrives, in chunks of 1,000 characters.
+        const text = JSON.stringify({ metadata: { resourceVersion: '10' }, items: items[ns] ?? [] });
+        return {
+          status: 200,
+          discard: () => undefined,
+          chunks: (async function* () {
+            for (let i = 0; i < text.length && !signal.aborted; i += 1000) {
+              const chunk = text.slice(i, i + 1000);
+              delivered.set(ns, (delivered.get(ns) ?? 0) + chunk.length);
+              yield chunk;
+            }
+          })(),
+        };
+      }
       const queue = queues.get(ns) ?? [];
       queues.set(ns, queue);
       return {
@@ -64,7 +83,7 @@ function scripted(items: Record<string, unknown[]>) {
     queue.push(`${JSON.stringify({ type, object })}\n`);
     wakes.get(ns)?.();
   };
-  return { transport, push };
+  return { transport, push, delivered };
 }
 
 async function settle(what: string, cond: () => boolean): Promise<void> {
@@ -128,7 +147,7 @@ test('the budget: a watch past its own bound is refused; past the total, the lar
 });
 
 test("a collection whose list is past a watch's bound is not kept: its reads go to the server, and the error says why", async () => {
-  const { transport } = scripted({
+  const { transport, delivered } = scripted({
     crowded: Array.from({ length: 20 }, (_, i) => cm('crowded', `c${i}`, '5', 1000)),
     quiet: [cm('quiet', 'q', '5', 10)],
   });
@@ -144,6 +163,9 @@ test("a collection whose list is past a watch's bound is not kept: its reads go 
     assert.match(errors[0].message, /namespaces\/crowded\/configmaps: its objects would hold/);
     assert.deepEqual(cache.lookup(CM, coll('crowded'), 'c0'), { hit: false }, 'read from the server');
     assert.equal(cache.watchCount, 1);
+    // The page was not read whole: its 21 kB stopped at the 10 kB bound.
+    const read = delivered.get('crowded') ?? 0;
+    assert.ok(read > 0 && read <= 11_000, `${read} characters of the page read`);
     assert.ok(budget.used > 0 && budget.used < 1000, `${budget.used} bytes held: the quiet namespace's only`);
   } finally {
     await cache.close();
