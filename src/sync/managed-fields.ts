@@ -230,7 +230,12 @@ function isLeaf(set: FieldSet): boolean {
  * a list, with the sets beneath it. Steps that name one element in several ways (its key, its
  * index, its value, one key spelled two ways) come together, so each child is reached once.
  */
-function childrenOf(value: unknown, nodes: FieldSet[], finder: ElementFinder): Map<string | number, FieldSet[]> {
+function childrenOf(
+  value: unknown,
+  nodes: FieldSet[],
+  finder: ElementFinder,
+  keys?: Map<number, string>,
+): Map<string | number, FieldSet[]> {
   const next = new Map<string | number, FieldSet[]>();
   for (const node of nodes)
     for (const [step, sub] of Object.entries(node)) {
@@ -240,7 +245,11 @@ function childrenOf(value: unknown, nodes: FieldSet[], finder: ElementFinder): M
       let at: string | number = -1;
       if (step.startsWith('f:')) {
         if (isRecord(value) && step.slice(2) in value) at = step.slice(2);
-      } else if (Array.isArray(value)) at = finder.find(value, step);
+      } else if (Array.isArray(value)) {
+        at = finder.find(value, step);
+        // The first key or value that names the element, to find it by in another object.
+        if (keys && at !== -1 && !step.startsWith('i:') && !keys.has(at)) keys.set(at, step);
+      }
       if (at === -1) continue;
       const subs = next.get(at);
       if (subs) subs.push(sub);
@@ -316,37 +325,44 @@ export function removeFieldSets(value: unknown, sets: FieldSet[], cost: ReadCost
  * each path once however many steps name its element. The values are `from`'s own, not copies.
  * `elements`: also the path of each list element with a `name` that the set owns as such (`.`),
  * before its fields.
+ * `keys`: with each path, the FieldsV1 step that names each of its list elements (`k:{...}` or
+ * `v:...`; undefined for a map's field, or an element named only by its index), to find the same
+ * element in another object by; with `elements`, every element owned as such, not only those with
+ * a `name`.
  * `finder` may be shared by the walks of one object. Throws FieldsTooComplexError.
  */
 export function ownedValues(
   from: KubeObject,
   set: FieldSet,
-  opts: { finder?: ElementFinder; elements?: boolean } = {},
-): Array<[Array<string | number>, unknown]> {
-  const out: Array<[Array<string | number>, unknown]> = [];
+  opts: { finder?: ElementFinder; elements?: boolean; keys?: boolean } = {},
+): Array<[Array<string | number>, unknown, Array<string | undefined>?]> {
+  const out: Array<[Array<string | number>, unknown, Array<string | undefined>?]> = [];
   const finder = opts.finder ?? new ElementFinder();
-  // `nodes`: the sets that name `value` (childrenOf).
-  const walk = (value: unknown, nodes: FieldSet[], path: Array<string | number>) => {
-    tooDeep(path.length);
-    if (nodes.some(isLeaf)) {
-      // What is kept: the path, a step per level.
-      charge(finder.cost, path.length);
-      out.push([path, value]);
-      return;
-    }
-    // Only a named element: the takeover follows list paths into Git's object by name.
-    const named = isRecord(value) && typeof value['name'] === 'string';
-    if (opts.elements && named && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n)) {
-      charge(finder.cost, path.length);
-      out.push([path, value]);
-    }
-    for (const [at, subs] of childrenOf(value, nodes, finder))
-      walk(typeof at === 'number' ? (value as unknown[])[at] : (value as Record<string, unknown>)[at], subs, [
-        ...path,
-        at,
-      ]);
+  const keep = (path: Array<string | number>, value: unknown, keys: Array<string | undefined>) => {
+    // What is kept: the path, a step per level (and its keys as many).
+    charge(finder.cost, opts.keys ? 2 * path.length : path.length);
+    out.push(opts.keys ? [path, value, keys] : [path, value]);
   };
-  walk(from, [set], []);
+  // `nodes`: the sets that name `value` (childrenOf).
+  const walk = (value: unknown, nodes: FieldSet[], path: Array<string | number>, keys: Array<string | undefined>) => {
+    tooDeep(path.length);
+    if (nodes.some(isLeaf)) return keep(path, value, keys);
+    // An element the takeover can follow into Git's object: by its key, or else by its name.
+    const followed = opts.keys
+      ? keys[keys.length - 1] !== undefined
+      : isRecord(value) && typeof value['name'] === 'string';
+    if (opts.elements && followed && typeof path[path.length - 1] === 'number' && nodes.some((n) => '.' in n))
+      keep(path, value, keys);
+    const steps = opts.keys && Array.isArray(value) ? new Map<number, string>() : undefined;
+    for (const [at, subs] of childrenOf(value, nodes, finder, steps))
+      walk(
+        typeof at === 'number' ? (value as unknown[])[at] : (value as Record<string, unknown>)[at],
+        subs,
+        [...path, at],
+        opts.keys ? [...keys, typeof at === 'number' ? steps?.get(at) : undefined] : keys,
+      );
+  };
+  walk(from, [set], [], []);
   return out;
 }
 

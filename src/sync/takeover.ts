@@ -54,26 +54,30 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * `path` (read in `from`) in `to`: a list index follows the element of the same `name`. With the
+ * `path` (read in `from`) in `to`: a list index follows the element of the same FieldsV1 key or
+ * value (`keys`, as the server pairs them), else of the same `name`, else the same index. With the
  * map or list in `to` that holds its last step, to remove it from; null when `to` has no such path.
  */
 function translate(
   path: Array<string | number>,
+  keys: Array<string | undefined>,
   from: unknown,
   to: unknown,
+  finder: ElementFinder,
   names: NameFinder,
 ): { path: Array<string | number>; parent: unknown } | null {
   const out: Array<string | number> = [];
   let a = from;
   let b = to;
   let parent: unknown = undefined;
-  for (const key of path) {
+  for (const [step, key] of path.entries()) {
     parent = b;
     if (typeof key === 'number') {
       if (!Array.isArray(a) || !Array.isArray(b)) return null;
       const el = a[key];
       const name = isRecord(el) ? el['name'] : undefined;
-      const j = typeof name === 'string' ? names.find(b, name) : key;
+      const by = keys[step];
+      const j = by !== undefined ? finder.find(b, by) : typeof name === 'string' ? names.find(b, name) : key;
       if (j < 0 || j >= b.length) return null;
       out.push(j);
       a = el;
@@ -108,10 +112,14 @@ export function afterTakeover(
   const finder = new ElementFinder();
   const names = new NameFinder();
   for (const e of taken)
-    for (const [path] of ownedValues(live, e.fieldsV1 as Record<string, unknown>, { finder, elements: true })) {
+    for (const [path, , keys = []] of ownedValues(live, e.fieldsV1 as Record<string, unknown>, {
+      finder,
+      elements: true,
+      keys: true,
+    })) {
       if (path[0] === 'metadata' && (path[1] === 'managedFields' || path[1] === 'resourceVersion')) continue;
-      if (translate(path, live, target, names) !== null) continue; // still desired
-      const at = translate(path, live, out, names);
+      if (translate(path, keys, live, target, finder, names) !== null) continue; // still desired
+      const at = translate(path, keys, live, out, finder, names);
       if (!at || at.path.length === 0 || (!isRecord(at.parent) && !Array.isArray(at.parent))) continue;
       let group = removals.get(at.parent);
       if (!group) removals.set(at.parent, (group = { depth: at.path.length, keys: new Set() }));

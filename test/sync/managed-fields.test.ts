@@ -223,19 +223,21 @@ test('managedFields deeper than the walk goes stop with an error, not a stack ov
   assert.throws(() => removeFieldSets(obj, [{ 'f:spec': set }]), /go deeper than 200 levels/);
 });
 
-test('the takeover leaves a list element it cannot follow by name (ports) in place', () => {
+test('the takeover follows list elements without a name by their key (ports) and value (finalizers)', () => {
   const ports = (list: number[]) => list.map((p) => ({ containerPort: p, protocol: 'TCP' }));
-  const mk = (list: number[]): KubeObject => ({
+  const mk = (list: number[], finalizers: string[]): KubeObject => ({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: {
       name: 'd',
       resourceVersion: '1',
+      finalizers,
       managedFields: [
         {
           manager: CSA,
           operation: 'Update',
           fieldsV1: {
+            'f:metadata': { 'f:finalizers': Object.fromEntries(finalizers.map((f) => [`v:${JSON.stringify(f)}`, {}])) },
             'f:spec': {
               'f:ports': Object.fromEntries(
                 list.map((p) => [`k:{"containerPort":${p},"protocol":"TCP"}`, { '.': {}, 'f:containerPort': {} }]),
@@ -247,13 +249,22 @@ test('the takeover leaves a list element it cannot follow by name (ports) in pla
     },
     spec: { ports: ports(list) },
   });
-  const live = mk([80, 443, 8080]);
-  // Git drops 443: following the third port by its index would find no third port in Git's, and
-  // removing the element at that index of the prediction would remove 8080, which Git keeps.
-  const after = afterTakeover(structuredClone(live), mk([80, 8080]), live, 'impersync', [CSA]);
-  const got = (after.spec as { ports: Array<{ containerPort?: number }> }).ports;
-  assert.ok(got.some((p) => p.containerPort === 8080 || p.containerPort === undefined));
-  assert.ok(got.some((p) => p.containerPort === 80));
+  const live = mk([80, 443, 8080], ['a.example/x', 'b.example/y']);
+  // Git drops port 443 and finalizer a: followed by index, the second port would be Git's 8080
+  // (443 kept, and {} left of it once its fields went) and the first finalizer Git's b.
+  const after = afterTakeover(structuredClone(live), mk([80, 8080], ['b.example/y']), live, 'impersync', [CSA]);
+  assert.deepEqual((after.spec as { ports: unknown }).ports, ports([80, 8080]));
+  assert.deepEqual(after.metadata.finalizers, ['b.example/y']);
+  // Git reorders them: nothing is dropped.
+  const reordered = afterTakeover(
+    structuredClone(live),
+    mk([8080, 443, 80], ['b.example/y', 'a.example/x']),
+    live,
+    'impersync',
+    [CSA],
+  );
+  assert.deepEqual((reordered.spec as { ports: unknown }).ports, ports([80, 443, 8080]));
+  assert.deepEqual(reordered.metadata.finalizers, ['a.example/x', 'b.example/y']);
 });
 
 test('the takeover removes entries 9 and 10 themselves, not 9 and the one after it', () => {
