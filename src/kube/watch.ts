@@ -241,13 +241,21 @@ export class Watch {
     try {
       await this.loopUntilStopped();
     } finally {
-      this.opts.bytes?.admit(0);
+      this.admit(0);
     }
+  }
+
+  /**
+   * Tells the bound what the objects hold now. A stopped watch (ended by the bound for another's
+   * sake, or idle) holds nothing, whatever its teardown still has: it must not take bytes back.
+   */
+  private admit(bytes: number): boolean {
+    return !this.opts.bytes || this.opts.bytes.admit(this.stopped ? 0 : bytes);
   }
 
   /** Grows what the objects hold to `bytes` (the store and a list being read), or ends the watch. */
   private grow(bytes: number): void {
-    if (!this.opts.bytes || this.opts.bytes.admit(bytes)) return;
+    if (!this.opts.bytes || (!this.stopped && this.admit(bytes))) return;
     const mib = (bytes / 2 ** 20).toFixed(1);
     throw new StoreTooLargeError(`watch ${this.opts.path}: its objects would hold ${mib} MiB, more than it may keep`);
   }
@@ -317,7 +325,7 @@ export class Watch {
       this.replaceAll(items, rv, new Map(items.map((o) => [objectStoreKey(o), each])));
     } finally {
       this.listBytes = 0;
-      this.opts.bytes?.admit(this.storeBytes);
+      this.admit(this.storeBytes);
     }
   }
 
@@ -411,7 +419,7 @@ export class Watch {
       this.storeBytes += size;
     }
     // The list read beside the store is the store now.
-    this.opts.bytes?.admit(this.storeBytes);
+    this.admit(this.storeBytes);
     const seen = new Set<string>();
     for (const object of items) {
       const key = objectStoreKey(object);
@@ -535,7 +543,7 @@ export class Watch {
       this.streaming = false;
       this.initial = undefined;
       this.initialSizes = new Map();
-      if (this.listBytes) this.opts.bytes?.admit(this.storeBytes);
+      if (this.listBytes) this.admit(this.storeBytes);
       this.listBytes = 0;
       if (liveness) clearTimeout(liveness);
       if (listTimer) clearTimeout(listTimer);
@@ -598,7 +606,7 @@ export class Watch {
   private resize(key: string, size: number | undefined): void {
     const bytes = this.storeBytes - (this.sizes.get(key) ?? 0) + (size ?? 0);
     if (bytes > this.storeBytes) this.grow(bytes);
-    else this.opts.bytes?.admit(bytes);
+    else this.admit(bytes);
     this.storeBytes = bytes;
     if (size === undefined) this.sizes.delete(key);
     else this.sizes.set(key, size);

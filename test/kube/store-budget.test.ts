@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { LiveObjectCache } from '../../src/kube/live-cache.ts';
 import { StoreBudget } from '../../src/kube/store-budget.ts';
 import type { ResourceInfo } from '../../src/kube/types.ts';
-import { StoreTooLargeError } from '../../src/kube/watch.ts';
+import { StoreTooLargeError, Watch } from '../../src/kube/watch.ts';
 import type { WatchTransport } from '../../src/kube/watch.ts';
 
 const CM: ResourceInfo = {
@@ -224,4 +224,106 @@ test("identities share the budget: one tenant's large namespace ends before anot
     await a.close();
     await b.close();
   }
+});
+
+test('a watch ended mid-relist takes no bytes back as it stops, and so ends no third watch', async () => {
+  // Each request a channel the test feeds: list pages and watch lines, null ends the body.
+  type Channel = { path: string; q: Array<string | null>; wake?: () => void; push(s: string | null): void };
+  const requests: Channel[] = [];
+  const transport: WatchTransport = {
+    get: async () => {
+      throw new Error('lists are streamed');
+    },
+    stream: async (path, signal) => {
+      const c: Channel = {
+        path,
+        q: [],
+        push(s) {
+          this.q.push(s);
+          this.wake?.();
+        },
+      };
+      requests.push(c);
+      return {
+        status: 200,
+        discard: () => undefined,
+        chunks: (async function* () {
+          for (;;) {
+            if (signal.aborted) throw new Error('aborted');
+            const s = c.q.shift();
+            if (s === null) return;
+            if (s !== undefined) {
+              yield s;
+              continue;
+            }
+            await new Promise<void>((r) => {
+              c.wake = r;
+              signal.addEventListener('abort', () => r(), { once: true });
+            });
+          }
+        })(),
+      };
+    },
+  };
+  const tick = () => new Promise((r) => setTimeout(r, 20));
+  const last = (ns: string, watch: boolean) =>
+    [...requests].reverse().find((r) => r.path.includes(`/namespaces/${ns}/`) && r.path.includes('watch=1') === watch)!;
+  const budget = new StoreBudget({ totalBytes: 1000, perWatchBytes: 1000 });
+  const ended: string[] = [];
+  const watches: Watch[] = [];
+  const start = (ns: string) => {
+    const owner = {};
+    const w: Watch = new Watch(transport, {
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      backoffInitialMs: 10,
+      bytes: {
+        admit: (b: number): boolean =>
+          budget.hold(owner, b, () => {
+            ended.push(ns);
+            void w.stop();
+          }),
+      },
+    });
+    watches.push(w);
+    w.start();
+  };
+  const page = (n: number) => {
+    const s = JSON.stringify({
+      metadata: { resourceVersion: '5' },
+      items: [{ metadata: { name: 'a', namespace: 'x', resourceVersion: '5' } }],
+    });
+    return s + ' '.repeat(n - s.length);
+  };
+  try {
+    start('c');
+    await tick();
+    last('c', false).push(page(450));
+    last('c', false).push(null);
+    await tick();
+    start('a');
+    await tick();
+    last('a', false).push(page(300));
+    last('a', false).push(null);
+    await tick();
+    assert.equal(budget.used, 750);
+    // a's watch is told 410 and relists: its old store and part of the new page are held.
+    last('a', true).push('{"type":"ERROR","object":{"code":410,"message":"gone"}}\n');
+    await tick();
+    last('a', false).push(' '.repeat(200));
+    await tick();
+    assert.equal(budget.used, 950);
+    // b's 300 pass the total: a (500) is the largest and ends; c (450) must stay.
+    start('b');
+    await tick();
+    last('b', false).push(' '.repeat(300));
+    await tick();
+    await tick();
+    assert.deepEqual(ended, ['a']);
+    assert.equal(budget.used, 750, 'c 450 and b 300');
+  } finally {
+    await Promise.all(watches.map((w) => w.stop()));
+  }
+  assert.equal(budget.used, 0);
 });
