@@ -20,9 +20,9 @@ import { memoryLimit } from '../renderer/memory-limit.ts';
 export { HELD_PER_ANSWER_BYTE } from '../renderer/budget.ts';
 
 /**
- * The share of the jobs' budget the live-object watches' objects may hold together, in bytes of
- * their JSON (kube/store-budget.ts): 64 MiB of JSON for a limit of 1 GiB, about twice that in
- * V8's heap. 500 Applications of 5 objects held 3.5 MiB in bench/sync-scale.
+ * The share of the jobs' budget the live-object watches' objects may hold together, by the
+ * estimate of what they take in memory (kube/store-budget.ts heldBy, 1.0-5.0 times what V8's heap
+ * holds for them): 64 MiB for a limit of 1 GiB.
  */
 export const STORE_SHARE_OF_BUDGET = 1 / 8;
 

@@ -10,6 +10,7 @@
 // listed and watched the classic way.
 // It runs over any WatchTransport: the controller's own connection (control.ts) or a
 // DestinationClient's identity (live-cache.ts).
+import { HeldEstimate, heldBy } from './store-budget.ts';
 
 /** What a Watch needs from a connection: one GET answered whole, and one GET read as a stream. */
 export interface WatchTransport {
@@ -93,7 +94,7 @@ export interface WatchOptions {
    */
   streamingList?: { supported: boolean | undefined };
   /**
-   * What the objects may hold, in bytes of their JSON as the server sent it: `admit` is asked
+   * What the objects may hold, in bytes as store-budget.ts heldBy estimates them: `admit` is asked
    * before the store (or a list being read, beside the store it will replace) grows, and told
    * when it shrinks; false ends the watch with StoreTooLargeError. Told 0 once the watch ends.
    */
@@ -340,7 +341,7 @@ export class Watch {
       const ac = new AbortController();
       this.abort = ac;
       const timer = setTimeout(() => ac.abort(new Error(`list ${this.opts.path}: no response after 60 s`)), 60_000);
-      let res: { status: number; body: unknown; text: string };
+      let res: { status: number; body: unknown; text: string; held?: number };
       try {
         res = this.opts.bytes
           ? await this.boundedGet(this.query(extra), ac)
@@ -364,7 +365,7 @@ export class Watch {
         );
       const body = res.body as { metadata?: { resourceVersion?: string; continue?: string }; items?: WatchedObject[] };
       // Read beside the store it replaces: both are held until then.
-      this.listBytes += res.text.length;
+      if (this.opts.bytes) this.listBytes += res.held ?? heldBy(res.text);
       this.grow(this.storeBytes + this.listBytes);
       for (const it of body.items ?? []) items.push({ apiVersion: this.opts.apiVersion, kind: this.opts.kind, ...it });
       cont = body.metadata?.continue ?? '';
@@ -381,14 +382,16 @@ export class Watch {
   private async boundedGet(
     pathAndQuery: string,
     ac: AbortController,
-  ): Promise<{ status: number; body: unknown; text: string }> {
+  ): Promise<{ status: number; body: unknown; text: string; held: number }> {
     const res = await this.transport.stream(pathAndQuery, ac.signal);
     const decoder = new TextDecoder();
+    const held = new HeldEstimate();
     let text = '';
     try {
       for await (const chunk of res.chunks) {
-        text += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-        if (res.status === 200) this.grow(this.storeBytes + this.listBytes + text.length);
+        const part = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+        text += part;
+        if (res.status === 200) this.grow(this.storeBytes + this.listBytes + held.add(part));
         else if (text.length > 4096) {
           // A refusal's message is all it is read for.
           res.discard();
@@ -406,7 +409,7 @@ export class Watch {
     } catch {
       body = undefined;
     }
-    return { status: res.status, body, text };
+    return { status: res.status, body, text, held: held.bytes };
   }
 
   /** The cache becomes `items` (a complete list at `rv`); the differences are emitted as events. */
@@ -579,10 +582,11 @@ export class Watch {
       this.initialSizes.delete(key);
       if (ev.type === 'DELETED') initial.delete(key);
       else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
-        this.grow(this.storeBytes + this.listBytes + line.length);
+        const size = heldBy(line);
+        this.grow(this.storeBytes + this.listBytes + size);
         initial.set(key, object);
-        this.initialSizes.set(key, line.length);
-        this.listBytes += line.length;
+        this.initialSizes.set(key, size);
+        this.listBytes += size;
       }
       return;
     }
@@ -596,7 +600,7 @@ export class Watch {
       this.resize(key, undefined);
       this.emit({ type: 'DELETED', object, ...(old ? { old } : {}) });
     } else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
-      this.resize(key, line.length);
+      this.resize(key, this.opts.bytes ? heldBy(line) : 0);
       this.store.set(key, object);
       this.emit(old ? { type: 'MODIFIED', object, old } : { type: 'ADDED', object });
     }

@@ -179,7 +179,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     }),
     liveObjectBytes: new Gauge({
       name: 'impersync_live_object_bytes',
-      help: "What the live-object watches hold, in bytes of the objects' JSON (state=used), and what they may hold together (capacity) and each (per_watch); a watch past them ends and its objects are read one by one.",
+      help: "What the live-object watches hold, in bytes by an estimate from the objects' JSON (state=used), and what they may hold together (capacity) and each (per_watch); a watch past them ends and its objects are read one by one.",
       labelNames: ['state'],
       registers,
     }),

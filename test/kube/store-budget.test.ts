@@ -2,10 +2,11 @@
 // scripted transport: a watch past its own bound ends and its collection is read from the server;
 // past the bound of all watches together, the largest ends first. The real server's side is in
 // test/e2e/live-object-bytes.test.ts.
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LiveObjectCache } from '../../src/kube/live-cache.ts';
-import { StoreBudget } from '../../src/kube/store-budget.ts';
+import { HELD_PER_STRUCTURE, HeldEstimate, StoreBudget, heldBy } from '../../src/kube/store-budget.ts';
 import type { ResourceInfo } from '../../src/kube/types.ts';
 import { StoreTooLargeError, Watch } from '../../src/kube/watch.ts';
 import type { WatchTransport } from '../../src/kube/watch.ts';
@@ -199,9 +200,16 @@ test('a kept collection that grows past the bound by watch events ends; one that
 });
 
 test("identities share the budget: one tenant's large namespace ends before another's small one is refused", async () => {
-  const big = scripted({ big: Array.from({ length: 8 }, (_, i) => cm('big', `b${i}`, '5', 1000)) });
-  const small = scripted({ small: Array.from({ length: 4 }, (_, i) => cm('small', `s${i}`, '5', 1000)) });
-  const budget = new StoreBudget({ totalBytes: 12_000, perWatchBytes: 10_000 });
+  const bigItems = Array.from({ length: 8 }, (_, i) => cm('big', `b${i}`, '5', 1000));
+  const smallItems = Array.from({ length: 4 }, (_, i) => cm('small', `s${i}`, '5', 1000));
+  const big = scripted({ big: bigItems });
+  const small = scripted({ small: smallItems });
+  // Each fits alone, not both together.
+  const held = (items: unknown[]) => heldBy(JSON.stringify({ metadata: { resourceVersion: '10' }, items }));
+  const budget = new StoreBudget({
+    totalBytes: held(bigItems) + held(smallItems) - 1,
+    perWatchBytes: held(bigItems) + 1,
+  });
   const errors: string[] = [];
   const a = new LiveObjectCache(big.transport, {
     storeBudget: budget,
@@ -268,7 +276,17 @@ test('a watch ended mid-relist takes no bytes back as it stops, and so ends no t
   const tick = () => new Promise((r) => setTimeout(r, 20));
   const last = (ns: string, watch: boolean) =>
     [...requests].reverse().find((r) => r.path.includes(`/namespaces/${ns}/`) && r.path.includes('watch=1') === watch)!;
-  const budget = new StoreBudget({ totalBytes: 1000, perWatchBytes: 1000 });
+  const page = (n: number) => {
+    const s = JSON.stringify({
+      metadata: { resourceVersion: '5' },
+      items: [{ metadata: { name: 'a', namespace: 'x', resourceVersion: '5' } }],
+    });
+    return s + ' '.repeat(n);
+  };
+  // A page's estimate, padded with n spaces (which hold only themselves).
+  const h = (n: number) => heldBy(page(n));
+  const total = h(450) + h(300) + 250;
+  const budget = new StoreBudget({ totalBytes: total, perWatchBytes: total });
   const ended: string[] = [];
   const watches: Watch[] = [];
   const start = (ns: string) => {
@@ -289,13 +307,6 @@ test('a watch ended mid-relist takes no bytes back as it stops, and so ends no t
     watches.push(w);
     w.start();
   };
-  const page = (n: number) => {
-    const s = JSON.stringify({
-      metadata: { resourceVersion: '5' },
-      items: [{ metadata: { name: 'a', namespace: 'x', resourceVersion: '5' } }],
-    });
-    return s + ' '.repeat(n - s.length);
-  };
   try {
     start('c');
     await tick();
@@ -307,23 +318,86 @@ test('a watch ended mid-relist takes no bytes back as it stops, and so ends no t
     last('a', false).push(page(300));
     last('a', false).push(null);
     await tick();
-    assert.equal(budget.used, 750);
+    assert.equal(budget.used, h(450) + h(300));
     // a's watch is told 410 and relists: its old store and part of the new page are held.
     last('a', true).push('{"type":"ERROR","object":{"code":410,"message":"gone"}}\n');
     await tick();
     last('a', false).push(' '.repeat(200));
     await tick();
-    assert.equal(budget.used, 950);
-    // b's 300 pass the total: a (500) is the largest and ends; c (450) must stay.
+    assert.equal(budget.used, h(450) + h(300) + 200);
+    // b's 300 pass the total: a (its store and 200 more) is the largest and ends; c must stay.
     start('b');
     await tick();
     last('b', false).push(' '.repeat(300));
     await tick();
     await tick();
     assert.deepEqual(ended, ['a']);
-    assert.equal(budget.used, 750, 'c 450 and b 300');
+    assert.equal(budget.used, h(450) + 300, "c's store and b's 300");
   } finally {
     await Promise.all(watches.map((w) => w.stop()));
   }
   assert.equal(budget.used, 0);
 });
+
+test('what a JSON text will hold is estimated from its length and its structures outside strings, across chunks', () => {
+  assert.equal(heldBy('"a,b:{c}[d]"'), 12, 'inside a string, only the text');
+  assert.equal(heldBy('{"a":[1,2]}'), 11 + 4 * HELD_PER_STRUCTURE);
+  assert.equal(heldBy('"\\\\",{'), 6 + 2 * HELD_PER_STRUCTURE, 'after an escaped backslash, the quote closes');
+  assert.equal(heldBy('"\\",{"'), 6, 'an escaped quote does not close');
+  // Fed in chunks cut anywhere, the same estimate.
+  const text = JSON.stringify({ items: [{ a: 'x,"y"', b: [1, { c: '\\' }] }] });
+  const whole = heldBy(text);
+  for (let cut = 0; cut <= text.length; cut++) {
+    const e = new HeldEstimate();
+    e.add(text.slice(0, cut));
+    assert.equal(e.add(text.slice(cut)), whole, `cut at ${cut}`);
+  }
+});
+
+test('the estimate is at least what V8 holds for shapes a tenant may choose, and not far above for common ones', () => {
+  // Measured in a process of its own (node --expose-gc), so the heap counts only these objects.
+  const { status, stdout, stderr } = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--input-type=module', '-e', HEAP_PROBE],
+    { encoding: 'utf8', cwd: new URL('../../', import.meta.url).pathname },
+  );
+  assert.equal(status, 0, stderr);
+  const ratios = JSON.parse(stdout) as Record<string, number>;
+  for (const [shape, ratio] of Object.entries(ratios))
+    assert.ok(ratio >= 1 && ratio <= 6, `${shape}: the estimate is ${ratio.toFixed(2)} times the heap`);
+});
+
+/**
+ * Parses many texts of each shape and prints, per shape, the estimate over the heap they took. A
+ * watch event's line is its object wrapped as `{"type":"ADDED","object":...}`.
+ */
+const HEAP_PROBE = `
+const { heldBy } = await import('./src/kube/store-budget.ts');
+const line = (object) => JSON.stringify({ type: 'ADDED', object });
+const meta = (i) => ({ name: 'o' + i, namespace: 'team', resourceVersion: String(i), labels: { app: 'web' } });
+const shapes = {
+  deployment: [2000, (i) => line({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { ...meta(i),
+    managedFields: [{ manager: 'impersync', operation: 'Apply', fieldsV1: { 'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { '.': {}, 'f:image': {} } } } } } } }] },
+    spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80, protocol: 'TCP' }] }] } } },
+    status: { replicas: 1, conditions: [{ type: 'Available', status: 'False', message: 'Deployment does not have minimum availability.' }] } })],
+  configMap: [4000, (i) => line({ apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(i), data: { greeting: 'hello', 'app.yaml': 'a: 1\\nb: 2\\n' } })],
+  emptyValues: [4, (i) => line({ metadata: meta(i), data: Object.fromEntries(Array.from({ length: 100000 }, (_, k) => [k.toString(36), ''])) })],
+  longString: [4, (i) => line({ metadata: meta(i), data: { v: 'x'.repeat(1000000) } })],
+  emptyObjects: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 300000 }, () => ({})) } })],
+  emptyLists: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 300000 }, () => []) } })],
+  integers: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 300000 }, (_, k) => k) } })],
+  doubles: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 100000 }, (_, k) => k + 0.5) } })],
+};
+const out = {};
+for (const [shape, [n, make]] of Object.entries(shapes)) {
+  const lines = Array.from({ length: n }, (_, i) => make(i));
+  const estimate = lines.reduce((sum, l) => sum + heldBy(l), 0);
+  globalThis.gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = lines.map((l) => JSON.parse(l));
+  globalThis.gc();
+  out[shape] = estimate / (process.memoryUsage().heapUsed - before);
+  kept.length = 0;
+}
+console.log(JSON.stringify(out));
+`;
