@@ -302,15 +302,15 @@ export class Manager {
     if (settings && old && !queue.waiting(key)) {
       // argocd-cm's ignored updates (and, by default, ignored differences): a change only there is no refresh.
       // The filter's time is charged to the tenant, as its keys' time is: it reads the tenant's objects.
-      const started = performance.now();
-      void worthRefresh(settings, old, object, this.opts.semantics?.jq)
+      const spent = { ms: 0 };
+      void worthRefresh(settings, old, object, this.opts.semantics?.jq, spent)
         .catch((err: unknown) => {
           // A filter that cannot decide is a refresh: the comparison reads the change and says what fails.
           this.log.warn({ ...objectFields(app, object), err: String(err) }, 'cannot weigh the change; refreshing');
           return true;
         })
         .then((worth) => {
-          queue.charge(this.tenantOfKey(key), performance.now() - started);
+          queue.charge(this.tenantOfKey(key), spent.ms);
           if (!worth) {
             const why = 'Ignoring change of object because none of the watched resource fields have changed';
             this.log.debug(objectFields(app, object), why);

@@ -26,36 +26,55 @@ export const WATCH_READ_COST = 20_000;
 const VOLATILE = ['resourceVersion', 'generation', 'managedFields'];
 
 /** `o` without VOLATILE, copying only `o` and its metadata (not the rest, which may be megabytes). */
-function withoutVolatile(o: KubeObject | null): unknown {
-  if (!o) return o;
+function withoutVolatile(o: KubeObject): KubeObject {
   const metadata: Record<string, unknown> = { ...o.metadata };
   for (const k of VOLATILE) delete metadata[k];
-  return { ...o, metadata };
+  return { ...o, metadata } as KubeObject;
 }
 
+/**
+ * Whether the change from `old` to `now` is worth a refresh. `spent.ms` is given the time the
+ * filter ran on this thread (not the time it waited for jq, nor what ran meanwhile), for the
+ * tenant's charge.
+ */
 export async function worthRefresh(
   settings: SyncSettings,
   old: KubeObject,
   now: KubeObject,
   jq: JqRunner | undefined,
+  spent: { ms: number } = { ms: 0 },
 ): Promise<boolean> {
-  if (!settings.ignoreResourceUpdatesEnabled) return true;
-  if (!isDeepStrictEqual(old['status'], now['status'])) return true;
-  const rules: IgnoreRule[] = [
-    ...settings.ignoreResourceUpdates,
-    ...(settings.ignoreDifferencesOnResourceUpdates ? settings.ignoreDifferences : []),
-  ];
+  let from = performance.now();
+  const lap = () => {
+    const at = performance.now();
+    spent.ms += at - from;
+    from = at;
+  };
   try {
-    // Without rules for the object, nothing is copied: the pair is compared as it is.
-    const n = await normalizeIgnored(
-      { rules, ignoreAggregatedRoles: false, jq, maxReadCost: WATCH_READ_COST },
-      old,
-      now,
+    if (!settings.ignoreResourceUpdatesEnabled) return true;
+    if (!isDeepStrictEqual(old['status'], now['status'])) return true;
+    const rules: IgnoreRule[] = [
+      ...settings.ignoreResourceUpdates,
+      ...(settings.ignoreDifferencesOnResourceUpdates ? settings.ignoreDifferences : []),
+    ];
+    // The volatile fields go before any rule reads the pair (a jq expression may test them), as
+    // a rule of their own would; managedFieldsManagers still read the live object's. Without rules
+    // for the object, nothing else is copied: the pair is compared as it is.
+    const pending = normalizeIgnored(
+      { rules, ignoreAggregatedRoles: false, jq, maxReadCost: WATCH_READ_COST, fieldsOf: old },
+      withoutVolatile(old),
+      withoutVolatile(now),
     );
-    return !isDeepStrictEqual(withoutVolatile(n.live), withoutVolatile(n.predicted));
+    // What ran before normalizeIgnored's first wait; what ran after it is timed from here.
+    lap();
+    const n = await pending;
+    from = performance.now();
+    return !isDeepStrictEqual(n.live, n.predicted);
   } catch (e) {
     // managedFields too costly to read here: the refresh reads them in its tenant's turn.
     if (tooComplex(e)) return true;
     throw e;
+  } finally {
+    lap();
   }
 }

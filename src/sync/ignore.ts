@@ -36,6 +36,8 @@ export interface DiffRules {
   knownTypes?: readonly KnownTypeField[] | undefined;
   /** The bound of managedFieldsManagers' reads (managed-fields.ts MAX_READ_COST when not given). */
   maxReadCost?: number | undefined;
+  /** The object whose managedFields managedFieldsManagers read, when not the live one given. */
+  fieldsOf?: KubeObject | null | undefined;
 }
 
 export const NO_DIFF_RULES: DiffRules = { rules: [], ignoreAggregatedRoles: false };
@@ -223,7 +225,7 @@ export async function normalizeIgnored(
       );
     }
     if (rule.managedFieldsManagers.length)
-      pair = withoutFieldsOf(pair, live, rule.managedFieldsManagers, diff.maxReadCost);
+      pair = withoutFieldsOf(pair, diff.fieldsOf ?? live, rule.managedFieldsManagers, diff.maxReadCost);
   }
   if (diff.knownTypes?.length)
     pair = pair.map((o) => {

@@ -281,10 +281,11 @@ test('sharded: keys of shards not held are dropped as they come off the queues; 
 });
 
 /**
- * argocd-cm with label tracking and an ignoreResourceUpdates rule run by a jq that counts its calls
- * and takes `ms` each (a tenant's costly object, weighed on the watch's event).
+ * argocd-cm with label tracking and an ignoreResourceUpdates rule run by a jq that counts its calls;
+ * `cost(o)` says what one call does for an object: `busy` ms of this thread (a tenant's costly
+ * object weighed), then `wait` ms of waiting (for a jq process, say).
  */
-function weighing(ms: number) {
+function weighing(cost: (o: KubeObject) => { busy: number; wait: number } = () => ({ busy: 0, wait: 0 })) {
   const settings = readSyncSettings({
     'application.resourceTrackingMethod': 'label',
     'resource.customizations.ignoreResourceUpdates.apps_Deployment': 'jqPathExpressions:\n- .spec.replicas\n',
@@ -293,7 +294,12 @@ function weighing(ms: number) {
   const jq = {
     delete: async (o: KubeObject) => {
       calls++;
-      await new Promise((r) => setTimeout(r, ms));
+      const { busy, wait } = cost(o);
+      const end = performance.now() + busy;
+      while (performance.now() < end) {
+        // The thread held, as a costly object's weighing holds it.
+      }
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const copy = structuredClone(o) as KubeObject & { spec: { replicas?: number } };
       delete copy.spec.replicas;
       return { ok: true, value: copy };
@@ -316,7 +322,7 @@ async function until(cond: () => boolean): Promise<void> {
 }
 
 test('a live-object change for an Application whose refresh already waits is not weighed again: the refresh reads it', async () => {
-  const w = weighing(0);
+  const w = weighing();
   const h = harness({ semantics: w.semantics });
   h.set(base);
   // Not started: what is queued stays queued.
@@ -337,19 +343,23 @@ test('a live-object change for an Application whose refresh already waits is not
 });
 
 test("the time a live-object change takes to weigh is charged to its Application's tenant, not to another's", async () => {
-  const w = weighing(100);
+  // team-a's object holds the thread 100 ms per call; team-b's waits 10 ms and costs nothing.
+  const w = weighing((o) =>
+    o.metadata.labels?.['app.kubernetes.io/instance'] === 'team-a_x' ? { busy: 100, wait: 0 } : { busy: 0, wait: 10 },
+  );
   const h = harness({ semantics: w.semantics });
   const app = (namespace: string): WatchedObject => ({ ...base, metadata: { ...base.metadata, namespace, name: 'x' } });
   h.set(app('team-a'));
   h.set(app('team-b'));
-  // An ignored change of team-a's object: no refresh, but 100 ms of weighing.
+  // Ignored changes (no refresh): team-b's first, whose wait ends only after team-a's weighing
+  // let the thread go; its time on the clock includes team-a's, its time weighing does not.
+  h.manager.managedObjectChanged(tracked('team-b_x', '2', 3, 'v1'), tracked('team-b_x', '1', 1, 'v1'));
   h.manager.managedObjectChanged(tracked('team-a_x', '2', 3, 'v1'), tracked('team-a_x', '1', 1, 'v1'));
-  await until(() => w.calls() === 2);
-  await new Promise((r) => setTimeout(r, 150));
-  assert.ok(
-    h.manager.refreshQueue.charged('namespace:team-a') >= 90,
-    `${h.manager.refreshQueue.charged('namespace:team-a')} ms`,
-  );
-  assert.equal(h.manager.refreshQueue.charged('namespace:team-b'), 0);
+  await until(() => w.calls() === 4);
+  await new Promise((r) => setTimeout(r, 100));
+  const a = h.manager.refreshQueue.charged('namespace:team-a');
+  const b = h.manager.refreshQueue.charged('namespace:team-b');
+  assert.ok(a >= 190, `team-a charged ${a} ms for two calls of 100 ms`);
+  assert.ok(b < 50, `team-b charged ${b} ms, though its weighing took none of the thread`);
   await h.manager.stop();
 });

@@ -7,6 +7,7 @@ import type { KubeObject } from '../../src/api/index.ts';
 import { WATCH_READ_COST, worthRefresh } from '../../src/controller/update-filter.ts';
 import { normalizeIgnored } from '../../src/sync/index.ts';
 import { MAX_READ_COST } from '../../src/sync/managed-fields.ts';
+import { JqRunner } from '../../src/sync/jq/runner.ts';
 import { readSyncSettings } from '../../src/sync/settings.ts';
 
 const deployment = (replicas: number, image: string, status: Record<string, unknown> = {}): KubeObject =>
@@ -103,3 +104,31 @@ test('the filter copies nothing of an object that no argocd-cm rule names: it co
 });
 
 function noop(): void {}
+
+test('resourceVersion, generation and managedFields are gone before any rule reads the pair, as a rule of their own (a jq expression that tests them)', async () => {
+  // With generation gone, the select holds, and a change of replicas is ignored.
+  const settings = readSyncSettings({
+    'resource.customizations.ignoreResourceUpdates.apps_Deployment':
+      'jqPathExpressions:\n- select(.metadata.generation == null) | .spec.replicas\n',
+  });
+  const withGeneration = (replicas: number) => {
+    const o = deployment(replicas, 'a');
+    return { ...o, metadata: { ...o.metadata, generation: replicas } } as KubeObject;
+  };
+  const jq = new JqRunner();
+  try {
+    assert.equal(await worthRefresh(settings, withGeneration(1), withGeneration(3), jq), false);
+    assert.equal(
+      await worthRefresh(
+        settings,
+        withGeneration(1),
+        { ...withGeneration(3), spec: { replicas: 3 } } as KubeObject,
+        jq,
+      ),
+      true,
+      'the template changed too',
+    );
+  } finally {
+    await jq.close();
+  }
+});
