@@ -130,7 +130,7 @@ async function runImpersync(prefix: string, root: string | undefined): Promise<I
       health: healthCounts(done.apps),
     };
     console.log(
-      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); its Events all written ${seconds(run.eventsMs)} s later (requests, CPU and memory counted through then; peak RSS when the last was done: ${mib(peaksAtDone.controller)} + ${mib(peaksAtDone.renderer)} MiB); startup CPU ${fixed(s0.cpu, 2)} s; the live-object watches hold ${Number.isNaN(liveBytes) ? 'n/a' : `${fixed(liveBytes / 2 ** 20, 1)} of ${fixed(liveCapacity / 2 ** 20, 0)}`} MiB of JSON`,
+      `impersync${root ? ` (${root})` : ''}: all ${N} Synced + Succeeded after ${seconds(run.ms)} s (health: ${JSON.stringify(run.health)}); its Events all written ${seconds(run.eventsMs)} s later (requests, CPU and memory counted through then; peak RSS when the last was done: ${mib(peaksAtDone.controller)} + ${mib(peaksAtDone.renderer)} MiB); startup CPU ${fixed(s0.cpu, 2)} s; the live-object watches hold ${Number.isNaN(liveBytes) ? 'n/a' : `${fixed(liveBytes / 2 ** 20, 1)} of ${fixed(liveCapacity / 2 ** 20, 0)}`} MiB (by the estimate of what their objects take)`,
     );
     return run;
   } finally {
