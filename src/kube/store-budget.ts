@@ -14,8 +14,9 @@
  * What V8 holds for each object, list, element and field a JSON text opens (each `{`, `[`, `,`
  * and `:` outside its strings), beyond the text itself. Parsed, a list of 300,000 empty objects
  * takes 21 times its JSON and a ConfigMap of 100,000 empty values 6.9 times, where a Deployment
- * takes 1.8 times and a long string once: with 32, the estimate is 1.0-5.0 times what the heap
- * holds for each of them (test/kube/store-budget.test.ts).
+ * takes 1.8 times and a long string once (twice, with a character past Latin-1, which the
+ * estimate counts twice): with 32, the estimate is 1.0-5.0 times what the heap holds for each of
+ * them (test/kube/store-budget.test.ts).
  */
 export const HELD_PER_STRUCTURE = 32;
 
@@ -32,10 +33,13 @@ export class HeldEstimate {
   /** Adds `chunk` (the text's next part); returns the estimate so far. */
   add(chunk: string): number {
     let opened = 0;
+    // A string with any character past Latin-1 is kept two bytes a character.
+    let wide = 0;
     let inString = this.#inString;
     let escaped = this.#escaped;
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk.charCodeAt(i);
+      if (c > 0xff) wide++;
       if (inString) {
         if (escaped) escaped = false;
         else if (c === 92) escaped = true;
@@ -45,7 +49,7 @@ export class HeldEstimate {
     }
     this.#inString = inString;
     this.#escaped = escaped;
-    this.#bytes += chunk.length + HELD_PER_STRUCTURE * opened;
+    this.#bytes += chunk.length + wide + HELD_PER_STRUCTURE * opened;
     return this.#bytes;
   }
 }

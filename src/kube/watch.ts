@@ -156,7 +156,7 @@ export class Watch {
   private initial: Map<string, WatchedObject> | undefined;
   /** A streamed list was asked for and its end has not arrived. */
   private initialPending = false;
-  /** The JSON size of each object held (WatchOptions.bytes), their sum, and of a list being read. */
+  /** What each object held takes by heldBy's estimate (WatchOptions.bytes), their sum, and a list being read's. */
   private readonly sizes = new Map<string, number>();
   private storeBytes = 0;
   private initialSizes = new Map<string, number>();
@@ -321,9 +321,9 @@ export class Watch {
     this.listBytes = 0;
     try {
       const { items, rv, bytes } = await this.listPages();
-      // A page's size shared by its items: the list's JSON, not each object's.
+      // The pages' estimate shared by their items, not each object's own.
       const each = items.length ? bytes / items.length : 0;
-      this.replaceAll(items, rv, new Map(items.map((o) => [objectStoreKey(o), each])));
+      this.replaceAll(items, rv, new Map(this.opts.bytes ? items.map((o) => [objectStoreKey(o), each]) : []));
     } finally {
       this.listBytes = 0;
       this.admit(this.storeBytes);
@@ -582,7 +582,7 @@ export class Watch {
       this.initialSizes.delete(key);
       if (ev.type === 'DELETED') initial.delete(key);
       else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
-        const size = heldBy(line);
+        const size = this.opts.bytes ? heldBy(line) : 0;
         this.grow(this.storeBytes + this.listBytes + size);
         initial.set(key, object);
         this.initialSizes.set(key, size);

@@ -383,6 +383,7 @@ const shapes = {
   configMap: [4000, (i) => line({ apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(i), data: { greeting: 'hello', 'app.yaml': 'a: 1\\nb: 2\\n' } })],
   emptyValues: [4, (i) => line({ metadata: meta(i), data: Object.fromEntries(Array.from({ length: 100000 }, (_, k) => [k.toString(36), ''])) })],
   longString: [4, (i) => line({ metadata: meta(i), data: { v: 'x'.repeat(1000000) } })],
+  wideString: [4, (i) => line({ metadata: meta(i), data: { v: '\\u4e2d'.repeat(1000000) } })],
   emptyObjects: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 300000 }, () => ({})) } })],
   emptyLists: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 300000 }, () => []) } })],
   integers: [4, (i) => line({ metadata: meta(i), spec: { x: Array.from({ length: 300000 }, (_, k) => k) } })],
