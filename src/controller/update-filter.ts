@@ -34,8 +34,8 @@ function withoutVolatile(o: KubeObject): KubeObject {
 
 /**
  * Whether the change from `old` to `now` is worth a refresh. `spent.ms` is given the time the
- * filter ran on this thread (not the time it waited for jq, nor what ran meanwhile), for the
- * tenant's charge.
+ * filter ran on this thread and jq's worker ran its expressions (not their wait for a turn, nor
+ * what ran meanwhile), for the tenant's charge.
  */
 export async function worthRefresh(
   settings: SyncSettings,
@@ -69,6 +69,7 @@ export async function worthRefresh(
     lap();
     const n = await pending;
     from = performance.now();
+    spent.ms += n.jqMs ?? 0;
     return !isDeepStrictEqual(n.live, n.predicted);
   } catch (e) {
     // managedFields too costly to read here: the refresh reads them in its tenant's turn.

@@ -181,6 +181,8 @@ export interface Normalized {
   predicted: KubeObject | null;
   /** jq expressions that failed (Argo CD logs and skips them); never fatal. */
   errors: string[];
+  /** How long jq's worker took for them, in milliseconds (JqResult.ms). */
+  jqMs?: number;
 }
 
 /**
@@ -195,6 +197,7 @@ export async function normalizeIgnored(
   const subject = predicted ?? live;
   if (!subject) return { live, predicted, errors: [] };
   const errors: string[] = [];
+  let jqMs = 0;
   const rules = rulesFor(diff.rules, subject);
   const aggregated = diff.ignoreAggregatedRoles && isAggregatedRole(subject);
   // Only these two edit the pair in place (jq, managed fields and known types make copies of their
@@ -218,6 +221,7 @@ export async function normalizeIgnored(
         pair.map(async (o) => {
           if (!o) return o;
           const r = await (diff.jq as JqRunner).delete(o, expression);
+          jqMs += r.ms ?? 0;
           if (r.ok && isRecord(r.value)) return r.value as KubeObject;
           if (!r.ok) errors.push(r.error);
           return o;
@@ -235,7 +239,7 @@ export async function normalizeIgnored(
       if (n.error) errors.push(`known type fields of ${o.kind} ${o.metadata.name}: ${n.error}`);
       return n.object;
     });
-  return { live: pair[0] ?? null, predicted: pair[1] ?? null, errors: [...new Set(errors)] };
+  return { live: pair[0] ?? null, predicted: pair[1] ?? null, errors: [...new Set(errors)], jqMs };
 }
 
 /**

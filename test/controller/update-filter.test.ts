@@ -132,3 +132,29 @@ test('resourceVersion, generation and managedFields are gone before any rule rea
     await jq.close();
   }
 });
+
+test("the time jq's worker takes for argocd-cm's expressions counts in the weighing's time, its wait for a turn does not", async () => {
+  const settings = readSyncSettings({
+    'resource.customizations.ignoreResourceUpdates.apps_Deployment': 'jqPathExpressions:\n- .spec.replicas\n',
+  });
+  // A jq whose worker takes 40 ms per call, answered after a wait of 200 ms for its turn.
+  const jq = {
+    delete: async (o: KubeObject) => {
+      await new Promise((r) => setTimeout(r, 200));
+      const copy = structuredClone(o) as KubeObject & { spec: { replicas?: number } };
+      delete copy.spec.replicas;
+      return { ok: true, value: copy, ms: 40 };
+    },
+  } as unknown as JqRunner;
+  const spent = { ms: 0 };
+  assert.equal(await worthRefresh(settings, deployment(1, 'a'), deployment(3, 'a'), jq, spent), false);
+  assert.ok(spent.ms >= 80 && spent.ms < 150, `${spent.ms} ms: two calls of 40 ms, not their 200 ms waits`);
+  // The real runner says how long its worker took.
+  const real = new JqRunner();
+  try {
+    const r = await real.delete(deployment(1, 'a'), '.spec.replicas');
+    assert.ok(r.ok && typeof r.ms === 'number' && r.ms > 0, JSON.stringify(r));
+  } finally {
+    await real.close();
+  }
+});

@@ -5,7 +5,8 @@
 import { Worker } from 'node:worker_threads';
 import type { JqOp, JqReply, JqRequest } from './worker.ts';
 
-export type JqResult = { ok: true; value: unknown } | { ok: false; error: string };
+/** `ms`: how long the worker took from the request to its answer (not the wait for its turn). */
+export type JqResult = ({ ok: true; value: unknown } | { ok: false; error: string }) & { ms?: number };
 
 /** Argo CD's DefaultJQExecutionTimeout. */
 export const JQ_TIMEOUT_MS = 1000;
@@ -75,12 +76,13 @@ export class JqRunner {
       return { ok: false, error: `jq could not start: ${(err as Error).message}` };
     }
     const id = this.#nextId++;
+    let sent = 0;
     return new Promise<JqResult>((resolve) => {
       const finish = (r: JqResult) => {
         clearTimeout(timer);
         worker.thread.off('message', onMessage);
         worker.thread.off('exit', onExit);
-        resolve(r);
+        resolve({ ...r, ms: performance.now() - sent });
       };
       const drop = () => {
         if (this.#worker === worker) this.#worker = undefined;
@@ -103,6 +105,7 @@ export class JqRunner {
       timer.unref();
       worker.thread.on('message', onMessage);
       worker.thread.once('exit', onExit);
+      sent = performance.now();
       worker.thread.postMessage({ id, op, expression, doc } satisfies JqRequest);
     });
   }
