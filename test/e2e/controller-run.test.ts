@@ -155,11 +155,15 @@ test(
         throw new Error(`${err.message}\noutput:\n${out.slice(-3000)}`);
       });
       assert.match(JSON.stringify(app.status), /system:serviceaccount:guestbook:generic-deployer/);
-      assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
-      assert.match(
-        await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
-        /impersync_syncs_total\{phase="Succeeded"\} 1/,
-      );
+      // A refused connection is the process gone: say how it ended and what it printed.
+      const get = (p: string) =>
+        fetch(`http://127.0.0.1:${port}${p}`).catch((err: Error) => {
+          throw new Error(
+            `GET ${p}: ${err.message} (the controller's exit code: ${String(child?.exitCode)}, signal: ${String(child?.signalCode)})\noutput:\n${out.slice(-4000)}`,
+          );
+        });
+      assert.equal((await get('/readyz')).status, 200);
+      assert.match(await (await get('/metrics')).text(), /impersync_syncs_total\{phase="Succeeded"\} 1/);
       const lines = out
         .split('\n')
         .filter((l) => l.startsWith('{'))
