@@ -299,6 +299,40 @@ export async function waitForApp(
   );
 }
 
+/** Applies `app` and waits for its first sync: operation Succeeded and Synced. */
+export async function applySyncedApp(cp: TestControlPlane, app: KubeObject): Promise<void> {
+  await applyRaw(cp.admin, app);
+  await waitForApp(
+    cp,
+    app.metadata.name,
+    'first sync Succeeded and Synced',
+    (a) =>
+      operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced',
+  );
+}
+
+/** Asks for a refresh and waits until it is done (the controller removes the annotation after it). */
+export async function refreshApp(
+  cp: TestControlPlane,
+  name: string,
+  kind: 'normal' | 'hard' = 'normal',
+): Promise<void> {
+  await requestOk(cp.admin, {
+    method: 'PATCH',
+    path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
+    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': kind } } },
+    contentType: 'application/merge-patch+json',
+  });
+  await waitForApp(
+    cp,
+    name,
+    'refresh done',
+    (a) =>
+      ((a['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'] ===
+      undefined,
+  );
+}
+
 export function operationPhase(app: { status?: Record<string, unknown> }): string | undefined {
   return (app.status?.['operationState'] as { phase?: string } | undefined)?.phase;
 }

@@ -6,20 +6,19 @@
 // one, while another namespace's watch serves its refreshes.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRaw, requestOk, startControlPlane } from '../support/index.ts';
+import { applyRaw, startControlPlane } from '../support/index.ts';
 import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import {
   application,
+  applySyncedApp,
   deployer,
   grantControllerRights,
   guestbookFiles,
   IN_CLUSTER,
-  NS,
-  operationPhase,
   project,
+  refreshApp,
   setSettings,
   startFixture,
-  waitForApp,
 } from './controller-fixture.ts';
 import type { Fixture } from './controller-fixture.ts';
 import { connectControlCluster } from '../../src/kube/control.ts';
@@ -50,36 +49,11 @@ after(async () => {
 
 const sa = (ns: string) => `system:serviceaccount:${ns}:deployer`;
 
-async function syncedApp(name: string): Promise<void> {
-  await applyRaw(
-    cp.admin,
+const syncedApp = (name: string) =>
+  applySyncedApp(
+    cp,
     application(name, fx.repo.url, { project: 'bytes', destination: { server: IN_CLUSTER, namespace: name } }),
   );
-  await waitForApp(
-    cp,
-    name,
-    'first sync Succeeded and Synced',
-    (a) =>
-      operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced',
-  );
-}
-
-async function refresh(name: string): Promise<void> {
-  await requestOk(cp.admin, {
-    method: 'PATCH',
-    path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
-    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } },
-    contentType: 'application/merge-patch+json',
-  });
-  await waitForApp(
-    cp,
-    name,
-    'refresh done',
-    (a) =>
-      ((a['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'] ===
-      undefined,
-  );
-}
 
 /** The GETs of ConfigMaps in `ns` as its ServiceAccount during a refresh of `name`, after the watches settle. */
 async function configMapGetsOfARefresh(name: string, ns: string): Promise<AuditRecord[]> {
@@ -89,7 +63,7 @@ async function configMapGetsOfARefresh(name: string, ns: string): Promise<AuditR
   // The refreshes right after a sync may read while a watch catches up with its writes.
   for (let i = 0; i < 5; i++) {
     const seen = (await cp.readAudit()).length;
-    await refresh(name);
+    await refreshApp(cp, name);
     await new Promise((r) => setTimeout(r, 1000));
     last = (await cp.readAudit()).slice(seen).filter(gets);
     if (last.length === 0) return last;

@@ -17,14 +17,15 @@ import type { AuditRecord, TestControlPlane } from '../support/index.ts';
 import { until } from '../support/faults.ts';
 import {
   application,
+  applySyncedApp,
   deployer,
   getApp,
   grantControllerRights,
   guestbookFiles,
   IN_CLUSTER,
-  NS,
   operationPhase,
   project,
+  refreshApp,
   setSettings,
   startFixture,
   waitForApp,
@@ -64,33 +65,10 @@ async function syncedApp(name: string, selfHeal: boolean): Promise<void> {
   });
   if (selfHeal)
     (app['spec'] as { syncPolicy: { automated: Record<string, boolean> } }).syncPolicy.automated['selfHeal'] = true;
-  await applyRaw(cp.admin, app);
-  await waitForApp(
-    cp,
-    name,
-    'first sync Succeeded and Synced',
-    (a) =>
-      operationPhase(a) === 'Succeeded' && (a.status?.['sync'] as { status?: string } | undefined)?.status === 'Synced',
-  );
+  await applySyncedApp(cp, app);
 }
 
-/** Asks for a refresh and waits until it is done (the controller removes the annotation after it). */
-async function refresh(name: string, kind: 'normal' | 'hard' = 'normal'): Promise<void> {
-  await requestOk(cp.admin, {
-    method: 'PATCH',
-    path: `/apis/argoproj.io/v1alpha1/namespaces/${NS}/applications/${name}`,
-    body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': kind } } },
-    contentType: 'application/merge-patch+json',
-  });
-  await waitForApp(
-    cp,
-    name,
-    'refresh done',
-    (a) =>
-      ((a['metadata'] as { annotations?: Record<string, string> }).annotations ?? {})['argocd.argoproj.io/refresh'] ===
-      undefined,
-  );
-}
+const refresh = (name: string, kind: 'normal' | 'hard' = 'normal') => refreshApp(cp, name, kind);
 
 const readsAs = (ns: string) => (r: AuditRecord) =>
   r.namespace === ns && r.impersonatedUser === sa(ns) && (r.verb === 'get' || (r.verb === 'patch' && r.dryRun));

@@ -6,17 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LiveObjectCache } from '../../src/kube/live-cache.ts';
 import type { ResourceInfo } from '../../src/kube/types.ts';
+import { CONFIGMAPS } from './configmaps.ts';
 import type { WatchTransport } from '../../src/kube/watch.ts';
 
-const CM: ResourceInfo = {
-  apiVersion: 'v1',
-  group: '',
-  version: 'v1',
-  kind: 'ConfigMap',
-  resource: 'configmaps',
-  namespaced: true,
-  verbs: ['get', 'list', 'watch', 'patch'],
-};
+const CM = CONFIGMAPS;
 const COLL = '/api/v1/namespaces/a/configmaps';
 const cm = (name: string, rv: string, data = 'x') => ({
   apiVersion: 'v1',

@@ -7,19 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LiveObjectCache } from '../../src/kube/live-cache.ts';
 import { HELD_PER_STRUCTURE, HeldEstimate, StoreBudget, heldBy } from '../../src/kube/store-budget.ts';
-import type { ResourceInfo } from '../../src/kube/types.ts';
+import { CONFIGMAPS } from './configmaps.ts';
 import { StoreTooLargeError, Watch } from '../../src/kube/watch.ts';
 import type { WatchTransport } from '../../src/kube/watch.ts';
 
-const CM: ResourceInfo = {
-  apiVersion: 'v1',
-  group: '',
-  version: 'v1',
-  kind: 'ConfigMap',
-  resource: 'configmaps',
-  namespaced: true,
-  verbs: ['get', 'list', 'watch', 'patch'],
-};
+const CM = CONFIGMAPS;
 const coll = (ns: string) => `/api/v1/namespaces/${ns}/configmaps`;
 const cm = (ns: string, name: string, rv: string, size: number) => ({
   apiVersion: 'v1',
